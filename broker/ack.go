@@ -1,0 +1,185 @@
+package broker
+
+import (
+	"context"
+	"slices"
+	"strconv"
+
+	"github.com/activemq-go/broker/persistence"
+)
+
+// AckRef names the message an ACK or NACK is about, in whichever way the client's
+// protocol version does: a delivery tag (STOMP 1.2 ack id), or a message id with an
+// optional subscription id (1.1, 1.0).
+type AckRef struct {
+	Tag       uint64
+	HasTag    bool
+	MessageID string
+	SubID     string
+}
+
+func (r AckRef) String() string {
+	if r.HasTag {
+		return strconv.FormatUint(r.Tag, 10)
+	}
+	return r.MessageID
+}
+
+// find returns the deliveries an ACK (cumulative for client mode) or NACK covers.
+func (c *Conn) find(r AckRef, cumulative bool) (*Subscription, []*Delivery, error) {
+	var d *Delivery
+	switch {
+	case r.HasTag:
+		d = c.byTag[r.Tag]
+	case r.SubID != "":
+		s := c.subs[r.SubID]
+		if s == nil {
+			return nil, nil, errorf(ErrUnknownSubscription, "No subscription matched: %s", r.SubID)
+		}
+		d = s.byMessageID(r.MessageID)
+	default:
+		for _, s := range c.subs {
+			if d = s.byMessageID(r.MessageID); d != nil {
+				break
+			}
+		}
+	}
+	if d == nil || d.settled {
+		return nil, nil, errorf(ErrUnknownAck, "Unexpected ACK received for message-id [%s]", r)
+	}
+	s := d.Sub
+	if !cumulative || s.Mode != AckClient {
+		return s, []*Delivery{d}, nil
+	}
+	var ds []*Delivery
+	for _, x := range s.dispatched {
+		if x.Tag > d.Tag {
+			break
+		}
+		if !x.settled {
+			ds = append(ds, x)
+		}
+	}
+	return s, ds, nil
+}
+
+func (s *Subscription) byMessageID(id string) *Delivery {
+	for _, d := range s.dispatched {
+		if !d.settled && d.Msg.ID == id {
+			return d
+		}
+	}
+	return nil
+}
+
+// Ack acknowledges a message (and, for a client-mode subscription, every earlier one it
+// was sent). Outside a transaction done is called once the acknowledgement is durable; a
+// client that waited for it never sees those messages again.
+func (c *Conn) Ack(ctx context.Context, r AckRef, tx string, done func(error)) error {
+	return c.settleRef(r, tx, true, done)
+}
+
+// Nack rejects one message. As in ActiveMQ it is a poison acknowledgement: a persistent
+// message moves to the dead-letter queue ActiveMQ.DLQ, a non-persistent one is dropped
+// (ActiveMQ's processNonPersistent=false).
+func (c *Conn) Nack(ctx context.Context, r AckRef, tx string, done func(error)) error {
+	return c.settleRef(r, tx, false, done)
+}
+
+func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error {
+	var t *txState
+	if tx != "" {
+		if t = c.txs[tx]; t == nil {
+			return errorf(ErrUnknownTransaction, "Invalid transaction id: %s", tx)
+		}
+	}
+	s, ds, err := c.find(r, ack)
+	if err != nil {
+		return err
+	}
+	s.settle(ds)
+	// The window opens at once, also inside a transaction (ActiveMQ's delivered ack), so a
+	// transacted consumer with a small prefetch keeps receiving.
+	s.credit.Add(int32(len(ds)))
+	if t != nil {
+		t.settles = append(t.settles, txSettle{sub: s, ds: ds, ack: ack})
+		s.kick()
+		done(nil)
+		return nil
+	}
+	batch := c.b.store.Begin()
+	onDone := c.b.applySettle(batch, s, ds, ack)
+	s.kick()
+	c.b.finish(batch, persistence.Sync, onDone, done)
+	return nil
+}
+
+// applySettle adds the store writes that acknowledge (or dead-letter) ds to batch and
+// returns what to do in memory once the batch is durable.
+func (b *Broker) applySettle(batch persistence.Batch, s *Subscription, ds []*Delivery, ack bool) func(error) {
+	if s.q == nil {
+		if s.t != nil {
+			s.t.dequeued.Add(int64(len(ds)))
+		}
+		return nil
+	}
+	q := s.q
+	var dlq []*persistence.Message
+	for _, d := range ds {
+		if d.Msg.Persistent {
+			batch.Ack(d.Msg.Dest, d.Msg.Seq)
+		}
+		if !ack && d.Msg.Persistent {
+			dlq = append(dlq, b.deadLetter(d.Msg, q.stomp, "poison ack (NACK)"))
+		}
+	}
+	var dlqEntries []queuedEntry
+	if len(dlq) > 0 {
+		dq := b.queue(DLQName)
+		for _, m := range dlq {
+			dlqEntries = append(dlqEntries, queuedEntry{dq, dq.accept(m, false)})
+			batch.Add(m)
+		}
+	}
+	return func(err error) {
+		for _, qe := range dlqEntries {
+			qe.q.commitDone(qe.e, err)
+		}
+		if err != nil {
+			// The store still holds them: give them back rather than lose track.
+			q.requeue(slices.Clone(ds))
+			return
+		}
+		q.acked(len(ds))
+	}
+}
+
+// deadLetter makes the dead-letter copy of m: same id and body, the original destination
+// and the reason as headers.
+func (b *Broker) deadLetter(m *persistence.Message, from, reason string) *persistence.Message {
+	c := m.Clone()
+	c.Headers = append(c.Headers, "original-destination", from, "dlqDeliveryFailureCause", reason)
+	c.Subs = nil
+	return c
+}
+
+// finish commits batch (if it has anything), then runs apply and done with the result.
+func (b *Broker) finish(batch persistence.Batch, d persistence.Durability, apply func(error), done func(error)) {
+	if batch.Len() == 0 {
+		batch.Rollback()
+		if apply != nil {
+			apply(nil)
+		}
+		done(nil)
+		return
+	}
+	b.commit(batch, d, func(err error) {
+		if apply != nil {
+			apply(err)
+		}
+		if err != nil {
+			err = storeError(err)
+		}
+		done(err)
+	})
+}

@@ -1,0 +1,255 @@
+// Package broker is the core of the message broker: connections, subscriptions, dispatch
+// with prefetch credit, acknowledgements, redelivery, dead-lettering and transactions. It
+// is protocol-neutral: transport/stomp turns frames into calls on Conn, and Conn hands
+// back Deliveries for the transport to write.
+//
+// # Concurrency
+//
+// Each Conn is driven by one goroutine of the transport (its owner): every method of Conn
+// except Wake and Take is called from that goroutine only, so a connection's own state
+// (subscriptions, dispatched-but-unacknowledged messages, transactions) needs no lock.
+// Destinations are shared; each has a mutex. Dispatch runs in whatever goroutine made
+// a message available (a producer's owner, a consumer's owner freeing credit, or a store
+// completion) and pushes Deliveries onto the consumer connection's outbound list, bounded
+// by the consumer's prefetch credit.
+//
+// Lock order: broker.mu, then a destination's mu, then a subscription's mu, then conn.mu.
+package broker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/persistence"
+)
+
+// DLQName is ActiveMQ's shared dead-letter queue.
+const DLQName = "ActiveMQ.DLQ"
+
+// Default prefetch sizes, ActiveMQ's for STOMP subscriptions.
+const (
+	DefaultQueuePrefetch = 1000
+	DefaultTopicPrefetch = 32767
+	// DefaultTopicPendingLimit bounds the messages kept for a slow non-durable topic
+	// subscriber beyond its prefetch; past it the oldest are dropped (ActiveMQ's
+	// constantPendingMessageLimitStrategy, which its shipped configuration sets).
+	DefaultTopicPendingLimit = 10000
+)
+
+// Options configures a Broker.
+type Options struct {
+	Name   string // brokerName, part of every message id
+	Store  persistence.Store
+	Logger *slog.Logger
+	// TopicPendingLimit overrides DefaultTopicPendingLimit when > 0.
+	TopicPendingLimit int
+}
+
+// Broker routes messages between connections and keeps them in its store.
+type Broker struct {
+	name   string
+	store  persistence.Store
+	log    *slog.Logger
+	idBase string // "ID:<name>-<boot ms>-"
+
+	topicPendingLimit int
+
+	mu        sync.RWMutex
+	queues    map[string]*queue // by destination name (without kind prefix)
+	topics    map[string]*topic
+	wildSubs  []*Subscription // subscriptions on wildcard topic names
+	clientIDs map[string]*Conn
+	conns     map[*Conn]struct{}
+	closed    bool
+
+	msgSeq  atomic.Uint64
+	connSeq atomic.Uint64
+}
+
+// New recovers the store's destinations and returns a running broker.
+func New(ctx context.Context, o Options) (*Broker, error) {
+	if o.Store == nil {
+		return nil, fmt.Errorf("broker: no store")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Name == "" {
+		o.Name = "localhost"
+	}
+	b := &Broker{
+		name:              o.Name,
+		store:             o.Store,
+		log:               o.Logger,
+		idBase:            "ID:" + o.Name + "-" + strconv.FormatInt(time.Now().UnixMilli(), 10) + "-",
+		topicPendingLimit: o.TopicPendingLimit,
+		queues:            map[string]*queue{},
+		topics:            map[string]*topic{},
+		clientIDs:         map[string]*Conn{},
+		conns:             map[*Conn]struct{}{},
+	}
+	if b.topicPendingLimit <= 0 {
+		b.topicPendingLimit = DefaultTopicPendingLimit
+	}
+	if err := b.recover(ctx); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *Broker) recover(ctx context.Context) error {
+	rec, err := b.store.Recover(ctx)
+	if err != nil {
+		return fmt.Errorf("broker: recover store: %w", err)
+	}
+	var msgs int64
+	for _, d := range rec.Destinations {
+		if persistence.KindOf(d.Name) != persistence.KindQueue {
+			continue
+		}
+		q := b.queueLocked(d.Name[len(persistence.QueuePrefix):])
+		if d.LastSeq >= q.nextSeq {
+			q.nextSeq = d.LastSeq + 1
+		}
+		err := b.store.Scan(ctx, d.Name, 0, 0, func(m *persistence.Message) error {
+			c := m.Clone()
+			if c.Seq >= q.nextSeq {
+				q.nextSeq = c.Seq + 1
+			}
+			q.pending.Push(&destinations.Entry{Msg: c, Ready: true, Redelivered: c.RedeliveryCount > 0, Deliveries: c.RedeliveryCount})
+			msgs++
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("broker: recover %s: %w", d.Name, err)
+		}
+	}
+	if msgs > 0 {
+		b.log.Info("recovered stored messages", slog.Int64("messages", msgs), slog.Int("destinations", len(rec.Destinations)))
+	}
+	return nil
+}
+
+// Name is the broker's name.
+func (b *Broker) Name() string { return b.name }
+
+// newMessageID returns an id unique across restarts: the boot time is part of it.
+func (b *Broker) newMessageID() string {
+	n := b.msgSeq.Add(1)
+	buf := make([]byte, 0, len(b.idBase)+20)
+	buf = append(buf, b.idBase...)
+	buf = strconv.AppendUint(buf, n, 10)
+	return string(buf)
+}
+
+// queueLocked returns the queue called name, creating it on first use as ActiveMQ does.
+// The caller must not hold b.mu for reading only; it takes b.mu itself when needed.
+func (b *Broker) queueLocked(name string) *queue {
+	q := b.queues[name]
+	if q == nil {
+		q = newQueue(b, name)
+		b.queues[name] = q
+	}
+	return q
+}
+
+func (b *Broker) queue(name string) *queue {
+	b.mu.RLock()
+	q := b.queues[name]
+	b.mu.RUnlock()
+	if q != nil {
+		return q
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.queueLocked(name)
+}
+
+func (b *Broker) topic(name string) *topic {
+	b.mu.RLock()
+	t := b.topics[name]
+	b.mu.RUnlock()
+	if t != nil {
+		return t
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t = b.topics[name]
+	if t == nil {
+		t = newTopic(b, name)
+		for _, s := range b.wildSubs {
+			if destinations.Match(s.Dest.Name, name) {
+				t.subs = append(t.subs, s)
+			}
+		}
+		b.topics[name] = t
+	}
+	return t
+}
+
+// DestinationStats is a snapshot of one destination's counters.
+type DestinationStats struct {
+	Name      string // STOMP form: /queue/X or /topic/X
+	Pending   int    // waiting for a consumer
+	Consumers int
+	Enqueued  int64
+	Dequeued  int64 // acknowledged (queues) or delivered (topics)
+	Stored    int64 // messages in the store
+}
+
+// Stats returns a snapshot of every destination.
+func (b *Broker) Stats() []DestinationStats {
+	b.mu.RLock()
+	qs := make([]*queue, 0, len(b.queues))
+	for _, q := range b.queues {
+		qs = append(qs, q)
+	}
+	ts := make([]*topic, 0, len(b.topics))
+	for _, t := range b.topics {
+		ts = append(ts, t)
+	}
+	b.mu.RUnlock()
+	out := make([]DestinationStats, 0, len(qs)+len(ts))
+	for _, q := range qs {
+		out = append(out, q.stats())
+	}
+	for _, t := range ts {
+		out = append(out, t.stats())
+	}
+	return out
+}
+
+// QueueStats returns the stats of one queue, and whether it exists.
+func (b *Broker) QueueStats(name string) (DestinationStats, bool) {
+	b.mu.RLock()
+	q := b.queues[name]
+	b.mu.RUnlock()
+	if q == nil {
+		return DestinationStats{}, false
+	}
+	return q.stats(), true
+}
+
+// Close refuses new connections and closes the store, which flushes what it holds. The
+// transport closes its connections first (each owner calls Conn.Close, which gives
+// unacknowledged messages back to their queues), so nothing is in flight by then.
+func (b *Broker) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	open := len(b.conns)
+	b.mu.Unlock()
+	if open > 0 {
+		b.log.Warn("broker closing with connections still open", slog.Int("connections", open))
+	}
+	return b.store.Close()
+}

@@ -1,0 +1,263 @@
+package broker
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/persistence"
+)
+
+// ConnectInfo is what a client says about itself when it connects.
+type ConnectInfo struct {
+	ClientID   string
+	Login      string
+	RemoteAddr string
+}
+
+// Conn is one client connection. See the package comment for which goroutine may call
+// what.
+type Conn struct {
+	b        *Broker
+	ID       string
+	ClientID string
+
+	mu      sync.Mutex // guards out and nextTag
+	out     []*Delivery
+	nextTag uint64
+	wake    chan struct{}
+
+	// Owned by the connection's goroutine.
+	subs   map[string]*Subscription
+	byTag  map[uint64]*Delivery
+	txs    map[string]*txState
+	closed bool
+}
+
+// Connect registers a new connection.
+func (b *Broker) Connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
+	c := &Conn{
+		b:        b,
+		ID:       b.idBase + "c" + strconv.FormatUint(b.connSeq.Add(1), 10),
+		ClientID: info.ClientID,
+		wake:     make(chan struct{}, 1),
+		subs:     map[string]*Subscription{},
+		byTag:    map[uint64]*Delivery{},
+		txs:      map[string]*txState{},
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, &Error{Message: "broker is shutting down", Fatal: true, Err: ErrClosed}
+	}
+	if info.ClientID != "" {
+		if _, taken := b.clientIDs[info.ClientID]; taken {
+			return nil, &Error{Message: "Client: " + info.ClientID + " already connected", Fatal: true, Err: ErrClientIDInUse}
+		}
+		b.clientIDs[info.ClientID] = c
+	}
+	b.conns[c] = struct{}{}
+	return c, nil
+}
+
+// Wake is signalled when deliveries are waiting or Poke was called.
+func (c *Conn) Wake() <-chan struct{} { return c.wake }
+
+// Poke signals Wake; any goroutine may call it.
+func (c *Conn) Poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Conn) push(d *Delivery) {
+	c.mu.Lock()
+	c.nextTag++
+	d.Tag = c.nextTag
+	c.out = append(c.out, d)
+	first := len(c.out) == 1
+	c.mu.Unlock()
+	if first {
+		c.Poke()
+	}
+}
+
+// Take moves the waiting deliveries into buf (which it may reuse) and returns it.
+func (c *Conn) Take(buf []*Delivery) []*Delivery {
+	c.mu.Lock()
+	buf = append(buf[:0], c.out...)
+	clear(c.out)
+	c.out = c.out[:0]
+	c.mu.Unlock()
+	return buf
+}
+
+// Delivered tells the broker these deliveries are written to the client. Auto-ack
+// subscriptions consider them consumed now (as ActiveMQ does at dispatch); the others
+// keep them until ACK or NACK.
+func (c *Conn) Delivered(ds []*Delivery) {
+	var (
+		batch   persistence.Batch
+		credits map[*Subscription]int32
+		counts  map[*queue]int
+	)
+	for _, d := range ds {
+		d.written = true
+		s := d.Sub
+		if s.Mode != AckAuto {
+			s.dispatched = append(s.dispatched, d)
+			c.byTag[d.Tag] = d
+			continue
+		}
+		if credits == nil {
+			credits = map[*Subscription]int32{}
+		}
+		credits[s]++
+		if d.q != nil {
+			if counts == nil {
+				counts = map[*queue]int{}
+			}
+			counts[d.q]++
+			if d.Msg.Persistent {
+				if batch == nil {
+					batch = c.b.store.Begin()
+				}
+				batch.Ack(d.Msg.Dest, d.Msg.Seq)
+			}
+		} else if s.t != nil {
+			s.t.dequeued.Add(1)
+		}
+	}
+	if batch != nil {
+		c.b.commit(batch, persistence.Async, func(err error) {
+			if err != nil {
+				c.b.log.Error("auto-ack store write failed", slog.String("conn", c.ID), slog.Any("err", err))
+			}
+		})
+	}
+	for q, n := range counts {
+		q.acked(n)
+	}
+	for s, n := range credits {
+		s.credit.Add(n)
+		s.kick()
+	}
+}
+
+// commit runs a batch without blocking when the store can, and calls done with the result.
+func (b *Broker) commit(batch persistence.Batch, d persistence.Durability, done func(error)) {
+	if ab, ok := batch.(persistence.AsyncBatch); ok {
+		ab.CommitAsync(d, done)
+		return
+	}
+	done(batch.Commit(context.Background(), d))
+}
+
+// Send accepts a message for dests (several for a composite destination). Outside a
+// transaction done is called once the message is as durable as the store makes it (at
+// once for non-persistent messages), possibly before Send returns; inside one, when it
+// is recorded. The returned error is for a request that cannot be accepted at all.
+func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persistence.Message, tx string, done func(error)) error {
+	if c.closed {
+		return &Error{Message: "connection closed", Fatal: true, Err: ErrClosed}
+	}
+	for _, d := range dests {
+		if err := c.checkSendDest(d); err != nil {
+			return err
+		}
+	}
+	m.ID = c.b.newMessageID()
+	if m.Timestamp == 0 {
+		m.Timestamp = time.Now().UnixMilli()
+	}
+	if tx != "" {
+		t := c.txs[tx]
+		if t == nil {
+			return errorf(ErrUnknownTransaction, "Invalid transaction id: %s", tx)
+		}
+		t.sends = append(t.sends, txSend{dests: dests, msg: m})
+		done(nil)
+		return nil
+	}
+	var batch persistence.Batch
+	var entries []queuedEntry
+	for i, d := range dests {
+		msg := m
+		if i > 0 {
+			msg = m.Clone()
+		}
+		if d.Kind.IsTopic() {
+			c.b.topic(d.Name).publish(msg)
+			continue
+		}
+		q := c.b.queue(d.Name)
+		if !msg.Persistent {
+			q.accept(msg, true)
+			continue
+		}
+		e := q.accept(msg, false)
+		if batch == nil {
+			batch = c.b.store.Begin()
+		}
+		batch.Add(msg)
+		entries = append(entries, queuedEntry{q, e})
+	}
+	if batch == nil {
+		done(nil)
+		return nil
+	}
+	c.b.commit(batch, persistence.Sync, func(err error) {
+		for _, qe := range entries {
+			qe.q.commitDone(qe.e, err)
+		}
+		if err != nil {
+			err = storeError(err)
+		}
+		done(err)
+	})
+	return nil
+}
+
+type queuedEntry struct {
+	q *queue
+	e *destinations.Entry
+}
+
+func storeError(err error) error {
+	return &Error{Message: "message not stored: " + err.Error(), Err: ErrStore}
+}
+
+func (c *Conn) checkSendDest(d destinations.Name) error {
+	if d.IsWildcard() {
+		return errorf(ErrInvalidDestination, "cannot send to a wildcard destination: %s", d)
+	}
+	if d.Kind == destinations.TempQueue || d.Kind == destinations.TempTopic {
+		return errorf(ErrInvalidDestination, "temporary destinations are not supported by this broker yet: %s", d)
+	}
+	return nil
+}
+
+// Close ends the connection: open transactions are aborted and every subscription is
+// removed, which gives unacknowledged queue messages back for redelivery.
+func (c *Conn) Close() {
+	if c.closed {
+		return
+	}
+	for id := range c.txs {
+		_ = c.Abort(id)
+	}
+	for id := range c.subs {
+		_ = c.Unsubscribe(context.Background(), id)
+	}
+	c.closed = true
+	c.b.mu.Lock()
+	if c.ClientID != "" && c.b.clientIDs[c.ClientID] == c {
+		delete(c.b.clientIDs, c.ClientID)
+	}
+	delete(c.b.conns, c)
+	c.b.mu.Unlock()
+}

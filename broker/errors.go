@@ -1,0 +1,43 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error is what the broker reports to a client. Message is the text for the STOMP ERROR
+// frame's message header; Fatal says the connection must close after the ERROR, as
+// ActiveMQ closes it for protocol-breaking problems but keeps it for recoverable ones.
+type Error struct {
+	Message string
+	Fatal   bool
+	Err     error // the sentinel or cause, for errors.Is
+}
+
+func (e *Error) Error() string { return e.Message }
+func (e *Error) Unwrap() error { return e.Err }
+
+func errorf(sentinel error, format string, args ...any) *Error {
+	return &Error{Message: fmt.Sprintf(format, args...), Err: sentinel}
+}
+
+var (
+	// ErrClosed is returned once the broker or the connection is shut down.
+	ErrClosed = errors.New("broker: closed")
+	// ErrUnknownSubscription: UNSUBSCRIBE, ACK or NACK names a subscription that does not exist.
+	ErrUnknownSubscription = errors.New("broker: unknown subscription")
+	// ErrDuplicateSubscription: SUBSCRIBE reuses an id the connection already uses.
+	ErrDuplicateSubscription = errors.New("broker: duplicate subscription id")
+	// ErrUnknownAck: ACK or NACK names a message that is not awaiting acknowledgement.
+	ErrUnknownAck = errors.New("broker: unexpected ACK")
+	// ErrUnknownTransaction: COMMIT, ABORT, SEND, ACK or NACK names a transaction that is not open.
+	ErrUnknownTransaction = errors.New("broker: unknown transaction")
+	// ErrDuplicateTransaction: BEGIN names a transaction that is already open.
+	ErrDuplicateTransaction = errors.New("broker: transaction already started")
+	// ErrInvalidDestination: the destination cannot be used for this operation.
+	ErrInvalidDestination = errors.New("broker: invalid destination")
+	// ErrClientIDInUse: CONNECT with a client-id another live connection holds.
+	ErrClientIDInUse = errors.New("broker: client-id already connected")
+	// ErrStore: the store failed to make a message or acknowledgement durable.
+	ErrStore = errors.New("broker: store write failed")
+)

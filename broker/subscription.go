@@ -1,0 +1,243 @@
+package broker
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/persistence"
+)
+
+// AckMode is how a subscription acknowledges.
+type AckMode uint8
+
+const (
+	// AckAuto: a message is consumed once it is written to the client.
+	AckAuto AckMode = iota
+	// AckClient: ACK is cumulative over the subscription's dispatched messages.
+	AckClient
+	// AckClientIndividual: ACK and NACK name one message.
+	AckClientIndividual
+)
+
+// SubscribeRequest describes a new subscription.
+type SubscribeRequest struct {
+	ID       string
+	Dest     destinations.Name
+	Mode     AckMode
+	Prefetch int // <= 0: the default for the destination kind
+}
+
+// Subscription is one consumer.
+type Subscription struct {
+	conn     *Conn
+	ID       string
+	Dest     destinations.Name
+	Mode     AckMode
+	Prefetch int32
+
+	credit atomic.Int32
+	q      *queue
+	t      *topic // nil for a wildcard topic subscription
+
+	// Topic overflow beyond prefetch, guarded by mu.
+	mu       sync.Mutex
+	overflow []overflowed
+	dropped  int64
+
+	// Owned by the connection's goroutine: written, not yet acknowledged, in tag order.
+	dispatched []*Delivery
+	acked      int // entries of dispatched already settled (compacted lazily)
+}
+
+// Delivery is one message handed to one subscription.
+type Delivery struct {
+	Sub           *Subscription
+	Msg           *persistence.Message
+	Destination   string // where the message was sent, as the client names it
+	Redelivered   bool
+	DeliveryCount uint32
+	// Tag identifies the delivery on its connection; STOMP 1.2 ack ids are made from it.
+	Tag uint64
+
+	entry   *destinations.Entry // queue deliveries
+	q       *queue
+	written bool
+	settled bool
+}
+
+// Subscribe adds a subscription to the connection.
+func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription, error) {
+	if c.closed {
+		return nil, &Error{Message: "connection closed", Fatal: true, Err: ErrClosed}
+	}
+	if _, dup := c.subs[r.ID]; dup {
+		return nil, errorf(ErrDuplicateSubscription, "subscription id %q is already in use on this connection", r.ID)
+	}
+	switch r.Dest.Kind {
+	case destinations.TempQueue, destinations.TempTopic:
+		return nil, errorf(ErrInvalidDestination, "temporary destinations are not supported by this broker yet: %s", r.Dest)
+	case destinations.Queue:
+		if r.Dest.IsWildcard() {
+			return nil, errorf(ErrInvalidDestination, "wildcard subscriptions on queues are not supported yet: %s", r.Dest)
+		}
+	}
+	prefetch := r.Prefetch
+	if prefetch <= 0 {
+		prefetch = DefaultQueuePrefetch
+		if r.Dest.Kind.IsTopic() {
+			prefetch = DefaultTopicPrefetch
+		}
+	}
+	s := &Subscription{conn: c, ID: r.ID, Dest: r.Dest, Mode: r.Mode, Prefetch: int32(prefetch)}
+	s.credit.Store(int32(prefetch))
+	c.subs[r.ID] = s
+	switch {
+	case r.Dest.Kind == destinations.Queue:
+		s.q = c.b.queue(r.Dest.Name)
+		s.q.addConsumer(s)
+	case r.Dest.IsWildcard():
+		c.b.addWildcard(s)
+	default:
+		s.t = c.b.topic(r.Dest.Name)
+		s.t.add(s)
+	}
+	return s, nil
+}
+
+func (b *Broker) addWildcard(s *Subscription) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.wildSubs = append(b.wildSubs, s)
+	for name, t := range b.topics {
+		if destinations.Match(s.Dest.Name, name) {
+			t.add(s)
+		}
+	}
+}
+
+func (b *Broker) removeWildcard(s *Subscription) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, w := range b.wildSubs {
+		if w == s {
+			b.wildSubs = append(b.wildSubs[:i:i], b.wildSubs[i+1:]...)
+			break
+		}
+	}
+	for name, t := range b.topics {
+		if destinations.Match(s.Dest.Name, name) {
+			t.remove(s)
+		}
+	}
+}
+
+// kick resumes dispatch to s after it got credit back.
+func (s *Subscription) kick() {
+	if s.q != nil {
+		s.q.dispatch()
+		return
+	}
+	s.refill()
+}
+
+// Unsubscribe removes a subscription. Its queue messages that were dispatched and not
+// acknowledged go back to the queue for other consumers, flagged redelivered.
+func (c *Conn) Unsubscribe(ctx context.Context, id string) error {
+	s := c.subs[id]
+	if s == nil {
+		return errorf(ErrUnknownSubscription, "No subscription matched: %s", id)
+	}
+	delete(c.subs, id)
+	switch {
+	case s.q != nil:
+		s.q.removeConsumer(s)
+	case s.t != nil:
+		s.t.remove(s)
+	default:
+		c.b.removeWildcard(s)
+	}
+	// Deliveries queued for the wire but not written yet.
+	c.mu.Lock()
+	var unwritten []*Delivery
+	kept := c.out[:0]
+	for _, d := range c.out {
+		if d.Sub == s {
+			unwritten = append(unwritten, d)
+		} else {
+			kept = append(kept, d)
+		}
+	}
+	clear(c.out[len(kept):])
+	c.out = kept
+	c.mu.Unlock()
+
+	back := unwritten
+	for _, d := range s.dispatched {
+		if !d.settled {
+			d.settled = true
+			delete(c.byTag, d.Tag)
+			back = append(back, d)
+		}
+	}
+	s.dispatched = nil
+	if s.q != nil && len(back) > 0 {
+		sortByTag(back)
+		s.q.requeue(back)
+	}
+	return nil
+}
+
+func sortByTag(ds []*Delivery) {
+	slices.SortFunc(ds, func(a, b *Delivery) int { return cmp.Compare(a.Tag, b.Tag) })
+}
+
+// settle marks deliveries of s as done and compacts its dispatched list.
+func (s *Subscription) settle(ds []*Delivery) {
+	for _, d := range ds {
+		d.settled = true
+		delete(s.conn.byTag, d.Tag)
+	}
+	s.acked += len(ds)
+	i := 0
+	for i < len(s.dispatched) && s.dispatched[i].settled {
+		i++
+	}
+	if i > 0 {
+		s.acked -= i
+		n := copy(s.dispatched, s.dispatched[i:])
+		clear(s.dispatched[n:])
+		s.dispatched = s.dispatched[:n]
+	}
+	if s.acked > 64 && s.acked*2 > len(s.dispatched) {
+		kept := s.dispatched[:0]
+		for _, d := range s.dispatched {
+			if !d.settled {
+				kept = append(kept, d)
+			}
+		}
+		clear(s.dispatched[len(kept):])
+		s.dispatched = kept
+		s.acked = 0
+	}
+}
+
+// unsettle puts deliveries back to awaiting acknowledgement (an aborted transaction's
+// acks, which ActiveMQ leaves dispatched to the same client).
+func (s *Subscription) unsettle(ds []*Delivery) {
+	for _, d := range ds {
+		d.settled = false
+		s.conn.byTag[d.Tag] = d
+	}
+	s.dispatched = append(s.dispatched, ds...)
+	sortByTag(s.dispatched)
+	s.acked = 0
+	for _, d := range s.dispatched {
+		if d.settled {
+			s.acked++
+		}
+	}
+}

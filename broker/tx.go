@@ -1,0 +1,115 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/persistence"
+)
+
+// txState is an open transaction: its sends and acknowledgements take effect at COMMIT.
+type txState struct {
+	sends   []txSend
+	settles []txSettle
+}
+
+type txSend struct {
+	dests []destinations.Name
+	msg   *persistence.Message
+}
+
+type txSettle struct {
+	sub *Subscription
+	ds  []*Delivery
+	ack bool // false: NACK
+}
+
+// Begin opens a transaction.
+func (c *Conn) Begin(tx string) error {
+	if tx == "" {
+		return errorf(ErrUnknownTransaction, "BEGIN without a transaction id")
+	}
+	if c.txs[tx] != nil {
+		return errorf(ErrDuplicateTransaction, "Transaction %s is already started", tx)
+	}
+	c.txs[tx] = &txState{}
+	return nil
+}
+
+// Commit applies a transaction's sends and acknowledgements as one store batch; done is
+// called when that batch is durable.
+func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
+	t := c.txs[tx]
+	if t == nil {
+		return errorf(ErrUnknownTransaction, "Invalid transaction id: %s", tx)
+	}
+	delete(c.txs, tx)
+	batch := c.b.store.Begin()
+	var applies []func(error)
+	for _, st := range t.settles {
+		if f := c.b.applySettle(batch, st.sub, st.ds, st.ack); f != nil {
+			applies = append(applies, f)
+		}
+	}
+	var entries []queuedEntry
+	var topicSends []topicSend
+	for _, s := range t.sends {
+		for i, d := range s.dests {
+			msg := s.msg
+			if i > 0 {
+				msg = msg.Clone()
+			}
+			if d.Kind.IsTopic() {
+				topicSends = append(topicSends, topicSend{c.b.topic(d.Name), msg})
+				continue
+			}
+			q := c.b.queue(d.Name)
+			entries = append(entries, queuedEntry{q, q.accept(msg, false)})
+			if msg.Persistent {
+				batch.Add(msg)
+			}
+		}
+	}
+	c.b.finish(batch, persistence.Sync, func(err error) {
+		for _, qe := range entries {
+			qe.q.commitDone(qe.e, err)
+		}
+		for _, f := range applies {
+			f(err)
+		}
+		if err == nil {
+			for _, ts := range topicSends {
+				ts.t.publish(ts.msg)
+			}
+		}
+	}, done)
+	return nil
+}
+
+type topicSend struct {
+	t   *topic
+	msg *persistence.Message
+}
+
+// Abort discards a transaction's sends. Its acknowledged messages become unacknowledged
+// again and stay with this client (ActiveMQ's behaviour: the client may ACK them again);
+// those whose subscription has gone in the meantime go back to their queue.
+func (c *Conn) Abort(tx string) error {
+	t := c.txs[tx]
+	if t == nil {
+		return errorf(ErrUnknownTransaction, "Invalid transaction id: %s", tx)
+	}
+	delete(c.txs, tx)
+	for _, st := range t.settles {
+		s := st.sub
+		if c.subs[s.ID] == s {
+			s.unsettle(st.ds)
+			s.credit.Add(-int32(len(st.ds)))
+			continue
+		}
+		if s.q != nil {
+			s.q.requeue(st.ds)
+		}
+	}
+	return nil
+}

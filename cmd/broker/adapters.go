@@ -1,0 +1,7 @@
+package main
+
+// The persistence adapters compiled into the broker. This is the only place that names
+// them; everything else opens them by the name in the configuration.
+import (
+	_ "github.com/activemq-go/broker/persistence/memstore"
+)

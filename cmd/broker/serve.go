@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/config"
+	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/transport"
+	"github.com/activemq-go/broker/transport/stomp"
+	"github.com/activemq-go/broker/transport/stomp/codec"
+)
+
+func newServeCommand() *cobra.Command {
+	var configPath, logLevel string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the broker",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(logLevel)
+			if err != nil {
+				return err
+			}
+			cfg, err := config.Load(configPath)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return serve(ctx, cfg, log)
+		},
+	}
+	cmd.Flags().StringVar(&configPath, "config", "activemq-style.yaml", "configuration file")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// serve runs the broker until ctx ends, then shuts down in order: stop accepting, close
+// connections, flush and close the store.
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	if err := os.MkdirAll(cfg.Broker.DataDirectory, 0o755); err != nil {
+		return fmt.Errorf("dataDirectory %s: %w", cfg.Broker.DataDirectory, err)
+	}
+	store, err := persistence.Open(ctx, cfg.Persistence.Adapter, persistence.Options{
+		DataDirectory: cfg.Broker.DataDirectory,
+		Raw:           cfg.Persistence.Options,
+	})
+	if err != nil {
+		return fmt.Errorf("persistenceAdapter %s: %w", cfg.Persistence.Key, err)
+	}
+	b, err := broker.New(ctx, broker.Options{Name: cfg.Broker.BrokerName, Store: store, Logger: log})
+	if err != nil {
+		_ = store.Close()
+		return err
+	}
+	srv := transport.NewServer(b, log)
+	if err := srv.Listen(connectors(cfg, log)); err != nil {
+		_ = b.Close()
+		return err
+	}
+	log.Info("broker started", slog.String("brokerName", cfg.Broker.BrokerName),
+		slog.String("persistenceAdapter", cfg.Persistence.Key), slog.String("config", cfg.Source))
+
+	<-ctx.Done()
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	serr := srv.Shutdown(sctx)
+	if serr != nil {
+		log.Warn("connections did not close in time", slog.Any("err", serr))
+	}
+	if err := b.Close(); err != nil {
+		return fmt.Errorf("closing store: %w", err)
+	}
+	log.Info("broker stopped")
+	return nil
+}
+
+func connectors(cfg *config.Config, log *slog.Logger) []transport.Connector {
+	out := make([]transport.Connector, 0, len(cfg.TransportConnectors))
+	for _, c := range cfg.TransportConnectors {
+		lim := codec.DefaultLimits()
+		lim.MaxFrameSize = min(c.MaxFrameSize, c.MaxDataLength)
+		lim.MaxHeaders = c.MaxHeaders
+		lim.MaxHeaderLine = c.MaxHeaderLength
+		out = append(out, transport.Connector{
+			Name:           c.Name,
+			Addr:           c.Addr,
+			MaxConnections: c.MaxConnections,
+			Session: stomp.Config{
+				Limits:           lim,
+				ConnectTimeout:   c.ConnectTimeout,
+				HeartBeatGrace:   c.HeartBeatGrace,
+				DefaultHeartBeat: c.DefaultHeartBeat,
+				Logger:           log,
+			},
+		})
+	}
+	return out
+}
+

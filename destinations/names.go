@@ -1,0 +1,190 @@
+// Package destinations knows destination names and their syntax (ActiveMQ's: /queue/,
+// /topic/, /temp-queue/, /temp-topic/, composite names separated by commas, and the
+// wildcards * and >), and the per-destination data structures the broker dispatches from.
+package destinations
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/activemq-go/broker/persistence"
+)
+
+// Kind is the kind of a destination.
+type Kind uint8
+
+const (
+	Queue Kind = iota
+	Topic
+	TempQueue
+	TempTopic
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Queue:
+		return "queue"
+	case Topic:
+		return "topic"
+	case TempQueue:
+		return "temp-queue"
+	case TempTopic:
+		return "temp-topic"
+	}
+	return "unknown"
+}
+
+// IsTopic reports whether messages fan out to every subscriber.
+func (k Kind) IsTopic() bool { return k == Topic || k == TempTopic }
+
+// Name is one parsed destination.
+type Name struct {
+	Kind Kind
+	Name string
+	// Remote marks a /remote-temp-queue/ or /remote-temp-topic/ reference: Name is the
+	// broker-wide name of another connection's temporary destination.
+	Remote bool
+}
+
+// ErrInvalid is wrapped by every name syntax error.
+var ErrInvalid = errors.New("invalid destination")
+
+const (
+	prefixQueue      = "/queue/"
+	prefixTopic      = "/topic/"
+	prefixTempQueue  = "/temp-queue/"
+	prefixTempTopic  = "/temp-topic/"
+	prefixRemoteTQ   = "/remote-temp-queue/"
+	prefixRemoteTT   = "/remote-temp-topic/"
+	schemeQueue      = "queue://"
+	schemeTopic      = "topic://"
+	maxNameLen       = 1024
+	compositeSeparat = ","
+)
+
+// Parse parses a destination as a STOMP client writes it. A comma-separated list is a
+// composite destination and yields several names. Without a known prefix the whole string
+// names a queue, as ActiveMQ does.
+func Parse(s string) ([]Name, error) {
+	if !strings.Contains(s, compositeSeparat) {
+		n, err := ParseOne(s)
+		if err != nil {
+			return nil, err
+		}
+		return []Name{n}, nil
+	}
+	parts := strings.Split(s, compositeSeparat)
+	names := make([]Name, 0, len(parts))
+	for _, p := range parts {
+		n, err := ParseOne(p)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, n)
+	}
+	return names, nil
+}
+
+// ParseOne parses a single (non-composite) destination.
+func ParseOne(s string) (Name, error) {
+	var n Name
+	switch {
+	case strings.HasPrefix(s, prefixQueue):
+		n = Name{Kind: Queue, Name: s[len(prefixQueue):]}
+	case strings.HasPrefix(s, prefixTopic):
+		n = Name{Kind: Topic, Name: s[len(prefixTopic):]}
+	case strings.HasPrefix(s, prefixTempQueue):
+		n = Name{Kind: TempQueue, Name: s[len(prefixTempQueue):]}
+	case strings.HasPrefix(s, prefixTempTopic):
+		n = Name{Kind: TempTopic, Name: s[len(prefixTempTopic):]}
+	case strings.HasPrefix(s, prefixRemoteTQ):
+		n = Name{Kind: TempQueue, Name: s[len(prefixRemoteTQ):], Remote: true}
+	case strings.HasPrefix(s, prefixRemoteTT):
+		n = Name{Kind: TempTopic, Name: s[len(prefixRemoteTT):], Remote: true}
+	case strings.HasPrefix(s, schemeQueue):
+		n = Name{Kind: Queue, Name: s[len(schemeQueue):]}
+	case strings.HasPrefix(s, schemeTopic):
+		n = Name{Kind: Topic, Name: s[len(schemeTopic):]}
+	default:
+		n = Name{Kind: Queue, Name: s}
+	}
+	if n.Name == "" {
+		return Name{}, fmt.Errorf("%w %q: empty name", ErrInvalid, s)
+	}
+	if len(n.Name) > maxNameLen {
+		return Name{}, fmt.Errorf("%w: name longer than %d bytes", ErrInvalid, maxNameLen)
+	}
+	for i := 0; i < len(n.Name); i++ {
+		if c := n.Name[i]; c < 0x20 || c == 0x7f {
+			return Name{}, fmt.Errorf("%w %q: control character in name", ErrInvalid, s)
+		}
+	}
+	return n, nil
+}
+
+// String renders the name as a STOMP client would write it.
+func (n Name) String() string {
+	switch n.Kind {
+	case Topic:
+		return prefixTopic + n.Name
+	case TempQueue:
+		if n.Remote {
+			return prefixRemoteTQ + n.Name
+		}
+		return prefixTempQueue + n.Name
+	case TempTopic:
+		if n.Remote {
+			return prefixRemoteTT + n.Name
+		}
+		return prefixTempTopic + n.Name
+	}
+	return prefixQueue + n.Name
+}
+
+// Qualified is the store's name for the destination ("queue://X", "topic://X").
+// Temporary destinations must be resolved to their broker-wide name first.
+func (n Name) Qualified() string {
+	if n.Kind.IsTopic() {
+		return persistence.TopicName(n.Name)
+	}
+	return persistence.QueueName(n.Name)
+}
+
+// IsWildcard reports whether the name contains ActiveMQ wildcards (* or > as a whole
+// path element).
+func (n Name) IsWildcard() bool { return IsWildcard(n.Name) }
+
+// IsWildcard reports whether name contains a * or > path element.
+func IsWildcard(name string) bool {
+	for len(name) > 0 {
+		el, rest, _ := strings.Cut(name, ".")
+		if el == "*" || el == ">" {
+			return true
+		}
+		name = rest
+	}
+	return false
+}
+
+// Match reports whether name matches an ActiveMQ wildcard pattern: elements are separated
+// by '.', '*' matches exactly one element, '>' matches one or more trailing elements.
+func Match(pattern, name string) bool {
+	for {
+		pel, prest, pmore := strings.Cut(pattern, ".")
+		if pel == ">" {
+			return name != ""
+		}
+		nel, nrest, nmore := strings.Cut(name, ".")
+		if name == "" {
+			return false
+		}
+		if pel != "*" && pel != nel {
+			return false
+		}
+		if !pmore || !nmore {
+			return !pmore && !nmore
+		}
+		pattern, name = prest, nrest
+	}
+}

@@ -1,0 +1,159 @@
+package destinations
+
+import (
+	"sort"
+
+	"github.com/activemq-go/broker/persistence"
+)
+
+// Entry is one message waiting in, or dispatched from, a destination.
+type Entry struct {
+	Msg *persistence.Message
+	// Ready is false while the message's store write is still in flight; dispatch never
+	// passes an entry that is not ready, so consumers see messages in sequence order and
+	// only once they are as durable as the store makes them.
+	Ready bool
+	// Failed marks an entry whose store write failed; it is dropped when reached.
+	Failed bool
+	// Redelivered is set once the message was dispatched and came back unacknowledged.
+	Redelivered bool
+	// Deliveries counts dispatches so far (the next delivery is Deliveries+1).
+	Deliveries uint32
+}
+
+// Levels is the number of JMS priority levels (0..9).
+const Levels = 10
+
+// Pending holds the entries of a destination that wait for a consumer: highest priority
+// first, and within a priority in sequence order. With priorities off every entry goes to
+// one FIFO. Not safe for concurrent use; the owning destination locks around it.
+type Pending struct {
+	levels      [Levels]fifo
+	n           int
+	prioritized bool
+}
+
+// NewPending returns an empty list; prioritized selects JMS priority ordering.
+func NewPending(prioritized bool) *Pending { return &Pending{prioritized: prioritized} }
+
+func (p *Pending) level(e *Entry) *fifo {
+	if !p.prioritized {
+		return &p.levels[4]
+	}
+	pr := int(e.Msg.Priority)
+	if pr >= Levels {
+		pr = Levels - 1
+	}
+	return &p.levels[pr]
+}
+
+// Len is the number of pending entries.
+func (p *Pending) Len() int { return p.n }
+
+// Push adds a new entry. Entries are pushed in increasing sequence order per level, except
+// those given back by Requeue.
+func (p *Pending) Push(e *Entry) {
+	p.level(e).insert(e)
+	p.n++
+}
+
+// Requeue gives back an entry that was dispatched: it goes before every later sequence
+// of its level, so it is redelivered first.
+func (p *Pending) Requeue(e *Entry) { p.Push(e) }
+
+// Peek returns the entry to dispatch next, or nil.
+func (p *Pending) Peek() *Entry {
+	for i := Levels - 1; i >= 0; i-- {
+		if f := &p.levels[i]; f.len() > 0 {
+			return f.front()
+		}
+	}
+	return nil
+}
+
+// Pop removes the entry Peek returns.
+func (p *Pending) Pop() *Entry {
+	for i := Levels - 1; i >= 0; i-- {
+		if f := &p.levels[i]; f.len() > 0 {
+			p.n--
+			return f.popFront()
+		}
+	}
+	return nil
+}
+
+// Each calls fn for every pending entry in dispatch order until fn returns false.
+func (p *Pending) Each(fn func(*Entry) bool) {
+	for i := Levels - 1; i >= 0; i-- {
+		f := &p.levels[i]
+		for _, e := range f.items[f.head:] {
+			if !fn(e) {
+				return
+			}
+		}
+	}
+}
+
+// RemoveIf removes every entry for which fn returns true and returns how many it removed.
+func (p *Pending) RemoveIf(fn func(*Entry) bool) int {
+	removed := 0
+	for i := range p.levels {
+		f := &p.levels[i]
+		kept := f.items[:f.head]
+		for _, e := range f.items[f.head:] {
+			if fn(e) {
+				removed++
+				continue
+			}
+			kept = append(kept, e)
+		}
+		for j := len(kept); j < len(f.items); j++ {
+			f.items[j] = nil
+		}
+		f.items = kept
+	}
+	p.n -= removed
+	return removed
+}
+
+// fifo is a slice-backed deque of entries sorted by sequence.
+type fifo struct {
+	items []*Entry
+	head  int
+}
+
+func (f *fifo) len() int      { return len(f.items) - f.head }
+func (f *fifo) front() *Entry { return f.items[f.head] }
+func (f *fifo) popFront() *Entry {
+	e := f.items[f.head]
+	f.items[f.head] = nil
+	f.head++
+	if f.head == len(f.items) {
+		f.items, f.head = f.items[:0], 0
+	} else if f.head > 1024 && f.head*2 > len(f.items) {
+		n := copy(f.items, f.items[f.head:])
+		clear(f.items[n:])
+		f.items, f.head = f.items[:n], 0
+	}
+	return e
+}
+
+func (f *fifo) insert(e *Entry) {
+	seq := e.Msg.Seq
+	n := len(f.items)
+	if n == f.head || f.items[n-1].Msg.Seq < seq {
+		f.items = append(f.items, e)
+		return
+	}
+	live := f.items[f.head:]
+	i := sort.Search(len(live), func(i int) bool { return live[i].Msg.Seq > seq })
+	if i == 0 && f.head > 0 {
+		f.head--
+		f.items[f.head] = e
+		return
+	}
+	pos := f.head + i
+	f.items = append(f.items, nil)
+	copy(f.items[pos+1:], f.items[pos:])
+	f.items[pos] = e
+}

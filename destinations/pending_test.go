@@ -1,0 +1,73 @@
+package destinations
+
+import (
+	"testing"
+
+	"github.com/activemq-go/broker/persistence"
+)
+
+func entry(seq uint64, prio uint8) *Entry {
+	return &Entry{Msg: &persistence.Message{Seq: seq, Priority: prio}, Ready: true}
+}
+
+func drain(p *Pending) []uint64 {
+	var out []uint64
+	for e := p.Pop(); e != nil; e = p.Pop() {
+		out = append(out, e.Msg.Seq)
+	}
+	return out
+}
+
+func TestPendingFIFOAndRequeue(t *testing.T) {
+	p := NewPending(false)
+	for s := uint64(1); s <= 5; s++ {
+		p.Push(entry(s, uint8(s)))
+	}
+	a, b := p.Pop(), p.Pop()
+	p.Requeue(b)
+	p.Requeue(a)
+	got := drain(p)
+	want := []uint64{1, 2, 3, 4, 5}
+	if len(got) != len(want) {
+		t.Fatalf("got %v want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %v want %v", got, want)
+		}
+	}
+	if p.Len() != 0 {
+		t.Fatalf("len %d", p.Len())
+	}
+}
+
+func TestPendingPriority(t *testing.T) {
+	p := NewPending(true)
+	p.Push(entry(1, 4))
+	p.Push(entry(2, 9))
+	p.Push(entry(3, 0))
+	p.Push(entry(4, 9))
+	p.Push(entry(5, 4))
+	got := drain(p)
+	want := []uint64{2, 4, 1, 5, 3}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %v want %v", got, want)
+		}
+	}
+}
+
+func TestPendingRemoveIf(t *testing.T) {
+	p := NewPending(false)
+	for s := uint64(1); s <= 6; s++ {
+		p.Push(entry(s, 4))
+	}
+	p.Pop()
+	if n := p.RemoveIf(func(e *Entry) bool { return e.Msg.Seq%2 == 0 }); n != 3 {
+		t.Fatalf("removed %d", n)
+	}
+	got := drain(p)
+	if len(got) != 2 || got[0] != 3 || got[1] != 5 {
+		t.Fatalf("got %v", got)
+	}
+}

@@ -1,0 +1,110 @@
+package persistence
+
+import "strings"
+
+// DestKind tells a queue from a topic in a qualified destination name.
+type DestKind uint8
+
+const (
+	// KindQueue is a point-to-point destination: each message to one consumer.
+	KindQueue DestKind = iota
+	// KindTopic is a publish/subscribe destination: each message to every subscriber.
+	KindTopic
+)
+
+// Qualified destination prefixes, the same form as ActiveMQ's JDBC CONTAINER column.
+const (
+	QueuePrefix = "queue://"
+	TopicPrefix = "topic://"
+)
+
+// QueueName returns the qualified store name of the queue called name.
+func QueueName(name string) string { return QueuePrefix + name }
+
+// TopicName returns the qualified store name of the topic called name.
+func TopicName(name string) string { return TopicPrefix + name }
+
+// KindOf reports the kind of a qualified destination name.
+func KindOf(dest string) DestKind {
+	if strings.HasPrefix(dest, TopicPrefix) {
+		return KindTopic
+	}
+	return KindQueue
+}
+
+// Message is one stored message, independent of the protocol that carried it.
+//
+// Dest is a qualified name ("queue://ORDERS", "topic://PRICES"). Seq is assigned by the
+// broker, strictly increasing per destination and never reused, also across restarts.
+// Headers holds the application's headers as key/value pairs in arrival order (the first
+// occurrence of a key wins); the fields below it are the ones the broker itself acts on.
+type Message struct {
+	Dest    string
+	Seq     uint64
+	ID      string
+	Headers Headers
+	Body    []byte
+
+	Persistent      bool
+	Priority        uint8 // 0..9, 4 by default
+	Expires         int64 // ms since the epoch, 0 = never
+	Timestamp       int64 // ms since the epoch, set when the broker accepted it
+	RedeliveryCount uint32
+
+	// Subs lists the durable subscriptions that must acknowledge a topic message before
+	// it may be deleted. Empty for queue messages. A store keeps one copy of the message
+	// and, per copy, the set of subscriptions that still owe an acknowledgement.
+	Subs []SubKey
+}
+
+// Size is the approximate number of bytes the message occupies in memory, used for
+// memory limits and statistics.
+func (m *Message) Size() int {
+	n := len(m.Body) + len(m.ID) + len(m.Dest) + 64
+	for _, h := range m.Headers {
+		n += len(h) + 16
+	}
+	return n
+}
+
+// Clone returns a deep copy of m, so a store can keep a message the caller may reuse.
+func (m *Message) Clone() *Message {
+	c := *m
+	c.Headers = append(Headers(nil), m.Headers...)
+	c.Body = append([]byte(nil), m.Body...)
+	c.Subs = append([]SubKey(nil), m.Subs...)
+	return &c
+}
+
+// Headers is a flat list of key/value pairs: Headers[2i] is a key, Headers[2i+1] its value.
+type Headers []string
+
+// Get returns the first value of key, and whether it was present.
+func (h Headers) Get(key string) (string, bool) {
+	for i := 0; i+1 < len(h); i += 2 {
+		if h[i] == key {
+			return h[i+1], true
+		}
+	}
+	return "", false
+}
+
+// Len is the number of key/value pairs.
+func (h Headers) Len() int { return len(h) / 2 }
+
+// SubKey names a durable topic subscription: the client-id of its owner and its name.
+type SubKey struct {
+	ClientID string
+	Name     string
+}
+
+// String renders the key as "clientID:name" for logs and statistics.
+func (k SubKey) String() string { return k.ClientID + ":" + k.Name }
+
+// SubInfo is everything the store keeps about a durable subscription itself.
+type SubInfo struct {
+	Key      SubKey
+	Dest     string // qualified topic name
+	Selector string // JMS selector, "" for none
+	Created  int64  // ms since the epoch
+}

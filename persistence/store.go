@@ -1,0 +1,169 @@
+// Package persistence defines the protocol-neutral storage contract of the broker: the
+// Message type, the Store and Batch interfaces every adapter implements, and a registry
+// through which the broker opens an adapter by the name given in the configuration.
+//
+// Adapters live in sub-packages and register themselves in init():
+//
+//	func init() { persistence.Register("memory", open) }
+//
+// Only cmd/ blank-imports adapters; everything else opens them by name with Open.
+//
+// # Contract
+//
+// Every write goes through a Batch. A Batch is applied atomically: after Commit returns
+// nil every operation in it is visible (and, for Sync on a durable adapter, on stable
+// storage); after Rollback or a failed Commit none is. Operations inside one batch apply
+// in the order they were added. Batches from different goroutines may be committed
+// concurrently; an adapter orders them as it likes, but a batch committed after another
+// batch's Commit returned is applied after it.
+//
+// Queue messages are deleted by Ack. Topic messages are kept once and carry, in
+// Message.Subs, the durable subscriptions that still owe an acknowledgement; AckSub
+// removes one subscription from a message and the message is deleted when none is left.
+// RemoveSub removes a subscription and releases everything it held.
+package persistence
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Durability says how far a Commit must go before it returns.
+type Durability uint8
+
+const (
+	// Sync returns only once the batch is on stable storage (as far as the adapter's
+	// sync policy allows).
+	Sync Durability = iota
+	// Async returns once the batch is ordered and visible; it reaches disk later.
+	Async
+)
+
+// Store is one open persistence adapter.
+type Store interface {
+	// Recover reports what the store holds: its destinations with their last sequence
+	// numbers and message counts, and its durable subscriptions. The broker calls it
+	// once, before any other method.
+	Recover(ctx context.Context) (*Recovered, error)
+
+	// Begin starts a batch of writes.
+	Begin() Batch
+
+	// Scan calls fn, in sequence order, for up to max messages of dest whose sequence
+	// is greater than afterSeq (max <= 0 means no limit). Returning a non-nil error from
+	// fn stops the scan and Scan returns that error. fn must not keep the *Message past
+	// its return unless it clones it.
+	Scan(ctx context.Context, dest string, afterSeq uint64, max int, fn func(*Message) error) error
+
+	// ScanSub is Scan over the messages of the subscription's topic that the durable
+	// subscription sub still has to acknowledge.
+	ScanSub(ctx context.Context, sub SubKey, afterSeq uint64, max int, fn func(*Message) error) error
+
+	// Stats returns the number of stored messages of dest and their payload bytes.
+	Stats(dest string) (msgs, bytes int64)
+
+	// Close flushes what is pending and releases the store. Commits after Close fail
+	// with ErrClosed.
+	Close() error
+}
+
+// Batch collects writes that are applied atomically by Commit.
+type Batch interface {
+	// Add stores a message. m.Dest and m.Seq must be set.
+	Add(m *Message)
+	// Ack deletes a queue message.
+	Ack(dest string, seq uint64)
+	// AckSub records that durable subscription sub acknowledged the topic message seq.
+	AckSub(sub SubKey, seq uint64)
+	// AddSub creates or replaces a durable subscription.
+	AddSub(info SubInfo)
+	// RemoveSub deletes a durable subscription and releases every message it held.
+	RemoveSub(sub SubKey)
+	// Purge deletes every message of dest.
+	Purge(dest string)
+	// Len is the number of operations in the batch.
+	Len() int
+	// Commit applies the batch. See Durability.
+	Commit(ctx context.Context, d Durability) error
+	// Rollback discards the batch; nothing of it is applied.
+	Rollback()
+}
+
+// AsyncBatch is an optional power of a Batch: commit without blocking the caller, which
+// lets one connection pipeline many persistent sends. done is called exactly once, from
+// any goroutine, with the commit's result; callbacks of batches committed from one
+// goroutine run in commit order.
+type AsyncBatch interface {
+	CommitAsync(d Durability, done func(error))
+}
+
+// Recovered is what Store.Recover reports.
+type Recovered struct {
+	Destinations []DestState
+	Subs         []SubInfo
+}
+
+// DestState describes one stored destination.
+type DestState struct {
+	Name    string // qualified
+	LastSeq uint64 // highest sequence ever stored (0 if none)
+	Msgs    int64
+	Bytes   int64
+}
+
+// Options is what an adapter's opener receives.
+type Options struct {
+	// DataDirectory is the broker's dataDirectory; adapters put their files below it
+	// unless their own options say otherwise.
+	DataDirectory string
+	// Raw holds the adapter's own block of the configuration, keys as written by the
+	// user (viper lower-cases them).
+	Raw map[string]any
+}
+
+// Opener opens an adapter.
+type Opener func(ctx context.Context, opts Options) (Store, error)
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]Opener{}
+)
+
+// Register makes an adapter available under name. It panics if name is registered twice
+// or open is nil, as database/sql.Register does.
+func Register(name string, open Opener) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if open == nil {
+		panic("persistence: Register opener is nil")
+	}
+	if _, dup := registry[name]; dup {
+		panic("persistence: Register called twice for adapter " + name)
+	}
+	registry[name] = open
+}
+
+// Adapters lists the registered adapter names, sorted.
+func Adapters() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Open opens the adapter registered under name.
+func Open(ctx context.Context, name string, opts Options) (Store, error) {
+	registryMu.RLock()
+	open, ok := registry[name]
+	registryMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %q (forgotten import?)", ErrUnknownAdapter, name)
+	}
+	return open(ctx, opts)
+}

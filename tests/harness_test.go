@@ -1,0 +1,291 @@
+// Package tests holds the black-box end-to-end tests: they build the real broker binary,
+// start it on 127.0.0.1:0 with a configuration written for the test, and drive it with
+// real STOMP clients over real sockets (go-stomp, raw frames, and stomp.py).
+package tests
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-stomp/stomp/v3"
+	"github.com/go-stomp/stomp/v3/frame"
+	"github.com/stretchr/testify/require"
+
+	"github.com/activemq-go/broker/transport/stomp/codec"
+)
+
+var brokerBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "broker-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	brokerBin = filepath.Join(dir, "broker")
+	build := exec.Command("go", "build", "-o", brokerBin, "../cmd/broker")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the broker:", err)
+		os.Exit(2)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// brokerProc is one running broker process.
+type brokerProc struct {
+	t       testing.TB
+	cmd     *exec.Cmd
+	Addr    string
+	DataDir string
+	Config  string
+
+	mu     sync.Mutex
+	log    strings.Builder
+	exited chan struct{}
+	err    error
+}
+
+// brokerConfig is what a test may change in the generated configuration.
+type brokerConfig struct {
+	URIQuery string // appended to stomp://127.0.0.1:0?
+	Adapter  string // YAML of the persistenceAdapter block; default "memory: {}"
+	DataDir  string // default a fresh temp dir
+	Extra    string // more YAML appended at the end
+}
+
+var listenRE = regexp.MustCompile(`msg=listening connector=\S+ addr=(\S+)`)
+
+// startBroker runs the real binary and waits until it listens. The broker is stopped with
+// SIGTERM at the end of the test, which must make it exit 0.
+func startBroker(t testing.TB, bc brokerConfig) *brokerProc {
+	t.Helper()
+	if bc.DataDir == "" {
+		bc.DataDir = t.TempDir()
+	}
+	if bc.Adapter == "" {
+		bc.Adapter = "memory: {}"
+	}
+	uri := "stomp://127.0.0.1:0"
+	if bc.URIQuery != "" {
+		uri += "?" + bc.URIQuery
+	}
+	cfg := fmt.Sprintf("broker:\n  brokerName: e2e\n  dataDirectory: %s\npersistenceAdapter:\n  %s\ntransportConnectors:\n  - name: stomp\n    uri: %s\n%s",
+		bc.DataDir, bc.Adapter, uri, bc.Extra)
+	path := filepath.Join(t.TempDir(), "broker.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o644))
+	return startBrokerFile(t, path, bc.DataDir)
+}
+
+func startBrokerFile(t testing.TB, path, dataDir string) *brokerProc {
+	t.Helper()
+	p := &brokerProc{t: t, DataDir: dataDir, Config: path, exited: make(chan struct{})}
+	p.cmd = exec.Command(brokerBin, "serve", "--config", path)
+	stderr, err := p.cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, p.cmd.Start())
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.log.WriteString(line + "\n")
+			p.mu.Unlock()
+			if m := listenRE.FindStringSubmatch(line); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
+	select {
+	case p.Addr = <-addr:
+	case <-p.exited:
+		t.Fatalf("broker exited before listening: %v\n%s", p.err, p.Log())
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		t.Fatalf("broker did not listen within 20s\n%s", p.Log())
+	}
+	t.Cleanup(func() { p.Stop() })
+	return p
+}
+
+// Log returns what the broker wrote to stderr so far.
+func (p *brokerProc) Log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+// Stop sends SIGTERM and requires a clean exit (status 0) within 15 s.
+func (p *brokerProc) Stop() {
+	p.t.Helper()
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		if p.err != nil {
+			p.t.Errorf("broker exit after SIGTERM: %v\n%s", p.err, p.Log())
+		}
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		p.t.Errorf("broker did not exit within 15s of SIGTERM\n%s", p.Log())
+	}
+}
+
+// Kill ends the broker with SIGKILL (a crash) and waits for it to be gone.
+func (p *brokerProc) Kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// dial connects a go-stomp client; it is disconnected at the end of the test.
+func dial(t testing.TB, addr string, opts ...func(*stomp.Conn) error) *stomp.Conn {
+	t.Helper()
+	c, err := stomp.Dial("tcp", addr, append([]func(*stomp.Conn) error{stomp.ConnOpt.Logger(quietLogger{})}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.MustDisconnect() })
+	return c
+}
+
+// rawConn speaks STOMP frame by frame, for tests of the protocol itself.
+type rawConn struct {
+	t  testing.TB
+	nc net.Conn
+	r  *codec.Reader
+	w  *codec.Writer
+}
+
+func dialRaw(t testing.TB, addr string) *rawConn {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = nc.Close() })
+	lim := codec.DefaultLimits()
+	lim.MaxFrameSize = 64 << 20
+	return &rawConn{t: t, nc: nc, r: codec.NewReader(nc, lim), w: codec.NewWriter(nc, 0)}
+}
+
+// connect sends CONNECT with the given extra headers and returns CONNECTED (or ERROR).
+func (c *rawConn) connect(headers ...string) *frame.Frame {
+	c.t.Helper()
+	h := append([]string{"accept-version", "1.2", "host", "localhost"}, headers...)
+	c.send(frame.New("CONNECT", h...))
+	f := c.read()
+	if f.Command == "CONNECTED" {
+		v := f.Header.Get("version")
+		c.r.SetVersion(v)
+		c.w.SetVersion(v)
+	}
+	return f
+}
+
+func (c *rawConn) send(f *frame.Frame) {
+	c.t.Helper()
+	require.NoError(c.t, c.w.WriteFrame(f))
+	require.NoError(c.t, c.w.Flush())
+}
+
+func (c *rawConn) sendRaw(b string) {
+	c.t.Helper()
+	_, err := c.nc.Write([]byte(b))
+	require.NoError(c.t, err)
+}
+
+// read returns the next frame, skipping heart-beats; it fails the test after 10 s.
+func (c *rawConn) read() *frame.Frame {
+	c.t.Helper()
+	f, err := c.readWithin(10 * time.Second)
+	require.NoError(c.t, err)
+	return f
+}
+
+func (c *rawConn) readWithin(d time.Duration) (*frame.Frame, error) {
+	_ = c.nc.SetReadDeadline(time.Now().Add(d))
+	for {
+		f, err := c.r.Read()
+		if err != nil || f != nil {
+			return f, err
+		}
+	}
+}
+
+// expectClosed requires the broker to close the connection within d.
+func (c *rawConn) expectClosed(d time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		f, err := c.readWithin(time.Until(deadline))
+		if err != nil {
+			var ne net.Error
+			if ok := asNetErr(err, &ne); ok && ne.Timeout() {
+				c.t.Fatalf("connection still open after %v", d)
+			}
+			return
+		}
+		_ = f
+	}
+}
+
+func asNetErr(err error, target *net.Error) bool {
+	ne, ok := err.(net.Error)
+	if ok {
+		*target = ne
+	}
+	return ok
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func ctxTimeout(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// quietLogger keeps go-stomp from logging the expected "write channel closed" of every
+// subscription when a test disconnects.
+type quietLogger struct{}
+
+func (quietLogger) Debugf(string, ...interface{})   {}
+func (quietLogger) Infof(string, ...interface{})    {}
+func (quietLogger) Warningf(string, ...interface{}) {}
+func (quietLogger) Errorf(string, ...interface{})   {}
+func (quietLogger) Debug(string)                    {}
+func (quietLogger) Info(string)                     {}
+func (quietLogger) Warning(string)                  {}
+func (quietLogger) Error(string)                    {}

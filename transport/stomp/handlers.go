@@ -1,0 +1,362 @@
+package stomp
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-stomp/stomp/v3/frame"
+
+	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/transport/stomp/codec"
+)
+
+func protocolError(msg string) error { return &broker.Error{Message: msg, Fatal: true} }
+func requestError(msg string) error  { return &broker.Error{Message: msg} }
+
+// handle processes one client frame.
+func (s *session) handle(ctx context.Context, f *frame.Frame) {
+	if s.closing {
+		return
+	}
+	receipt := f.Header.Get("receipt")
+	if s.conn == nil {
+		switch f.Command {
+		case "CONNECT", "STOMP":
+			s.onConnect(ctx, f)
+		default:
+			s.fail(protocolError("expected CONNECT or STOMP frame, got "+printable(f.Command)), receipt)
+		}
+		return
+	}
+	var err error
+	switch f.Command {
+	case "SEND":
+		err = s.onSend(ctx, f, receipt)
+	case "SUBSCRIBE":
+		err = s.onSubscribe(ctx, f, receipt)
+	case "UNSUBSCRIBE":
+		err = s.onUnsubscribe(ctx, f, receipt)
+	case "ACK":
+		err = s.onAck(ctx, f, receipt, true)
+	case "NACK":
+		err = s.onAck(ctx, f, receipt, false)
+	case "BEGIN":
+		err = s.conn.Begin(f.Header.Get("transaction"))
+		s.reply(receipt, err)
+		return
+	case "COMMIT":
+		err = s.onCommit(ctx, f, receipt)
+	case "ABORT":
+		err = s.conn.Abort(f.Header.Get("transaction"))
+		s.reply(receipt, err)
+		return
+	case "DISCONNECT":
+		s.onDisconnect(receipt)
+		return
+	case "CONNECT", "STOMP":
+		err = protocolError("already connected")
+	case "CONNECTED", "MESSAGE", "RECEIPT", "ERROR":
+		err = protocolError(f.Command + " is a server frame; a client must not send it")
+	default:
+		err = protocolError("Unknown STOMP action: " + printable(f.Command))
+	}
+	if err != nil {
+		s.reply(receipt, err)
+	}
+}
+
+// reply answers a frame that completed synchronously: its RECEIPT (if asked) or ERROR,
+// in order behind any frame still waiting for the store.
+func (s *session) reply(receipt string, err error) {
+	if err == nil && receipt == "" {
+		return
+	}
+	if len(s.pending) == 0 {
+		if err != nil {
+			s.writeError(err, receipt)
+		} else {
+			s.writeReceipt(receipt)
+		}
+		return
+	}
+	_, done := s.track(receipt, false)
+	done(err)
+}
+
+func (s *session) onConnect(ctx context.Context, f *frame.Frame) {
+	defer s.connectedOnce.Do(func() { close(s.connected) })
+	version, err := codec.NegotiateVersion(f.Header.Get("accept-version"))
+	if err != nil {
+		ef := frame.New("ERROR", "version", codec.Supported, "content-type", "text/plain",
+			"message", "Supported protocol versions are "+codec.Supported)
+		ef.Body = []byte("Supported protocol versions are " + codec.Supported + "\n")
+		_ = s.w.WriteFrame(ef)
+		s.closing, s.fatal = true, true
+		return
+	}
+	cx, cy := s.cfg.DefaultHeartBeat[0], s.cfg.DefaultHeartBeat[1]
+	if hb, ok := f.Header.Contains("heart-beat"); ok {
+		if cx, cy, err = parseHeartBeat(hb); err != nil {
+			s.fail(protocolError(err.Error()), "")
+			return
+		}
+	}
+	conn, err := s.b.Connect(ctx, broker.ConnectInfo{
+		ClientID:   f.Header.Get("client-id"),
+		Login:      f.Header.Get("login"),
+		RemoteAddr: s.nc.RemoteAddr().String(),
+	})
+	if err != nil {
+		s.fail(asFatal(err), "")
+		return
+	}
+	s.conn = conn
+	s.version = version
+	s.w.SetVersion(version)
+	s.r.SetVersion(version)
+
+	// The client sends every cx and wants beats every cy. We agree (as ActiveMQ does),
+	// with a floor so a tiny value cannot make us spin.
+	// The reader may already be blocked with the CONNECT deadline: move it now.
+	var readEvery time.Duration
+	if cx > 0 {
+		readEvery = max(cx, s.cfg.MinHeartBeat)
+		to := time.Duration(float64(readEvery) * s.cfg.HeartBeatGrace)
+		s.readTimeout.Store(int64(to))
+		_ = s.nc.SetReadDeadline(time.Now().Add(to))
+	} else {
+		s.readTimeout.Store(0)
+		_ = s.nc.SetReadDeadline(time.Time{})
+	}
+	if cy > 0 {
+		s.sendEvery = max(cy, s.cfg.MinHeartBeat)
+	}
+	reply := frame.New("CONNECTED",
+		"version", version,
+		"heart-beat", itoa(s.sendEvery.Milliseconds())+","+itoa(readEvery.Milliseconds()),
+		"server", ServerName,
+		"session", conn.ID,
+	)
+	if id, ok := f.Header.Contains("request-id"); ok {
+		reply.Header.Add("response-id", id)
+		reply.Header.Add("receipt-id", id)
+	}
+	_ = s.w.WriteFrame(reply)
+}
+
+func parseHeartBeat(v string) (time.Duration, time.Duration, error) {
+	a, b, ok := strings.Cut(v, ",")
+	if !ok {
+		return 0, 0, errInvalidHeartBeat(v)
+	}
+	x, err1 := strconv.ParseUint(strings.TrimSpace(a), 10, 31)
+	y, err2 := strconv.ParseUint(strings.TrimSpace(b), 10, 31)
+	if err1 != nil || err2 != nil {
+		return 0, 0, errInvalidHeartBeat(v)
+	}
+	return time.Duration(x) * time.Millisecond, time.Duration(y) * time.Millisecond, nil
+}
+
+func errInvalidHeartBeat(v string) error {
+	return protocolError("Invalid heart-beat header: " + strconv.Quote(v))
+}
+
+func asFatal(err error) error {
+	if be, ok := err.(*broker.Error); ok {
+		c := *be
+		c.Fatal = true
+		return &c
+	}
+	return protocolError(err.Error())
+}
+
+func (s *session) onSend(ctx context.Context, f *frame.Frame, receipt string) error {
+	destHdr, ok := f.Header.Contains("destination")
+	if !ok || destHdr == "" {
+		return requestError("SEND received without a destination header")
+	}
+	dests, err := destinations.Parse(destHdr)
+	if err != nil {
+		return requestError(err.Error())
+	}
+	m, err := messageFromSend(f)
+	if err != nil {
+		return err
+	}
+	tx := f.Header.Get("transaction")
+	if receipt == "" && (!m.Persistent || tx != "") {
+		// Nothing to wait for: a failure is reported by the returned error.
+		return s.conn.Send(ctx, dests, m, tx, discard)
+	}
+	c, done := s.track(receipt, false)
+	if err := s.conn.Send(ctx, dests, m, tx, done); err != nil {
+		s.untrack(c)
+		return err
+	}
+	return nil
+}
+
+func discard(error) {}
+
+// untrack drops the last tracked completion (its frame was refused synchronously).
+func (s *session) untrack(c *completion) {
+	if n := len(s.pending); n > 0 && s.pending[n-1] == c {
+		s.pending = s.pending[:n-1]
+		if c.sub {
+			s.holdForSub--
+		}
+	}
+}
+
+func (s *session) onSubscribe(ctx context.Context, f *frame.Frame, receipt string) error {
+	destHdr, ok := f.Header.Contains("destination")
+	if !ok || destHdr == "" {
+		return requestError("SUBSCRIBE received without a destination header")
+	}
+	id, ok := f.Header.Contains("id")
+	if !ok || id == "" {
+		if s.version != codec.V10 {
+			return requestError("SUBSCRIBE received without a subscription id")
+		}
+		id = destHdr
+	}
+	dest, err := destinations.ParseOne(destHdr)
+	if err != nil {
+		return requestError(err.Error())
+	}
+	req := broker.SubscribeRequest{ID: id, Dest: dest}
+	switch mode := f.Header.Get("ack"); mode {
+	case "", "auto":
+		req.Mode = broker.AckAuto
+	case "client":
+		req.Mode = broker.AckClient
+	case "client-individual":
+		req.Mode = broker.AckClientIndividual
+	default:
+		return requestError("invalid ack mode " + strconv.Quote(mode) + ": use auto, client or client-individual")
+	}
+	if v, ok := f.Header.Contains("activemq.prefetchSize"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return requestError("invalid activemq.prefetchSize " + strconv.Quote(v) + ": a non-negative integer")
+		}
+		// ActiveMQ cannot serve 0 over STOMP (the consumer would never get anything);
+		// we treat it as "the default".
+		req.Prefetch = n
+	}
+	for _, h := range []string{"selector", "activemq.subscriptionName", "durable-subscription-name", "durable-subscriber-name"} {
+		if _, ok := f.Header.Contains(h); ok {
+			return requestError("SUBSCRIBE header " + h + " is not supported by this broker yet")
+		}
+	}
+	if _, err := s.conn.Subscribe(ctx, req); err != nil {
+		return err
+	}
+	if receipt != "" {
+		_, done := s.track(receipt, true)
+		done(nil)
+	}
+	return nil
+}
+
+func (s *session) onUnsubscribe(ctx context.Context, f *frame.Frame, receipt string) error {
+	id, ok := f.Header.Contains("id")
+	if !ok || id == "" {
+		if s.version != codec.V10 {
+			return requestError("UNSUBSCRIBE received without a subscription id")
+		}
+		if id = f.Header.Get("destination"); id == "" {
+			return requestError("UNSUBSCRIBE received without an id or destination")
+		}
+	}
+	if err := s.conn.Unsubscribe(ctx, id); err != nil {
+		return err
+	}
+	s.reply(receipt, nil)
+	return nil
+}
+
+func (s *session) onAck(ctx context.Context, f *frame.Frame, receipt string, ack bool) error {
+	what := "ACK"
+	if !ack {
+		what = "NACK"
+		if s.version == codec.V10 {
+			return requestError("NACK received but connection is in v1.0 mode")
+		}
+	}
+	var ref broker.AckRef
+	if id, ok := f.Header.Contains("id"); ok && s.version == codec.V12 {
+		tag, err := strconv.ParseUint(id, 10, 64)
+		if err != nil {
+			return requestError("Unexpected " + what + " received for message-id [" + id + "]")
+		}
+		ref = broker.AckRef{Tag: tag, HasTag: true}
+	} else {
+		ref.MessageID = f.Header.Get("message-id")
+		ref.SubID = f.Header.Get("subscription")
+		switch {
+		case ref.MessageID == "" && s.version == codec.V12:
+			return requestError(what + " received without an id header")
+		case ref.MessageID == "":
+			return requestError(what + " received without a message-id header")
+		case ref.SubID == "" && s.version == codec.V11:
+			return requestError(what + " received without a subscription header")
+		}
+	}
+	tx := f.Header.Get("transaction")
+	c, done := s.track(receipt, false)
+	var err error
+	if ack {
+		err = s.conn.Ack(ctx, ref, tx, done)
+	} else {
+		err = s.conn.Nack(ctx, ref, tx, done)
+	}
+	if err != nil {
+		s.untrack(c)
+	}
+	return err
+}
+
+func (s *session) onCommit(ctx context.Context, f *frame.Frame, receipt string) error {
+	c, done := s.track(receipt, false)
+	if err := s.conn.Commit(ctx, f.Header.Get("transaction"), done); err != nil {
+		s.untrack(c)
+		return err
+	}
+	return nil
+}
+
+// onDisconnect answers the receipt after everything before it, then ends the session.
+func (s *session) onDisconnect(receipt string) {
+	s.closing = true // no MESSAGE after DISCONNECT: auto-acked ones would be lost
+	if receipt != "" {
+		_, done := s.track(receipt, false)
+		done(nil)
+	}
+	// Wait for frames still in the store, bounded, so their receipts are not lost.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(s.pending) > 0 && time.Now().Before(deadline) {
+		if err := s.pump(); err != nil {
+			break
+		}
+		if len(s.pending) > 0 {
+			select {
+			case <-s.conn.Wake():
+			case <-time.After(time.Until(deadline)):
+			}
+		}
+	}
+	_ = s.pump()
+}
+
+func printable(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return strconv.QuoteToASCII(s)
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

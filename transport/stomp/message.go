@@ -1,0 +1,119 @@
+package stomp
+
+import (
+	"strconv"
+
+	"github.com/go-stomp/stomp/v3/frame"
+
+	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/persistence"
+)
+
+// Headers a client may not set on SEND (the broker sets them, or they belong to the
+// frame rather than the message), as ActiveMQ strips them.
+func reservedSendHeader(k string) bool {
+	switch k {
+	case "destination", "receipt", "transaction", "content-length", "message-id",
+		"redelivered", "subscription", "ack", "JMSXUserID",
+		"persistent", "priority", "expires", "timestamp":
+		return true
+	}
+	return false
+}
+
+// messageFromSend builds the stored message from a SEND frame. The first occurrence of a
+// repeated header wins.
+func messageFromSend(f *frame.Frame) (*persistence.Message, error) {
+	m := &persistence.Message{Priority: 4, Body: f.Body}
+	n := f.Header.Len()
+	hs := make(persistence.Headers, 0, 2*n)
+	for i := 0; i < n; i++ {
+		k, v := f.Header.GetAt(i)
+		if seenBefore(f.Header, i, k) {
+			continue
+		}
+		switch k {
+		case "persistent":
+			m.Persistent = v == "true"
+			continue
+		case "priority":
+			p, err := strconv.Atoi(v)
+			if err != nil || p < 0 || p > 9 {
+				return nil, requestError("invalid priority " + strconv.Quote(v) + ": an integer 0-9")
+			}
+			m.Priority = uint8(p)
+			continue
+		case "expires":
+			e, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || e < 0 {
+				return nil, requestError("invalid expires " + strconv.Quote(v) + ": milliseconds since the epoch, 0 for never")
+			}
+			m.Expires = e
+			continue
+		case "timestamp":
+			if ts, err := strconv.ParseInt(v, 10, 64); err == nil && ts > 0 {
+				m.Timestamp = ts
+			}
+			continue
+		}
+		if reservedSendHeader(k) {
+			continue
+		}
+		hs = append(hs, k, v)
+	}
+	m.Headers = hs
+	return m, nil
+}
+
+// seenBefore reports whether key occurs before index i.
+func seenBefore(h *frame.Header, i int, key string) bool {
+	for j := 0; j < i; j++ {
+		if k, _ := h.GetAt(j); k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// writeMessage encodes one MESSAGE frame straight into the write buffer.
+func (s *session) writeMessage(d *broker.Delivery) error {
+	w := s.w
+	m := d.Msg
+	if err := w.StartFrame("MESSAGE"); err != nil {
+		return err
+	}
+	_ = w.Header("destination", d.Destination)
+	_ = w.Header("message-id", m.ID)
+	_ = w.Header("subscription", d.Sub.ID)
+	if d.Sub.Mode != broker.AckAuto {
+		_ = w.Header("ack", strconv.FormatUint(d.Tag, 10))
+	}
+	if m.Persistent {
+		_ = w.Header("persistent", "true")
+	}
+	if d.Redelivered {
+		_ = w.Header("redelivered", "true")
+	}
+	_ = w.Header("priority", smallInt(int(m.Priority)))
+	_ = w.Header("expires", strconv.FormatInt(m.Expires, 10))
+	_ = w.Header("timestamp", strconv.FormatInt(m.Timestamp, 10))
+	for i := 0; i+1 < len(m.Headers); i += 2 {
+		_ = w.Header(m.Headers[i], m.Headers[i+1])
+	}
+	_ = w.Header("content-length", smallInt(len(m.Body)))
+	return w.EndFrame(m.Body)
+}
+
+var smallInts = func() (t [1024]string) {
+	for i := range t {
+		t[i] = strconv.Itoa(i)
+	}
+	return
+}()
+
+func smallInt(n int) string {
+	if n >= 0 && n < len(smallInts) {
+		return smallInts[n]
+	}
+	return strconv.Itoa(n)
+}

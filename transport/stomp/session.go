@@ -1,0 +1,378 @@
+// Package stomp is the STOMP 1.0/1.1/1.2 session: it turns client frames into calls on a
+// broker.Conn and writes MESSAGE, RECEIPT and ERROR frames back. The frame codec is in
+// the codec sub-package; listening and connection limits are in package transport.
+//
+// Each connection has two goroutines: a reader that only parses frames (with the limits
+// enforced by codec.Reader), and the session's owner, which handles frames, writes
+// everything, and is the only goroutine that touches the session's state.
+//
+// Errors follow ActiveMQ (see the README): problems that break the protocol (a malformed
+// or oversized frame, an unknown command, a frame before CONNECT, a failed CONNECT, a
+// missed heart-beat) get an ERROR frame and the connection is closed; recoverable ones
+// (an unknown ack id, subscription or transaction, a missing destination) get an ERROR
+// with the receipt-id if one was asked and the connection stays open.
+package stomp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-stomp/stomp/v3/frame"
+
+	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/transport/stomp/codec"
+)
+
+// ServerName is sent in CONNECTED's server header.
+const ServerName = "activemq-go/0.1"
+
+// Config holds a connector's per-connection settings.
+type Config struct {
+	Limits           codec.Limits
+	ConnectTimeout   time.Duration    // time allowed to send CONNECT; default 30s
+	HeartBeatGrace   float64          // read timeout = client's beat interval × this; default 1.5
+	DefaultHeartBeat [2]time.Duration // used when CONNECT has no heart-beat header
+	MinHeartBeat     time.Duration    // floor for both directions; default 100ms
+	WriteTimeout     time.Duration    // a client that takes no data for this long is dropped; default 60s
+	Logger           *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = 30 * time.Second
+	}
+	if c.HeartBeatGrace < 1 {
+		c.HeartBeatGrace = 1.5
+	}
+	if c.MinHeartBeat <= 0 {
+		c.MinHeartBeat = 100 * time.Millisecond
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 60 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// lingerTime is how long a connection that got a fatal ERROR is kept half-open so the
+// client reads the ERROR before the socket goes away (STOMP spec: connection lingering).
+const lingerTime = time.Second
+
+type session struct {
+	cfg Config
+	nc  net.Conn
+	b   *broker.Broker
+	log *slog.Logger
+
+	r *codec.Reader
+	w *codec.Writer
+
+	conn    *broker.Conn // nil until CONNECT
+	version string
+
+	frames      chan *frame.Frame
+	readErr     chan error
+	readTimeout atomic.Int64 // ns; 0 = none
+	// connected is closed once CONNECT is handled, so the reader's next read uses the
+	// negotiated heart-beat timeout rather than the CONNECT deadline.
+	connected     chan struct{}
+	connectedOnce sync.Once
+
+	sendEvery  time.Duration // heart-beats to the client; 0 = none
+	lastWrite  time.Time
+	lastWDL    time.Time
+	pending    []*completion // frames whose outcome is still to be written, in frame order
+	holdForSub int           // SUBSCRIBE receipts not yet written: hold MESSAGEs until then
+	deliveries []*broker.Delivery
+
+	closing bool
+	fatal   bool
+}
+
+// completion is the outcome of one client frame that is written in frame order: a
+// RECEIPT, or an ERROR if it failed.
+type completion struct {
+	mu      sync.Mutex
+	done    bool
+	err     error
+	receipt string
+	sub     bool
+}
+
+// Serve runs one STOMP connection until the client leaves, a fatal error, or ctx ends.
+// It closes nc.
+func Serve(ctx context.Context, nc net.Conn, b *broker.Broker, cfg Config) {
+	cfg = cfg.withDefaults()
+	s := &session{
+		cfg:       cfg,
+		nc:        nc,
+		b:         b,
+		log:       cfg.Logger.With(slog.String("remote", nc.RemoteAddr().String())),
+		r:         codec.NewReader(nc, cfg.Limits),
+		w:         codec.NewWriter(nc, 0),
+		version:   codec.V10,
+		frames:    make(chan *frame.Frame, 64),
+		readErr:   make(chan error, 1),
+		connected: make(chan struct{}),
+	}
+	s.readTimeout.Store(int64(cfg.ConnectTimeout))
+	go s.readLoop()
+	s.run(ctx)
+}
+
+// readLoop only parses. It refreshes the read deadline at most every quarter of the
+// timeout, so a connection costs no timer update per frame.
+func (s *session) readLoop() {
+	var lastSet time.Time
+	var lastTimeout int64
+	for {
+		if to := s.readTimeout.Load(); to > 0 {
+			now := time.Now()
+			if to != lastTimeout || now.Sub(lastSet) > time.Duration(to)/4 {
+				_ = s.nc.SetReadDeadline(now.Add(time.Duration(to)))
+				lastSet, lastTimeout = now, to
+			}
+		} else if lastTimeout != 0 {
+			_ = s.nc.SetReadDeadline(time.Time{})
+			lastTimeout = 0
+		}
+		f, err := s.r.Read()
+		if err != nil {
+			s.readErr <- err
+			close(s.frames)
+			return
+		}
+		if f == nil {
+			continue // heart-beat
+		}
+		s.frames <- f
+		if f.Command == "CONNECT" || f.Command == "STOMP" {
+			<-s.connected
+		}
+	}
+}
+
+func (s *session) run(ctx context.Context) {
+	var hb <-chan time.Time
+	var ticker *time.Ticker
+	defer func() {
+		s.connectedOnce.Do(func() { close(s.connected) })
+		if ticker != nil {
+			ticker.Stop()
+		}
+		if s.conn != nil {
+			s.conn.Close()
+		}
+		s.shutdownSocket()
+	}()
+	frames := s.frames
+	for !s.closing {
+		var wake <-chan struct{}
+		if s.conn != nil {
+			wake = s.conn.Wake()
+		}
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				frames = nil
+				continue
+			}
+			s.handle(ctx, f)
+			// Take what else has arrived, so replies go out in one write.
+			for i := 0; i < 64 && !s.closing; i++ {
+				select {
+				case f, ok := <-frames:
+					if !ok {
+						frames = nil
+						i = 64
+						continue
+					}
+					s.handle(ctx, f)
+				default:
+					i = 64
+				}
+			}
+		case err := <-s.readErr:
+			s.readFailed(err)
+		case <-wake:
+		case <-hb:
+			if time.Since(s.lastWrite) >= s.sendEvery {
+				if err := s.w.WriteHeartBeat(); err != nil {
+					return
+				}
+			}
+		case <-ctx.Done():
+			s.fail(&broker.Error{Message: "broker is shutting down", Fatal: true}, "")
+		}
+		if ticker == nil && s.sendEvery > 0 {
+			ticker = time.NewTicker(s.sendEvery / 2)
+			hb = ticker.C
+		}
+		if err := s.pump(); err != nil {
+			s.log.Debug("write failed", slog.Any("err", err))
+			return
+		}
+	}
+}
+
+// readFailed turns a reader error into the right ending.
+func (s *session) readFailed(err error) {
+	var fe *codec.FrameError
+	var ne net.Error
+	switch {
+	case errors.Is(err, io.EOF):
+		s.closing = true
+	case errors.As(err, &fe):
+		s.log.Info("closing connection: bad frame", slog.String("reason", fe.Error()))
+		s.fail(&broker.Error{Message: fe.Error(), Fatal: true}, "")
+	case errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded):
+		if s.conn == nil {
+			s.log.Info("closing connection: no CONNECT in time", slog.Duration("timeout", s.cfg.ConnectTimeout))
+			s.fail(&broker.Error{Message: "no CONNECT frame received in " + s.cfg.ConnectTimeout.String(), Fatal: true}, "")
+		} else {
+			s.log.Info("closing connection: heart-beat missed", slog.String("conn", s.conn.ID))
+			s.fail(&broker.Error{Message: "heart-beat timeout: no data from the client in " + time.Duration(s.readTimeout.Load()).String(), Fatal: true}, "")
+		}
+	default:
+		s.closing = true
+	}
+}
+
+// pump writes finished completions in frame order, then waiting MESSAGEs, and flushes.
+func (s *session) pump() error {
+	for len(s.pending) > 0 {
+		c := s.pending[0]
+		c.mu.Lock()
+		done, err := c.done, c.err
+		c.mu.Unlock()
+		if !done {
+			break
+		}
+		s.pending[0] = nil
+		s.pending = s.pending[1:]
+		if c.sub {
+			s.holdForSub--
+		}
+		if err != nil {
+			s.writeError(err, c.receipt)
+		} else if c.receipt != "" {
+			s.writeReceipt(c.receipt)
+		}
+	}
+	if len(s.pending) == 0 {
+		s.pending = nil
+	}
+	if s.conn != nil && s.holdForSub == 0 && !s.closing {
+		for rounds := 0; rounds < 16; rounds++ {
+			s.deliveries = s.conn.Take(s.deliveries)
+			if len(s.deliveries) == 0 {
+				break
+			}
+			for _, d := range s.deliveries {
+				if err := s.writeMessage(d); err != nil {
+					return err
+				}
+			}
+			s.conn.Delivered(s.deliveries)
+			clear(s.deliveries)
+		}
+	}
+	if s.w.Buffered() > 0 {
+		now := time.Now()
+		if now.Sub(s.lastWDL) > time.Second {
+			_ = s.nc.SetWriteDeadline(now.Add(s.cfg.WriteTimeout))
+			s.lastWDL = now
+		}
+		s.lastWrite = now
+		return s.w.Flush()
+	}
+	return nil
+}
+
+// track registers a frame whose outcome is written in order and returns the callback
+// that settles it from any goroutine.
+func (s *session) track(receipt string, sub bool) (*completion, func(error)) {
+	c := &completion{receipt: receipt, sub: sub}
+	if sub {
+		s.holdForSub++
+	}
+	s.pending = append(s.pending, c)
+	conn := s.conn
+	return c, func(err error) {
+		c.mu.Lock()
+		c.done, c.err = true, err
+		c.mu.Unlock()
+		if conn != nil {
+			conn.Poke()
+		}
+	}
+}
+
+// fail writes an ERROR; a fatal one ends the session.
+func (s *session) fail(err error, receipt string) {
+	s.writeError(err, receipt)
+}
+
+func (s *session) writeError(err error, receipt string) {
+	msg := err.Error()
+	fatal := true
+	var be *broker.Error
+	if errors.As(err, &be) {
+		fatal = be.Fatal
+	}
+	f := frame.New("ERROR", "message", oneLine(msg), "content-type", "text/plain")
+	if receipt != "" {
+		f.Header.Add("receipt-id", receipt)
+	}
+	f.Body = []byte(msg + "\n")
+	f.Header.Add("content-length", itoa(int64(len(f.Body))))
+	_ = s.w.WriteFrame(f)
+	if fatal {
+		s.closing = true
+		s.fatal = true
+	}
+}
+
+func (s *session) writeReceipt(id string) {
+	_ = s.w.StartFrame("RECEIPT")
+	_ = s.w.Header("receipt-id", id)
+	_ = s.w.EndFrame(nil)
+}
+
+// shutdownSocket flushes and closes. After a fatal ERROR the write side is closed first
+// and the socket lingers until the client closes or lingerTime passes, so the client
+// can read the ERROR instead of getting a reset.
+func (s *session) shutdownSocket() {
+	_ = s.nc.SetWriteDeadline(time.Now().Add(lingerTime))
+	_ = s.w.Flush()
+	if s.fatal {
+		if tc, ok := s.nc.(interface{ CloseWrite() error }); ok {
+			_ = tc.CloseWrite()
+		}
+		_ = s.nc.SetReadDeadline(time.Now().Add(lingerTime))
+	} else {
+		_ = s.nc.SetReadDeadline(time.Now())
+	}
+	// Let the reader finish so it is not left blocked on the frames channel.
+	for range s.frames {
+	}
+	_ = s.nc.Close()
+}
+
+func oneLine(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' || s[i] == '\r' {
+			return s[:i]
+		}
+	}
+	return s
+}
