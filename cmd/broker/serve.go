@@ -34,6 +34,9 @@ func newServeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			for _, name := range cfg.IgnoredEnv {
+				log.Warn("ignoring environment variable: its first key names no configuration section", slog.String("var", name))
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return serve(ctx, cfg, log)

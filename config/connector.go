@@ -1,0 +1,307 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// schemes maps each accepted connector URI scheme to the protocol it means.
+var schemes = map[string]string{
+	"stomp":     "stomp",
+	"stomp+nio": "stomp", // ActiveMQ's NIO variant; same protocol, Go has one I/O model
+}
+
+const schemesAllowed = "stomp, stomp+nio"
+
+// schemeHints explain schemes that a migrated activemq.xml often carries.
+var schemeHints = map[string]string{
+	"tcp":           "tcp:// is ActiveMQ's OpenWire, which this broker does not speak; STOMP clients use stomp://",
+	"nio":           "nio:// is ActiveMQ's OpenWire, which this broker does not speak; STOMP clients use stomp://",
+	"auto":          "auto:// detects OpenWire, AMQP and MQTT too; use stomp://",
+	"stomp+ssl":     "TLS connectors are not supported yet",
+	"stomp+nio+ssl": "TLS connectors are not supported yet",
+	"ws":            "WebSocket connectors are not supported yet",
+	"wss":           "WebSocket connectors are not supported yet",
+}
+
+// connectorOption is one query option of a connector URI.
+type connectorOption struct {
+	names []string // accepted spellings, ActiveMQ's first; matched case-insensitively
+	set   func(c *Connector, value string) *Error
+}
+
+// connectorOptions are the query options a connector URI may carry. Unlike
+// ActiveMQ, which ignores options it does not know (a misspelt or wrongly
+// prefixed one silently does nothing), any other option is an error.
+var connectorOptions = []connectorOption{
+	{[]string{"maximumConnections", "maxConnections"}, func(c *Connector, v string) *Error {
+		n, err := intOption(v, 1, math.MaxInt32)
+		c.MaxConnections = n
+		return err
+	}},
+	{[]string{"wireFormat.maxFrameSize", "maxFrameSize"}, func(c *Connector, v string) *Error {
+		n, err := sizeOption(v, 1024, math.MaxInt64)
+		c.MaxFrameSize = n
+		return err
+	}},
+	{[]string{"wireFormat.maxDataLength"}, func(c *Connector, v string) *Error {
+		n, err := sizeOption(v, 1, math.MaxInt64)
+		c.MaxDataLength = n
+		return err
+	}},
+	{[]string{"wireFormat.maxHeaders", "maxHeaders"}, func(c *Connector, v string) *Error {
+		n, err := intOption(v, 1, math.MaxInt32)
+		c.MaxHeaders = n
+		return err
+	}},
+	{[]string{"wireFormat.maxHeaderLength", "maxHeaderLength"}, func(c *Connector, v string) *Error {
+		n, err := sizeOption(v, 1, math.MaxInt32)
+		c.MaxHeaderLength = int(n)
+		return err
+	}},
+	{[]string{"transport.connectAttemptTimeout", "connectTimeout"}, func(c *Connector, v string) *Error {
+		d, err := durationOption(v)
+		c.ConnectTimeout = d
+		return err
+	}},
+	{[]string{"transport.hbGracePeriodMultiplier", "hbGracePeriodMultiplier"}, func(c *Connector, v string) *Error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return &Error{Problem: "not a number", Allowed: "a decimal number >= 1.0, e.g. 1.5"}
+		}
+		if f < 1 {
+			return &Error{Problem: "must be at least 1.0", Allowed: "a decimal number >= 1.0, e.g. 1.5"}
+		}
+		c.HeartBeatGrace = f
+		return nil
+	}},
+	{[]string{"transport.defaultHeartBeat"}, func(c *Connector, v string) *Error {
+		const allowed = `"x,y": two durations (integers are milliseconds) >= 0, e.g. 5000,0`
+		xs, ys, ok := strings.Cut(v, ",")
+		if !ok {
+			return &Error{Problem: "not a heart-beat pair", Allowed: allowed}
+		}
+		for i, s := range []string{xs, ys} {
+			d, err := ParseDuration(s)
+			if err != nil {
+				return &Error{Problem: "not a heart-beat pair", Allowed: allowed}
+			}
+			if d < 0 {
+				return &Error{Problem: "heart-beat must not be negative", Allowed: allowed}
+			}
+			c.DefaultHeartBeat[i] = d
+		}
+		return nil
+	}},
+}
+
+// optionsAllowed lists every accepted option name.
+func optionsAllowed() string {
+	var names []string
+	for _, o := range connectorOptions {
+		names = append(names, o.names...)
+	}
+	return strings.Join(names, ", ")
+}
+
+// findOption finds an option by any of its names, case-insensitively.
+func findOption(name string) (*connectorOption, string) {
+	for i := range connectorOptions {
+		for _, n := range connectorOptions[i].names {
+			if strings.EqualFold(n, name) {
+				return &connectorOptions[i], n
+			}
+		}
+	}
+	return nil, ""
+}
+
+// suggestOption finds the option whose name, without its prefix, matches name's:
+// transport.maxFrameSize -> wireFormat.maxFrameSize.
+func suggestOption(name string) string {
+	base := name[strings.LastIndexByte(name, '.')+1:]
+	for _, o := range connectorOptions {
+		n := o.names[0]
+		if strings.EqualFold(n[strings.LastIndexByte(n, '.')+1:], base) {
+			return n
+		}
+	}
+	return ""
+}
+
+// newConnector returns a connector with every limit at its default.
+func newConnector() Connector {
+	return Connector{
+		MaxConnections:  DefaultMaxConnections,
+		MaxFrameSize:    DefaultMaxFrameSize,
+		MaxDataLength:   DefaultMaxDataLength,
+		MaxHeaders:      DefaultMaxHeaders,
+		MaxHeaderLength: DefaultMaxHeaderLength,
+		ConnectTimeout:  DefaultConnectTimeout,
+		HeartBeatGrace:  DefaultHeartBeatGrace,
+	}
+}
+
+// buildConnectors validates the transportConnectors section: at least one
+// connector, each with a unique name and a valid uri.
+func (c *checker) buildConnectors(entries []connectorEntry) ([]Connector, *Error) {
+	const path = "transportConnectors"
+	if len(entries) == 0 {
+		return nil, c.errorf(path, nil, "at least one connector is required",
+			"a list of {name, uri}, e.g. - {name: stomp, uri: \"stomp://0.0.0.0:61613\"}")
+	}
+	out := make([]Connector, 0, len(entries))
+	names := map[string]int{}
+	for i, e := range entries {
+		at := joinIndex(path, i)
+		if strings.TrimSpace(e.Name) == "" {
+			return nil, c.errorf(joinKey(at, "name"), nil, "missing connector name", "any unique name, e.g. stomp")
+		}
+		if j, dup := names[e.Name]; dup {
+			return nil, c.errorf(joinKey(at, "name"), e.Name,
+				fmt.Sprintf("duplicate connector name (also %s)", joinIndex(path, j)), "a name not used by another connector")
+		}
+		names[e.Name] = i
+		if strings.TrimSpace(e.URI) == "" {
+			return nil, c.errorf(joinKey(at, "uri"), nil, "missing connector uri", "e.g. stomp://0.0.0.0:61613")
+		}
+		conn, err := parseConnectorURI(e.URI)
+		if err != nil {
+			err.Key = joinKey(at, "uri")
+			return nil, c.from.annotate(err)
+		}
+		conn.Name = e.Name
+		out = append(out, conn)
+	}
+	return out, nil
+}
+
+// parseConnectorURI parses scheme://host:port?option=value&... into a connector
+// (without a name). "&amp;", as copied from activemq.xml, is read as "&". The
+// returned error has no Key.
+func parseConnectorURI(raw string) (Connector, *Error) {
+	c := newConnector()
+	c.URI = raw
+	const uriAllowed = "scheme://host:port?option=value&..., e.g. stomp://0.0.0.0:61613?maxFrameSize=10mb"
+	fail := func(problem, allowed string) (Connector, *Error) {
+		return Connector{}, newError("", raw, problem, allowed)
+	}
+	u, err := url.Parse(strings.ReplaceAll(strings.TrimSpace(raw), "&amp;", "&"))
+	if err != nil {
+		if strings.Contains(err.Error(), "invalid port") {
+			return fail("bad port", "a port number 0 to 65535 (0 picks a free port)")
+		}
+		return fail("malformed URI", uriAllowed)
+	}
+	if u.Scheme == "" || u.Opaque != "" || (u.Host == "" && u.User == nil) {
+		return fail("malformed URI", uriAllowed)
+	}
+	scheme, ok := schemes[u.Scheme]
+	if !ok {
+		problem := fmt.Sprintf("unknown scheme %q", u.Scheme)
+		if hint := schemeHints[u.Scheme]; hint != "" {
+			problem += ": " + hint
+		}
+		return fail(problem, schemesAllowed)
+	}
+	c.Scheme = scheme
+	if u.User != nil {
+		return fail("a connector URI takes no user or password; configure users in the broker", uriAllowed)
+	}
+	if (u.Path != "" && u.Path != "/") || u.Fragment != "" {
+		return fail("unexpected path or fragment after host:port", uriAllowed)
+	}
+	port := u.Port()
+	if port == "" {
+		return fail("missing port", "host:port with a port number 0 to 65535 (0 picks a free port)")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fail("bad port", "a port number 0 to 65535 (0 picks a free port)")
+	}
+	c.Addr = net.JoinHostPort(u.Hostname(), port)
+	if err := applyOptions(&c, u.RawQuery); err != nil {
+		return Connector{}, err
+	}
+	return c, nil
+}
+
+// applyOptions sets the connector's limits from the URI's query.
+func applyOptions(c *Connector, query string) *Error {
+	seen := map[*connectorOption]string{}
+	for _, part := range strings.Split(query, "&") {
+		if part == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(part, "=")
+		name, err1 := url.QueryUnescape(k)
+		value, err2 := url.QueryUnescape(v)
+		if err1 != nil || err2 != nil {
+			return newError("", part, "malformed query option", "option=value pairs joined by &")
+		}
+		opt, canonical := findOption(name)
+		if opt == nil {
+			problem := fmt.Sprintf("unknown option %q", name)
+			if s := suggestOption(name); s != "" {
+				problem += fmt.Sprintf(" (did you mean %s?)", s)
+			}
+			return newError("", part, problem, optionsAllowed())
+		}
+		if prev, dup := seen[opt]; dup {
+			return newError("", part, fmt.Sprintf("option %s is given twice (also as %s)", canonical, prev), "")
+		}
+		seen[opt] = canonical
+		if err := opt.set(c, value); err != nil {
+			err.Problem = fmt.Sprintf("option %s: %s", canonical, err.Problem)
+			err.Value = redactText(part)
+			return err
+		}
+	}
+	return nil
+}
+
+// intOption parses a plain integer in [lo, hi].
+func intOption(v string, lo, hi int64) (int, *Error) {
+	allowed := fmt.Sprintf("an integer from %d to %d", lo, hi)
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return 0, &Error{Problem: "not an integer", Allowed: allowed}
+	}
+	if n < lo || n > hi {
+		return 0, &Error{Problem: fmt.Sprintf("%d is out of range", n), Allowed: allowed}
+	}
+	return int(n), nil
+}
+
+// sizeOption parses a size (see ParseSize) in [lo, hi].
+func sizeOption(v string, lo, hi int64) (int64, *Error) {
+	allowed := fmt.Sprintf("a size from %d to %d bytes: %s", lo, hi, sizeAllowed)
+	if hi == math.MaxInt64 {
+		allowed = fmt.Sprintf("a size of at least %d bytes: %s", lo, sizeAllowed)
+	}
+	n, err := ParseSize(v)
+	if err != nil {
+		return 0, &Error{Problem: "not a size", Allowed: allowed}
+	}
+	if n < lo || n > hi {
+		return 0, &Error{Problem: fmt.Sprintf("%d bytes is out of range", n), Allowed: allowed}
+	}
+	return n, nil
+}
+
+// durationOption parses a non-negative duration (see ParseDuration).
+func durationOption(v string) (time.Duration, *Error) {
+	allowed := "0 (no limit) or more: " + durationAllowed
+	d, err := ParseDuration(v)
+	if err != nil {
+		return 0, &Error{Problem: "not a duration", Allowed: allowed}
+	}
+	if d < 0 {
+		return 0, &Error{Problem: "must not be negative", Allowed: allowed}
+	}
+	return d, nil
+}

@@ -1,0 +1,55 @@
+package config
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseConnectorURI(t *testing.T) {
+	def := newConnector()
+	tests := []struct {
+		uri  string
+		want func(c *Connector)
+	}{
+		{"stomp://127.0.0.1:61613", func(c *Connector) { c.Addr = "127.0.0.1:61613" }},
+		{"stomp://0.0.0.0:0", func(c *Connector) { c.Addr = "0.0.0.0:0" }},
+		{"stomp://:61613", func(c *Connector) { c.Addr = ":61613" }},
+		{"stomp://[::1]:61613", func(c *Connector) { c.Addr = "[::1]:61613" }},
+		{"stomp://localhost:61613/", func(c *Connector) { c.Addr = "localhost:61613" }},
+		{"STOMP+NIO://h:1", func(c *Connector) { c.Addr = "h:1" }},
+		{"stomp+nio://0.0.0.0:61613?maximumConnections=1000&wireFormat.maxFrameSize=104857600&transport.hbGracePeriodMultiplier=1.5",
+			func(c *Connector) { c.Addr, c.MaxFrameSize = "0.0.0.0:61613", 104857600 }},
+		// copied from activemq.xml with the XML escape
+		{"stomp://h:1?maximumConnections=7&amp;wireFormat.maxFrameSize=64mb",
+			func(c *Connector) { c.Addr, c.MaxConnections, c.MaxFrameSize = "h:1", 7, 64<<20 }},
+		{"stomp://h:1?maxConnections=1", func(c *Connector) { c.Addr, c.MaxConnections = "h:1", 1 }},
+		{"stomp://h:1?MAXFRAMESIZE=1024", func(c *Connector) { c.Addr, c.MaxFrameSize = "h:1", 1024 }},
+		{"stomp://h:1?maxFrameSize=1%20gb", func(c *Connector) { c.Addr, c.MaxFrameSize = "h:1", 1<<30 }},
+		{"stomp://h:1?wireFormat.maxDataLength=1", func(c *Connector) { c.Addr, c.MaxDataLength = "h:1", 1 }},
+		{"stomp://h:1?maxHeaders=5&maxHeaderLength=1kb", func(c *Connector) { c.Addr, c.MaxHeaders, c.MaxHeaderLength = "h:1", 5, 1024 }},
+		{"stomp://h:1?connectTimeout=0", func(c *Connector) { c.Addr, c.ConnectTimeout = "h:1", 0 }},
+		{"stomp://h:1?transport.connectAttemptTimeout=1m", func(c *Connector) { c.Addr, c.ConnectTimeout = "h:1", time.Minute }},
+		{"stomp://h:1?hbGracePeriodMultiplier=3.25", func(c *Connector) { c.Addr, c.HeartBeatGrace = "h:1", 3.25 }},
+		{"stomp://h:1?transport.defaultHeartBeat=5000,10s", func(c *Connector) {
+			c.Addr, c.DefaultHeartBeat = "h:1", [2]time.Duration{5 * time.Second, 10 * time.Second}
+		}},
+		{"stomp://h:1?&maxHeaders=2&", func(c *Connector) { c.Addr, c.MaxHeaders = "h:1", 2 }},
+	}
+	for _, tt := range tests {
+		got, err := parseConnectorURI(tt.uri)
+		require.Nil(t, err, "%s: %v", tt.uri, err)
+		want := def
+		want.URI, want.Scheme = tt.uri, "stomp"
+		tt.want(&want)
+		assert.Equal(t, want, got, tt.uri)
+	}
+}
+
+func TestSuggestOption(t *testing.T) {
+	assert.Equal(t, "wireFormat.maxFrameSize", suggestOption("transport.maxFrameSize"))
+	assert.Equal(t, "transport.hbGracePeriodMultiplier", suggestOption("wireFormat.hbGracePeriodMultiplier"))
+	assert.Equal(t, "", suggestOption("trace"))
+}

@@ -1,0 +1,136 @@
+package config
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+)
+
+// decode fills f from the checked settings tree. Unused keys are an error (the
+// checker has already named them better; this is the backstop), and scalars are
+// converted by scalarHook, which accepts the strings that environment variables
+// and placeholders produce.
+func (c *checker) decode(tree map[string]any, f *file) *Error {
+	d, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		Result:      f,
+		ErrorUnused: true,
+		DecodeHook:  scalarHook,
+	})
+	if err != nil {
+		return &Error{Problem: "internal: " + err.Error()}
+	}
+	if err := d.Decode(tree); err != nil {
+		return c.from.annotate(decodeError(err))
+	}
+	return nil
+}
+
+// decodeError turns the first failure in mapstructure's error tree into an
+// *Error keyed by the failing field's path.
+func decodeError(err error) *Error {
+	name, cause := firstDecodeFailure(err)
+	var ce *Error
+	if errors.As(cause, &ce) {
+		return newError(name, ce.Value, ce.Problem, ce.Allowed)
+	}
+	if cause == nil {
+		cause = err
+	}
+	return newError(name, "", cause.Error(), "")
+}
+
+// firstDecodeFailure finds the innermost mapstructure.DecodeError, depth first,
+// and returns its field path and cause.
+func firstDecodeFailure(err error) (string, error) {
+	var de *mapstructure.DecodeError
+	if errors.As(err, &de) {
+		inner := de.Unwrap()
+		if name, cause := firstDecodeFailure(inner); name != "" {
+			return name, cause
+		}
+		return de.Name(), inner
+	}
+	return "", nil
+}
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// scalarHook converts a scalar to the field's type: strings to booleans and
+// numbers (as environment variables give them), numbers to strings (a broker
+// name written as 1234), integers or ParseDuration strings to time.Duration.
+// Anything it cannot convert is an *Error naming what is allowed.
+func scalarHook(_ reflect.Type, to reflect.Type, data any) (any, error) {
+	if data == nil {
+		return nil, nil
+	}
+	switch data.(type) {
+	case map[string]any, []any:
+		if to.Kind() == reflect.Struct || to.Kind() == reflect.Map || to.Kind() == reflect.Slice || to.Kind() == reflect.Interface {
+			return data, nil
+		}
+		return nil, &Error{Problem: "must be a single value, not " + describe(data)}
+	}
+	s, isString := data.(string)
+	switch {
+	case to == durationType:
+		switch x := data.(type) {
+		case int:
+			return time.Duration(x) * time.Millisecond, nil
+		case string:
+			d, err := ParseDuration(x)
+			if err != nil {
+				return nil, err
+			}
+			return d, nil
+		}
+		return nil, &Error{Value: scalarString(data), Problem: "not a duration", Allowed: durationAllowed}
+	case to.Kind() == reflect.String:
+		if isString {
+			return s, nil
+		}
+		return scalarString(data), nil
+	case to.Kind() == reflect.Bool:
+		if isString {
+			b, err := strconv.ParseBool(strings.TrimSpace(s))
+			if err != nil {
+				return nil, &Error{Value: s, Problem: "not a boolean", Allowed: "true, false"}
+			}
+			return b, nil
+		}
+		if _, ok := data.(bool); !ok {
+			return nil, &Error{Value: scalarString(data), Problem: "not a boolean", Allowed: "true, false"}
+		}
+	case to.Kind() >= reflect.Int && to.Kind() <= reflect.Int64:
+		switch x := data.(type) {
+		case string:
+			n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+			if err != nil {
+				return nil, &Error{Value: x, Problem: "not an integer", Allowed: "a whole number"}
+			}
+			return n, nil
+		case float64:
+			if x != math.Trunc(x) {
+				return nil, &Error{Value: scalarString(x), Problem: "not an integer", Allowed: "a whole number"}
+			}
+		case bool:
+			return nil, &Error{Value: scalarString(x), Problem: "not an integer", Allowed: "a whole number"}
+		}
+	case to.Kind() == reflect.Float64 || to.Kind() == reflect.Float32:
+		switch x := data.(type) {
+		case string:
+			f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+			if err != nil {
+				return nil, &Error{Value: x, Problem: "not a number", Allowed: "a decimal number"}
+			}
+			return f, nil
+		case bool:
+			return nil, &Error{Value: scalarString(x), Problem: "not a number", Allowed: "a decimal number"}
+		}
+	}
+	return data, nil
+}

@@ -1,0 +1,56 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.yaml")
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, "DB_PASSWORD=x")
+	}
+	f.Add([]byte("broker: {brokerName: ${X:-y}}\n"), "BROKER_TRANSPORTCONNECTORS_1_URI=stomp://h:1")
+	f.Add([]byte("persistenceAdapter: {jdbc: {password: p}}\n"), "BROKER_PERSISTENCEADAPTER_JDBC_PASSWORD=q")
+	f.Add([]byte("transportConnectors: [{name: a, uri: 'stomp://h:1?maxFrameSize=1kb'}]\n"), "")
+	f.Fuzz(func(t *testing.T, data []byte, env string) {
+		c, err := Parse(data, strings.Split(env, "\n"))
+		if err != nil {
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("error is %T, not *config.Error: %v", err, err)
+			}
+			if !strings.HasPrefix(err.Error(), "config: ") {
+				t.Fatalf("error without prefix: %v", err)
+			}
+			return
+		}
+		if c.Persistence.Adapter == "" || c.Persistence.Options == nil || len(c.TransportConnectors) == 0 {
+			t.Fatalf("incomplete config: %+v", c)
+		}
+		for _, conn := range c.TransportConnectors {
+			if conn.Scheme != "stomp" || conn.MaxFrameSize < 1024 || conn.HeartBeatGrace < 1 || conn.MaxConnections < 1 {
+				t.Fatalf("connector out of range: %+v", conn)
+			}
+		}
+	})
+}
+
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"0", "64mb", "1 GiB", "9223372036854775807", "8388607tb", "-1", "1.5k"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseSize(s)
+		if err == nil && n < 0 {
+			t.Fatalf("ParseSize(%q) = %d", s, n)
+		}
+	})
+}

@@ -1,0 +1,167 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/spf13/viper"
+)
+
+// Load reads the configuration file at path and does everything Parse does, with
+// the process environment. Config.Source is path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		problem := "cannot read the configuration file"
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			problem += ": " + pe.Err.Error()
+		}
+		return nil, &Error{Value: path, Problem: problem, Err: err}
+	}
+	c, perr := parse(data, os.Environ())
+	if perr != nil {
+		return nil, perr
+	}
+	c.Source = path
+	return c, nil
+}
+
+// Parse parses and validates a configuration: the YAML in data, its ${...}
+// placeholders expanded from environ, then the BROKER_ variables of environ
+// applied over it. environ is in the form of os.Environ. Every problem a user can
+// cause is returned as a *Error.
+func Parse(data []byte, environ []string) (*Config, error) {
+	c, err := parse(data, environ)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// keyDelim separates viper's key paths. It is not ".", so that a key written with
+// a dot in it (an adapter option "a.b") stays one key.
+const keyDelim = "\x00"
+
+// setDefaults gives viper the default of every key that has one. A list default
+// (transportConnectors) is taken whole; persistenceAdapter has none because a
+// default adapter key would be merged with the file's and make two adapters:
+// settings supplies memory when the section is absent.
+func setDefaults(v *viper.Viper) {
+	key := func(path ...string) string { return strings.ToLower(strings.Join(path, keyDelim)) }
+	v.SetDefault(key("broker", "brokerName"), DefaultBrokerName)
+	v.SetDefault(key("broker", "dataDirectory"), DefaultDataDirectory)
+	v.SetDefault(key("broker", "persistent"), DefaultPersistent)
+	v.SetDefault(key("transportConnectors"), []any{
+		map[string]any{"name": DefaultConnectorName, "uri": DefaultConnectorURI},
+	})
+}
+
+func parse(data []byte, environ []string) (*Config, *Error) {
+	env := newEnviron(environ)
+	src, err := readYAML(data, env)
+	if err != nil {
+		return nil, err
+	}
+	v := viper.NewWithOptions(viper.KeyDelimiter(keyDelim))
+	v.SetConfigType("yaml")
+	setDefaults(v)
+	if err := v.MergeConfigMap(src.doc); err != nil {
+		return nil, &Error{Problem: "internal: " + err.Error()}
+	}
+	tree := settings(v, src.top)
+	from, ignored, err := overlayEnv(tree, env, src.used)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := tree["persistenceadapter"]; !ok {
+		tree["persistenceadapter"] = map[string]any{DefaultAdapter: map[string]any{}}
+	}
+	c := &checker{spell: src.spell, from: from}
+	if err := c.check(tree, schema, ""); err != nil {
+		return nil, err
+	}
+	var f file
+	if err := c.decode(tree, &f); err != nil {
+		return nil, err
+	}
+	cfg, err := c.build(&f)
+	if err != nil {
+		return nil, err
+	}
+	cfg.IgnoredEnv = ignored
+	return cfg, nil
+}
+
+// settings is viper's settings tree (lower-cased keys, defaults filled in) with
+// what viper's AllSettings leaves out put back: AllSettings lists only keys that
+// hold a value, so an empty mapping or a null ("memory: {}", "memory:", an
+// unknown "foo:") would vanish. Each top-level section the file wrote is merged
+// again from viper's view of the file, which keeps them. A null section is an
+// empty one: an empty list stays empty instead of taking the default list, an
+// empty mapping keeps the defaults of its keys.
+func settings(v *viper.Viper, top map[string]bool) map[string]any {
+	tree := v.AllSettings()
+	for k, isNull := range top {
+		if isNull {
+			switch tree[k].(type) {
+			case []any:
+				tree[k] = []any{}
+			case nil:
+				tree[k] = nil
+			}
+			continue
+		}
+		tree[k] = mergeFile(tree[k], v.Get(k))
+	}
+	return tree
+}
+
+// mergeFile merges a value from the file (src) over the default-filled settings
+// (dst): mappings key by key, a null keeps the default (or an empty list), and
+// anything else replaces.
+func mergeFile(dst, src any) any {
+	switch s := src.(type) {
+	case nil:
+		if _, isList := dst.([]any); isList {
+			return []any{}
+		}
+		return dst
+	case map[string]any:
+		d, ok := dst.(map[string]any)
+		if !ok {
+			d = map[string]any{}
+		}
+		for k, sv := range s {
+			dv, present := d[k]
+			if sv == nil && !present {
+				d[k] = nil // keep the key: "memory:" is an adapter with no options
+				continue
+			}
+			d[k] = mergeFile(dv, sv)
+		}
+		return d
+	}
+	return src
+}
+
+// build validates the decoded sections and assembles the Config.
+func (c *checker) build(f *file) (*Config, *Error) {
+	if strings.TrimSpace(f.Broker.BrokerName) == "" {
+		return nil, c.errorf("broker.brokerName", nil, "must not be empty", "any name, e.g. "+DefaultBrokerName)
+	}
+	if strings.TrimSpace(f.Broker.DataDirectory) == "" {
+		return nil, c.errorf("broker.dataDirectory", nil, "must not be empty", "a directory path, e.g. "+DefaultDataDirectory)
+	}
+	conns, err := c.buildConnectors(f.TransportConnectors)
+	if err != nil {
+		return nil, err
+	}
+	return &Config{
+		Broker:              f.Broker,
+		Persistence:         buildPersistence(f.PersistenceAdapter, f.Broker.Persistent),
+		TransportConnectors: conns,
+	}, nil
+}
