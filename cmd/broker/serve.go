@@ -118,4 +118,3 @@ func connectors(cfg *config.Config, log *slog.Logger) []transport.Connector {
 	}
 	return out
 }
-
