@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 )
 
 func newServeCommand() *cobra.Command {
-	var configPath, logLevel string
+	var configPath, logLevel, cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the broker",
@@ -39,11 +40,23 @@ func newServeCommand() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			return serve(ctx, cfg, log)
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "activemq-style.yaml", "configuration file")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown")
 	return cmd
 }
 
