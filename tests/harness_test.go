@@ -66,6 +66,7 @@ type brokerConfig struct {
 	Adapter  string // YAML of the persistenceAdapter block; default "memory: {}"
 	DataDir  string // default a fresh temp dir
 	Extra    string // more YAML appended at the end
+	Env      []string
 }
 
 var listenRE = regexp.MustCompile(`msg=listening connector=\S+ addr=(\S+)`)
@@ -88,13 +89,14 @@ func startBroker(t testing.TB, bc brokerConfig) *brokerProc {
 		bc.DataDir, bc.Adapter, uri, bc.Extra)
 	path := filepath.Join(t.TempDir(), "broker.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o644))
-	return startBrokerFile(t, path, bc.DataDir)
+	return startBrokerFile(t, path, bc.DataDir, bc.Env...)
 }
 
-func startBrokerFile(t testing.TB, path, dataDir string) *brokerProc {
+func startBrokerFile(t testing.TB, path, dataDir string, env ...string) *brokerProc {
 	t.Helper()
 	p := &brokerProc{t: t, DataDir: dataDir, Config: path, exited: make(chan struct{})}
 	p.cmd = exec.Command(brokerBin, "serve", "--config", path)
+	p.cmd.Env = append(os.Environ(), env...)
 	stderr, err := p.cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, p.cmd.Start())
