@@ -99,6 +99,25 @@ type AsyncBatch interface {
 	CommitAsync(d Durability, done func(error))
 }
 
+// Locker is an optional power of a Store that several brokers may share (ActiveMQ's
+// shared-store master/slave): only the broker holding the lock may serve. The broker
+// calls Lock before Recover, keeps its transport connectors closed until Lock returns,
+// and stops serving at once when Lost is closed.
+type Locker interface {
+	// Lock blocks until this broker holds the lock (and keeps it alive from then on), or
+	// ctx ends.
+	Lock(ctx context.Context) error
+	// Lost is closed when a held lock is lost (the lease could not be renewed in time).
+	Lost() <-chan struct{}
+}
+
+// SpaceReporter is an optional power of a Store with files on disk: what it occupies
+// and which destination pins its oldest data (KahaDB's "why are my logs not deleted").
+type SpaceReporter interface {
+	DiskUsage() int64
+	OldestSegment() (file, dest string, ok bool)
+}
+
 // Recovered is what Store.Recover reports.
 type Recovered struct {
 	Destinations []DestState
