@@ -137,20 +137,24 @@ func (b *Broker) applySettle(batch persistence.Batch, s *Subscription, ds []*Del
 	if len(dlq) > 0 {
 		dq := b.queue(DLQName)
 		for _, m := range dlq {
-			dlqEntries = append(dlqEntries, queuedEntry{dq, dq.accept(m, false)})
+			// Dead-letter copies are persistent: over the limit they are paged out, never refused.
+			e, _ := dq.accept(m, false)
+			dlqEntries = append(dlqEntries, queuedEntry{dq, e, m.Seq})
 			batch.Add(m)
 		}
 	}
 	return func(err error) {
-		for _, qe := range dlqEntries {
-			qe.q.commitDone(qe.e, err)
-		}
+		settleEntries(dlqEntries, err)
 		if err != nil {
 			// The store still holds them: give them back rather than lose track.
 			q.requeue(slices.Clone(ds))
 			return
 		}
-		q.acked(len(ds))
+		var bytes int64
+		for _, d := range ds {
+			bytes += d.entry.Size
+		}
+		q.acked(len(ds), bytes)
 	}
 }
 

@@ -49,7 +49,28 @@ type Options struct {
 	Logger *slog.Logger
 	// TopicPendingLimit overrides DefaultTopicPendingLimit when > 0.
 	TopicPendingLimit int
+	// MemoryUsage bounds the bytes of messages the broker holds in memory (systemUsage
+	// memoryUsage); DestinationMemoryLimit bounds one queue (policy memoryLimit).
+	MemoryUsage            int64
+	DestinationMemoryLimit int64
 }
+
+// Default memory limits: ActiveMQ's per-destination 64 MiB, and 1 GiB overall.
+const (
+	DefaultMemoryUsage            = 1 << 30
+	DefaultDestinationMemoryLimit = 64 << 20
+)
+
+// usage counts bytes against a limit, broker-wide.
+type usage struct {
+	used  atomic.Int64
+	limit int64
+}
+
+func (u *usage) add(n int64)               { u.used.Add(n) }
+func (u *usage) fits(n int64) bool         { return u.used.Load()+n <= u.limit }
+func (u *usage) over() bool                { return u.used.Load() > u.limit/4*3 }
+func (u *usage) Used() (used, limit int64) { return u.used.Load(), u.limit }
 
 // Broker routes messages between connections and keeps them in its store.
 type Broker struct {
@@ -59,6 +80,9 @@ type Broker struct {
 	idBase string // "ID:<name>-<boot ms>-"
 
 	topicPendingLimit int
+	destMemoryLimit   int64
+	mem               usage
+	wg                sync.WaitGroup // background page-ins
 
 	mu        sync.RWMutex
 	queues    map[string]*queue // by destination name (without kind prefix)
@@ -97,6 +121,14 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	if b.topicPendingLimit <= 0 {
 		b.topicPendingLimit = DefaultTopicPendingLimit
 	}
+	b.mem.limit = o.MemoryUsage
+	if b.mem.limit <= 0 {
+		b.mem.limit = DefaultMemoryUsage
+	}
+	b.destMemoryLimit = o.DestinationMemoryLimit
+	if b.destMemoryLimit <= 0 {
+		b.destMemoryLimit = DefaultDestinationMemoryLimit
+	}
 	if err := b.recover(ctx); err != nil {
 		return nil, err
 	}
@@ -113,21 +145,14 @@ func (b *Broker) recover(ctx context.Context) error {
 		if persistence.KindOf(d.Name) != persistence.KindQueue {
 			continue
 		}
+		// Stored messages stay in the store until a consumer needs them: they are read
+		// in pages, so start-up does not depend on how deep the queues are.
 		q := b.queueLocked(d.Name[len(persistence.QueuePrefix):])
-		if d.LastSeq >= q.nextSeq {
-			q.nextSeq = d.LastSeq + 1
-		}
-		err := b.store.Scan(ctx, d.Name, 0, 0, func(m *persistence.Message) error {
-			c := m.Clone()
-			if c.Seq >= q.nextSeq {
-				q.nextSeq = c.Seq + 1
-			}
-			q.pending.Push(&destinations.Entry{Msg: c, Ready: true, Redelivered: c.RedeliveryCount > 0, Deliveries: c.RedeliveryCount})
-			msgs++
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("broker: recover %s: %w", d.Name, err)
+		q.nextSeq = max(q.nextSeq, d.LastSeq+1)
+		if d.Msgs > 0 {
+			q.paged, q.pageAfter, q.pagedOut = true, 0, d.Msgs
+			q.enqueued = d.Msgs
+			msgs += d.Msgs
 		}
 	}
 	if msgs > 0 {
@@ -201,7 +226,12 @@ type DestinationStats struct {
 	Enqueued  int64
 	Dequeued  int64 // acknowledged (queues) or delivered (topics)
 	Stored    int64 // messages in the store
+	// MemoryBytes is what the destination's messages occupy in memory.
+	MemoryBytes int64
 }
+
+// MemoryUsage reports the bytes of messages held in memory and the broker-wide limit.
+func (b *Broker) MemoryUsage() (used, limit int64) { return b.mem.Used() }
 
 // Stats returns a snapshot of every destination.
 func (b *Broker) Stats() []DestinationStats {
@@ -251,5 +281,6 @@ func (b *Broker) Close() error {
 	if open > 0 {
 		b.log.Warn("broker closing with connections still open", slog.Int("connections", open))
 	}
+	b.wg.Wait()
 	return b.store.Close()
 }

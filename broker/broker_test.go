@@ -87,7 +87,9 @@ func (c *client) subscribe(id, dest string, mode AckMode, prefetch int) {
 	n, err := destinations.ParseOne(dest)
 	require.NoError(c.t, err)
 	var serr error
-	c.do(func() { _, serr = c.conn.Subscribe(context.Background(), SubscribeRequest{ID: id, Dest: n, Mode: mode, Prefetch: prefetch}) })
+	c.do(func() {
+		_, serr = c.conn.Subscribe(context.Background(), SubscribeRequest{ID: id, Dest: n, Mode: mode, Prefetch: prefetch})
+	})
 	require.NoError(c.t, serr)
 }
 
@@ -119,7 +121,9 @@ func (c *client) recv() *Delivery {
 func (c *client) ack(d *Delivery) error {
 	res := make(chan error, 1)
 	var err error
-	c.do(func() { err = c.conn.Ack(context.Background(), AckRef{Tag: d.Tag, HasTag: true}, "", func(e error) { res <- e }) })
+	c.do(func() {
+		err = c.conn.Ack(context.Background(), AckRef{Tag: d.Tag, HasTag: true}, "", func(e error) { res <- e })
+	})
 	if err != nil {
 		return err
 	}
@@ -264,4 +268,10 @@ func BenchmarkQueueSendDispatch(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+}
+
+func parseDests(s string) ([]destinations.Name, error) { return destinations.Parse(s) }
+
+func msg(body string) *persistence.Message {
+	return &persistence.Message{Body: []byte(body), Priority: 4}
 }

@@ -103,7 +103,7 @@ func (c *Conn) Delivered(ds []*Delivery) {
 	var (
 		batch   persistence.Batch
 		credits map[*Subscription]int32
-		counts  map[*queue]int
+		counts  map[*queue]ackCount
 	)
 	for _, d := range ds {
 		d.written = true
@@ -119,9 +119,12 @@ func (c *Conn) Delivered(ds []*Delivery) {
 		credits[s]++
 		if d.q != nil {
 			if counts == nil {
-				counts = map[*queue]int{}
+				counts = map[*queue]ackCount{}
 			}
-			counts[d.q]++
+			ac := counts[d.q]
+			ac.n++
+			ac.bytes += d.entry.Size
+			counts[d.q] = ac
 			if d.Msg.Persistent {
 				if batch == nil {
 					batch = c.b.store.Begin()
@@ -139,8 +142,8 @@ func (c *Conn) Delivered(ds []*Delivery) {
 			}
 		})
 	}
-	for q, n := range counts {
-		q.acked(n)
+	for q, ac := range counts {
+		q.acked(ac.n, ac.bytes)
 	}
 	for s, n := range credits {
 		s.credit.Add(n)
@@ -185,6 +188,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	}
 	var batch persistence.Batch
 	var entries []queuedEntry
+	var refused error
 	for i, d := range dests {
 		msg := m
 		if i > 0 {
@@ -195,36 +199,67 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 			continue
 		}
 		q := c.b.queue(d.Name)
-		if !msg.Persistent {
-			q.accept(msg, true)
+		e, err := q.accept(msg, !msg.Persistent)
+		if err != nil {
+			// Other parts of a composite send go ahead; the producer hears of this one.
+			refused = c.memoryFull(q, err)
 			continue
 		}
-		e := q.accept(msg, false)
+		if !msg.Persistent {
+			continue
+		}
 		if batch == nil {
 			batch = c.b.store.Begin()
 		}
 		batch.Add(msg)
-		entries = append(entries, queuedEntry{q, e})
+		entries = append(entries, queuedEntry{q, e, msg.Seq})
 	}
 	if batch == nil {
-		done(nil)
-		return nil
+		if refused == nil {
+			done(nil)
+		}
+		return refused
 	}
 	c.b.commit(batch, persistence.Sync, func(err error) {
-		for _, qe := range entries {
-			qe.q.commitDone(qe.e, err)
-		}
+		settleEntries(entries, err)
 		if err != nil {
 			err = storeError(err)
 		}
-		done(err)
+		if refused == nil {
+			done(err)
+		}
 	})
-	return nil
+	return refused
 }
 
 type queuedEntry struct {
-	q *queue
-	e *destinations.Entry
+	q   *queue
+	e   *destinations.Entry // nil: paged out, in the store only
+	seq uint64
+}
+
+type ackCount struct {
+	n     int
+	bytes int64
+}
+
+// settleEntries tells each queue the outcome of the store write of its new messages.
+func settleEntries(entries []queuedEntry, err error) {
+	for _, qe := range entries {
+		if qe.e != nil {
+			qe.q.commitDone(qe.e, err)
+		} else {
+			qe.q.pagedDone(qe.seq, err)
+		}
+	}
+}
+
+// memoryFull is the producer's error when a non-persistent message does not fit.
+func (c *Conn) memoryFull(q *queue, err error) error {
+	used, limit := c.b.mem.Used()
+	c.b.log.Warn("memory limit reached: non-persistent message refused",
+		slog.String("dest", q.stomp), slog.Int64("used", used), slog.Int64("limit", limit))
+	return &Error{Message: "Usage Manager memory limit reached: message to " + q.stomp + " refused (send it persistent:true, or consume faster)", Err: err}
 }
 
 func storeError(err error) error {

@@ -64,16 +64,25 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 				continue
 			}
 			q := c.b.queue(d.Name)
-			entries = append(entries, queuedEntry{q, q.accept(msg, false)})
+			e, err := q.accept(msg, false)
+			if err != nil {
+				// The whole transaction fails: what it queued is dropped, what it
+				// acknowledged is given back.
+				batch.Rollback()
+				settleEntries(entries, err)
+				for _, f := range applies {
+					f(err)
+				}
+				return c.memoryFull(q, err)
+			}
+			entries = append(entries, queuedEntry{q, e, msg.Seq})
 			if msg.Persistent {
 				batch.Add(msg)
 			}
 		}
 	}
 	c.b.finish(batch, persistence.Sync, func(err error) {
-		for _, qe := range entries {
-			qe.q.commitDone(qe.e, err)
-		}
+		settleEntries(entries, err)
 		for _, f := range applies {
 			f(err)
 		}

@@ -19,6 +19,8 @@ type Entry struct {
 	Redelivered bool
 	// Deliveries counts dispatches so far (the next delivery is Deliveries+1).
 	Deliveries uint32
+	// Size is what the message counts against memory limits (Message.Size at accept).
+	Size int64
 }
 
 // Levels is the number of JMS priority levels (0..9).
