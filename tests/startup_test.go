@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,7 @@ func TestEnvironmentOverridesTheFile(t *testing.T) {
 		URIQuery: "maxConnections=1000",
 		Env:      []string{"BROKER_BROKER_BROKERNAME=from-env", "BROKER_URL=amqp://celery-owns-this"},
 	})
+	eventually(t, 10*time.Second, "the start-up log line", func() bool { return strings.Contains(b.Log(), "broker started") })
 	assert.Contains(t, b.Log(), "brokerName=from-env")
 	assert.Contains(t, b.Log(), "BROKER_URL")
 }
