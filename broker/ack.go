@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -79,9 +80,9 @@ func (c *Conn) Ack(ctx context.Context, r AckRef, tx string, done func(error)) e
 	return c.settleRef(r, tx, true, done)
 }
 
-// Nack rejects one message. As in ActiveMQ it is a poison acknowledgement: a persistent
-// message moves to the dead-letter queue ActiveMQ.DLQ, a non-persistent one is dropped
-// (ActiveMQ's processNonPersistent=false).
+// Nack rejects one message; what follows is the destination's NACK policy. The default
+// is ActiveMQ's poison acknowledgement: a persistent message moves to the dead-letter
+// queue (ActiveMQ.DLQ), a non-persistent one is dropped (processNonPersistent=false).
 func (c *Conn) Nack(ctx context.Context, r AckRef, tx string, done func(error)) error {
 	return c.settleRef(r, tx, false, done)
 }
@@ -114,8 +115,9 @@ func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error 
 	return nil
 }
 
-// applySettle adds the store writes that acknowledge (or dead-letter) ds to batch and
-// returns what to do in memory once the batch is durable.
+// applySettle adds the store writes that acknowledge (or reject) ds to batch and returns
+// what to do in memory once the batch is durable. A rejected (NACKed) message follows the
+// destination's NACK policy: dead-letter queue (ActiveMQ), redelivery, or discard.
 func (b *Broker) applySettle(batch persistence.Batch, s *Subscription, ds []*Delivery, ack bool) func(error) {
 	if s.q == nil {
 		if s.t != nil {
@@ -124,30 +126,32 @@ func (b *Broker) applySettle(batch persistence.Batch, s *Subscription, ds []*Del
 		return nil
 	}
 	q := s.q
-	var dlq []*persistence.Message
+	if !ack {
+		switch q.policy.Nack {
+		case NackRedeliver:
+			return func(error) { q.requeue(slices.Clone(ds), true) }
+		case NackDLQ:
+			return func(error) {
+				q.mu.Lock()
+				es := make([]*destinations.Entry, len(ds))
+				for i, d := range ds {
+					es[i] = d.entry
+				}
+				b.deadLetterEntries(q, es, "poison ack (NACK)")
+				q.mu.Unlock()
+			}
+		}
+		// NackDiscard: acknowledged like an ACK.
+	}
 	for _, d := range ds {
 		if d.Msg.Persistent {
 			batch.Ack(d.Msg.Dest, d.Msg.Seq)
 		}
-		if !ack && d.Msg.Persistent {
-			dlq = append(dlq, b.deadLetter(d.Msg, q.stomp, "poison ack (NACK)"))
-		}
-	}
-	var dlqEntries []queuedEntry
-	if len(dlq) > 0 {
-		dq := b.queue(DLQName)
-		for _, m := range dlq {
-			// Dead-letter copies are persistent: over the limit they are paged out, never refused.
-			e, _ := dq.accept(m, false)
-			dlqEntries = append(dlqEntries, queuedEntry{dq, e, m.Seq})
-			batch.Add(m)
-		}
 	}
 	return func(err error) {
-		settleEntries(dlqEntries, err)
 		if err != nil {
 			// The store still holds them: give them back rather than lose track.
-			q.requeue(slices.Clone(ds))
+			q.requeue(slices.Clone(ds), false)
 			return
 		}
 		var bytes int64
@@ -156,15 +160,6 @@ func (b *Broker) applySettle(batch persistence.Batch, s *Subscription, ds []*Del
 		}
 		q.acked(len(ds), bytes)
 	}
-}
-
-// deadLetter makes the dead-letter copy of m: same id and body, the original destination
-// and the reason as headers.
-func (b *Broker) deadLetter(m *persistence.Message, from, reason string) *persistence.Message {
-	c := m.Clone()
-	c.Headers = append(c.Headers, "original-destination", from, "dlqDeliveryFailureCause", reason)
-	c.Subs = nil
-	return c
 }
 
 // finish commits batch (if it has anything), then runs apply and done with the result.

@@ -50,9 +50,14 @@ type Options struct {
 	// TopicPendingLimit overrides DefaultTopicPendingLimit when > 0.
 	TopicPendingLimit int
 	// MemoryUsage bounds the bytes of messages the broker holds in memory (systemUsage
-	// memoryUsage); DestinationMemoryLimit bounds one queue (policy memoryLimit).
+	// memoryUsage); DestinationMemoryLimit bounds one queue when no Policies are given.
 	MemoryUsage            int64
 	DestinationMemoryLimit int64
+	// Policies picks each destination's policy; nil gives DefaultPolicy to every one.
+	Policies PolicyFunc
+	// ExpirySweep is how often expired messages are removed from queues; default 30s
+	// (ActiveMQ's expireMessagesPeriod), negative to disable.
+	ExpirySweep time.Duration
 }
 
 // Default memory limits: ActiveMQ's per-destination 64 MiB, and 1 GiB overall.
@@ -81,6 +86,8 @@ type Broker struct {
 
 	topicPendingLimit int
 	destMemoryLimit   int64
+	policies          PolicyFunc
+	stopSweeper       context.CancelFunc
 	mem               usage
 	wg                sync.WaitGroup // background page-ins
 
@@ -129,8 +136,18 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	if b.destMemoryLimit <= 0 {
 		b.destMemoryLimit = DefaultDestinationMemoryLimit
 	}
+	b.policies = o.Policies
 	if err := b.recover(ctx); err != nil {
 		return nil, err
+	}
+	if o.ExpirySweep == 0 {
+		o.ExpirySweep = 30 * time.Second
+	}
+	if o.ExpirySweep > 0 {
+		sctx, cancel := context.WithCancel(context.Background())
+		b.stopSweeper = cancel
+		b.wg.Add(1)
+		go b.runExpirySweeper(sctx, o.ExpirySweep)
 	}
 	return b, nil
 }
@@ -280,6 +297,9 @@ func (b *Broker) Close() error {
 	b.mu.Unlock()
 	if open > 0 {
 		b.log.Warn("broker closing with connections still open", slog.Int("connections", open))
+	}
+	if b.stopSweeper != nil {
+		b.stopSweeper()
 	}
 	b.wg.Wait()
 	return b.store.Close()

@@ -3,9 +3,11 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
@@ -33,8 +35,15 @@ type queue struct {
 	enqueued  int64
 	dequeued  int64
 
+	policy   Policy
 	memLimit int64
 	memBytes int64
+
+	groups   map[string]*Subscription // JMSXGroupID -> owner
+	timer    *time.Timer              // wakes dispatch for delayed redeliveries
+	timerAt  int64
+	scratch  []take
+	dlqBatch []*destinations.Entry
 
 	// Paging state: while paged, every stored message with a sequence above pageAfter
 	// is in the store only, except those whose write is still in flight (inflight).
@@ -44,23 +53,36 @@ type queue struct {
 	pagedAccepts uint64
 	inflight     map[uint64]struct{}
 	pagedOut     int64 // messages in the store only
+	pagingLogged time.Time
 }
 
 // pageBatch is the most messages one page-in reads.
 const pageBatch = 2000
 
+// maxScan bounds how many waiting messages one dispatch pass looks at past messages no
+// consumer can take (selectors, groups, delays), as ActiveMQ's maxPageSize does.
+const maxScan = 1000
+
 func newQueue(b *Broker, name string) *queue {
 	n := destinations.Name{Kind: destinations.Queue, Name: name}
+	p := b.policyFor(destinations.Queue, name)
 	return &queue{
 		b:        b,
 		name:     name,
 		dest:     n.Qualified(),
 		stomp:    n.String(),
-		pending:  destinations.NewPending(true),
+		policy:   p,
+		pending:  destinations.NewPending(p.Prioritized),
 		nextSeq:  1,
-		memLimit: b.destMemoryLimit,
+		memLimit: p.MemoryLimit,
 		inflight: map[uint64]struct{}{},
+		groups:   map[string]*Subscription{},
 	}
+}
+
+type take struct {
+	e *destinations.Entry
+	s *Subscription
 }
 
 // errMemoryFull is returned for a non-persistent message that would pass the broker's
@@ -73,6 +95,9 @@ var errMemoryFull = errors.New("broker: memory limit reached")
 // memory at all: accept returns a nil entry and the message's sequence is settled with
 // pagedDone.
 func (q *queue) accept(m *persistence.Message, ready bool) (*destinations.Entry, error) {
+	if m.Expires == 0 && q.policy.DefaultTimeToLive > 0 {
+		m.Expires = time.Now().Add(q.policy.DefaultTimeToLive).UnixMilli()
+	}
 	size := int64(m.Size())
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -88,8 +113,11 @@ func (q *queue) accept(m *persistence.Message, ready bool) (*destinations.Entry,
 		if !q.paged {
 			q.paged = true
 			q.pageAfter = m.Seq - 1
-			q.b.log.Info("queue over its memory limit: paging new messages to the store",
-				slog.String("dest", q.stomp), slog.Int64("memoryLimit", q.memLimit))
+			if now := time.Now(); now.Sub(q.pagingLogged) > time.Minute {
+				q.pagingLogged = now
+				q.b.log.Info("queue over its memory limit: paging new messages to the store",
+					slog.String("dest", q.stomp), slog.Int64("memoryLimit", q.memLimit))
+			}
 		}
 		q.inflight[m.Seq] = struct{}{}
 		q.pagedAccepts++
@@ -147,29 +175,166 @@ func (q *queue) dispatch() {
 }
 
 func (q *queue) dispatchLocked() {
-	for len(q.consumers) > 0 {
-		e := q.pending.Peek()
-		if e == nil {
-			break
-		}
+	if len(q.consumers) > 0 && q.pending.Len() > 0 {
+		q.dispatchPass()
+	}
+	q.maybePageInLocked()
+}
+
+// dispatchPass hands waiting messages to consumers in order. A message no consumer may
+// take now (selector, group owner without credit, redelivery delay) is passed over and
+// later ones go ahead; a message whose store write is in flight stops the pass, so
+// consumers never see messages out of order.
+func (q *queue) dispatchPass() {
+	var now, wake int64
+	takes := q.scratch[:0]
+	var expired []*destinations.Entry
+	skipped := 0
+	q.pending.Each(func(e *destinations.Entry) bool {
 		if e.Failed {
-			q.pending.Pop()
+			expired = append(expired, e) // dropped below, without dead-lettering
+			return true
+		}
+		if !e.Ready {
+			return false
+		}
+		if e.Msg.Expires != 0 || e.NotBefore != 0 {
+			if now == 0 {
+				now = time.Now().UnixNano()
+			}
+			if e.Msg.Expires != 0 && e.Msg.Expires*int64(time.Millisecond) <= now {
+				expired = append(expired, e)
+				return true
+			}
+			if e.NotBefore > now {
+				if wake == 0 || e.NotBefore < wake {
+					wake = e.NotBefore
+				}
+				skipped++
+				return skipped < maxScan
+			}
+		}
+		s := q.pickFor(e)
+		if s == nil {
+			skipped++
+			return skipped < maxScan && q.anyCredit()
+		}
+		s.credit.Add(-1)
+		takes = append(takes, take{e, s})
+		return true
+	})
+	for _, t := range takes {
+		e, s := t.e, t.s
+		q.pending.Remove(e)
+		e.Deliveries++
+		e.NotBefore = 0
+		d := &Delivery{Sub: s, Msg: e.Msg, Destination: q.stomp, Redelivered: e.Redelivered, DeliveryCount: e.Deliveries, entry: e, q: q}
+		if gid, ok := e.Msg.Headers.Get("JMSXGroupID"); ok {
+			if q.groups[gid] != s {
+				q.groups[gid] = s
+				d.GroupFirst = true
+			}
+			if seq, ok := e.Msg.Headers.Get("JMSXGroupSeq"); ok && len(seq) > 0 && seq[0] == '-' {
+				delete(q.groups, gid) // a negative sequence closes the group
+			}
+		}
+		s.conn.push(d)
+	}
+	clear(takes)
+	q.scratch = takes[:0]
+	var dead []*destinations.Entry
+	for _, e := range expired {
+		q.pending.Remove(e)
+		if e.Failed {
 			q.release(e.Size)
 			continue
 		}
-		if !e.Ready {
-			break
-		}
-		s := q.pickLocked()
-		if s == nil {
-			break
-		}
-		q.pending.Pop()
-		s.credit.Add(-1)
-		e.Deliveries++
-		s.conn.push(&Delivery{Sub: s, Msg: e.Msg, Destination: q.stomp, Redelivered: e.Redelivered, DeliveryCount: e.Deliveries, entry: e, q: q})
+		dead = append(dead, e)
 	}
-	q.maybePageInLocked()
+	if len(dead) > 0 {
+		q.b.expire(q, dead)
+	}
+	if wake != 0 {
+		q.wakeAt(wake)
+	}
+}
+
+// pickFor chooses the consumer for e: the owner of its message group if it has one;
+// otherwise, among the consumers allowed (only the exclusive one if there is one), the
+// highest-priority one with credit whose selector matches, round-robin among equals.
+func (q *queue) pickFor(e *destinations.Entry) *Subscription {
+	m := e.Msg
+	if gid, ok := m.Headers.Get("JMSXGroupID"); ok {
+		if s := q.groups[gid]; s != nil {
+			if s.credit.Load() > 0 && s.sel.MatchesMessage(m, e.Deliveries+1) {
+				return s
+			}
+			return nil
+		}
+	}
+	if x := q.exclusiveLocked(); x != nil {
+		if x.credit.Load() > 0 && x.sel.MatchesMessage(m, e.Deliveries+1) {
+			return x
+		}
+		return nil
+	}
+	n := len(q.consumers)
+	var best *Subscription
+	bestIdx := 0
+	for i := 0; i < n; i++ {
+		idx := (q.rr + i) % n
+		s := q.consumers[idx]
+		if s.credit.Load() <= 0 || (best != nil && s.priority <= best.priority) {
+			continue
+		}
+		if s.sel != nil && !s.sel.MatchesMessage(m, e.Deliveries+1) {
+			continue
+		}
+		best, bestIdx = s, idx
+	}
+	if best != nil {
+		q.rr = (bestIdx + 1) % n
+	}
+	return best
+}
+
+// exclusiveLocked is the consumer that takes everything, if any consumer asked to be
+// exclusive (or the policy makes all of them exclusive): the highest-priority one, the
+// earliest among equals.
+func (q *queue) exclusiveLocked() *Subscription {
+	var x *Subscription
+	for _, s := range q.consumers {
+		if (s.exclusive || q.policy.AllExclusive) && (x == nil || s.priority > x.priority) {
+			x = s
+		}
+	}
+	return x
+}
+
+func (q *queue) anyCredit() bool {
+	for _, s := range q.consumers {
+		if s.credit.Load() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// wakeAt makes sure dispatch runs again at t (ns since the epoch).
+func (q *queue) wakeAt(t int64) {
+	if q.timer != nil && q.timerAt != 0 && q.timerAt <= t {
+		return
+	}
+	if q.timer != nil {
+		q.timer.Stop()
+	}
+	q.timerAt = t
+	q.timer = time.AfterFunc(time.Until(time.Unix(0, t)), func() {
+		q.mu.Lock()
+		q.timerAt = 0
+		q.dispatchLocked()
+		q.mu.Unlock()
+	})
 }
 
 // maybePageInLocked starts reading paged-out messages back when consumers have drained
@@ -270,22 +435,45 @@ func (q *queue) removeConsumer(s *Subscription) {
 	if q.rr >= len(q.consumers) {
 		q.rr = 0
 	}
+	for gid, owner := range q.groups {
+		if owner == s {
+			delete(q.groups, gid) // the group moves to another consumer
+		}
+	}
 	q.mu.Unlock()
 }
 
 // requeue gives dispatched entries back; delivered ones come back flagged redelivered.
-// They go before every later message, so other consumers get them first.
-func (q *queue) requeue(ds []*Delivery) {
+// They go before every later message, so other consumers get them first. Every
+// redelivery counts: a message delivered more often than the redelivery policy allows
+// goes to the dead-letter queue instead. With delay, a redelivered message waits the
+// policy's redelivery delay first (a NACK under the redeliver policy).
+func (q *queue) requeue(ds []*Delivery, delay bool) {
 	q.mu.Lock()
+	var dead []*destinations.Entry
+	now := time.Now()
 	for _, d := range ds {
 		e := d.entry
-		if d.written {
-			e.Redelivered = true
-			e.Msg.RedeliveryCount = e.Deliveries
-		} else {
+		if !d.written {
 			e.Deliveries--
+			q.pending.Requeue(e)
+			continue
+		}
+		e.Redelivered = true
+		e.Msg.RedeliveryCount = e.Deliveries
+		if q.policy.Redelivery.exceeded(e.Deliveries) {
+			dead = append(dead, e)
+			continue
+		}
+		if delay {
+			if d := q.policy.Redelivery.Delay(int(e.Deliveries)); d > 0 {
+				e.NotBefore = now.Add(d).UnixNano()
+			}
 		}
 		q.pending.Requeue(e)
+	}
+	if len(dead) > 0 {
+		q.b.deadLetterEntries(q, dead, fmt.Sprintf("maximum redeliveries (%d) exceeded", q.policy.Redelivery.MaximumRedeliveries))
 	}
 	q.dispatchLocked()
 	q.mu.Unlock()

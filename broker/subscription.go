@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/selector"
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -28,7 +29,15 @@ type SubscribeRequest struct {
 	ID       string
 	Dest     destinations.Name
 	Mode     AckMode
-	Prefetch int // <= 0: the default for the destination kind
+	Prefetch int // <= 0: the destination policy's prefetch
+	// Selector filters the messages this subscription receives; nil for all.
+	Selector *selector.Selector
+	// Exclusive asks to be the queue's only consumer while it lives (activemq.exclusive).
+	Exclusive bool
+	// Priority: higher-priority consumers are dispatched to first (activemq.priority).
+	Priority int
+	// NoLocal: skip messages sent on this connection (topics; activemq.noLocal).
+	NoLocal bool
 }
 
 // Subscription is one consumer.
@@ -38,6 +47,11 @@ type Subscription struct {
 	Dest     destinations.Name
 	Mode     AckMode
 	Prefetch int32
+
+	sel       *selector.Selector
+	exclusive bool
+	priority  int
+	noLocal   bool
 
 	credit atomic.Int32
 	q      *queue
@@ -59,7 +73,10 @@ type Delivery struct {
 	Msg           *persistence.Message
 	Destination   string // where the message was sent, as the client names it
 	Redelivered   bool
-	DeliveryCount uint32
+	DeliveryCount uint32 // 1 on the first delivery
+	// GroupFirst marks the first message of a message group this consumer gets
+	// (JMSXGroupFirstForConsumer).
+	GroupFirst bool
 	// Tag identifies the delivery on its connection; STOMP 1.2 ack ids are made from it.
 	Tag uint64
 
@@ -87,12 +104,10 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	}
 	prefetch := r.Prefetch
 	if prefetch <= 0 {
-		prefetch = DefaultQueuePrefetch
-		if r.Dest.Kind.IsTopic() {
-			prefetch = DefaultTopicPrefetch
-		}
+		prefetch = c.b.policyFor(r.Dest.Kind, r.Dest.Name).Prefetch
 	}
-	s := &Subscription{conn: c, ID: r.ID, Dest: r.Dest, Mode: r.Mode, Prefetch: int32(prefetch)}
+	s := &Subscription{conn: c, ID: r.ID, Dest: r.Dest, Mode: r.Mode, Prefetch: int32(prefetch),
+		sel: r.Selector, exclusive: r.Exclusive, priority: r.Priority, noLocal: r.NoLocal}
 	s.credit.Store(int32(prefetch))
 	c.subs[r.ID] = s
 	switch {
@@ -186,7 +201,7 @@ func (c *Conn) Unsubscribe(ctx context.Context, id string) error {
 	s.dispatched = nil
 	if s.q != nil && len(back) > 0 {
 		sortByTag(back)
-		s.q.requeue(back)
+		s.q.requeue(back, false)
 	}
 	return nil
 }

@@ -117,7 +117,7 @@ func (c *Conn) Abort(tx string) error {
 			continue
 		}
 		if s.q != nil {
-			s.q.requeue(st.ds)
+			s.q.requeue(st.ds, false)
 		}
 	}
 	return nil

@@ -21,6 +21,10 @@ type Entry struct {
 	Deliveries uint32
 	// Size is what the message counts against memory limits (Message.Size at accept).
 	Size int64
+	// NotBefore delays the next dispatch (a redelivery delay); zero means now.
+	NotBefore int64 // ns since the epoch
+
+	removed bool
 }
 
 // Levels is the number of JMS priority levels (0..9).
@@ -84,11 +88,27 @@ func (p *Pending) Pop() *Entry {
 	return nil
 }
 
-// Each calls fn for every pending entry in dispatch order until fn returns false.
+// Remove takes e, which must be pending, out of the list.
+func (p *Pending) Remove(e *Entry) {
+	f := p.level(e)
+	if f.len() > 0 && f.front() == e {
+		f.popFront()
+	} else {
+		f.remove(e)
+	}
+	p.n--
+}
+
+// Each calls fn for every pending entry in dispatch order until fn returns false. fn may
+// Remove the entry it is given.
 func (p *Pending) Each(fn func(*Entry) bool) {
 	for i := Levels - 1; i >= 0; i-- {
 		f := &p.levels[i]
-		for _, e := range f.items[f.head:] {
+		for j := f.head; j < len(f.items); j++ {
+			e := f.items[j]
+			if e == nil || e.removed {
+				continue
+			}
 			if !fn(e) {
 				return
 			}
@@ -103,6 +123,9 @@ func (p *Pending) RemoveIf(fn func(*Entry) bool) int {
 		f := &p.levels[i]
 		kept := f.items[:f.head]
 		for _, e := range f.items[f.head:] {
+			if e == nil || e.removed {
+				continue
+			}
 			if fn(e) {
 				removed++
 				continue
@@ -112,24 +135,41 @@ func (p *Pending) RemoveIf(fn func(*Entry) bool) int {
 		for j := len(kept); j < len(f.items); j++ {
 			f.items[j] = nil
 		}
-		f.items = kept
+		f.items, f.dead = kept, 0
 	}
 	p.n -= removed
 	return removed
 }
 
-// fifo is a slice-backed deque of entries sorted by sequence.
+// fifo is a slice-backed deque of entries sorted by sequence. Entries removed from the
+// middle stay as tombstones (removed) until they reach the front or a compaction.
 type fifo struct {
 	items []*Entry
 	head  int
+	dead  int // removed entries still in items[head:]
 }
 
-func (f *fifo) len() int      { return len(f.items) - f.head }
-func (f *fifo) front() *Entry { return f.items[f.head] }
+func (f *fifo) len() int { return len(f.items) - f.head - f.dead }
+
+func (f *fifo) skipDead() {
+	for f.head < len(f.items) && f.items[f.head].removed {
+		f.items[f.head] = nil
+		f.head++
+		f.dead--
+	}
+}
+
+func (f *fifo) front() *Entry {
+	f.skipDead()
+	return f.items[f.head]
+}
+
 func (f *fifo) popFront() *Entry {
+	f.skipDead()
 	e := f.items[f.head]
 	f.items[f.head] = nil
 	f.head++
+	f.skipDead()
 	if f.head == len(f.items) {
 		f.items, f.head = f.items[:0], 0
 	} else if f.head > 1024 && f.head*2 > len(f.items) {
@@ -138,6 +178,38 @@ func (f *fifo) popFront() *Entry {
 		f.items, f.head = f.items[:n], 0
 	}
 	return e
+}
+
+// compactIfSparse drops tombstones once they outnumber live entries.
+func (f *fifo) compactIfSparse() {
+	if f.dead < 64 || f.dead*2 < len(f.items)-f.head {
+		return
+	}
+	kept := f.items[:0]
+	for _, e := range f.items[f.head:] {
+		if !e.removed {
+			kept = append(kept, e)
+		}
+	}
+	clear(f.items[len(kept):])
+	f.items, f.head, f.dead = kept, 0, 0
+}
+
+// remove replaces e's slot with a tombstone that keeps its sequence, so the slice stays
+// sorted and e itself can be inserted again later (a requeue).
+func (f *fifo) remove(e *Entry) {
+	live := f.items[f.head:]
+	seq := e.Msg.Seq
+	i := sort.Search(len(live), func(i int) bool { return live[i].Msg.Seq >= seq })
+	for ; i < len(live) && live[i].Msg.Seq == seq; i++ {
+		if live[i] == e {
+			live[i] = &Entry{Msg: e.Msg, removed: true}
+			f.dead++
+			f.compactIfSparse()
+			return
+		}
+	}
+	panic("destinations: Remove of an entry that is not pending")
 }
 
 func (f *fifo) insert(e *Entry) {

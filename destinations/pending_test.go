@@ -71,3 +71,59 @@ func TestPendingRemoveIf(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+func TestPendingRemoveMiddleAndEach(t *testing.T) {
+	p := NewPending(false)
+	var es []*Entry
+	for s := uint64(1); s <= 200; s++ {
+		e := entry(s, 4)
+		es = append(es, e)
+		p.Push(e)
+	}
+	for _, e := range es {
+		if e.Msg.Seq%3 == 0 {
+			p.Remove(e)
+		}
+	}
+	p.Remove(es[0])
+	var seen []uint64
+	p.Each(func(e *Entry) bool { seen = append(seen, e.Msg.Seq); return true })
+	if len(seen) != p.Len() {
+		t.Fatalf("Each saw %d, Len %d", len(seen), p.Len())
+	}
+	got := drain(p)
+	if len(got) != len(seen) {
+		t.Fatalf("drained %d, want %d", len(got), len(seen))
+	}
+	for i, s := range got {
+		if s%3 == 0 || s == 1 || s != seen[i] {
+			t.Fatalf("drained %v", got)
+		}
+	}
+	// A removed entry can be pushed again (requeue) and is seen once.
+	p.Push(es[2])
+	p.Push(es[5])
+	if e := p.Pop(); e != es[2] {
+		t.Fatalf("requeued entry not returned")
+	}
+	if e := p.Pop(); e != es[5] {
+		t.Fatalf("requeued entry not returned")
+	}
+	if p.Len() != 0 || p.Pop() != nil {
+		t.Fatalf("left over: %d", p.Len())
+	}
+
+	// Remove in the middle, requeue it while its tombstone is still there, remove again.
+	q := NewPending(false)
+	for s := uint64(1); s <= 5; s++ {
+		q.Push(es[s-1])
+	}
+	q.Remove(es[2])
+	q.Push(es[2])
+	q.Remove(es[2])
+	q.Push(es[2])
+	got = drain(q)
+	if len(got) != 5 {
+		t.Fatalf("got %v", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/activemq-go/broker/broker"
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/selector"
 	"github.com/activemq-go/broker/transport/stomp/codec"
 )
 
@@ -247,10 +248,30 @@ func (s *session) onSubscribe(ctx context.Context, f *frame.Frame, receipt strin
 		// we treat it as "the default".
 		req.Prefetch = n
 	}
-	for _, h := range []string{"selector", "activemq.subscriptionName", "durable-subscription-name", "durable-subscriber-name"} {
+	for _, h := range []string{"activemq.subscriptionName", "durable-subscription-name", "durable-subscriber-name"} {
 		if _, ok := f.Header.Contains(h); ok {
 			return requestError("SUBSCRIBE header " + h + " is not supported by this broker yet")
 		}
+	}
+	if text, ok := f.Header.Contains("selector"); ok && strings.TrimSpace(text) != "" {
+		sel, err := selector.Parse(text)
+		if err != nil {
+			return requestError("invalid selector: " + err.Error())
+		}
+		req.Selector = sel
+	}
+	if req.Exclusive, err = boolHeader(f, "activemq.exclusive"); err != nil {
+		return err
+	}
+	if req.NoLocal, err = boolHeader(f, "activemq.noLocal"); err != nil {
+		return err
+	}
+	if v, ok := f.Header.Contains("activemq.priority"); ok {
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 0 || p > 127 {
+			return requestError("invalid activemq.priority " + strconv.Quote(v) + ": an integer 0-127")
+		}
+		req.Priority = p
 	}
 	if _, err := s.conn.Subscribe(ctx, req); err != nil {
 		return err
@@ -260,6 +281,18 @@ func (s *session) onSubscribe(ctx context.Context, f *frame.Frame, receipt strin
 		done(nil)
 	}
 	return nil
+}
+
+func boolHeader(f *frame.Frame, name string) (bool, error) {
+	v, ok := f.Header.Contains(name)
+	if !ok {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, requestError("invalid " + name + " " + strconv.Quote(v) + ": true or false")
+	}
+	return b, nil
 }
 
 func (s *session) onUnsubscribe(ctx context.Context, f *frame.Frame, receipt string) error {

@@ -94,6 +94,11 @@ func (s *session) writeMessage(d *broker.Delivery) error {
 	if d.Redelivered {
 		_ = w.Header("redelivered", "true")
 	}
+	_ = w.Header("JMSXDeliveryCount", smallInt(int(d.DeliveryCount)))
+	_ = w.Header("redelivery-count", smallInt(int(d.DeliveryCount)-1))
+	if d.GroupFirst {
+		_ = w.Header("JMSXGroupFirstForConsumer", "true")
+	}
 	_ = w.Header("priority", smallInt(int(m.Priority)))
 	_ = w.Header("expires", strconv.FormatInt(m.Expires, 10))
 	_ = w.Header("timestamp", strconv.FormatInt(m.Timestamp, 10))

@@ -1,0 +1,137 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/activemq-go/broker/destinations"
+)
+
+// NackPolicy is what a NACK does to a message.
+type NackPolicy uint8
+
+const (
+	// NackDLQ moves the message to the dead-letter queue (ActiveMQ's poison ack).
+	NackDLQ NackPolicy = iota
+	// NackRedeliver gives it back for redelivery through the redelivery policy.
+	NackRedeliver
+	// NackDiscard drops it (Artemis' behaviour).
+	NackDiscard
+)
+
+// RedeliveryPolicy bounds how often a message is redelivered and how long it waits
+// before each redelivery.
+type RedeliveryPolicy struct {
+	MaximumRedeliveries    int // -1: unlimited
+	InitialRedeliveryDelay time.Duration
+	RedeliveryDelay        time.Duration // when InitialRedeliveryDelay is 0
+	UseExponentialBackOff  bool
+	BackOffMultiplier      float64
+	MaximumRedeliveryDelay time.Duration // <= 0: no cap
+}
+
+// Delay is the wait before redelivery number attempt (1 = the first redelivery).
+func (p RedeliveryPolicy) Delay(attempt int) time.Duration {
+	d := p.InitialRedeliveryDelay
+	if d == 0 {
+		d = p.RedeliveryDelay
+	}
+	if p.UseExponentialBackOff && p.BackOffMultiplier > 1 {
+		for i := 1; i < attempt; i++ {
+			d = time.Duration(float64(d) * p.BackOffMultiplier)
+			if p.MaximumRedeliveryDelay > 0 && d >= p.MaximumRedeliveryDelay {
+				break
+			}
+		}
+	}
+	if p.MaximumRedeliveryDelay > 0 && d > p.MaximumRedeliveryDelay {
+		d = p.MaximumRedeliveryDelay
+	}
+	return d
+}
+
+// exceeded reports whether a message delivered deliveries times may not be redelivered.
+func (p RedeliveryPolicy) exceeded(deliveries uint32) bool {
+	return p.MaximumRedeliveries >= 0 && int(deliveries) > p.MaximumRedeliveries
+}
+
+// DeadLetterStrategy says where dead messages go.
+type DeadLetterStrategy struct {
+	Individual           bool
+	QueuePrefix          string
+	TopicPrefix          string
+	ProcessExpired       bool
+	ProcessNonPersistent bool
+	Discard              bool
+}
+
+// queueName is the dead-letter queue for a message from dest.
+func (s DeadLetterStrategy) queueName(dest destinations.Name) string {
+	if !s.Individual {
+		return DLQName
+	}
+	if dest.Kind.IsTopic() {
+		return s.TopicPrefix + dest.Name
+	}
+	return s.QueuePrefix + dest.Name
+}
+
+// Policy is the per-destination policy (ActiveMQ's policyEntry).
+type Policy struct {
+	Prefetch             int
+	DurableTopicPrefetch int
+	MemoryLimit          int64
+	Prioritized          bool
+	DefaultTimeToLive    time.Duration
+	ExpirePeriod         time.Duration
+	Nack                 NackPolicy
+	Redelivery           RedeliveryPolicy
+	DeadLetter           DeadLetterStrategy
+	AllExclusive         bool
+
+	// Durable subscriptions (topics).
+	MaxPendingMessages int64
+	MaxPendingBytes    int64
+	OfflineTimeout     time.Duration
+}
+
+// DefaultPolicy is what applies to a destination no configured entry matches:
+// ActiveMQ's defaults, with priority ordering on.
+func DefaultPolicy(topic bool) Policy {
+	p := Policy{
+		Prefetch:             DefaultQueuePrefetch,
+		DurableTopicPrefetch: 100,
+		MemoryLimit:          DefaultDestinationMemoryLimit,
+		Prioritized:          true,
+		ExpirePeriod:         30 * time.Second,
+		Nack:                 NackDLQ,
+		Redelivery: RedeliveryPolicy{
+			MaximumRedeliveries:    6,
+			InitialRedeliveryDelay: time.Second,
+			RedeliveryDelay:        time.Second,
+			BackOffMultiplier:      5,
+		},
+		DeadLetter: DeadLetterStrategy{
+			QueuePrefix:    "ActiveMQ.DLQ.Queue.",
+			TopicPrefix:    "ActiveMQ.DLQ.Topic.",
+			ProcessExpired: true,
+		},
+	}
+	if topic {
+		p.Prefetch = DefaultTopicPrefetch
+	}
+	return p
+}
+
+// PolicyFunc picks the policy of a destination.
+type PolicyFunc func(kind destinations.Kind, name string) Policy
+
+func (b *Broker) policyFor(kind destinations.Kind, name string) Policy {
+	if b.policies == nil {
+		p := DefaultPolicy(kind.IsTopic())
+		if b.destMemoryLimit > 0 {
+			p.MemoryLimit = b.destMemoryLimit
+		}
+		return p
+	}
+	return b.policies(kind, name)
+}
