@@ -55,6 +55,9 @@ type Options struct {
 	DestinationMemoryLimit int64
 	// Policies picks each destination's policy; nil gives DefaultPolicy to every one.
 	Policies PolicyFunc
+	// VirtualTopics configures virtual topics; the zero value turns them off (use
+	// DefaultVirtualTopics for ActiveMQ's behaviour).
+	VirtualTopics VirtualTopics
 	// ExpirySweep is how often expired messages are removed from queues; default 30s
 	// (ActiveMQ's expireMessagesPeriod), negative to disable.
 	ExpirySweep time.Duration
@@ -95,6 +98,9 @@ type Broker struct {
 	queues    map[string]*queue // by destination name (without kind prefix)
 	topics    map[string]*topic
 	wildSubs  []*Subscription // subscriptions on wildcard topic names
+	temps     map[tempKey]*Conn
+	virtual   VirtualTopics
+	vtQueues  map[string][]destinations.Name // virtual topic -> its consumer queues
 	clientIDs map[string]*Conn
 	conns     map[*Conn]struct{}
 	closed    bool
@@ -123,6 +129,9 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		queues:            map[string]*queue{},
 		topics:            map[string]*topic{},
 		clientIDs:         map[string]*Conn{},
+		temps:             map[tempKey]*Conn{},
+		vtQueues:          map[string][]destinations.Name{},
+		virtual:           o.VirtualTopics,
 		conns:             map[*Conn]struct{}{},
 	}
 	if b.topicPendingLimit <= 0 {
@@ -197,6 +206,7 @@ func (b *Broker) queueLocked(name string) *queue {
 	if q == nil {
 		q = newQueue(b, name)
 		b.queues[name] = q
+		b.registerVirtual(q)
 	}
 	return q
 }

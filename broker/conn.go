@@ -34,6 +34,7 @@ type Conn struct {
 	subs   map[string]*Subscription
 	byTag  map[uint64]*Delivery
 	txs    map[string]*txState
+	temps  []tempKey
 	closed bool
 }
 
@@ -168,10 +169,12 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if c.closed {
 		return &Error{Message: "connection closed", Fatal: true, Err: ErrClosed}
 	}
-	for _, d := range dests {
-		if err := c.checkSendDest(d); err != nil {
-			return err
-		}
+	dests, err := c.resolveSend(dests, m)
+	if err != nil {
+		return err
+	}
+	if err := c.rewriteReplyTo(m.Headers); err != nil {
+		return err
 	}
 	m.ID = c.b.newMessageID()
 	if m.Timestamp == 0 {
@@ -266,14 +269,29 @@ func storeError(err error) error {
 	return &Error{Message: "message not stored: " + err.Error(), Err: ErrStore}
 }
 
-func (c *Conn) checkSendDest(d destinations.Name) error {
-	if d.IsWildcard() {
-		return errorf(ErrInvalidDestination, "cannot send to a wildcard destination: %s", d)
+// resolveSend checks and resolves the destinations of a SEND: temporary ones become
+// their real names (and make the message non-persistent: temporary destinations are
+// never stored), and a topic with virtual-topic consumer queues gains those queues.
+func (c *Conn) resolveSend(dests []destinations.Name, m *persistence.Message) ([]destinations.Name, error) {
+	out := make([]destinations.Name, 0, len(dests))
+	for _, d := range dests {
+		if d.IsWildcard() {
+			return nil, errorf(ErrInvalidDestination, "cannot send to a wildcard destination: %s", d)
+		}
+		temp := d.Kind == destinations.TempQueue || d.Kind == destinations.TempTopic
+		r, err := c.resolve(d, false)
+		if err != nil {
+			return nil, err
+		}
+		if temp {
+			m.Persistent = false
+		}
+		out = append(out, r)
+		if r.Kind == destinations.Topic {
+			out = append(out, c.b.virtualQueues(r.Name)...)
+		}
 	}
-	if d.Kind == destinations.TempQueue || d.Kind == destinations.TempTopic {
-		return errorf(ErrInvalidDestination, "temporary destinations are not supported by this broker yet: %s", d)
-	}
-	return nil
+	return out, nil
 }
 
 // Close ends the connection: open transactions are aborted and every subscription is
@@ -288,6 +306,7 @@ func (c *Conn) Close() {
 	for id := range c.subs {
 		_ = c.Unsubscribe(context.Background(), id)
 	}
+	c.dropTemps()
 	c.closed = true
 	c.b.mu.Lock()
 	if c.ClientID != "" && c.b.clientIDs[c.ClientID] == c {

@@ -51,7 +51,9 @@ func (c *client) nack(d *Delivery) {
 	c.t.Helper()
 	res := make(chan error, 1)
 	var err error
-	c.do(func() { err = c.conn.Nack(context.Background(), AckRef{Tag: d.Tag, HasTag: true}, "", func(e error) { res <- e }) })
+	c.do(func() {
+		err = c.conn.Nack(context.Background(), AckRef{Tag: d.Tag, HasTag: true}, "", func(e error) { res <- e })
+	})
 	require.NoError(c.t, err)
 	require.NoError(c.t, <-res)
 }
@@ -275,4 +277,79 @@ func TestDefaultTimeToLiveAndSweep(t *testing.T) {
 	eventually(t, func() bool { n, _ := b.store.Stats("queue://sweep"); return n == 0 })
 	st, _ := b.QueueStats("sweep")
 	assert.Zero(t, st.Pending)
+}
+
+func TestBrowseSeesWithoutConsuming(t *testing.T) {
+	b := newSmallBroker(t, 4<<10, 1<<30)
+	p := newClient(t, b, "")
+	for i := 0; i < 20; i++ {
+		p.send("/queue/browse", strconv.Itoa(i)+string(make([]byte, 500)), true)
+	}
+	var got []*persistence.Message
+	var err error
+	p.do(func() { got, err = p.conn.Browse(context.Background(), q("browse"), nil, 0) })
+	require.NoError(t, err)
+	require.Len(t, got, 20, "in-memory and paged-out messages")
+	for i, m := range got {
+		assert.Equal(t, strconv.Itoa(i), string(m.Body[:len(strconv.Itoa(i))]))
+	}
+	c := newClient(t, b, "")
+	c.subscribe("s", "/queue/browse", AckAuto, 100)
+	for i := 0; i < 20; i++ {
+		c.recv()
+	}
+}
+
+func TestTemporaryQueueRequestReply(t *testing.T) {
+	b := newBroker(t)
+	requester, server := newClient(t, b, ""), newClient(t, b, "")
+	server.subscribe("s", "/queue/service", AckAuto, 10)
+	requester.subscribe("r", "/temp-queue/replies", AckAuto, 10)
+	requester.sendMsg("/queue/service", hdrMsg("ping", "reply-to", "/temp-queue/replies"))
+	req := server.recv()
+	replyTo, _ := req.Msg.Headers.Get("reply-to")
+	require.Contains(t, replyTo, "/remote-temp-queue/")
+	server.sendMsg(replyTo, hdrMsg("pong"))
+	d := requester.recv()
+	assert.Equal(t, "pong", string(d.Msg.Body))
+	assert.Equal(t, "/temp-queue/replies", d.Destination)
+
+	// Nobody else may consume it, and it is gone with its owner.
+	n, _ := destinations.ParseOne(replyTo)
+	var err error
+	server.do(func() { _, err = server.conn.Subscribe(context.Background(), SubscribeRequest{ID: "steal", Dest: n}) })
+	assert.ErrorIs(t, err, ErrInvalidDestination)
+	requester.close()
+	ns, _ := destinations.Parse(replyTo)
+	server.do(func() { err = server.conn.Send(context.Background(), ns, hdrMsg("late"), "", func(error) {}) })
+	assert.ErrorIs(t, err, ErrInvalidDestination)
+}
+
+func TestVirtualTopicFansOutToConsumerQueues(t *testing.T) {
+	b, err := New(context.Background(), Options{Name: "t", Store: memstore.New(), VirtualTopics: DefaultVirtualTopics()})
+	require.NoError(t, err)
+	defer b.Close()
+	a1, a2, bb := newClient(t, b, ""), newClient(t, b, ""), newClient(t, b, "")
+	a1.subscribe("s", "/queue/Consumer.A.VirtualTopic.Orders", AckAuto, 100)
+	a2.subscribe("s", "/queue/Consumer.A.VirtualTopic.Orders", AckAuto, 100)
+	bb.subscribe("s", "/queue/Consumer.B.VirtualTopic.Orders", AckAuto, 100)
+	p := newClient(t, b, "")
+	for i := 0; i < 10; i++ {
+		p.send("/topic/VirtualTopic.Orders", strconv.Itoa(i), true)
+	}
+	for i := 0; i < 10; i++ {
+		assert.Equal(t, strconv.Itoa(i), string(bb.recv().Msg.Body))
+	}
+	got := 0
+	for got < 10 {
+		select {
+		case <-a1.got:
+		case <-a2.got:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("group A got %d of 10", got)
+		}
+		got++
+	}
+	a1.expectNone(20 * time.Millisecond)
+	a2.expectNone(20 * time.Millisecond)
 }

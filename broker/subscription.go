@@ -94,9 +94,12 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	if _, dup := c.subs[r.ID]; dup {
 		return nil, errorf(ErrDuplicateSubscription, "subscription id %q is already in use on this connection", r.ID)
 	}
+	dest, err := c.resolve(r.Dest, true)
+	if err != nil {
+		return nil, err
+	}
+	r.Dest = dest
 	switch r.Dest.Kind {
-	case destinations.TempQueue, destinations.TempTopic:
-		return nil, errorf(ErrInvalidDestination, "temporary destinations are not supported by this broker yet: %s", r.Dest)
 	case destinations.Queue:
 		if r.Dest.IsWildcard() {
 			return nil, errorf(ErrInvalidDestination, "wildcard subscriptions on queues are not supported yet: %s", r.Dest)

@@ -54,7 +54,16 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 	var entries []queuedEntry
 	var topicSends []topicSend
 	for _, s := range t.sends {
-		for i, d := range s.dests {
+		dests, err := c.resolveSend(s.dests, s.msg)
+		if err != nil {
+			batch.Rollback()
+			settleEntries(entries, err)
+			for _, f := range applies {
+				f(err)
+			}
+			return err
+		}
+		for i, d := range dests {
 			msg := s.msg
 			if i > 0 {
 				msg = msg.Clone()

@@ -273,6 +273,9 @@ func (s *session) onSubscribe(ctx context.Context, f *frame.Frame, receipt strin
 		}
 		req.Priority = p
 	}
+	if browse, _ := boolHeader(f, "browser"); browse {
+		return s.browse(ctx, req, receipt)
+	}
 	if _, err := s.conn.Subscribe(ctx, req); err != nil {
 		return err
 	}
@@ -305,10 +308,47 @@ func (s *session) onUnsubscribe(ctx context.Context, f *frame.Frame, receipt str
 			return requestError("UNSUBSCRIBE received without an id or destination")
 		}
 	}
+	if s.browsers[id] {
+		delete(s.browsers, id)
+		s.reply(receipt, nil)
+		return nil
+	}
 	if err := s.conn.Unsubscribe(ctx, id); err != nil {
 		return err
 	}
 	s.reply(receipt, nil)
+	return nil
+}
+
+// browse answers a queue browser (SUBSCRIBE browser:true): the queue's waiting messages
+// as MESSAGE frames, then ActiveMQ's end marker, a MESSAGE with browser:end. Nothing is
+// consumed; the subscription id stays taken until UNSUBSCRIBE.
+func (s *session) browse(ctx context.Context, req broker.SubscribeRequest, receipt string) error {
+	if s.browsers[req.ID] {
+		return requestError("subscription id " + strconv.Quote(req.ID) + " is already in use on this connection")
+	}
+	msgs, err := s.conn.Browse(ctx, req.Dest, req.Selector, broker.DefaultBrowsePageSize)
+	if err != nil {
+		return err
+	}
+	s.reply(receipt, nil)
+	if s.browsers == nil {
+		s.browsers = map[string]bool{}
+	}
+	s.browsers[req.ID] = true
+	dest := req.Dest.String()
+	for _, m := range msgs {
+		if err := s.writeMessageFields(m, dest, req.ID, "", false, m.RedeliveryCount+1, false); err != nil {
+			return nil
+		}
+	}
+	_ = s.w.StartFrame("MESSAGE")
+	_ = s.w.Header("subscription", req.ID)
+	_ = s.w.Header("destination", dest)
+	_ = s.w.Header("message-id", "0")
+	_ = s.w.Header("browser", "end")
+	_ = s.w.Header("content-length", "0")
+	_ = s.w.EndFrame(nil)
 	return nil
 }
 

@@ -77,26 +77,33 @@ func seenBefore(h *frame.Header, i int, key string) bool {
 
 // writeMessage encodes one MESSAGE frame straight into the write buffer.
 func (s *session) writeMessage(d *broker.Delivery) error {
+	ack := ""
+	if d.Sub.Mode != broker.AckAuto {
+		ack = strconv.FormatUint(d.Tag, 10)
+	}
+	return s.writeMessageFields(d.Msg, d.Destination, d.Sub.ID, ack, d.Redelivered, d.DeliveryCount, d.GroupFirst)
+}
+
+func (s *session) writeMessageFields(m *persistence.Message, dest, sub, ack string, redelivered bool, count uint32, groupFirst bool) error {
 	w := s.w
-	m := d.Msg
 	if err := w.StartFrame("MESSAGE"); err != nil {
 		return err
 	}
-	_ = w.Header("destination", d.Destination)
+	_ = w.Header("destination", dest)
 	_ = w.Header("message-id", m.ID)
-	_ = w.Header("subscription", d.Sub.ID)
-	if d.Sub.Mode != broker.AckAuto {
-		_ = w.Header("ack", strconv.FormatUint(d.Tag, 10))
+	_ = w.Header("subscription", sub)
+	if ack != "" {
+		_ = w.Header("ack", ack)
 	}
 	if m.Persistent {
 		_ = w.Header("persistent", "true")
 	}
-	if d.Redelivered {
+	if redelivered {
 		_ = w.Header("redelivered", "true")
 	}
-	_ = w.Header("JMSXDeliveryCount", smallInt(int(d.DeliveryCount)))
-	_ = w.Header("redelivery-count", smallInt(int(d.DeliveryCount)-1))
-	if d.GroupFirst {
+	_ = w.Header("JMSXDeliveryCount", smallInt(int(count)))
+	_ = w.Header("redelivery-count", smallInt(int(count)-1))
+	if groupFirst {
 		_ = w.Header("JMSXGroupFirstForConsumer", "true")
 	}
 	_ = w.Header("priority", smallInt(int(m.Priority)))

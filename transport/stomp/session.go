@@ -93,6 +93,7 @@ type session struct {
 	pending    []*completion // frames whose outcome is still to be written, in frame order
 	holdForSub int           // SUBSCRIBE receipts not yet written: hold MESSAGEs until then
 	deliveries []*broker.Delivery
+	browsers   map[string]bool // ids of browse subscriptions (SUBSCRIBE browser:true)
 
 	closing bool
 	fatal   bool
