@@ -28,6 +28,7 @@ var allowed = map[string][]string{
 	"transport/stomp/codec": {},
 	"transport/stomp":       {"transport/stomp/codec", "broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs"},
 	"transport":             {"transport/stomp", "transport/stomp/codec", "broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs"},
+	"internal/pgtest":       {},
 	"internal/loadtest":     {},
 }
 
