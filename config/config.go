@@ -21,6 +21,36 @@ const (
 	DefaultMaxHeaderLength = 10240
 	DefaultConnectTimeout  = 30 * time.Second
 	DefaultHeartBeatGrace  = 1.5
+
+	// DefaultSchedulerSupport differs from ActiveMQ (false) on purpose: STOMP
+	// clients use AMQ_SCHEDULED_* headers without touching activemq.xml, and a
+	// broker that silently delivers a delayed message at once surprises them.
+	DefaultSchedulerSupport                     = true
+	DefaultOfflineDurableSubscriberTaskSchedule = 5 * time.Minute // ActiveMQ's 300000 ms
+	DefaultAllowLinkStealing                    = false
+
+	DefaultMemoryUsage       = 1 << 30   // 1gb
+	DefaultStoreUsage        = 100 << 30 // 100gb, as in ActiveMQ's shipped activemq.xml
+	DefaultSendFailIfNoSpace = true      // ActiveMQ: false (the producer blocks); see SystemUsage
+	// MinUsageLimit is the smallest systemUsage.memoryUsage or storeUsage accepted.
+	MinUsageLimit = 1 << 20 // 1mb
+
+	DefaultStreamsFlush       = FlushBatch
+	DefaultFlushInterval      = time.Second
+	DefaultSegmentBytes       = 1 << 30 // 1gb
+	DefaultSegmentMs          = 168 * time.Hour
+	DefaultIndexIntervalBytes = 4 << 10 // 4kb
+
+	DefaultVirtualTopicsEnabled = true
+	DefaultVirtualTopicName     = "VirtualTopic.>"
+	DefaultVirtualTopicPrefix   = "Consumer.*."
+)
+
+// Streams.Flush values: when the stream log is fsynced.
+const (
+	FlushBatch    = "batch"    // after each batch of appends (group commit)
+	FlushInterval = "interval" // every Streams.FlushInterval
+	FlushOS       = "os"       // never explicitly; the operating system writes back
 )
 
 // Config is a validated configuration. Every field is set: what the file and the
@@ -29,6 +59,14 @@ type Config struct {
 	Broker              Broker
 	Persistence         Persistence
 	TransportConnectors []Connector
+	SystemUsage         SystemUsage
+	// DestinationPolicy is the destinationPolicy list in file order, each entry
+	// complete (see PolicyEntry); nil when the file has none. Matching a
+	// destination to an entry is the broker's job: the most specific matching
+	// entry applies whole, and DefaultPolicy applies when none matches.
+	DestinationPolicy []PolicyEntry
+	Streams           Streams
+	VirtualTopics     VirtualTopics
 	// Source is the file the configuration came from; "" for Parse.
 	Source string
 	// IgnoredEnv lists BROKER_ variables whose first key names no section of this
@@ -48,6 +86,82 @@ type Broker struct {
 	// Persistent false forces the memory adapter whatever persistenceAdapter says,
 	// as <broker persistent="false"> does (default true).
 	Persistent bool `mapstructure:"persistent"`
+	// SchedulerSupport makes the broker honour the AMQ_SCHEDULED_DELAY, _PERIOD,
+	// _REPEAT and _CRON headers (default true; ActiveMQ's default is false, see
+	// DefaultSchedulerSupport). When false those headers are ignored and the
+	// message is delivered at once, as in ActiveMQ.
+	SchedulerSupport bool `mapstructure:"schedulerSupport"`
+	// OfflineDurableSubscriberTaskSchedule is how often the broker looks for
+	// offline durable subscriptions past their destination's
+	// offlineDurableSubscriberTimeout (default 5m; more than 0).
+	OfflineDurableSubscriberTaskSchedule time.Duration `mapstructure:"offlineDurableSubscriberTaskSchedule"`
+	// AllowLinkStealing lets a CONNECT whose client-id is that of a live
+	// connection close the old connection and take its place; when false (the
+	// default) the new CONNECT fails, as in ActiveMQ.
+	AllowLinkStealing bool `mapstructure:"allowLinkStealing"`
+}
+
+// SystemUsage is the systemUsage section: broker-wide limits, ActiveMQ's
+// <systemUsage>. What happens to a producer over a limit:
+//
+//	SendFailIfNoSpace  SendFailIfNoSpaceAfterTimeout  producer
+//	true (default)     0 (default)                    gets an ERROR at once
+//	false              0                              waits until there is space
+//	either             > 0                            waits up to the timeout, then gets an ERROR
+type SystemUsage struct {
+	// MemoryUsage caps the bytes of messages held in memory, broker-wide
+	// (default 1gb; at least 1mb).
+	MemoryUsage int64
+	// StoreUsage caps the disk the persistent store may use (default 100gb; at
+	// least 1mb).
+	StoreUsage int64
+	// SendFailIfNoSpace fails a send over a limit instead of making the producer
+	// wait (default true; ActiveMQ's default is false, whose producers then stall
+	// without a word: a STOMP client sees neither RECEIPT nor ERROR).
+	SendFailIfNoSpace bool
+	// SendFailIfNoSpaceAfterTimeout, when more than 0, makes a send over a limit
+	// wait this long for space and then fail (default 0).
+	SendFailIfNoSpaceAfterTimeout time.Duration
+}
+
+// Streams is the streams section: the partitioned log behind destinations whose
+// policy has type: stream.
+type Streams struct {
+	// Directory holds the log. Without one in the file it is resolved here to
+	// filepath.Join(Broker.DataDirectory, "streams") ("data/streams" by default),
+	// relative when the data directory is.
+	Directory string
+	// Flush is when appends are fsynced: FlushBatch (default), FlushInterval or
+	// FlushOS.
+	Flush string
+	// FlushInterval is the fsync period of FlushInterval (default 1s; more than 0;
+	// kept whatever Flush says).
+	FlushInterval time.Duration
+	// SegmentBytes rolls a segment at this size (default 1gb; more than 0).
+	SegmentBytes int64
+	// SegmentMs rolls a segment at this age, like Kafka's segment.ms (default
+	// 168h; more than 0).
+	SegmentMs time.Duration
+	// IndexIntervalBytes is the number of log bytes between two index entries
+	// (default 4kb; more than 0).
+	IndexIntervalBytes int64
+}
+
+// VirtualTopics is the virtualTopics section, ActiveMQ's virtualTopic
+// interceptor: a message sent to a topic matching Name is also put on every
+// queue named Prefix, with its "*" replaced by a consumer group, followed by the
+// topic's name. With the defaults, a message sent to topic VirtualTopic.Orders is
+// consumed from queues Consumer.A.VirtualTopic.Orders, Consumer.B.VirtualTopic.Orders,
+// and so on.
+type VirtualTopics struct {
+	// Enabled turns the interceptor on (default true).
+	Enabled bool `mapstructure:"enabled"`
+	// Name is the pattern of the topics that fan out (default "VirtualTopic.>";
+	// ActiveMQ wildcards, ">" only as the last element).
+	Name string `mapstructure:"name"`
+	// Prefix makes the consumer queue's name (default "Consumer.*."); exactly one
+	// of its "."-separated elements is "*", the group name.
+	Prefix string `mapstructure:"prefix"`
 }
 
 // Persistence names the store adapter and carries its options.
@@ -108,8 +222,9 @@ type Connector struct {
 }
 
 // Default returns the configuration of an empty file with an empty environment:
-// broker "localhost" in ./data, persistent, the memory adapter, and one STOMP
-// connector named "stomp" on 127.0.0.1:61613 with default limits.
+// broker "localhost" in ./data, persistent, the memory adapter, one STOMP
+// connector named "stomp" on 127.0.0.1:61613 with default limits, no
+// destinationPolicy entries, and every other section at its defaults.
 func Default() *Config {
 	c, err := Parse(nil, nil)
 	if err != nil {

@@ -26,6 +26,15 @@ func isolateEnv(t *testing.T) {
 	}
 }
 
+// newBroker is a broker section with the given keys and the others at their
+// defaults.
+func newBroker(name, dir string, persistent bool) Broker {
+	return Broker{
+		BrokerName: name, DataDirectory: dir, Persistent: persistent,
+		SchedulerSupport: true, OfflineDurableSubscriberTaskSchedule: 5 * time.Minute, AllowLinkStealing: false,
+	}
+}
+
 // defaultConnector is the connector an empty file gives.
 func defaultConnector() Connector {
 	return Connector{
@@ -46,14 +55,25 @@ func defaultConnector() Connector {
 
 func TestDefault(t *testing.T) {
 	want := &Config{
-		Broker:              Broker{BrokerName: "localhost", DataDirectory: "./data", Persistent: true},
+		Broker:              newBroker("localhost", "./data", true),
 		Persistence:         Persistence{Adapter: "memory", Key: "memory", Options: map[string]any{}},
 		TransportConnectors: []Connector{defaultConnector()},
+		SystemUsage: SystemUsage{
+			MemoryUsage: 1 << 30, StoreUsage: 100 << 30, SendFailIfNoSpace: true, SendFailIfNoSpaceAfterTimeout: 0,
+		},
+		DestinationPolicy: nil,
+		Streams: Streams{
+			Directory: filepath.Join("data", "streams"), Flush: "batch", FlushInterval: time.Second,
+			SegmentBytes: 1 << 30, SegmentMs: 168 * time.Hour, IndexIntervalBytes: 4 << 10,
+		},
+		VirtualTopics: VirtualTopics{Enabled: true, Name: "VirtualTopic.>", Prefix: "Consumer.*."},
 	}
 	assert.Equal(t, want, Default())
 
 	// An empty file, or one with only comments or a null document, gives the same.
-	for _, in := range []string{"", "# nothing here\n", "---\n", "~\n", "broker:\n", "broker: {}\n"} {
+	for _, in := range []string{"", "# nothing here\n", "---\n", "~\n", "broker:\n", "broker: {}\n",
+		"systemUsage:\n", "systemUsage: {}\n", "destinationPolicy:\n", "destinationPolicy: []\n",
+		"streams:\n", "streams: {}\n", "virtualTopics:\n", "virtualTopics: {}\n"} {
 		c, err := Parse([]byte(in), nil)
 		require.NoError(t, err, "%q", in)
 		assert.Equal(t, want, c, "%q", in)
@@ -65,7 +85,7 @@ func TestDefaultsPerKey(t *testing.T) {
 	// keeps its default.
 	c, err := Parse([]byte("broker:\n  brokerName: b1\n  dataDirectory:\n"), nil)
 	require.NoError(t, err)
-	assert.Equal(t, Broker{BrokerName: "b1", DataDirectory: "./data", Persistent: true}, c.Broker)
+	assert.Equal(t, newBroker("b1", "./data", true), c.Broker)
 	assert.Equal(t, "memory", c.Persistence.Adapter)
 	assert.Equal(t, []Connector{defaultConnector()}, c.TransportConnectors)
 
@@ -89,7 +109,7 @@ TransportConnectors:
 `
 	c, err := Parse([]byte(in), nil)
 	require.NoError(t, err)
-	assert.Equal(t, Broker{BrokerName: "b1", DataDirectory: "./data", Persistent: false}, c.Broker)
+	assert.Equal(t, newBroker("b1", "./data", false), c.Broker)
 	assert.Equal(t, "stomp", c.TransportConnectors[0].Scheme)
 	assert.Equal(t, "memory", c.Persistence.Adapter) // persistent: false
 }

@@ -58,12 +58,22 @@ func firstDecodeFailure(err error) (string, error) {
 	return "", nil
 }
 
-var durationType = reflect.TypeOf(time.Duration(0))
+var (
+	durationType = reflect.TypeOf(time.Duration(0))
+	sizeType     = reflect.TypeOf(byteSize(0))
+)
+
+// byteSize is a size in bytes as written in the file: a plain number of bytes or
+// what ParseSize reads ("64mb"). Sections with sizes decode into their own
+// struct using it, since an int64 field alone cannot say whether "1kb" is
+// allowed; their public types have plain int64 fields.
+type byteSize int64
 
 // scalarHook converts a scalar to the field's type: strings to booleans and
 // numbers (as environment variables give them), numbers to strings (a broker
-// name written as 1234), integers or ParseDuration strings to time.Duration.
-// Anything it cannot convert is an *Error naming what is allowed.
+// name written as 1234), integers or ParseDuration strings to time.Duration,
+// non-negative integers or ParseSize strings to byteSize. Anything it cannot
+// convert is an *Error naming what is allowed.
 func scalarHook(_ reflect.Type, to reflect.Type, data any) (any, error) {
 	if data == nil {
 		return nil, nil
@@ -77,8 +87,12 @@ func scalarHook(_ reflect.Type, to reflect.Type, data any) (any, error) {
 	}
 	s, isString := data.(string)
 	switch {
+	case to == sizeType:
+		return sizeValue(data)
 	case to == durationType:
 		switch x := data.(type) {
+		case time.Duration: // a default
+			return x, nil
 		case int:
 			return time.Duration(x) * time.Millisecond, nil
 		case string:
@@ -133,4 +147,28 @@ func scalarHook(_ reflect.Type, to reflect.Type, data any) (any, error) {
 		}
 	}
 	return data, nil
+}
+
+// sizeValue converts a scalar to a byte count for a byteSize field.
+func sizeValue(data any) (any, error) {
+	var n int64
+	switch x := data.(type) {
+	case string:
+		return ParseSize(x)
+	case int:
+		n = int64(x)
+	case int64:
+		n = x
+	case uint64:
+		if x > math.MaxInt64 {
+			return nil, &Error{Value: scalarString(x), Problem: "size out of range", Allowed: sizeAllowed}
+		}
+		n = int64(x)
+	default:
+		return nil, &Error{Value: scalarString(data), Problem: "not a size", Allowed: sizeAllowed}
+	}
+	if n < 0 {
+		return nil, &Error{Value: scalarString(data), Problem: "a size must not be negative", Allowed: sizeAllowed}
+	}
+	return n, nil
 }

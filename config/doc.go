@@ -9,11 +9,40 @@
 //	                             # (the caller resolves it against its working directory)
 //	  persistent: true           # default true; false forces the memory adapter,
 //	                             # as <broker persistent="false"> does
+//	  schedulerSupport: true     # AMQ_SCHEDULED_* headers honoured (ActiveMQ's default
+//	                             # is false; see DefaultSchedulerSupport)
+//	  offlineDurableSubscriberTaskSchedule: 5m   # how often offline durable
+//	                             # subscriptions are checked for their timeout; > 0
+//	  allowLinkStealing: false   # true: a CONNECT with the client-id of a live
+//	                             # connection replaces it instead of failing
 //	persistenceAdapter:          # exactly one adapter key; without the section: memory
 //	  memory: {}                 # memory | kahaDB | bbolt | jdbc | kafkaLog
 //	transportConnectors:         # at least one; without the section: one connector
 //	  - name: stomp              #   named stomp on stomp://127.0.0.1:61613
 //	    uri: stomp://127.0.0.1:61613?maxFrameSize=10485760&maxConnections=1000
+//	systemUsage:                 # ActiveMQ's <systemUsage>
+//	  memoryUsage: 1gb           # bytes of messages held in memory, broker-wide; >= 1mb
+//	  storeUsage: 100gb          # disk the persistent store may use; >= 1mb
+//	  sendFailIfNoSpace: true    # over a limit, the producer gets an ERROR at once
+//	                             # (ActiveMQ's default is false: it waits, silently)
+//	  sendFailIfNoSpaceAfterTimeout: 0   # > 0: wait this long for space, then ERROR
+//	destinationPolicy: []        # per-destination settings: see Destination policy
+//	streams:                     # the partitioned log behind type: stream topics
+//	  directory: ""              # "" is <dataDirectory>/streams, resolved here
+//	  flush: batch               # batch | interval | os: fsync per batch of appends,
+//	                             # every flushInterval, or never (left to the OS)
+//	  flushInterval: 1s          # > 0
+//	  segmentBytes: 1gb          # roll a segment at this size; > 0
+//	  segmentMs: 168h            # roll a segment at this age; > 0
+//	  indexIntervalBytes: 4kb    # log bytes between index entries; > 0
+//	virtualTopics:               # ActiveMQ's virtualTopic interceptor
+//	  enabled: true
+//	  name: VirtualTopic.>       # the topics that fan out
+//	  prefix: Consumer.*.        # consumer queue: the prefix with "*" replaced by the
+//	                             # group, then the topic's name; exactly one "*" element
+//
+// With the defaults, a message sent to topic VirtualTopic.Orders is consumed from
+// queue Consumer.<group>.VirtualTopic.Orders, one queue per consumer group.
 //
 // Any other key, at any level outside an adapter's block, is an error that names
 // the key and lists the keys allowed there. Keys are case-insensitive (viper
@@ -40,12 +69,66 @@
 //
 // ActiveMQ silently ignores an option it does not know, so a misspelt or wrongly
 // prefixed option does nothing there; here it is an error listing the options.
-// Sizes are as ParseSize reads them ("64mb", "1 GiB", plain bytes), durations as
-// ParseDuration reads them (an integer is milliseconds, else "30s").
+//
+// Everywhere, sizes are as ParseSize reads them ("64mb", "1 GiB", plain bytes;
+// never negative), durations as ParseDuration reads them (an integer is
+// milliseconds, else "30s"), and the values of nackPolicy, type and flush are
+// matched case-insensitively.
 //
 // An empty section (written with no value, or {} / []) is empty, not absent: an
-// empty persistenceAdapter or transportConnectors is an error, an empty broker
-// keeps every default. A single value written with no value keeps its default.
+// empty persistenceAdapter or transportConnectors is an error, an empty
+// destinationPolicy has no entries, and the other sections keep every default. A
+// single value written with no value keeps its default.
+//
+// # Destination policy
+//
+// destinationPolicy is a list of entries, ActiveMQ's <policyEntry>. Each matches
+// destinations by exactly one of queue: or topic:, a pattern with ActiveMQ's
+// wildcards ("." between elements, "*" for one element, ">" as the whole last
+// element for one or more), or tempQueue: true or tempTopic: true for every
+// temporary queue or topic. A pattern starting with ">" or "*" must be quoted:
+// unquoted, YAML reads ">" as a folded block and "*" as an alias. Matching is the
+// broker's: it applies the single most specific matching entry whole; entries are
+// not merged. A key an entry leaves out has the default shown here, which is also
+// what applies to a destination no entry matches (DefaultPolicy):
+//
+//	destinationPolicy:
+//	  - queue: ">"
+//	    prefetch: 1000                 # topics: 32767; 0 means the default
+//	    memoryLimit: 64mb              # within systemUsage.memoryUsage; 0: no limit of its own
+//	    prioritizedMessages: true      # ActiveMQ's default is false
+//	    defaultTimeToLive: 0           # for messages sent without expires; 0: never
+//	    expireMessagesPeriod: 30s      # the expiry sweep; 0: none
+//	    nackPolicy: dlq                # dlq (ActiveMQ's poison ack) | redeliver | discard
+//	    redeliveryPolicy:
+//	      maximumRedeliveries: 6       # -1: unlimited; then to the dead-letter queue
+//	      initialRedeliveryDelay: 1s   # the first redelivery's; 0: redeliveryDelay's
+//	      redeliveryDelay: 1s          # the later ones', without back-off
+//	      useExponentialBackOff: false
+//	      backOffMultiplier: 5         # >= 1
+//	      maximumRedeliveryDelay: -1   # caps the back-off; -1 or 0: no cap
+//	    deadLetterStrategy:
+//	      individual: false            # false: one queue, ActiveMQ.DLQ, for all
+//	      queuePrefix: ActiveMQ.DLQ.Queue.   # individual: prefix + the destination's
+//	      topicPrefix: ActiveMQ.DLQ.Topic.   # name; "prefix:" sets both
+//	      processExpired: true         # expired messages are dead-lettered
+//	      processNonPersistent: false  # non-persistent ones are dropped instead
+//	      discard: false               # ActiveMQ's <discarding/>: drop, never dead-letter
+//	    allConsumersExclusiveByDefault: false
+//	    durableTopicPrefetch: 100      # 0 means the default
+//	    maxPendingMessages: 0          # per offline durable subscription; 0: unlimited
+//	    maxPendingBytes: 0             # a size; 0: unlimited
+//	    offlineDurableSubscriberTimeout: 0   # remove after this long offline; 0 or -1: never
+//	    type: ""                       # "" | stream; a stream must be a topic: entry
+//	    partitions: 1                  # streams only; 1 to 1024
+//	    retention: 168h                # streams only; 0: whatever the age
+//	    retentionBytes: 0              # streams only, per partition; 0: unlimited
+//
+// Errors, besides values out of the ranges above: an entry matching nothing or
+// more than one kind, an empty pattern, ">" anywhere but as the last element, a
+// STOMP destination ("/queue/A") as a pattern, partitions, retention or
+// retentionBytes on an entry without type: stream, an empty or wildcard prefix
+// with individual: true. PolicyEntry.Set records which keys each entry wrote.
 //
 // # Placeholders
 //
@@ -73,6 +156,9 @@
 //	BROKER_BROKER_PERSISTENT=false           broker.persistent
 //	BROKER_TRANSPORTCONNECTORS_0_URI=...     transportConnectors[0].uri
 //	BROKER_PERSISTENCEADAPTER_KAHADB_JOURNALMAXFILELENGTH=64mb
+//	BROKER_SYSTEMUSAGE_MEMORYUSAGE=2gb       systemUsage.memoryUsage
+//	BROKER_DESTINATIONPOLICY_0_MEMORYLIMIT=128mb
+//	BROKER_DESTINATIONPOLICY_0_REDELIVERYPOLICY_MAXIMUMREDELIVERIES=3
 //
 // Keys may be set whether or not the file has them, and inside an adapter's block
 // any key may be created (its value is then a string). A list index may name an

@@ -21,7 +21,7 @@ func TestEnvOverrides(t *testing.T) {
 		{"broker keys absent from the file", "", []string{
 			"BROKER_BROKER_BROKERNAME=b1", "BROKER_BROKER_DATADIRECTORY=/x", "BROKER_BROKER_PERSISTENT=false",
 		}, func(t *testing.T, c *Config) {
-			assert.Equal(t, Broker{BrokerName: "b1", DataDirectory: "/x", Persistent: false}, c.Broker)
+			assert.Equal(t, newBroker("b1", "/x", false), c.Broker)
 		}},
 		{"broker key present in the file", "broker: {brokerName: file}\n", []string{"BROKER_BROKER_BROKERNAME=env"},
 			func(t *testing.T, c *Config) { assert.Equal(t, "env", c.Broker.BrokerName) }},

@@ -15,8 +15,8 @@ import (
 const secret = "s3cret-Pa55"
 
 const (
-	topKeys     = "broker, persistenceAdapter, transportConnectors"
-	brokerKeys  = "brokerName, dataDirectory, persistent"
+	topKeys     = "broker, persistenceAdapter, transportConnectors, systemUsage, destinationPolicy, streams, virtualTopics"
+	brokerKeys  = "brokerName, dataDirectory, persistent, schedulerSupport, offlineDurableSubscriberTaskSchedule, allowLinkStealing"
 	adapterList = "memory, kahaDB, bbolt, jdbc, kafkaLog"
 	optionList  = "maximumConnections, maxConnections, wireFormat.maxFrameSize, maxFrameSize, " +
 		"wireFormat.maxDataLength, wireFormat.maxHeaders, maxHeaders, wireFormat.maxHeaderLength, maxHeaderLength, " +
@@ -40,7 +40,7 @@ func TestParseErrors(t *testing.T) {
 		value   string // exact, when not ""
 	}{
 		// top level
-		{"unknown top-level key", "destinationPolicy: {}\n", "destinationPolicy", "unknown top-level key", topKeys, ""},
+		{"unknown top-level key", "destinationInterceptors: {}\n", "destinationInterceptors", "unknown top-level key", topKeys, ""},
 		{"unknown top-level key, null", "plugins:\n", "plugins", "unknown top-level key", topKeys, ""},
 		{"unknown top-level key, scalar", "brokerName: b1\n", "brokerName", "unknown top-level key", topKeys, ""},
 		{"file is a list", "- broker\n", "", "mapping of sections", topKeys, ""},

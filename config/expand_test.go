@@ -82,7 +82,7 @@ transportConnectors:
 		"NAME=b1", "PERSISTENT=true", "PW=p#ss: w'o\"rd", "PORT=5432", "ADAPTER=jdbc",
 	})
 	require.NoError(t, err)
-	assert.Equal(t, Broker{BrokerName: "b1", DataDirectory: "./data/broker", Persistent: true}, c.Broker)
+	assert.Equal(t, newBroker("b1", "./data/broker", true), c.Broker)
 	assert.Equal(t, "jdbc", c.Persistence.Adapter)
 	assert.Equal(t, map[string]any{
 		"password": "p#ss: w'o\"rd", // still one value: expanded after parsing

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/viper"
 )
@@ -48,15 +49,32 @@ const keyDelim = "\x00"
 // setDefaults gives viper the default of every key that has one. A list default
 // (transportConnectors) is taken whole; persistenceAdapter has none because a
 // default adapter key would be merged with the file's and make two adapters:
-// settings supplies memory when the section is absent.
+// settings supplies memory when the section is absent. Defaults inside list
+// elements (destinationPolicy) cannot be given to viper: build fills them in.
+// streams.directory has none: build derives it from broker.dataDirectory.
 func setDefaults(v *viper.Viper) {
 	key := func(path ...string) string { return strings.ToLower(strings.Join(path, keyDelim)) }
 	v.SetDefault(key("broker", "brokerName"), DefaultBrokerName)
 	v.SetDefault(key("broker", "dataDirectory"), DefaultDataDirectory)
 	v.SetDefault(key("broker", "persistent"), DefaultPersistent)
+	v.SetDefault(key("broker", "schedulerSupport"), DefaultSchedulerSupport)
+	v.SetDefault(key("broker", "offlineDurableSubscriberTaskSchedule"), DefaultOfflineDurableSubscriberTaskSchedule)
+	v.SetDefault(key("broker", "allowLinkStealing"), DefaultAllowLinkStealing)
 	v.SetDefault(key("transportConnectors"), []any{
 		map[string]any{"name": DefaultConnectorName, "uri": DefaultConnectorURI},
 	})
+	v.SetDefault(key("systemUsage", "memoryUsage"), int64(DefaultMemoryUsage))
+	v.SetDefault(key("systemUsage", "storeUsage"), int64(DefaultStoreUsage))
+	v.SetDefault(key("systemUsage", "sendFailIfNoSpace"), DefaultSendFailIfNoSpace)
+	v.SetDefault(key("systemUsage", "sendFailIfNoSpaceAfterTimeout"), time.Duration(0))
+	v.SetDefault(key("streams", "flush"), DefaultStreamsFlush)
+	v.SetDefault(key("streams", "flushInterval"), DefaultFlushInterval)
+	v.SetDefault(key("streams", "segmentBytes"), int64(DefaultSegmentBytes))
+	v.SetDefault(key("streams", "segmentMs"), DefaultSegmentMs)
+	v.SetDefault(key("streams", "indexIntervalBytes"), int64(DefaultIndexIntervalBytes))
+	v.SetDefault(key("virtualTopics", "enabled"), DefaultVirtualTopicsEnabled)
+	v.SetDefault(key("virtualTopics", "name"), DefaultVirtualTopicName)
+	v.SetDefault(key("virtualTopics", "prefix"), DefaultVirtualTopicPrefix)
 }
 
 func parse(data []byte, environ []string) (*Config, *Error) {
@@ -79,7 +97,7 @@ func parse(data []byte, environ []string) (*Config, *Error) {
 	if _, ok := tree["persistenceadapter"]; !ok {
 		tree["persistenceadapter"] = map[string]any{DefaultAdapter: map[string]any{}}
 	}
-	c := &checker{spell: src.spell, from: from}
+	c := &checker{spell: src.spell, from: from, tree: tree}
 	if err := c.check(tree, schema, ""); err != nil {
 		return nil, err
 	}
@@ -155,7 +173,26 @@ func (c *checker) build(f *file) (*Config, *Error) {
 	if strings.TrimSpace(f.Broker.DataDirectory) == "" {
 		return nil, c.errorf("broker.dataDirectory", nil, "must not be empty", "a directory path, e.g. "+DefaultDataDirectory)
 	}
+	if err := c.positive("broker.offlineDurableSubscriberTaskSchedule", f.Broker.OfflineDurableSubscriberTaskSchedule); err != nil {
+		return nil, err
+	}
 	conns, err := c.buildConnectors(f.TransportConnectors)
+	if err != nil {
+		return nil, err
+	}
+	usage, err := c.buildSystemUsage(f.SystemUsage)
+	if err != nil {
+		return nil, err
+	}
+	policies, err := c.buildPolicies(f.DestinationPolicy)
+	if err != nil {
+		return nil, err
+	}
+	streams, err := c.buildStreams(f.Streams, f.Broker.DataDirectory)
+	if err != nil {
+		return nil, err
+	}
+	vt, err := c.buildVirtualTopics(f.VirtualTopics)
 	if err != nil {
 		return nil, err
 	}
@@ -163,5 +200,9 @@ func (c *checker) build(f *file) (*Config, *Error) {
 		Broker:              f.Broker,
 		Persistence:         buildPersistence(f.PersistenceAdapter, f.Broker.Persistent),
 		TransportConnectors: conns,
+		SystemUsage:         usage,
+		DestinationPolicy:   policies,
+		Streams:             streams,
+		VirtualTopics:       vt,
 	}, nil
 }

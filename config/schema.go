@@ -15,9 +15,13 @@ import (
 // struct (tagged the same way), its defaults in setDefaults, and its validation
 // in build.
 type file struct {
-	Broker              Broker           `mapstructure:"broker"`
-	PersistenceAdapter  adapterBlocks    `mapstructure:"persistenceAdapter"`
-	TransportConnectors []connectorEntry `mapstructure:"transportConnectors"`
+	Broker              Broker             `mapstructure:"broker"`
+	PersistenceAdapter  adapterBlocks      `mapstructure:"persistenceAdapter"`
+	TransportConnectors []connectorEntry   `mapstructure:"transportConnectors"`
+	SystemUsage         systemUsageSection `mapstructure:"systemUsage"`
+	DestinationPolicy   []policyEntry      `mapstructure:"destinationPolicy"`
+	Streams             streamsSection     `mapstructure:"streams"`
+	VirtualTopics       VirtualTopics      `mapstructure:"virtualTopics"`
 }
 
 // adapterBlocks is the persistenceAdapter section: one adapter key whose value is
@@ -90,6 +94,15 @@ func (n *schemaNode) field(key string) (schemaField, bool) {
 	return schemaField{}, false
 }
 
+// mustField finds a key that the schema is known to have.
+func (n *schemaNode) mustField(key string) schemaField {
+	f, ok := n.field(key)
+	if !ok {
+		panic("config: no key " + key + " in the schema")
+	}
+	return f
+}
+
 // allowed lists a section's keys for error messages.
 func (n *schemaNode) allowed() string {
 	names := make([]string, len(n.fields))
@@ -119,6 +132,7 @@ func joinIndex(path string, i int) string {
 type checker struct {
 	spell spelling
 	from  origins
+	tree  map[string]any // the settings tree, for the values of build's errors
 }
 
 func (c *checker) check(v any, n *schemaNode, path string) *Error {

@@ -1,0 +1,31 @@
+package config
+
+import "time"
+
+// systemUsageSection is systemUsage as written.
+type systemUsageSection struct {
+	MemoryUsage                   byteSize      `mapstructure:"memoryUsage"`
+	StoreUsage                    byteSize      `mapstructure:"storeUsage"`
+	SendFailIfNoSpace             bool          `mapstructure:"sendFailIfNoSpace"`
+	SendFailIfNoSpaceAfterTimeout time.Duration `mapstructure:"sendFailIfNoSpaceAfterTimeout"`
+}
+
+// buildSystemUsage validates the systemUsage section (defaults are viper's).
+func (c *checker) buildSystemUsage(s systemUsageSection) (SystemUsage, *Error) {
+	const path = "systemUsage"
+	if err := c.sizeAtLeast(joinKey(path, "memoryUsage"), int64(s.MemoryUsage), MinUsageLimit); err != nil {
+		return SystemUsage{}, err
+	}
+	if err := c.sizeAtLeast(joinKey(path, "storeUsage"), int64(s.StoreUsage), MinUsageLimit); err != nil {
+		return SystemUsage{}, err
+	}
+	if err := c.nonNegative(joinKey(path, "sendFailIfNoSpaceAfterTimeout"), s.SendFailIfNoSpaceAfterTimeout, "no waiting"); err != nil {
+		return SystemUsage{}, err
+	}
+	return SystemUsage{
+		MemoryUsage:                   int64(s.MemoryUsage),
+		StoreUsage:                    int64(s.StoreUsage),
+		SendFailIfNoSpace:             s.SendFailIfNoSpace,
+		SendFailIfNoSpaceAfterTimeout: s.SendFailIfNoSpaceAfterTimeout,
+	}, nil
+}
