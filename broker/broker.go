@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +56,8 @@ type Options struct {
 	DestinationMemoryLimit int64
 	// Policies picks each destination's policy; nil gives DefaultPolicy to every one.
 	Policies PolicyFunc
+	// Scheduler honours AMQ_SCHEDULED_* headers (ActiveMQ's schedulerSupport).
+	Scheduler bool
 	// VirtualTopics configures virtual topics; the zero value turns them off (use
 	// DefaultVirtualTopics for ActiveMQ's behaviour).
 	VirtualTopics VirtualTopics
@@ -90,6 +93,7 @@ type Broker struct {
 	topicPendingLimit int
 	destMemoryLimit   int64
 	policies          PolicyFunc
+	sched             *scheduler
 	stopSweeper       context.CancelFunc
 	mem               usage
 	wg                sync.WaitGroup // background page-ins
@@ -146,8 +150,16 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		b.destMemoryLimit = DefaultDestinationMemoryLimit
 	}
 	b.policies = o.Policies
+	if o.Scheduler {
+		b.sched = newScheduler(b)
+	}
 	if err := b.recover(ctx); err != nil {
 		return nil, err
+	}
+	if b.sched != nil {
+		if err := b.sched.recover(ctx); err != nil {
+			return nil, fmt.Errorf("broker: recover scheduled messages: %w", err)
+		}
 	}
 	if o.ExpirySweep == 0 {
 		o.ExpirySweep = 30 * time.Second
@@ -168,8 +180,8 @@ func (b *Broker) recover(ctx context.Context) error {
 	}
 	var msgs int64
 	for _, d := range rec.Destinations {
-		if persistence.KindOf(d.Name) != persistence.KindQueue {
-			continue
+		if !strings.HasPrefix(d.Name, persistence.QueuePrefix) {
+			continue // topics, and the scheduler's jobs (recovered by the scheduler)
 		}
 		// Stored messages stay in the store until a consumer needs them: they are read
 		// in pages, so start-up does not depend on how deep the queues are.
@@ -310,6 +322,9 @@ func (b *Broker) Close() error {
 	}
 	if b.stopSweeper != nil {
 		b.stopSweeper()
+	}
+	if b.sched != nil {
+		b.sched.close()
 	}
 	b.wg.Wait()
 	return b.store.Close()

@@ -275,3 +275,19 @@ func parseDests(s string) ([]destinations.Name, error) { return destinations.Par
 func msg(body string) *persistence.Message {
 	return &persistence.Message{Body: []byte(body), Priority: 4}
 }
+
+// closeForTest stops the broker without closing its store, so a test can start another
+// broker on the same (memory) store as a restart would.
+func (b *Broker) closeForTest() error {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	if b.stopSweeper != nil {
+		b.stopSweeper()
+	}
+	if b.sched != nil {
+		b.sched.close()
+	}
+	b.wg.Wait()
+	return nil
+}

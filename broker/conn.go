@@ -189,34 +189,11 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		done(nil)
 		return nil
 	}
-	var batch persistence.Batch
-	var entries []queuedEntry
-	var refused error
-	for i, d := range dests {
-		msg := m
-		if i > 0 {
-			msg = m.Clone()
-		}
-		if d.Kind.IsTopic() {
-			c.b.topic(d.Name).publish(msg)
-			continue
-		}
-		q := c.b.queue(d.Name)
-		e, err := q.accept(msg, !msg.Persistent)
-		if err != nil {
-			// Other parts of a composite send go ahead; the producer hears of this one.
-			refused = c.memoryFull(q, err)
-			continue
-		}
-		if !msg.Persistent {
-			continue
-		}
-		if batch == nil {
-			batch = c.b.store.Begin()
-		}
-		batch.Add(msg)
-		entries = append(entries, queuedEntry{q, e, msg.Seq})
+	if c.b.sched != nil && c.b.sched.wants(m) {
+		_, err := c.b.sched.maybeSchedule(dests, m, done)
+		return err
 	}
+	batch, entries, refused := c.b.route(dests, m)
 	if batch == nil {
 		if refused == nil {
 			done(nil)
@@ -233,6 +210,42 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		}
 	})
 	return refused
+}
+
+// route hands m to each of dests (already resolved): topics publish at once, queues queue
+// it. It returns the store batch the persistent copies need (nil if none) and the queue
+// entries to settle when it commits. A queue that refuses the message (memory full) does
+// not stop the others; its error is returned.
+func (b *Broker) route(dests []destinations.Name, m *persistence.Message) (persistence.Batch, []queuedEntry, error) {
+	var batch persistence.Batch
+	var entries []queuedEntry
+	var refused error
+	for i, d := range dests {
+		msg := m
+		if i > 0 {
+			msg = m.Clone()
+		}
+		if d.Kind.IsTopic() {
+			b.topic(d.Name).publish(msg)
+			continue
+		}
+		q := b.queue(d.Name)
+		e, err := q.accept(msg, !msg.Persistent)
+		if err != nil {
+			// Other parts of a composite send go ahead; the producer hears of this one.
+			refused = b.memoryFull(q, err)
+			continue
+		}
+		if !msg.Persistent {
+			continue
+		}
+		if batch == nil {
+			batch = b.store.Begin()
+		}
+		batch.Add(msg)
+		entries = append(entries, queuedEntry{q, e, msg.Seq})
+	}
+	return batch, entries, refused
 }
 
 type queuedEntry struct {
@@ -258,9 +271,9 @@ func settleEntries(entries []queuedEntry, err error) {
 }
 
 // memoryFull is the producer's error when a non-persistent message does not fit.
-func (c *Conn) memoryFull(q *queue, err error) error {
-	used, limit := c.b.mem.Used()
-	c.b.log.Warn("memory limit reached: non-persistent message refused",
+func (b *Broker) memoryFull(q *queue, err error) error {
+	used, limit := b.mem.Used()
+	b.log.Warn("memory limit reached: non-persistent message refused",
 		slog.String("dest", q.stomp), slog.Int64("used", used), slog.Int64("limit", limit))
 	return &Error{Message: "Usage Manager memory limit reached: message to " + q.stomp + " refused (send it persistent:true, or consume faster)", Err: err}
 }

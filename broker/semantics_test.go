@@ -353,3 +353,51 @@ func TestVirtualTopicFansOutToConsumerQueues(t *testing.T) {
 	a1.expectNone(20 * time.Millisecond)
 	a2.expectNone(20 * time.Millisecond)
 }
+
+func TestScheduledDelivery(t *testing.T) {
+	st := memstore.New()
+	b, err := New(context.Background(), Options{Name: "t", Store: st, Scheduler: true})
+	require.NoError(t, err)
+	c := newClient(t, b, "")
+	c.subscribe("s", "/queue/later", AckAuto, 10)
+	start := time.Now()
+	m := hdrMsg("delayed", HeaderScheduledDelay, "150")
+	m.Persistent = true
+	c.sendMsg("/queue/later", m)
+	r := hdrMsg("repeat", HeaderScheduledDelay, "0", HeaderScheduledPeriod, "30", HeaderScheduledRepeat, "2")
+	c.sendMsg("/queue/later", r)
+	var repeats, delayed int
+	for repeats+delayed < 4 {
+		d := c.recv()
+		switch string(d.Msg.Body) {
+		case "repeat":
+			repeats++
+		case "delayed":
+			delayed++
+			assert.GreaterOrEqual(t, time.Since(start), 140*time.Millisecond)
+		}
+	}
+	assert.Equal(t, 3, repeats, "first delivery plus 2 repeats")
+	c.expectNone(100 * time.Millisecond)
+	eventually(t, func() bool { n, _ := st.Stats(schedulerDest); return n == 0 })
+
+	// A persistent job survives a restart of the broker on the same store.
+	m2 := hdrMsg("after-restart", HeaderScheduledDelay, "200")
+	m2.Persistent = true
+	c.sendMsg("/queue/later", m2)
+	c.close()
+	require.NoError(t, b.sched.b.closeForTest())
+	b2, err := New(context.Background(), Options{Name: "t", Store: st, Scheduler: true})
+	require.NoError(t, err)
+	defer b2.Close()
+	c2 := newClient(t, b2, "")
+	c2.subscribe("s", "/queue/later", AckAuto, 10)
+	assert.Equal(t, "after-restart", string(c2.recv().Msg.Body))
+
+	var serr error
+	c2.do(func() {
+		ns, _ := destinations.Parse("/queue/later")
+		serr = c2.conn.Send(context.Background(), ns, hdrMsg("cron", HeaderScheduledCron, "* * * * *"), "", func(error) {})
+	})
+	assert.ErrorContains(t, serr, "CRON")
+}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
@@ -53,17 +54,13 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 	}
 	var entries []queuedEntry
 	var topicSends []topicSend
+	var scheduled []txSend
 	for _, s := range t.sends {
-		dests, err := c.resolveSend(s.dests, s.msg)
-		if err != nil {
-			batch.Rollback()
-			settleEntries(entries, err)
-			for _, f := range applies {
-				f(err)
-			}
-			return err
+		if c.b.sched != nil && c.b.sched.wants(s.msg) {
+			scheduled = append(scheduled, s)
+			continue
 		}
-		for i, d := range dests {
+		for i, d := range s.dests {
 			msg := s.msg
 			if i > 0 {
 				msg = msg.Clone()
@@ -82,7 +79,7 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 				for _, f := range applies {
 					f(err)
 				}
-				return c.memoryFull(q, err)
+				return c.b.memoryFull(q, err)
 			}
 			entries = append(entries, queuedEntry{q, e, msg.Seq})
 			if msg.Persistent {
@@ -98,6 +95,11 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 		if err == nil {
 			for _, ts := range topicSends {
 				ts.t.publish(ts.msg)
+			}
+			for _, s := range scheduled {
+				if _, err := c.b.sched.maybeSchedule(s.dests, s.msg, func(error) {}); err != nil {
+					c.b.log.Warn("scheduling a transacted message failed", slog.Any("err", err))
+				}
 			}
 		}
 	}, done)

@@ -61,6 +61,7 @@ when messages were lost or duplicated, not all were sent, or an error happened.`
 	f.StringVar(&o.ConsumerDestination, "consumer-destination", "", "subscribe here instead of --destination (virtual topics, composite destinations)")
 	f.StringVar(&o.Ack, "ack", "auto", "auto | client | client-individual; client modes ack every message")
 	f.IntVar(&o.Prefetch, "prefetch", 0, "send activemq.prefetchSize on SUBSCRIBE (0: do not send)")
+	f.StringVar(&o.Version, "stomp-version", "", "offer only this STOMP version: 1.0, 1.1 or 1.2 (default: let the broker pick)")
 	f.StringVar(&o.Login, "login", "", "CONNECT login")
 	f.StringVar(&o.Passcode, "passcode", "", "CONNECT passcode")
 	f.DurationVar(&o.IdleTimeout, "idle-timeout", loadtest.DefaultIdleTimeout, "stop when nothing was received for this long")

@@ -81,7 +81,20 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("persistenceAdapter %s: %w", cfg.Persistence.Key, err)
 	}
-	b, err := broker.New(ctx, broker.Options{Name: cfg.Broker.BrokerName, Store: store, Logger: log})
+	b, err := broker.New(ctx, broker.Options{
+		Name:        cfg.Broker.BrokerName,
+		Store:       store,
+		Logger:      log,
+		MemoryUsage: cfg.SystemUsage.MemoryUsage,
+		Policies:    policies(cfg.DestinationPolicy),
+		ExpirySweep: expirySweep(cfg.DestinationPolicy),
+		VirtualTopics: broker.VirtualTopics{
+			Enabled: cfg.VirtualTopics.Enabled,
+			Name:    cfg.VirtualTopics.Name,
+			Prefix:  cfg.VirtualTopics.Prefix,
+		},
+		Scheduler: cfg.Broker.SchedulerSupport,
+	})
 	if err != nil {
 		_ = store.Close()
 		return err
