@@ -63,6 +63,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// maxInFlight bounds the frames of one connection whose outcome is still awaited
+// (persistent SENDs in the store's group commit, receipts queued behind them).
+const maxInFlight = 4096
+
 // lingerTime is how long a connection that got a fatal ERROR is kept half-open so the
 // client reads the ERROR before the socket goes away (STOMP spec: connection lingering).
 const lingerTime = time.Second
@@ -181,15 +185,22 @@ func (s *session) run(ctx context.Context) {
 		if s.conn != nil {
 			wake = s.conn.Wake()
 		}
+		// A producer pipelining persistent SENDs is held back (its frames are not read)
+		// while too many of them wait for the store, so its backlog cannot grow without
+		// bound; TCP passes the back-pressure on.
+		in := frames
+		if len(s.pending) >= maxInFlight {
+			in = nil
+		}
 		select {
-		case f, ok := <-frames:
+		case f, ok := <-in:
 			if !ok {
 				frames = nil
 				continue
 			}
 			s.handle(ctx, f)
 			// Take what else has arrived, so replies go out in one write.
-			for i := 0; i < 64 && !s.closing; i++ {
+			for i := 0; i < 64 && !s.closing && len(s.pending) < maxInFlight; i++ {
 				select {
 				case f, ok := <-frames:
 					if !ok {
