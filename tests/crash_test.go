@@ -78,7 +78,7 @@ func kill9Run(t *testing.T, adapter string, killAfter int) {
 			return
 		}
 		defer c.MustDisconnect()
-		sub, err := c.Subscribe("/queue/crash", stomp.AckClientIndividual, stomp.SubscribeOpt.Header("activemq.prefetchSize", "10"))
+		sub, err := c.Subscribe("/queue/crash", stomp.AckClientIndividual, stomp.SubscribeOpt.Header("activemq.prefetchSize", "500"))
 		if err != nil {
 			return
 		}
@@ -92,7 +92,7 @@ func kill9Run(t *testing.T, adapter string, killAfter int) {
 			if m == nil || m.Err != nil {
 				return
 			}
-			if n%3 != 0 {
+			if n%10 == 0 {
 				continue // leave some unacknowledged: they must be redelivered
 			}
 			// An ACK with a receipt: go-stomp puts receipts on COMMIT, so ack in a
