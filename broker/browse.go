@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/selector"
@@ -34,9 +35,11 @@ func (c *Conn) Browse(ctx context.Context, d destinations.Name, sel *selector.Se
 		return nil, nil
 	}
 	var out []*persistence.Message
+	now := time.Now().UnixMilli()
+	live := func(m *persistence.Message) bool { return m.Expires == 0 || m.Expires > now }
 	q.mu.Lock()
 	q.pending.Each(func(e *destinations.Entry) bool {
-		if e.Ready && !e.Failed && sel.MatchesMessage(e.Msg, e.Deliveries+1) {
+		if e.Ready && !e.Failed && live(e.Msg) && sel.MatchesMessage(e.Msg, e.Deliveries+1) {
 			out = append(out, e.Msg)
 		}
 		return len(out) < max
@@ -48,7 +51,7 @@ func (c *Conn) Browse(ctx context.Context, d destinations.Name, sel *selector.Se
 	}
 	stop := errors.New("enough")
 	err = c.b.store.Scan(ctx, q.dest, after, max, func(m *persistence.Message) error {
-		if sel.MatchesMessage(m, m.RedeliveryCount+1) {
+		if live(m) && sel.MatchesMessage(m, m.RedeliveryCount+1) {
 			out = append(out, m.Clone())
 		}
 		if len(out) >= max {

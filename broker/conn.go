@@ -193,7 +193,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		_, err := c.b.sched.maybeSchedule(dests, m, done)
 		return err
 	}
-	batch, entries, refused := c.b.route(dests, m)
+	batch, entries, refused := c.b.route(dests, m, c)
 	if batch == nil {
 		if refused == nil {
 			done(nil)
@@ -216,7 +216,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 // it. It returns the store batch the persistent copies need (nil if none) and the queue
 // entries to settle when it commits. A queue that refuses the message (memory full) does
 // not stop the others; its error is returned.
-func (b *Broker) route(dests []destinations.Name, m *persistence.Message) (persistence.Batch, []queuedEntry, error) {
+func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *Conn) (persistence.Batch, []queuedEntry, error) {
 	var batch persistence.Batch
 	var entries []queuedEntry
 	var refused error
@@ -226,7 +226,7 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message) (persi
 			msg = m.Clone()
 		}
 		if d.Kind.IsTopic() {
-			b.topic(d.Name).publish(msg)
+			b.topic(d.Name).publish(msg, from)
 			continue
 		}
 		q := b.queue(d.Name)

@@ -29,10 +29,13 @@ type RedeliveryPolicy struct {
 	MaximumRedeliveryDelay time.Duration // <= 0: no cap
 }
 
-// Delay is the wait before redelivery number attempt (1 = the first redelivery).
+// Delay is the wait before redelivery number attempt (1 = the first redelivery), as
+// ActiveMQ's RedeliveryPolicy computes it: the first waits InitialRedeliveryDelay (or
+// RedeliveryDelay when that is 0); later ones RedeliveryDelay, or with exponential
+// back-off the previous delay times BackOffMultiplier, capped by MaximumRedeliveryDelay.
 func (p RedeliveryPolicy) Delay(attempt int) time.Duration {
 	d := p.InitialRedeliveryDelay
-	if d == 0 {
+	if d == 0 || (attempt > 1 && !p.UseExponentialBackOff) {
 		d = p.RedeliveryDelay
 	}
 	if p.UseExponentialBackOff && p.BackOffMultiplier > 1 {

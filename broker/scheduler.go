@@ -238,7 +238,7 @@ func (s *scheduler) deliver(j *job) {
 	m.ID = s.b.newMessageID()
 	m.Timestamp = time.Now().UnixMilli()
 	m.Seq, m.Dest = 0, ""
-	batch, entries, refused := s.b.route(j.dests, m)
+	batch, entries, refused := s.b.route(j.dests, m, nil)
 	if refused != nil {
 		s.b.log.Warn("scheduled message refused", slog.Any("err", refused))
 	}

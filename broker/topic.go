@@ -30,13 +30,17 @@ func newTopic(b *Broker, name string) *topic {
 	return &topic{b: b, name: name, dest: n.Qualified(), stomp: n.String()}
 }
 
-// publish hands m to every subscriber.
-func (t *topic) publish(m *persistence.Message) {
+// publish hands m to every subscriber whose selector matches; from is the sending
+// connection (nil for the broker itself), skipped by noLocal subscribers.
+func (t *topic) publish(m *persistence.Message, from *Conn) {
 	m.Dest = t.dest
 	m.Seq = t.seq.Add(1)
 	t.enqueued.Add(1)
 	t.mu.RLock()
 	for _, s := range t.subs {
+		if (s.noLocal && s.conn == from) || !s.sel.MatchesMessage(m, 1) {
+			continue
+		}
 		s.offer(m, t.stomp)
 	}
 	t.mu.RUnlock()

@@ -94,7 +94,7 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 		}
 		if err == nil {
 			for _, ts := range topicSends {
-				ts.t.publish(ts.msg)
+				ts.t.publish(ts.msg, c)
 			}
 			for _, s := range scheduled {
 				if _, err := c.b.sched.maybeSchedule(s.dests, s.msg, func(error) {}); err != nil {

@@ -179,6 +179,21 @@ func (c *jmsClient) expectNone(sub string, d time.Duration) {
 	}
 }
 
+// drain returns what sub receives until it has been quiet for d. Like expectNone it is
+// only meaningful after a receipt proved that everything that could produce a message
+// was processed.
+func (c *jmsClient) drain(sub string, d time.Duration) []*frame.Frame {
+	c.t.Helper()
+	var out []*frame.Frame
+	for {
+		m := c.nextWithin(sub, d)
+		if m == nil {
+			return out
+		}
+		out = append(out, m)
+	}
+}
+
 func (c *jmsClient) ack(m *frame.Frame) {
 	c.t.Helper()
 	c.do("ACK", "id", m.Header.Get("ack"))

@@ -11,25 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-stomp/stomp/v3/frame"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// drain returns what sub receives until it has been quiet for d. Like expectNone it is
-// only meaningful after a receipt proved that everything that could produce a message
-// was processed.
-func (c *jmsClient) drain(sub string, d time.Duration) []*frame.Frame {
-	c.t.Helper()
-	var out []*frame.Frame
-	for {
-		m := c.nextWithin(sub, d)
-		if m == nil {
-			return out
-		}
-		out = append(out, m)
-	}
-}
 
 // jmsSelectorMessages are the messages of the selector tests; each is sent with its index
 // as the body.

@@ -1,0 +1,166 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/go-stomp/stomp/v3"
+	"github.com/go-stomp/stomp/v3/frame"
+)
+
+const (
+	// readBuffer is go-stomp's read buffer; because of a go-stomp bug
+	// (ConnectWithContext builds the writer with ReadBufferSize) it is the
+	// write buffer too.
+	readBuffer = 64 << 10
+
+	// readQueue is the capacity of go-stomp's frame channel from its reader
+	// to its processing goroutine; a deeper queue lets the reader run ahead.
+	// Client-ack consumers use ackQueue instead.
+	readQueue = 1024
+
+	// producerWriteQueue is the capacity of a producer's outgoing frame
+	// channel; deep enough to pipeline, shallow enough that "sent" means
+	// "about to be written".
+	producerWriteQueue = 256
+
+	// activemqMaxPrefetch is ActiveMQ's largest default prefetch (a
+	// non-durable topic, Short.MAX_VALUE); see ackQueue.
+	activemqMaxPrefetch = 32767
+
+	// sendPoll is go-stomp's send timeout: how long Send waits for room on
+	// its outgoing channel before it gives up; see producer.send.
+	sendPoll = 250 * time.Millisecond
+
+	// disconnectTimeout bounds the wait for a DISCONNECT receipt.
+	disconnectTimeout = 5 * time.Second
+)
+
+// ackQueue is the capacity of both go-stomp channels of a client-ack
+// consumer.
+//
+// Outgoing: go-stomp has one goroutine that both hands MESSAGE frames to the
+// subscription and writes outgoing frames. If the consumer blocks in Ack on
+// a full outgoing channel while that goroutine blocks handing it the next
+// MESSAGE, neither moves again.
+//
+// Incoming: go-stomp's reader keeps draining the socket while the consumer
+// lags. A broker whose writes to a consumer stall may stop reading that
+// consumer's ACKs: ActiveMQ 5.17 holds the connection's transport lock
+// while it writes a MESSAGE, so its reader waits for it.
+//
+// The broker never has more unacked messages out than the prefetch, so
+// channels that hold one frame per prefetched message are never full.
+func ackQueue(prefetch int) int {
+	return max(prefetch, activemqMaxPrefetch) + 64
+}
+
+// client is one STOMP connection. It keeps the socket so that a run can be
+// torn down even when go-stomp is blocked: closing the socket fails every
+// pending read, write and receipt wait inside the library.
+type client struct {
+	net      net.Conn
+	stomp    *stomp.Conn
+	writeCap int
+}
+
+// dial opens a STOMP connection with go-stomp channels of the given
+// capacities. ctx bounds the TCP connect and the CONNECT/CONNECTED exchange.
+func dial(ctx context.Context, o Options, readCap, writeCap int) (*client, error) {
+	host, _, err := net.SplitHostPort(o.Addr)
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", o.Addr)
+	if err != nil {
+		return nil, err
+	}
+	// A broker that accepts the socket but never answers CONNECT would
+	// hold the exchange forever; closing the socket ends it.
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
+	defer stop()
+
+	opts := []func(*stomp.Conn) error{
+		stomp.ConnOpt.Host(host),
+		stomp.ConnOpt.HeartBeat(0, 0),
+		stomp.ConnOpt.Logger(discardLogger{}),
+		stomp.ConnOpt.ReadBufferSize(readBuffer),
+		stomp.ConnOpt.ReadChannelCapacity(readCap),
+		stomp.ConnOpt.WriteChannelCapacity(writeCap),
+		stomp.ConnOpt.MsgSendTimeout(sendPoll),
+		stomp.ConnOpt.RcvReceiptTimeout(o.IdleTimeout),
+		stomp.ConnOpt.DisconnectReceiptTimeout(disconnectTimeout),
+	}
+	if o.Version != "" {
+		opts = append(opts, stomp.ConnOpt.AcceptVersion(stomp.Version(o.Version)))
+	}
+	if o.Login != "" || o.Passcode != "" {
+		opts = append(opts, stomp.ConnOpt.Login(o.Login, o.Passcode))
+	}
+	sc, err := stomp.ConnectWithContext(ctx, nc, opts...)
+	if err != nil {
+		nc.Close()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+		return nil, err
+	}
+	return &client{net: nc, stomp: sc, writeCap: writeCap}, nil
+}
+
+// subscribe subscribes to dest. The caller must start draining the
+// subscription before calling confirm.
+func (c *client) subscribe(o Options, mode stomp.AckMode) (*stomp.Subscription, error) {
+	var opts []func(*frame.Frame) error
+	if o.Prefetch > 0 {
+		opts = append(opts, stomp.SubscribeOpt.Header("activemq.prefetchSize", strconv.Itoa(o.Prefetch)))
+	}
+	return c.stomp.Subscribe(o.subscribed(), mode, opts...)
+}
+
+// confirm waits until the broker has processed every frame sent before it,
+// with a receipted no-op: BEGIN and ABORT of an empty transaction.
+func (c *client) confirm(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() { c.net.Close() })
+	defer stop()
+	tx, err := c.stomp.BeginWithError()
+	if err == nil {
+		err = tx.AbortWithReceipt()
+	}
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w (%w)", ctx.Err(), err)
+	}
+	return err
+}
+
+// disconnect says DISCONNECT and waits for its receipt when that cannot
+// block, then closes the socket. It returns the error of the DISCONNECT,
+// which carries the message of an ERROR frame the broker sent earlier.
+func (c *client) disconnect() error {
+	defer c.net.Close()
+	// go-stomp puts DISCONNECT on the outgoing channel without a timeout
+	// while holding the lock its processing goroutine needs to exit, so
+	// only try when there is room. Nothing else is added meanwhile: the
+	// caller has stopped sending, and a consumer acks at most one more.
+	if c.stomp.Stats().CurrentWriteChanSize+1 >= c.writeCap {
+		return nil
+	}
+	return c.stomp.Disconnect()
+}
+
+// discardLogger silences go-stomp: everything it would log reaches the run
+// as an error value anyway.
+type discardLogger struct{}
+
+func (discardLogger) Debugf(string, ...any)   {}
+func (discardLogger) Infof(string, ...any)    {}
+func (discardLogger) Warningf(string, ...any) {}
+func (discardLogger) Errorf(string, ...any)   {}
+func (discardLogger) Debug(string)            {}
+func (discardLogger) Info(string)             {}
+func (discardLogger) Warning(string)          {}
+func (discardLogger) Error(string)            {}

@@ -1,0 +1,30 @@
+package loadtest
+
+import "errors"
+
+var (
+	// ErrOptions reports options that cannot describe a run; the wrapping
+	// error names the option.
+	ErrOptions = errors.New("loadtest: invalid options")
+
+	// ErrConnect reports a failure to connect or subscribe before the start
+	// barrier; no message has been sent.
+	ErrConnect = errors.New("loadtest: connect")
+
+	// ErrConnection reports a connection that failed during the run: a send
+	// or ack that the client could not complete, an ERROR frame, or a closed
+	// socket.
+	ErrConnection = errors.New("loadtest: connection failed")
+
+	// ErrLost is returned by Result.Failure when expected deliveries never
+	// arrived.
+	ErrLost = errors.New("loadtest: messages lost")
+
+	// ErrDuplicated is returned by Result.Failure when a message was
+	// delivered more often than expected.
+	ErrDuplicated = errors.New("loadtest: messages duplicated")
+
+	// ErrUnsent is returned by Result.Failure when the run stopped before
+	// the producers had sent every message.
+	ErrUnsent = errors.New("loadtest: not every message was sent")
+)

@@ -1,0 +1,201 @@
+package loadtest
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-stomp/stomp/v3"
+)
+
+// Defaults applied by Run to zero-valued Options fields.
+const (
+	DefaultIdleTimeout = 15 * time.Second
+	DefaultMaxDuration = 5 * time.Minute
+	DefaultProgress    = time.Second
+)
+
+// Receipts values besides a positive integer K (a receipt on every K-th send).
+const (
+	ReceiptsEvery = "every"
+	ReceiptsNone  = "none"
+)
+
+// Options describe one run. The zero value of a field means its default.
+type Options struct {
+	// Addr is the broker's STOMP address, host:port.
+	Addr string
+
+	// Producers and Consumers are the number of connections of each kind;
+	// each consumer connection has one subscription.
+	Producers, Consumers int
+
+	// Size is the body size in bytes; headers are not counted.
+	Size int
+
+	// Messages is the total number of messages sent, split evenly over the
+	// producers, the remainder going to the first ones.
+	Messages int
+
+	// Persistent adds persistent:true to every SEND.
+	Persistent bool
+
+	// Receipts is "every" (wait for a receipt after each send), "none"
+	// (default), or K: a receipt on every K-th send, waited for, so at most
+	// K sends are unconfirmed.
+	Receipts string
+
+	// Topic selects topic accounting: every consumer expects every message.
+	Topic bool
+
+	// Destination is where producers send and consumers subscribe. Empty
+	// means a fresh /queue/bench-<unixnano> or /topic/bench-<unixnano>.
+	Destination string
+
+	// ConsumerDestination, if set, is subscribed instead of Destination:
+	// for virtual topics, composite destinations, or to test a run that
+	// receives nothing.
+	ConsumerDestination string
+
+	// Ack is the subscription ack mode: "auto" (default), "client" or
+	// "client-individual". In the client modes every message is acked.
+	Ack string
+
+	// Version, if set, is the only STOMP version offered on CONNECT: "1.0",
+	// "1.1" or "1.2". Empty offers all three and the broker picks.
+	Version string
+
+	// Login and Passcode are sent on CONNECT when either is set.
+	Login, Passcode string
+
+	// Prefetch, when positive, is sent as activemq.prefetchSize on SUBSCRIBE.
+	Prefetch int
+
+	// IdleTimeout stops the run when nothing was received for that long
+	// (default 15s). MaxDuration stops it in any case (default 5m),
+	// counted from the start barrier.
+	IdleTimeout, MaxDuration time.Duration
+
+	// Progress is the interval of progress lines written to ProgressOut
+	// (default 1s). No progress is written when ProgressOut is nil.
+	Progress    time.Duration
+	ProgressOut io.Writer
+}
+
+// withDefaults returns o with defaults filled in. now names a fresh
+// destination.
+func (o Options) withDefaults(now time.Time) Options {
+	if o.Receipts == "" {
+		o.Receipts = ReceiptsNone
+	}
+	if o.Ack == "" {
+		o.Ack = stomp.AckAuto.String()
+	}
+	if o.Destination == "" {
+		kind := "queue"
+		if o.Topic {
+			kind = "topic"
+		}
+		o.Destination = fmt.Sprintf("/%s/bench-%d", kind, now.UnixNano())
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.MaxDuration == 0 {
+		o.MaxDuration = DefaultMaxDuration
+	}
+	if o.Progress == 0 {
+		o.Progress = DefaultProgress
+	}
+	return o
+}
+
+// subscribed is the destination consumers subscribe to.
+func (o Options) subscribed() string {
+	if o.ConsumerDestination != "" {
+		return o.ConsumerDestination
+	}
+	return o.Destination
+}
+
+// validate checks options after withDefaults.
+func (o Options) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrOptions, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case o.Addr == "":
+		return bad("addr is empty")
+	case o.Producers < 1:
+		return bad("producers must be at least 1, got %d", o.Producers)
+	case o.Consumers < 1:
+		return bad("consumers must be at least 1, got %d", o.Consumers)
+	case o.Size < 0:
+		return bad("size must not be negative, got %d", o.Size)
+	case o.Messages < 1:
+		return bad("messages must be at least 1, got %d", o.Messages)
+	case o.Prefetch < 0:
+		return bad("prefetch must not be negative, got %d", o.Prefetch)
+	case o.IdleTimeout < 0 || o.MaxDuration < 0 || o.Progress < 0:
+		return bad("durations must not be negative")
+	}
+	if _, err := receiptInterval(o.Receipts); err != nil {
+		return err
+	}
+	if _, err := ackMode(o.Ack); err != nil {
+		return err
+	}
+	if o.Version != "" {
+		if err := stomp.Version(o.Version).CheckSupported(); err != nil {
+			return bad("stomp version must be 1.0, 1.1 or 1.2, got %q", o.Version)
+		}
+	}
+	dest := o.subscribed()
+	if o.Topic && strings.HasPrefix(dest, "/queue/") {
+		return bad("topic run subscribes to queue %q", dest)
+	}
+	if !o.Topic && strings.HasPrefix(dest, "/topic/") {
+		return bad("queue run subscribes to topic %q; use topic mode", dest)
+	}
+	return nil
+}
+
+// receiptInterval turns Options.Receipts into K: 0 means no receipts, 1 a
+// receipt on every send.
+func receiptInterval(s string) (int, error) {
+	switch s {
+	case ReceiptsNone:
+		return 0, nil
+	case ReceiptsEvery:
+		return 1, nil
+	}
+	k, err := strconv.Atoi(s)
+	if err != nil || k < 1 {
+		return 0, fmt.Errorf("%w: receipts must be every, none or a positive number, got %q", ErrOptions, s)
+	}
+	return k, nil
+}
+
+// ackMode maps Options.Ack onto go-stomp's ack modes.
+func ackMode(s string) (stomp.AckMode, error) {
+	for _, m := range []stomp.AckMode{stomp.AckAuto, stomp.AckClient, stomp.AckClientIndividual} {
+		if s == m.String() {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: ack must be auto, client or client-individual, got %q", ErrOptions, s)
+}
+
+// shares splits n messages over p producers, the remainder to the first ones.
+func shares(n, p int) []int {
+	out := make([]int, p)
+	for i := range out {
+		out[i] = n / p
+		if i < n%p {
+			out[i]++
+		}
+	}
+	return out
+}

@@ -1,0 +1,331 @@
+package boltstore
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/activemq-go/broker/config"
+	"github.com/activemq-go/broker/persistence"
+)
+
+// SyncStrategy says whether a commit waits for the disk (the bbolt block's
+// syncStrategy key, after KahaDB's journalDiskSyncStrategy).
+type SyncStrategy uint8
+
+const (
+	// SyncAlways lets bbolt fdatasync every commit: a Commit that returned nil survives
+	// a power cut. The default.
+	SyncAlways SyncStrategy = iota
+	// SyncNever sets bbolt's NoSync: commits are written to the OS but never synced
+	// (Close still syncs). A process crash loses nothing, but a power cut or kernel
+	// crash can lose recent commits and, worse, corrupt the file, because bbolt's meta
+	// page may reach the disk before the pages it points to. For tests and throwaway
+	// data only.
+	SyncNever
+)
+
+var syncStrategyNames = []string{SyncAlways: "always", SyncNever: "never"}
+
+// String returns the configuration name of the strategy.
+func (s SyncStrategy) String() string {
+	if int(s) < len(syncStrategyNames) {
+		return syncStrategyNames[s]
+	}
+	return "SyncStrategy(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Defaults.
+const (
+	// DefaultFileName is the database file below the broker's dataDirectory.
+	DefaultFileName = "broker.db"
+	// DefaultLockTimeout is how long Open waits for another process to release the file.
+	DefaultLockTimeout = 10 * time.Second
+	// MaxInitialMmapSize bounds the initialMmapSize option.
+	MaxInitialMmapSize = 64 << 30
+)
+
+// DefaultInitialMmapSize is the initial mmap size on 64-bit systems other than
+// Windows: 1 GiB of address space, not of disk (the file still grows with its data).
+// On Windows bbolt grows the file itself to the mapping's size, and a 32-bit process
+// cannot spare the address space, so there the default is no initial mapping.
+var DefaultInitialMmapSize int64 = defaultInitialMmapSize()
+
+func defaultInitialMmapSize() int64 {
+	if runtime.GOOS == "windows" || strconv.IntSize == 32 {
+		return -1
+	}
+	return 1 << 30
+}
+
+// Options configures Open. The zero value of every field but Path means its default.
+type Options struct {
+	// Path is the database file; its directory is created if missing.
+	Path string
+	// SyncStrategy: see SyncStrategy. The default is SyncAlways.
+	SyncStrategy SyncStrategy
+	// InitialMmapSize is bbolt's InitialMmapSize in bytes: 0 means
+	// DefaultInitialMmapSize, a negative value none (bbolt then remaps as the file
+	// grows, and a remap waits for every open read transaction).
+	InitialMmapSize int64
+	// FreelistType is bbolt's freelist type; "" means bolt.FreelistMapType.
+	FreelistType bolt.FreelistType
+	// FreelistSync writes bbolt's freelist with every commit (bbolt's default). false,
+	// the adapter's default, sets NoFreelistSync: commits are cheaper, and Open (and a
+	// rolled back write, which the adapter avoids) rebuilds the freelist by walking the
+	// live pages.
+	FreelistSync bool
+	// LockTimeout is how long Open waits for another process holding the file; 0 means
+	// DefaultLockTimeout.
+	LockTimeout time.Duration
+	// Logger receives the store's events; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// withDefaults fills in the defaults and checks the ranges.
+func (o Options) withDefaults() (Options, error) {
+	if strings.TrimSpace(o.Path) == "" {
+		return o, fmt.Errorf("%w: Path is empty", ErrOption)
+	}
+	if o.SyncStrategy > SyncNever {
+		return o, fmt.Errorf("%w: unknown SyncStrategy %d", ErrOption, o.SyncStrategy)
+	}
+	if o.InitialMmapSize == 0 {
+		o.InitialMmapSize = DefaultInitialMmapSize
+	}
+	if o.InitialMmapSize > MaxInitialMmapSize || o.InitialMmapSize > math.MaxInt {
+		return o, fmt.Errorf("%w: InitialMmapSize %d above %d", ErrOption, o.InitialMmapSize, int64(MaxInitialMmapSize))
+	}
+	switch o.FreelistType {
+	case "":
+		o.FreelistType = bolt.FreelistMapType
+	case bolt.FreelistMapType, bolt.FreelistArrayType:
+	default:
+		return o, fmt.Errorf("%w: unknown FreelistType %q", ErrOption, o.FreelistType)
+	}
+	if o.LockTimeout == 0 {
+		o.LockTimeout = DefaultLockTimeout
+	}
+	if o.LockTimeout < 0 {
+		return o, fmt.Errorf("%w: negative LockTimeout %v", ErrOption, o.LockTimeout)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o, nil
+}
+
+// boltOptions returns what bbolt.Open gets. The choices are explained in the package
+// comment.
+func (o Options) boltOptions() *bolt.Options {
+	return &bolt.Options{
+		Timeout:         o.LockTimeout,
+		NoGrowSync:      false,
+		NoFreelistSync:  !o.FreelistSync,
+		FreelistType:    o.FreelistType,
+		InitialMmapSize: int(max(o.InitialMmapSize, 0)),
+		NoSync:          o.SyncStrategy == SyncNever,
+	}
+}
+
+// optionKey is one key of the bbolt block.
+type optionKey struct {
+	name    string // as documented (the YAML spelling)
+	allowed string
+	set     func(o *Options, raw any) (problem string)
+}
+
+const (
+	sizeAllowed     = `a size from 0 to 64gb, e.g. "1gb" (a number is bytes; 0 means none)`
+	durationAllowed = `a positive duration such as "10s" (a number is milliseconds), at most 24h`
+	boolAllowed     = "true or false"
+)
+
+var optionKeys = []optionKey{
+	{name: "path", allowed: "a file path (default <dataDirectory>/" + DefaultFileName + ")",
+		set: func(o *Options, raw any) string {
+			s, ok := raw.(string)
+			if !ok || strings.TrimSpace(s) == "" {
+				return "not a file path"
+			}
+			o.Path = filepath.Clean(s)
+			return ""
+		}},
+	{name: "syncStrategy", allowed: "always or never",
+		set: func(o *Options, raw any) string {
+			s, _ := raw.(string)
+			i := slices.Index(syncStrategyNames, strings.ToLower(strings.TrimSpace(s)))
+			if i < 0 {
+				return "unknown sync strategy"
+			}
+			o.SyncStrategy = SyncStrategy(i)
+			return ""
+		}},
+	{name: "initialMmapSize", allowed: sizeAllowed,
+		set: func(o *Options, raw any) string {
+			var n int64
+			var err error
+			if s, ok := raw.(string); ok {
+				n, err = config.ParseSize(s)
+			} else {
+				n, err = wholeNumber(raw)
+			}
+			if err != nil || n > MaxInitialMmapSize {
+				return "not a valid mmap size"
+			}
+			o.InitialMmapSize = n
+			if n == 0 {
+				o.InitialMmapSize = -1
+			}
+			return ""
+		}},
+	{name: "freelistType", allowed: "map or array",
+		set: func(o *Options, raw any) string {
+			s, _ := raw.(string)
+			switch t := bolt.FreelistType(strings.ToLower(strings.TrimSpace(s))); t {
+			case bolt.FreelistMapType, bolt.FreelistArrayType:
+				o.FreelistType = t
+				return ""
+			}
+			return "unknown freelist type"
+		}},
+	{name: "freelistSync", allowed: boolAllowed,
+		set: func(o *Options, raw any) string {
+			b, ok := boolValue(raw)
+			if !ok {
+				return "not a boolean"
+			}
+			o.FreelistSync = b
+			return ""
+		}},
+	{name: "lockTimeout", allowed: durationAllowed,
+		set: func(o *Options, raw any) string {
+			var d time.Duration
+			if s, ok := raw.(string); ok {
+				var err error
+				if d, err = config.ParseDuration(s); err != nil {
+					return "not a duration"
+				}
+			} else {
+				ms, err := wholeNumber(raw)
+				if err != nil || ms > int64(24*time.Hour/time.Millisecond) {
+					return "not a valid duration"
+				}
+				d = time.Duration(ms) * time.Millisecond
+			}
+			if d <= 0 || d > 24*time.Hour {
+				return "duration out of range"
+			}
+			o.LockTimeout = d
+			return ""
+		}},
+}
+
+// ParseOptions turns the broker's persistence options into Options. Keys are matched
+// case-insensitively (viper lower-cases them); values may be strings (as they are when
+// set from the environment) or YAML scalars. An unknown key or a bad value is an
+// *OptionError naming the key, the value and what is allowed. Path defaults to
+// <DataDirectory>/broker.db; a relative path is used as written (relative to the
+// working directory), as the broker's dataDirectory is.
+func ParseOptions(p persistence.Options) (Options, error) {
+	dir := p.DataDirectory
+	if dir == "" {
+		dir = "data"
+	}
+	o := Options{Path: filepath.Join(dir, DefaultFileName)}
+	keys := make([]string, 0, len(p.Raw))
+	for k := range p.Raw {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // report the same error every time
+	for _, k := range keys {
+		raw := p.Raw[k]
+		i := slices.IndexFunc(optionKeys, func(ok optionKey) bool { return strings.EqualFold(ok.name, k) })
+		if i < 0 {
+			names := make([]string, len(optionKeys))
+			for j, ok := range optionKeys {
+				names[j] = ok.name
+			}
+			return Options{}, &OptionError{Key: keyPath + "." + k, Problem: "unknown option", Allowed: strings.Join(names, ", ")}
+		}
+		key := optionKeys[i]
+		problem := ""
+		switch raw.(type) {
+		case string, bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+			problem = key.set(&o, raw)
+		default:
+			problem = fmt.Sprintf("must be a scalar, not %T", raw)
+		}
+		if problem != "" {
+			return Options{}, &OptionError{Key: keyPath + "." + key.name, Value: fmt.Sprint(raw), Problem: problem, Allowed: key.allowed}
+		}
+	}
+	return o, nil
+}
+
+// boolValue reads a YAML boolean or its string form.
+func boolValue(raw any) (bool, bool) {
+	switch v := raw.(type) {
+	case bool:
+		return v, true
+	case string:
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		return b, err == nil
+	}
+	return false, false
+}
+
+// wholeNumber converts a YAML number to an int64, refusing fractions and negatives.
+func wholeNumber(raw any) (int64, error) {
+	switch v := raw.(type) {
+	case int:
+		if v >= 0 {
+			return int64(v), nil
+		}
+	case int8:
+		if v >= 0 {
+			return int64(v), nil
+		}
+	case int16:
+		if v >= 0 {
+			return int64(v), nil
+		}
+	case int32:
+		if v >= 0 {
+			return int64(v), nil
+		}
+	case int64:
+		if v >= 0 {
+			return v, nil
+		}
+	case uint:
+		if uint64(v) <= math.MaxInt64 {
+			return int64(v), nil
+		}
+	case uint8:
+		return int64(v), nil
+	case uint16:
+		return int64(v), nil
+	case uint32:
+		return int64(v), nil
+	case uint64:
+		if v <= math.MaxInt64 {
+			return int64(v), nil
+		}
+	case float32:
+		return wholeNumber(float64(v))
+	case float64:
+		if v == math.Trunc(v) && v >= 0 && v < math.MaxInt64 {
+			return int64(v), nil
+		}
+	}
+	return 0, fmt.Errorf("not a whole non-negative number")
+}

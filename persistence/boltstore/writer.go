@@ -1,0 +1,367 @@
+package boltstore
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/activemq-go/broker/persistence"
+)
+
+// Group limits: the writer takes every queued batch into one transaction, up to these
+// (always at least one batch). They bound the memory of one transaction's dirty pages
+// and the wait of the first batch of a group.
+const (
+	maxGroupBatches = 4096
+	maxGroupBytes   = 16 << 20
+)
+
+// request is one committed batch on its way through the writer. A request queued with
+// err already set (a CommitAsync of a done or invalid batch) is not applied, only
+// completed in its turn.
+type request struct {
+	ops   []op
+	bytes int
+
+	// state moves from queued to taken (by the writer) or cancelled (by Commit, whose
+	// ctx ended first); whoever moves it first decides.
+	state atomic.Int32
+
+	err  error         // the outcome, set before wait is closed or done is called
+	wait chan struct{} // Commit: closed when err is set
+	done func(error)   // CommitAsync
+}
+
+const (
+	reqQueued int32 = iota
+	reqTaken
+	reqCancelled
+)
+
+// cancel withdraws a request the writer has not taken yet.
+func (r *request) cancel() bool { return r.state.CompareAndSwap(reqQueued, reqCancelled) }
+
+// writer is the single goroutine that writes: it takes every queued request, applies
+// them in one bbolt Update (one commit: bbolt writes the pages, fdatasyncs, writes the
+// meta page and fdatasyncs again), wakes the waiting Commits and hands
+// the CommitAsync callbacks to the completer.
+type writer struct {
+	s *Store
+
+	mu      sync.Mutex
+	queue   []*request
+	spare   []*request // the previous queue's array, reused
+	closing bool
+	failed  error // sticky: set once a commit left the file's state unknown
+
+	wake   chan struct{} // capacity 1: something was queued, or closing
+	exited chan struct{} // closed when run returns
+
+	// Counters for tests and diagnostics.
+	updates atomic.Uint64 // bbolt Update calls (each one commit)
+	batches atomic.Uint64 // requests applied by a successful Update
+
+	completer *completer
+}
+
+func newWriter(s *Store) *writer {
+	w := &writer{
+		s:         s,
+		wake:      make(chan struct{}, 1),
+		exited:    make(chan struct{}),
+		completer: newCompleter(),
+	}
+	go w.run()
+	return w
+}
+
+// check reports whether a commit could be accepted now.
+func (w *writer) check() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.checkLocked()
+}
+
+func (w *writer) checkLocked() error {
+	switch {
+	case w.closing:
+		return persistence.ErrClosed
+	case w.failed != nil:
+		return w.failed
+	}
+	return nil
+}
+
+// failure returns the sticky failure, nil if there is none.
+func (w *writer) failure() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failed
+}
+
+// submit queues r for the writer.
+func (w *writer) submit(r *request) error {
+	w.mu.Lock()
+	if err := w.checkLocked(); err != nil {
+		w.mu.Unlock()
+		return err
+	}
+	w.queue = append(w.queue, r)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// close stops accepting requests, lets the writer finish what is queued and waits
+// for it and for every completion.
+func (w *writer) close() {
+	w.mu.Lock()
+	w.closing = true
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	<-w.exited
+	w.completer.close()
+}
+
+func (w *writer) run() {
+	defer close(w.exited)
+	var group []*request
+	for {
+		var closing bool
+		group, closing = w.take(group[:0])
+		if len(group) == 0 {
+			if closing {
+				return
+			}
+			<-w.wake
+			continue
+		}
+		w.commitGroup(group)
+		w.complete(group)
+	}
+}
+
+// complete wakes the Commits of group at once and hands its CommitAsync callbacks to
+// the completer, in commit order.
+func (w *writer) complete(group []*request) {
+	var async []*request
+	for i, r := range group {
+		if r.done == nil {
+			close(r.wait)
+		} else {
+			if async == nil {
+				async = make([]*request, 0, len(group)-i)
+			}
+			async = append(async, r)
+		}
+		group[i] = nil
+	}
+	if async != nil {
+		w.completer.push(async)
+	}
+}
+
+// take moves queued requests into group, up to the group limits, skipping cancelled
+// ones.
+func (w *writer) take(group []*request) ([]*request, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, bytes := 0, 0
+	for _, r := range w.queue {
+		if len(group) > 0 && (len(group) >= maxGroupBatches || bytes+r.bytes > maxGroupBytes) {
+			break
+		}
+		n++
+		if r.state.CompareAndSwap(reqQueued, reqTaken) {
+			group = append(group, r)
+			bytes += r.bytes
+		}
+	}
+	rest := len(w.queue) - n
+	if rest == 0 {
+		clear(w.queue)
+		w.queue, w.spare = w.spare[:0], w.queue[:0]
+	} else {
+		copy(w.queue, w.queue[n:])
+		clear(w.queue[rest:])
+		w.queue = w.queue[:rest]
+		select { // come back for the rest without waiting
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+	return group, w.closing
+}
+
+// commitGroup applies group in one Update and sets every request's err. A request whose
+// operations fail to apply (an error of this adapter or a bbolt error before the
+// commit, which bbolt rolls back cleanly) fails alone: the Update is retried without
+// it. A failed commit fails the whole group; see fail for what happens next.
+func (w *writer) commitGroup(group []*request) {
+	s := w.s
+	for {
+		live := 0
+		for _, r := range group {
+			if r.err == nil && len(r.ops) > 0 {
+				live++
+			}
+		}
+		if live == 0 {
+			return // only empty or failed requests: nothing to write
+		}
+		var (
+			culprit  = -1
+			applyErr error
+			applied  bool
+			txid     int
+		)
+		a := s.applier
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			txid = tx.ID()
+			a.begin(tx)
+			for i, r := range group {
+				if r.err != nil || len(r.ops) == 0 {
+					continue
+				}
+				if s.testHookApply != nil {
+					if err := s.testHookApply(r.ops); err != nil {
+						culprit, applyErr = i, err
+						return err
+					}
+				}
+				if err := a.applyBatch(r.ops); err != nil {
+					culprit, applyErr = i, err
+					return err
+				}
+			}
+			if err := a.finish(); err != nil {
+				return err
+			}
+			applied = true
+			return nil
+		})
+		w.updates.Add(1)
+		switch {
+		case err == nil:
+			w.batches.Add(uint64(live))
+			a.publish()
+			return
+		case culprit >= 0:
+			a.discard()
+			group[culprit].err = applyErr
+			continue // again without the culprit
+		case !applied:
+			a.discard()
+			for _, r := range group {
+				if r.err == nil {
+					r.err = err
+				}
+			}
+			return
+		default:
+			a.discard()
+			w.fail(group, txid, err)
+			return
+		}
+	}
+}
+
+// fail handles a failed bbolt commit of transaction txid. bbolt rolls its in-memory
+// state back, and as long as the new meta page did not take effect that is clean: the
+// pages written belong to no committed tree, so later commits may proceed and each
+// batch of the group simply failed. But if the meta page was written and only its sync
+// failed, bbolt already reads the new state from the mapped file while the adapter's
+// counters were discarded, and nobody knows whether that state is on disk. Then the
+// store refuses every further write (ErrFailed) until it is reopened, which reads what
+// is really on disk.
+func (w *writer) fail(group []*request, txid int, err error) {
+	var cur int
+	verr := w.s.db.View(func(tx *bolt.Tx) error { cur = tx.ID(); return nil })
+	if verr == nil && cur < txid {
+		err = fmt.Errorf("boltstore: commit failed (nothing of it took effect): %w", err)
+	} else {
+		err = fmt.Errorf("%w: %w", ErrFailed, err)
+		w.mu.Lock()
+		w.failed = err
+		w.mu.Unlock()
+		w.s.log.Error("boltstore: commit failed, refusing further writes until reopened",
+			slog.String("path", w.s.opts.Path), slog.Any("err", err))
+	}
+	for _, r := range group {
+		if r.err == nil {
+			r.err = err
+		}
+	}
+}
+
+// completer calls the done callbacks of CommitAsync, in commit order, on its own
+// goroutine. The writer is thus never held up by a slow callback, and a callback may
+// commit on the store (on the writer's goroutine a Commit would wait for itself).
+type completer struct {
+	mu     sync.Mutex
+	groups [][]*request
+	wake   chan struct{}
+	closed bool
+	exited chan struct{}
+}
+
+func newCompleter() *completer {
+	c := &completer{wake: make(chan struct{}, 1), exited: make(chan struct{})}
+	go c.run()
+	return c
+}
+
+func (c *completer) push(group []*request) {
+	c.mu.Lock()
+	c.groups = append(c.groups, group)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close waits until every pushed group is completed.
+func (c *completer) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	<-c.exited
+}
+
+func (c *completer) run() {
+	defer close(c.exited)
+	var todo [][]*request
+	for {
+		c.mu.Lock()
+		todo, c.groups = c.groups, todo[:0]
+		closed := c.closed
+		c.mu.Unlock()
+		if len(todo) == 0 {
+			if closed {
+				return
+			}
+			<-c.wake
+			continue
+		}
+		for i, g := range todo {
+			for _, r := range g {
+				r.done(r.err)
+			}
+			todo[i] = nil
+		}
+	}
+}

@@ -1,0 +1,166 @@
+package journal
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"slices"
+
+	"github.com/activemq-go/broker/persistence"
+)
+
+// Compaction limits per cleanup run.
+const (
+	compactMaxBytes = 64 << 20 // live bytes copied per run, at most
+	compactBatch    = 1 << 20  // bytes per move batch
+)
+
+// cleanup is the periodic space reclamation: checkpoint (which deletes dead segments),
+// compact mostly-dead segments, and checkpoint again so the segments just emptied are
+// deleted.
+func (s *Store) cleanup() error {
+	if err := s.checkpoint(true); err != nil {
+		return err
+	}
+	moved, err := s.compact()
+	if err != nil || moved == 0 {
+		return err
+	}
+	return s.checkpoint(true)
+}
+
+// compactItem is a live message to copy forward.
+type compactItem struct {
+	dest string
+	seq  uint64
+	l    loc
+}
+
+// compact copies the live messages of sealed, mostly-dead segments (live bytes below
+// CompactLiveRatio of the segment) to the end of the journal with Move records, so a few
+// messages nobody consumes cannot pin whole segments. Only segments below the newest
+// checkpoint's position are candidates (they are deleted by the next checkpoint once
+// empty), oldest first, up to compactMaxBytes per run. It returns the number of messages
+// copied.
+//
+// A Move is applied only if the message is still where it was copied from, so a message
+// acknowledged (or replaced) while the compactor ran is not brought back: its copy is
+// dead on arrival. Replay applies Moves the same way, so crash recovery ends in the same
+// state.
+func (s *Store) compact() (int, error) {
+	if s.opts.CompactLiveRatio < 0 {
+		return 0, nil
+	}
+	s.ckptMu.Lock()
+	limit := uint32(0)
+	if n := len(s.ckpts); n > 0 {
+		limit = s.ckpts[n-1].pos.seg
+	}
+	s.ckptMu.Unlock()
+
+	items := s.compactCandidates(limit)
+	if len(items) == 0 {
+		return 0, nil
+	}
+	moved, err := s.moveForward(items)
+	if moved > 0 {
+		s.log.Info("journal: compacted segments", slog.String("dir", s.opts.Dir), slog.Int("messages", moved))
+	}
+	return moved, err
+}
+
+// moveForward copies the messages of items to the end of the journal with Move records,
+// in batches of about compactBatch bytes.
+func (s *Store) moveForward(items []compactItem) (int, error) {
+	slices.SortFunc(items, func(a, b compactItem) int {
+		return cmp.Or(cmp.Compare(a.l.seg, b.l.seg), cmp.Compare(a.l.off, b.l.off))
+	})
+	moved := 0
+	var (
+		buf  []byte
+		raws [][]byte
+		locs []loc
+	)
+	for len(items) > 0 {
+		n, bytes := 0, 0
+		for n < len(items) && (n == 0 || bytes+int(items[n].l.n) <= compactBatch) {
+			bytes += int(items[n].l.n)
+			n++
+		}
+		chunk := items[:n]
+		items = items[n:]
+		locs = locs[:0]
+		for _, it := range chunk {
+			locs = append(locs, it.l)
+		}
+		b := s.newBatch()
+		s.segs.mu.RLock()
+		var errs []error
+		buf, raws, errs = s.segs.readLocs(locs, buf, raws)
+		for i, it := range chunk {
+			err := error(nil)
+			if errs != nil {
+				err = errs[i]
+			}
+			if err == nil {
+				_, err = peekMessage(raws[i])
+			}
+			if err != nil { // leave a damaged message where it is
+				s.logCorruptOnce(it.dest, it.seq, it.l, err)
+				continue
+			}
+			b.move(it.dest, it.seq, it.l, raws[i])
+		}
+		s.segs.mu.RUnlock()
+		if b.Len() == 0 {
+			b.Rollback()
+			continue
+		}
+		moved += b.Len()
+		if err := b.Commit(context.Background(), persistence.Async); err != nil {
+			return moved, err
+		}
+	}
+	return moved, nil
+}
+
+// compactCandidates lists the live messages of the segments to compact.
+func (s *Store) compactCandidates(limit uint32) []compactItem {
+	s.segs.mu.RLock()
+	defer s.segs.mu.RUnlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil
+	}
+	chosen := make(map[uint32]bool)
+	budget := int64(compactMaxBytes)
+	for _, id := range s.segs.ids() {
+		if id >= limit {
+			break
+		}
+		st := s.idx.live[id]
+		if st == nil || st.msgs == 0 {
+			continue // deleted by the next checkpoint
+		}
+		capacity := s.segs.get(id).size.Load() - segHeaderSize
+		if float64(st.bytes) >= s.opts.CompactLiveRatio*float64(capacity) || st.bytes > budget {
+			continue
+		}
+		chosen[id] = true
+		budget -= st.bytes
+	}
+	if len(chosen) == 0 {
+		return nil
+	}
+	var items []compactItem
+	for _, d := range s.idx.dests {
+		d.log.After(0, func(seq uint64, l *loc) bool {
+			if chosen[l.seg] {
+				items = append(items, compactItem{dest: d.name, seq: seq, l: *l})
+			}
+			return true
+		})
+	}
+	return items
+}

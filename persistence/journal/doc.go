@@ -1,0 +1,130 @@
+// Package journal is the "kahadb" persistence adapter, the broker's default store: a
+// KahaDB-like append-only journal of batch records with an in-memory index that is
+// checkpointed to disk. It implements persistence.Store and persistence.AsyncBatch.
+//
+// # Design
+//
+//   - Writes: every Batch is encoded, as its operations are recorded, into one framed
+//     record. One writer goroutine takes every record queued since its last round,
+//     appends them with one write, fsyncs once (per SyncStrategy), applies the batches to
+//     the index in order under one lock, and then wakes every committer (group commit;
+//     see writer). Never one fsync per message. After a synced group it waits a moment
+//     (half an fsync, at most 500µs) for the committers it woke to come back, so groups
+//     do not alternate between large and small.
+//   - Index: per destination a sorted slice of (seq, place) with tombstones; per durable
+//     subscription a sorted slice of the seqs it still owes; per segment the count of
+//     live messages and bytes. No message body or header is kept in memory: Scan reads
+//     messages back from the segment files. A stored message costs about 24 bytes of
+//     index (plus 8 per subscription that owes it), a few more while slices grow.
+//   - Checkpoints: every CheckpointInterval (if anything changed) and at Close the whole
+//     index is written to index-<gen>.ckpt (write temp, fsync, rename, fsync directory),
+//     after the journal was fsynced up to the position the index reflects. Open loads the
+//     newest intact checkpoint and replays only the records after its position.
+//   - Space: a segment below the position of the oldest retained checkpoint that nothing
+//     live refers to is deleted after a checkpoint. Every CleanupInterval the compactor
+//     copies the live messages of sealed segments whose live bytes are below
+//     CompactLiveRatio (25%) to the end of the journal (Move records), so those segments
+//     die and are deleted too: a few stuck messages cannot pin gigabytes.
+//
+// # Why acknowledged messages never come back
+//
+// KahaDB replays its journal from its index's last update and must keep every ack record
+// as long as the message it deletes is in a live file, which chains files together. Here
+// a checkpoint is authoritative for everything before its position P: recovery never
+// replays a record before P, so an ack (or purge, or RemoveSub) before P needs no record
+// at all — its effect is in the checkpoint, and the segment that held it may go. After P,
+// acks are replayed in journal order with everything else. A segment is only deleted when
+// it lies wholly below P of every retained checkpoint (two are kept, so a damaged newest
+// one falls back to the previous one) and neither the newest checkpoint nor the current
+// index has a message in it (the newest checkpoint counts because an ack applied after
+// its snapshot may not be on disk yet). A message the older checkpoint still lists there
+// was deleted or moved after that checkpoint's P, by a record at or after P, which is
+// still there and replayed. A Move applies only if the message is still at the place it
+// was copied from, during replay as when it was committed, so a copy of an acked message
+// stays dead. Recovery without any intact checkpoint replays every segment that is left
+// and warns that acknowledged messages may then reappear.
+//
+// # On-disk format, version 1
+//
+// All integers are little-endian; uvarint/varint are encoding/binary's; str is a
+// uvarint length and the bytes. The directory holds the segments db-<n>.log (n = 1, 2,
+// ..., never reused), the checkpoints index-<gen>.ckpt, and a lock file.
+//
+// Segment file:
+//
+//	header (16 bytes): "AMQGOJNL" | u32 format version (1) | u32 segment number n
+//	records, each starting at a multiple of 8:
+//	  u32 CRC-32C (Castagnoli) of the next 8 header bytes and the payload
+//	  u32 payload length
+//	  u8  record type (1 = batch; 0 is never valid, so zeroed space is not a record)
+//	  u8  record version (1)
+//	  u16 reserved (0)
+//	  payload
+//	  zero padding to the next multiple of 8
+//
+// Batch payload: u32 operation count, then the operations, each a u8 kind and its
+// fields:
+//
+//	1 Add       u32 length, message
+//	2 Ack       str dest, uvarint seq
+//	3 AckSub    str clientID, str name, uvarint seq
+//	4 AddSub    str clientID, str name, str dest, str selector, varint created
+//	5 RemoveSub str clientID, str name
+//	6 Purge     str dest
+//	7 Move      u32 old segment, u32 old offset, u32 length, message (compactor's copy)
+//
+// Message (self-contained, so the index can point at it and Scan read it alone):
+//
+//	u32 CRC-32C of the rest of the message
+//	uvarint seq, str dest, u8 flags (bit 0: persistent), u8 priority,
+//	varint expires, varint timestamp, uvarint redelivery count,
+//	str id, uvarint header string count, str × count (key, value, key, value, ...),
+//	str body, uvarint subscription count, (str clientID, str name) × count
+//
+// Checkpoint file:
+//
+//	header (40 bytes): "AMQGOIDX" | u32 format version (1) | u32 0 | u64 generation |
+//	                   u32 segment of P | u32 0 | u64 offset of P
+//	uvarint destination count, per destination:
+//	  str name, uvarint flags (bit 0: an Add was ever applied), uvarint last seq,
+//	  uvarint message count, per message (by seq): uvarint seq delta, uvarint segment,
+//	  uvarint offset, uvarint length, uvarint body length
+//	  uvarint subscription count, per subscription (topic only, in registration order):
+//	  str clientID, str name, str selector, varint created,
+//	  uvarint pending count, uvarint seq delta × count
+//	trailer (12 bytes): u64 length of everything before | u32 CRC-32C of it
+//
+// Compatibility rule: a reader refuses a segment, record or checkpoint whose version it
+// does not know (the data is reported as damaged, never misread). A change to any layout
+// above takes a new version number; a build that writes version N+1 keeps reading N.
+//
+// # Recovery
+//
+// Open loads the newest intact checkpoint and replays the records after its position.
+// In the last segment, a bad record (checksum, short, zeroed) with no good record after
+// it is a torn write: the tail is truncated, synced and logged with its byte count.
+// Anywhere else a bad range is logged as an error, listed in RecoveryInfo and skipped;
+// replay goes on with the next good record, and the store opens with everything else.
+// A message whose stored bytes turn out damaged when read is logged and skipped by Scan.
+// Index entries whose data is missing are dropped and counted (LostMessages).
+//
+// # Options (persistenceAdapter.kahaDB)
+//
+//	directory                default <dataDirectory>/kahadb
+//	journalMaxFileLength     32mb   (64kb .. 2gb)
+//	journalDiskSyncStrategy  always | periodic | never (see SyncStrategy for loss windows)
+//	journalDiskSyncInterval  1s     (periodic)
+//	checkpointInterval       5s
+//	cleanupInterval          30s
+//
+// # Costs the broker should know
+//
+// Scan and ScanSub read from the segment files (one ReadAt per run of adjacent
+// messages, 128 messages or 1 MiB per round, no lock held while fn runs, one allocation
+// per message for its strings); recently written data comes from the page cache. A
+// checkpoint copies the index under its read lock (about 24 bytes a message: tens of
+// milliseconds for millions of messages, during which commits wait to be applied) and
+// writes it outside the lock. CommitAsync callbacks run, in order, on one goroutine per
+// store; they must not block for long and must not call Close. Commit and CommitAsync
+// block while more than 64 MiB of batches wait to be written (backpressure).
+package journal

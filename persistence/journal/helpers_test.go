@@ -1,0 +1,213 @@
+package journal
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/activemq-go/broker/internal/vfs"
+	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/memstore"
+)
+
+var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+const testDir = "/data/kahadb"
+
+// memOptions are the options of a store on fs with tiny segments and no background work
+// (tests run checkpoints and compaction themselves).
+func memOptions(fs vfs.FS) Options {
+	return Options{
+		Dir: testDir, FS: fs, MaxFileLength: MinFileLength,
+		CheckpointInterval: -1, CleanupInterval: -1, Logger: quietLog,
+	}
+}
+
+func mustOpen(t testing.TB, o Options) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), o)
+	require.NoError(t, err)
+	return s
+}
+
+// dump renders everything a store holds, canonically, for comparing stores.
+func dump(t testing.TB, s persistence.Store) string {
+	t.Helper()
+	rec, err := s.Recover(t.Context())
+	require.NoError(t, err)
+	var b strings.Builder
+	for _, d := range rec.Destinations {
+		fmt.Fprintf(&b, "dest %s last=%d msgs=%d bytes=%d\n", d.Name, d.LastSeq, d.Msgs, d.Bytes)
+		err := s.Scan(t.Context(), d.Name, 0, 0, func(m *persistence.Message) error {
+			subs := slices.Clone(m.Subs)
+			slices.SortFunc(subs, func(a, b persistence.SubKey) int {
+				return cmp.Or(cmp.Compare(a.ClientID, b.ClientID), cmp.Compare(a.Name, b.Name))
+			})
+			fmt.Fprintf(&b, "  %d id=%s prio=%d red=%d h=%q body=%x subs=%v\n",
+				m.Seq, m.ID, m.Priority, m.RedeliveryCount, m.Headers, m.Body, subs)
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	for _, sub := range rec.Subs {
+		var seqs []uint64
+		err := s.ScanSub(t.Context(), sub.Key, 0, 0, func(m *persistence.Message) error {
+			seqs = append(seqs, m.Seq)
+			return nil
+		})
+		require.NoError(t, err)
+		fmt.Fprintf(&b, "sub %v on %s sel=%q pending=%v\n", sub.Key, sub.Dest, sub.Selector, seqs)
+	}
+	return b.String()
+}
+
+// workload is a deterministic sequence of batches, with the state a correct store holds
+// after each prefix of it: dumps[k] is the state after steps[:k].
+type workload struct {
+	steps []func(b persistence.Batch)
+	dumps []string
+}
+
+var (
+	subA = persistence.SubKey{ClientID: "c1", Name: "a"}
+	subB = persistence.SubKey{ClientID: "c2", Name: "b"}
+)
+
+const (
+	wlQueueA = "queue://a"
+	wlQueueB = "queue://b"
+	wlTopic  = "topic://t"
+)
+
+func wlMessage(rng *rand.Rand, dest string, seq uint64, subs ...persistence.SubKey) *persistence.Message {
+	body := make([]byte, 20+rng.IntN(700))
+	for i := range body {
+		body[i] = byte(rng.Uint32())
+	}
+	return &persistence.Message{
+		Dest: dest, Seq: seq, ID: fmt.Sprintf("ID:%s:%d", dest, seq),
+		Headers:    persistence.Headers{"k", fmt.Sprint(seq), "dup", "x", "dup", ""},
+		Body:       body,
+		Persistent: true, Priority: uint8(seq % 10), Timestamp: int64(seq), Subs: subs,
+	}
+}
+
+// newWorkload generates n steps with the memory store as the oracle: queue adds and
+// acks, topic messages for two durable subscriptions, AckSub, purges, and subscription
+// removal and re-creation.
+func newWorkload(t testing.TB, seed uint64, n int) *workload {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	oracle := memstore.New()
+	defer oracle.Close()
+	w := &workload{dumps: []string{dump(t, oracle)}}
+	next := map[string]uint64{}
+	live := func(dest string) []uint64 {
+		var seqs []uint64
+		require.NoError(t, oracle.Scan(t.Context(), dest, 0, 0, func(m *persistence.Message) error {
+			seqs = append(seqs, m.Seq)
+			return nil
+		}))
+		return seqs
+	}
+	pending := func(k persistence.SubKey) []uint64 {
+		var seqs []uint64
+		_ = oracle.ScanSub(t.Context(), k, 0, 0, func(m *persistence.Message) error {
+			seqs = append(seqs, m.Seq)
+			return nil
+		})
+		return seqs
+	}
+	add := func(ops *[]func(persistence.Batch), dest string, subs ...persistence.SubKey) {
+		next[dest]++
+		m := wlMessage(rng, dest, next[dest], subs...)
+		*ops = append(*ops, func(b persistence.Batch) { b.Add(m) })
+	}
+	for i := 0; i < n; i++ {
+		var ops []func(persistence.Batch)
+		switch r := rng.IntN(100); {
+		case i == 0:
+			ops = append(ops, func(b persistence.Batch) {
+				b.AddSub(persistence.SubInfo{Key: subA, Dest: wlTopic, Created: 1})
+				b.AddSub(persistence.SubInfo{Key: subB, Dest: wlTopic, Selector: "x > 1", Created: 2})
+			})
+		case r < 40:
+			dest := []string{wlQueueA, wlQueueB}[rng.IntN(2)]
+			for range 1 + rng.IntN(4) {
+				add(&ops, dest)
+			}
+		case r < 62:
+			for _, dest := range []string{wlQueueA, wlQueueB} {
+				seqs := live(dest)
+				for j := 0; j < len(seqs) && j < 1+rng.IntN(4); j++ {
+					seq := seqs[rng.IntN(len(seqs))]
+					ops = append(ops, func(b persistence.Batch) { b.Ack(dest, seq) })
+				}
+			}
+			if rng.IntN(2) == 0 {
+				add(&ops, wlQueueA)
+			}
+		case r < 75:
+			for range 1 + rng.IntN(2) {
+				switch rng.IntN(3) {
+				case 0:
+					add(&ops, wlTopic, subA)
+				case 1:
+					add(&ops, wlTopic, subB)
+				default:
+					add(&ops, wlTopic, subA, subB)
+				}
+			}
+		case r < 88:
+			for _, k := range []persistence.SubKey{subA, subB} {
+				if p := pending(k); len(p) > 0 {
+					seq := p[rng.IntN(len(p))]
+					ops = append(ops, func(b persistence.Batch) { b.AckSub(k, seq) })
+				}
+			}
+		case r < 91:
+			ops = append(ops, func(b persistence.Batch) { b.Purge(wlQueueB) })
+		case r < 94:
+			ops = append(ops, func(b persistence.Batch) {
+				b.RemoveSub(subB)
+				b.AddSub(persistence.SubInfo{Key: subB, Dest: wlTopic, Created: 3})
+			})
+		default: // a large message, so records cross segment sizes
+			next[wlQueueA]++
+			m := wlMessage(rng, wlQueueA, next[wlQueueA])
+			m.Body = make([]byte, 3000+rng.IntN(3000))
+			ops = append(ops, func(b persistence.Batch) { b.Add(m) })
+		}
+		step := func(b persistence.Batch) {
+			for _, o := range ops {
+				o(b)
+			}
+		}
+		b := oracle.Begin()
+		step(b)
+		require.NoError(t, b.Commit(t.Context(), persistence.Sync))
+		w.steps = append(w.steps, step)
+		w.dumps = append(w.dumps, dump(t, oracle))
+	}
+	return w
+}
+
+// requirePrefix asserts that got is the state after k steps for some k in [lo, hi].
+func (w *workload) requirePrefix(t testing.TB, got string, lo, hi int, msgAndArgs ...any) int {
+	t.Helper()
+	for k := hi; k >= lo; k-- {
+		if w.dumps[k] == got {
+			return k
+		}
+	}
+	require.Equal(t, w.dumps[lo], got, "state is not the state after any of steps %d..%d (diff against %d): %s",
+		lo, hi, lo, fmt.Sprint(msgAndArgs...))
+	return -1
+}

@@ -1,0 +1,159 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/activemq-go/broker/persistence"
+)
+
+// Scan limits: a scan gathers up to scanChunk messages (or scanChunkBytes of them) per
+// round, reads them from the segments, and calls fn for them without any lock held.
+const (
+	scanChunk      = 128
+	scanChunkBytes = 1 << 20
+)
+
+// Scan implements persistence.Store: it reads the messages back from the segment files
+// (the index holds only their places). A message whose stored bytes fail their checksum
+// is logged and skipped. fn may call the store.
+func (s *Store) Scan(ctx context.Context, dest string, afterSeq uint64, max int, fn func(*persistence.Message) error) error {
+	return s.scan(ctx, afterSeq, max, fn, func() (*destination, *subscription, error) {
+		return s.idx.dests[dest], nil, nil
+	})
+}
+
+// ScanSub implements persistence.Store. An unknown subscription is an error wrapping
+// persistence.ErrUnknownSub; a subscription removed while the scan runs ends it.
+func (s *Store) ScanSub(ctx context.Context, key persistence.SubKey, afterSeq uint64, max int, fn func(*persistence.Message) error) error {
+	first := true
+	return s.scan(ctx, afterSeq, max, fn, func() (*destination, *subscription, error) {
+		sub := s.idx.subs[key]
+		switch {
+		case sub != nil:
+			first = false
+			return sub.dest, sub, nil
+		case first:
+			return nil, nil, fmt.Errorf("%w: %s", persistence.ErrUnknownSub, key)
+		}
+		return nil, nil, nil
+	})
+}
+
+// scanItem is a gathered message: its seq and place; its pending subscriptions are
+// keys[from:to].
+type scanItem struct {
+	seq      uint64
+	from, to int
+}
+
+// scanState is the reusable memory of one scan.
+type scanState struct {
+	items []scanItem
+	locs  []loc
+	keys  []persistence.SubKey
+	buf   []byte
+	raws  [][]byte
+	hdrs  []string
+	msg   persistence.Message
+}
+
+// scan runs rounds: under the segment set's read lock (so no segment is closed while it
+// is read) and briefly the index read lock, it gathers the next chunk of messages after
+// afterSeq of what find returns (a destination, or a subscription's pending set), reads
+// their bytes, and then calls fn for each without locks. Writers are never blocked by a
+// slow fn; the scan is not a snapshot.
+func (s *Store) scan(ctx context.Context, afterSeq uint64, max int, fn func(*persistence.Message) error,
+	find func() (*destination, *subscription, error)) error {
+	var st scanState
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		want := scanChunk
+		if max > 0 {
+			want = min(want, max)
+		}
+		s.segs.mu.RLock()
+		name, more, err := s.gather(&st, afterSeq, want, find)
+		if err != nil || len(st.items) == 0 {
+			s.segs.mu.RUnlock()
+			return err
+		}
+		var errs []error
+		st.buf, st.raws, errs = s.segs.readLocs(st.locs, st.buf, st.raws)
+		s.segs.mu.RUnlock()
+
+		st.msg.Dest = name
+		for i, it := range st.items {
+			var err error
+			if errs != nil && errs[i] != nil {
+				err = errs[i]
+			} else {
+				err = decodeMessage(st.raws[i], &st.msg, st.hdrs)
+			}
+			if err != nil {
+				s.logCorruptOnce(name, it.seq, st.locs[i], err)
+				continue
+			}
+			st.hdrs = st.msg.Headers[:0]
+			st.msg.Subs = nil
+			if it.to > it.from {
+				st.msg.Subs = st.keys[it.from:it.to:it.to]
+			}
+			if err := fn(&st.msg); err != nil {
+				return err
+			}
+		}
+		if !more {
+			return nil
+		}
+		afterSeq = st.items[len(st.items)-1].seq
+		if max > 0 {
+			if max -= len(st.items); max <= 0 {
+				return nil
+			}
+		}
+	}
+}
+
+// gather fills st with up to want messages after afterSeq under the index read lock. It
+// returns the destination's name and whether there may be more.
+func (s *Store) gather(st *scanState, afterSeq uint64, want int,
+	find func() (*destination, *subscription, error)) (string, bool, error) {
+	st.items, st.locs, st.keys = st.items[:0], st.locs[:0], st.keys[:0]
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return "", false, persistence.ErrClosed
+	}
+	d, sub, err := find()
+	if d == nil {
+		return "", false, err
+	}
+	bytes := 0
+	more := false
+	visit := func(seq uint64, l loc) bool {
+		if len(st.items) == want || (len(st.items) > 0 && bytes+int(l.n) > scanChunkBytes) {
+			more = true
+			return false
+		}
+		from := len(st.keys)
+		if d.topic {
+			st.keys = d.pendingKeys(seq, st.keys)
+		}
+		st.items = append(st.items, scanItem{seq: seq, from: from, to: len(st.keys)})
+		st.locs = append(st.locs, l)
+		bytes += int(l.n)
+		return true
+	}
+	if sub != nil {
+		sub.pending.After(afterSeq, func(seq uint64, _ *struct{}) bool {
+			l, ok := d.log.Get(seq)
+			return !ok || visit(seq, l)
+		})
+	} else {
+		d.log.After(afterSeq, func(seq uint64, l *loc) bool { return visit(seq, *l) })
+	}
+	return d.name, more, nil
+}

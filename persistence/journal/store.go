@@ -1,0 +1,349 @@
+package journal
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/activemq-go/broker/internal/vfs"
+	"github.com/activemq-go/broker/persistence"
+)
+
+func init() { persistence.Register("kahadb", open) }
+
+// open is the registered opener: it parses the kahaDB block and opens the store on the
+// real file system.
+func open(ctx context.Context, po persistence.Options) (persistence.Store, error) {
+	o, err := ParseOptions(po)
+	if err != nil {
+		return nil, err
+	}
+	s, err := Open(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Compile-time guards.
+var (
+	_ persistence.Store         = (*Store)(nil)
+	_ persistence.SpaceReporter = (*Store)(nil)
+)
+
+// Store is the journal persistence adapter. It is safe for concurrent use.
+type Store struct {
+	opts Options
+	fs   vfs.FS
+	log  *slog.Logger
+	lock io.Closer
+
+	// mu guards the index and closed. Lock order: segs.mu, then mu.
+	mu     sync.RWMutex
+	idx    *index
+	closed bool
+
+	segs      *segmentSet
+	w         *writer
+	callbacks *completer
+
+	ckptMu  sync.Mutex    // one checkpoint at a time
+	ckpts   []checkpointF // retained checkpoint files, oldest first
+	nextGen uint64
+
+	stop      chan struct{}
+	bgDone    chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+
+	recovery RecoveryInfo
+
+	corruptMu   sync.Mutex
+	corruptSeen map[loc]bool // messages Scan found corrupt, logged once each
+}
+
+// Open opens (creating it if needed) the journal in o.Dir, recovers its index and starts
+// the writer and the background checkpointer.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		opts:        o,
+		fs:          o.FS,
+		log:         o.Logger,
+		segs:        &segmentSet{dir: o.Dir, fs: o.FS, segs: make(map[uint32]*segment)},
+		stop:        make(chan struct{}),
+		bgDone:      make(chan struct{}),
+		corruptSeen: make(map[loc]bool),
+	}
+	if err := s.fs.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("journal: create directory: %w", err)
+	}
+	lock, err := s.fs.Lock(filepath.Join(o.Dir, "lock"))
+	if err != nil {
+		if errors.Is(err, vfs.ErrLocked) {
+			return nil, fmt.Errorf("%w: %s", ErrLocked, o.Dir)
+		}
+		return nil, fmt.Errorf("journal: lock %s: %w", o.Dir, err)
+	}
+	s.lock = lock
+	active, err := s.recover(ctx)
+	if err != nil {
+		return nil, errors.Join(err, s.segs.closeAll(), lock.Close())
+	}
+	s.w = newWriter(s, active)
+	s.callbacks = newCompleter()
+	go s.w.run()
+	go s.background()
+	return s, nil
+}
+
+// applyGroup applies the batches of a written group to the index, under one lock so no
+// reader sees part of it, and records the journal position it reaches.
+func (s *Store) applyGroup(group []*request, end pos) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range group {
+		if r.err != nil {
+			continue
+		}
+		for i := range r.ops {
+			s.idx.apply(&r.ops[i])
+		}
+	}
+	s.idx.applied = end
+}
+
+// checkOpen returns ErrClosed after Close and the sticky error of a failed store.
+func (s *Store) checkOpen() error {
+	s.mu.RLock()
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return persistence.ErrClosed
+	}
+	return s.w.failure()
+}
+
+// Begin starts a batch.
+func (s *Store) Begin() persistence.Batch { return s.newBatch() }
+
+// Recover reports the destinations an Add was ever committed to, sorted by name, and the
+// durable subscriptions, sorted by client ID and name. It may be called at any time.
+func (s *Store) Recover(ctx context.Context) (*persistence.Recovered, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, persistence.ErrClosed
+	}
+	r := &persistence.Recovered{
+		Destinations: make([]persistence.DestState, 0, len(s.idx.dests)),
+		Subs:         make([]persistence.SubInfo, 0, len(s.idx.subs)),
+	}
+	for _, d := range s.idx.dests {
+		if d.added {
+			r.Destinations = append(r.Destinations, persistence.DestState{
+				Name: d.name, LastSeq: d.lastSeq, Msgs: d.msgs, Bytes: d.bytes,
+			})
+		}
+	}
+	slices.SortFunc(r.Destinations, func(a, b persistence.DestState) int { return cmp.Compare(a.Name, b.Name) })
+	for _, sub := range s.idx.subs {
+		r.Subs = append(r.Subs, sub.info)
+	}
+	slices.SortFunc(r.Subs, func(a, b persistence.SubInfo) int {
+		return cmp.Or(cmp.Compare(a.Key.ClientID, b.Key.ClientID), cmp.Compare(a.Key.Name, b.Key.Name))
+	})
+	return r, nil
+}
+
+// Stats returns the number of stored messages of dest and the sum of their body lengths;
+// (0, 0) for an unknown destination or a closed store.
+func (s *Store) Stats(dest string) (msgs, bytes int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, 0
+	}
+	if d := s.idx.dests[dest]; d != nil {
+		return d.msgs, d.bytes
+	}
+	return 0, 0
+}
+
+// DiskUsage returns the bytes the store occupies on disk: segments and checkpoints.
+func (s *Store) DiskUsage() int64 {
+	n := s.segs.diskUsage()
+	s.ckptMu.Lock()
+	for _, c := range s.ckpts {
+		n += c.size
+	}
+	s.ckptMu.Unlock()
+	return n
+}
+
+// OldestSegment reports the oldest segment file that still holds a stored message, and
+// the destination of one such message: what keeps the journal from shrinking (a
+// forgotten queue, a DLQ, an offline durable subscriber). ok is false when no segment
+// holds a stored message.
+func (s *Store) OldestSegment() (file string, dest string, ok bool) {
+	s.segs.mu.RLock()
+	defer s.segs.mu.RUnlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return "", "", false
+	}
+	for _, id := range s.segs.ids() {
+		if st := s.idx.live[id]; st == nil || st.msgs == 0 {
+			continue
+		}
+		file = s.segs.get(id).path
+		// Usually the message is at the head of its destination; otherwise look further.
+		for _, d := range s.idx.dests {
+			found := false
+			d.log.After(0, func(_ uint64, l *loc) bool {
+				found = l.seg == id
+				return false
+			})
+			if found {
+				return file, d.name, true
+			}
+		}
+		for _, d := range s.idx.dests {
+			found := false
+			d.log.After(0, func(_ uint64, l *loc) bool {
+				found = l.seg == id
+				return !found
+			})
+			if found {
+				return file, d.name, true
+			}
+		}
+		return file, "", true
+	}
+	return "", "", false
+}
+
+// RecoveryInfo says what Open found and did.
+type RecoveryInfo struct {
+	Checkpoint      string         // the checkpoint file loaded, "" if none
+	Segments        int            // segment files found
+	ReplayedRecords int            // records replayed after the checkpoint
+	ReplayedBytes   int64          // bytes of them
+	TruncatedBytes  int64          // torn tail cut off the last segment
+	Corrupt         []CorruptRange // damaged ranges skipped
+	LostMessages    int            // indexed messages whose data is missing: dropped
+	Duration        time.Duration
+}
+
+// CorruptRange is a damaged range of a file that recovery skipped.
+type CorruptRange struct {
+	File   string
+	Offset int64
+	Length int64
+	Reason string
+}
+
+// Recovery returns what Open found and did.
+func (s *Store) Recovery() RecoveryInfo { return s.recovery }
+
+// background checkpoints and cleans up on the configured intervals until Close.
+func (s *Store) background() {
+	defer close(s.bgDone)
+	ticker := func(d time.Duration) (<-chan time.Time, func()) {
+		if d < 0 {
+			return nil, func() {}
+		}
+		t := time.NewTicker(d)
+		return t.C, t.Stop
+	}
+	ckpt, stop1 := ticker(s.opts.CheckpointInterval)
+	defer stop1()
+	cleanup, stop2 := ticker(s.opts.CleanupInterval)
+	defer stop2()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-ckpt:
+			if err := s.checkpoint(true); err != nil && !errors.Is(err, persistence.ErrClosed) && !errors.Is(err, ErrFailed) {
+				s.log.Error("journal: checkpoint failed", slog.String("dir", s.opts.Dir), slog.Any("err", err))
+			}
+		case <-cleanup:
+			if err := s.cleanup(); err != nil && !errors.Is(err, persistence.ErrClosed) && !errors.Is(err, ErrFailed) {
+				s.log.Error("journal: cleanup failed", slog.String("dir", s.opts.Dir), slog.Any("err", err))
+			}
+		}
+	}
+}
+
+// Close stops the background work, writes and syncs everything committed, writes a final
+// checkpoint (so the next Open replays nothing) and releases the files. It returns the
+// first I/O error of that, or the error that failed the store earlier. A second Close
+// returns nil.
+func (s *Store) Close() error {
+	first := false
+	s.closeOnce.Do(func() {
+		first = true
+		s.closeErr = s.close()
+	})
+	if !first {
+		return nil
+	}
+	return s.closeErr
+}
+
+func (s *Store) close() error {
+	close(s.stop)
+	<-s.bgDone
+	var errs []error
+	werr := s.w.close()
+	s.callbacks.close()
+	if failed := s.w.failure(); failed != nil {
+		errs = append(errs, failed)
+	} else if err := s.checkpoint(false); err != nil {
+		errs = append(errs, fmt.Errorf("journal: final checkpoint: %w", err))
+	}
+	if werr != nil && !slices.Contains(errs, werr) {
+		errs = append(errs, werr)
+	}
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	errs = append(errs, s.segs.closeAll(), s.lock.Close())
+	return errors.Join(errs...)
+}
+
+// logCorruptOnce logs a message that a scan found damaged, once per location.
+func (s *Store) logCorruptOnce(dest string, seq uint64, l loc, err error) {
+	s.corruptMu.Lock()
+	seen := s.corruptSeen[l]
+	s.corruptSeen[l] = true
+	s.corruptMu.Unlock()
+	if !seen {
+		s.log.Error("journal: stored message is damaged and skipped",
+			slog.String("dest", dest), slog.Uint64("seq", seq),
+			slog.String("file", segmentName(l.seg)), slog.Uint64("offset", uint64(l.off)),
+			slog.Any("err", err))
+	}
+}
+
+// isNotExist tells a missing file from other errors.
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
