@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -70,16 +72,55 @@ func newLogger(level string) (*slog.Logger, error) {
 
 // serve runs the broker until ctx ends, then shuts down in order: stop accepting, close
 // connections, flush and close the store.
-func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+var errLockLost = errors.New("stopped: the store lock was lost")
+
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) {
 	if err := os.MkdirAll(cfg.Broker.DataDirectory, 0o755); err != nil {
 		return fmt.Errorf("dataDirectory %s: %w", cfg.Broker.DataDirectory, err)
 	}
+	raw := cfg.Persistence.Options
+	if cfg.Persistence.Adapter == "jdbc" {
+		if _, set := raw["leaseholderid"]; !set {
+			raw = maps.Clone(raw)
+			raw["leaseholderid"] = cfg.Broker.BrokerName
+		}
+	}
 	store, err := persistence.Open(ctx, cfg.Persistence.Adapter, persistence.Options{
 		DataDirectory: cfg.Broker.DataDirectory,
-		Raw:           cfg.Persistence.Options,
+		Raw:           raw,
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("persistenceAdapter %s: %w", cfg.Persistence.Key, err)
+	}
+	// A store shared by several brokers (JDBC master/slave): wait as a standby, with the
+	// transport connectors closed, until this broker holds the lock; stop serving at
+	// once if it is lost.
+	lost := make(chan struct{})
+	if l, ok := store.(persistence.Locker); ok {
+		log.Info("waiting for the store lock: standby, transport connectors closed until it is held")
+		if err := l.Lock(ctx); err != nil {
+			_ = store.Close()
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("store lock: %w", err)
+		}
+		log.Info("store lock held: this broker is the master")
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-l.Lost():
+				log.Error("store lock lost: another broker may be master now; stopping at once")
+				close(lost)
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 	}
 	b, err := broker.New(ctx, broker.Options{
 		Name:        cfg.Broker.BrokerName,
@@ -109,14 +150,25 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 
 	<-ctx.Done()
 	log.Info("shutting down")
+	defer func() {
+		select {
+		case <-lost:
+			err = errLockLost
+		default:
+		}
+	}()
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	serr := srv.Shutdown(sctx)
 	if serr != nil {
 		log.Warn("connections did not close in time", slog.Any("err", serr))
 	}
-	if err := b.Close(); err != nil {
-		return fmt.Errorf("closing store: %w", err)
+	if cerr := b.Close(); cerr != nil {
+		select {
+		case <-lost: // the store refuses writes once the lock is gone
+		default:
+			return fmt.Errorf("closing store: %w", cerr)
+		}
 	}
 	log.Info("broker stopped")
 	return nil
