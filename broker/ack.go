@@ -145,7 +145,7 @@ func (b *Broker) applySettle(batch persistence.Batch, s *Subscription, ds []*Del
 	}
 	for _, d := range ds {
 		if d.Msg.Persistent {
-			batch.Ack(d.Msg.Dest, d.Msg.Seq)
+			q.storeAck(batch, d.Msg)
 		}
 	}
 	return func(err error) {

@@ -61,6 +61,12 @@ type Options struct {
 	// VirtualTopics configures virtual topics; the zero value turns them off (use
 	// DefaultVirtualTopics for ActiveMQ's behaviour).
 	VirtualTopics VirtualTopics
+	// LinkStealing lets a CONNECT with the client-id of a live connection replace it
+	// (ActiveMQ's allowLinkStealing); otherwise it is refused.
+	LinkStealing bool
+	// DurableSweep is how often offline durable subscriptions are checked against their
+	// offline timeout (offlineDurableSubscriberTaskSchedule); default 5m.
+	DurableSweep time.Duration
 	// ExpirySweep is how often expired messages are removed from queues; default 30s
 	// (ActiveMQ's expireMessagesPeriod), negative to disable.
 	ExpirySweep time.Duration
@@ -93,6 +99,7 @@ type Broker struct {
 	topicPendingLimit int
 	destMemoryLimit   int64
 	policies          PolicyFunc
+	linkStealing      bool
 	sched             *scheduler
 	stopSweeper       context.CancelFunc
 	mem               usage
@@ -103,6 +110,7 @@ type Broker struct {
 	topics    map[string]*topic
 	wildSubs  []*Subscription // subscriptions on wildcard topic names
 	temps     map[tempKey]*Conn
+	durables  map[persistence.SubKey]*durableSub
 	virtual   VirtualTopics
 	vtQueues  map[string][]destinations.Name // virtual topic -> its consumer queues
 	clientIDs map[string]*Conn
@@ -134,6 +142,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		topics:            map[string]*topic{},
 		clientIDs:         map[string]*Conn{},
 		temps:             map[tempKey]*Conn{},
+		durables:          map[persistence.SubKey]*durableSub{},
 		vtQueues:          map[string][]destinations.Name{},
 		virtual:           o.VirtualTopics,
 		conns:             map[*Conn]struct{}{},
@@ -150,6 +159,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		b.destMemoryLimit = DefaultDestinationMemoryLimit
 	}
 	b.policies = o.Policies
+	b.linkStealing = o.LinkStealing
 	if o.Scheduler {
 		b.sched = newScheduler(b)
 	}
@@ -164,12 +174,17 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	if o.ExpirySweep == 0 {
 		o.ExpirySweep = 30 * time.Second
 	}
+	sctx, cancel := context.WithCancel(context.Background())
+	b.stopSweeper = cancel
 	if o.ExpirySweep > 0 {
-		sctx, cancel := context.WithCancel(context.Background())
-		b.stopSweeper = cancel
 		b.wg.Add(1)
 		go b.runExpirySweeper(sctx, o.ExpirySweep)
 	}
+	if o.DurableSweep <= 0 {
+		o.DurableSweep = 5 * time.Minute
+	}
+	b.wg.Add(1)
+	go b.runDurableSweeper(sctx, o.DurableSweep)
 	return b, nil
 }
 
@@ -180,6 +195,11 @@ func (b *Broker) recover(ctx context.Context) error {
 	}
 	var msgs int64
 	for _, d := range rec.Destinations {
+		if strings.HasPrefix(d.Name, persistence.TopicPrefix) {
+			t := b.topic(d.Name[len(persistence.TopicPrefix):])
+			t.seq.Store(max(t.seq.Load(), d.LastSeq))
+			continue
+		}
 		if !strings.HasPrefix(d.Name, persistence.QueuePrefix) {
 			continue // topics, and the scheduler's jobs (recovered by the scheduler)
 		}
@@ -193,6 +213,7 @@ func (b *Broker) recover(ctx context.Context) error {
 			msgs += d.Msgs
 		}
 	}
+	b.recoverDurables(rec.Subs)
 	if msgs > 0 {
 		b.log.Info("recovered stored messages", slog.Int64("messages", msgs), slog.Int("destinations", len(rec.Destinations)))
 	}

@@ -21,9 +21,10 @@ type ConnectInfo struct {
 // Conn is one client connection. See the package comment for which goroutine may call
 // what.
 type Conn struct {
-	b        *Broker
-	ID       string
-	ClientID string
+	b          *Broker
+	ID         string
+	ClientID   string
+	RemoteAddr string
 
 	mu      sync.Mutex // guards out and nextTag
 	out     []*Delivery
@@ -36,33 +37,62 @@ type Conn struct {
 	txs    map[string]*txState
 	temps  []tempKey
 	closed bool
+
+	kicked   chan struct{} // closed when a newer connection took over the client-id
+	kickOnce sync.Once
+	gone     chan struct{} // closed by Close
 }
 
 // Connect registers a new connection.
 func (b *Broker) Connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
 	c := &Conn{
-		b:        b,
-		ID:       b.idBase + "c" + strconv.FormatUint(b.connSeq.Add(1), 10),
-		ClientID: info.ClientID,
-		wake:     make(chan struct{}, 1),
-		subs:     map[string]*Subscription{},
-		byTag:    map[uint64]*Delivery{},
-		txs:      map[string]*txState{},
+		b:          b,
+		ID:         b.idBase + "c" + strconv.FormatUint(b.connSeq.Add(1), 10),
+		ClientID:   info.ClientID,
+		RemoteAddr: info.RemoteAddr,
+		wake:       make(chan struct{}, 1),
+		subs:       map[string]*Subscription{},
+		byTag:      map[uint64]*Delivery{},
+		txs:        map[string]*txState{},
+		kicked:     make(chan struct{}),
+		gone:       make(chan struct{}),
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.closed {
+		b.mu.Unlock()
 		return nil, &Error{Message: "broker is shutting down", Fatal: true, Err: ErrClosed}
 	}
 	if info.ClientID != "" {
-		if _, taken := b.clientIDs[info.ClientID]; taken {
-			return nil, &Error{Message: "Client: " + info.ClientID + " already connected", Fatal: true, Err: ErrClientIDInUse}
+		if old, taken := b.clientIDs[info.ClientID]; taken {
+			if !b.linkStealing {
+				b.mu.Unlock()
+				return nil, &Error{Message: "Client: " + info.ClientID + " already connected from " + old.RemoteAddr +
+					" (a dead connection is dropped once its heart-beats stop; allowLinkStealing: true lets a new connection take over)",
+					Fatal: true, Err: ErrClientIDInUse}
+			}
+			// Link stealing: the old connection is told to go, and its durable
+			// subscriptions are free once it has.
+			b.mu.Unlock()
+			old.kickOnce.Do(func() { close(old.kicked) })
+			b.log.Info("client-id taken over by a new connection", slog.String("clientID", info.ClientID),
+				slog.String("old", old.RemoteAddr), slog.String("new", info.RemoteAddr))
+			select {
+			case <-old.gone:
+			case <-time.After(10 * time.Second):
+			case <-ctx.Done():
+			}
+			b.mu.Lock()
 		}
 		b.clientIDs[info.ClientID] = c
 	}
 	b.conns[c] = struct{}{}
+	b.mu.Unlock()
 	return c, nil
 }
+
+// Kicked is closed when a newer connection with the same client-id took over (link
+// stealing); the transport then closes this connection.
+func (c *Conn) Kicked() <-chan struct{} { return c.kicked }
 
 // Wake is signalled when deliveries are waiting or Poke was called.
 func (c *Conn) Wake() <-chan struct{} { return c.wake }
@@ -130,7 +160,7 @@ func (c *Conn) Delivered(ds []*Delivery) {
 				if batch == nil {
 					batch = c.b.store.Begin()
 				}
-				batch.Ack(d.Msg.Dest, d.Msg.Seq)
+				d.q.storeAck(batch, d.Msg)
 			}
 		} else if s.t != nil {
 			s.t.dequeued.Add(1)
@@ -226,7 +256,14 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *
 			msg = m.Clone()
 		}
 		if d.Kind.IsTopic() {
-			b.topic(d.Name).publish(msg, from)
+			t := b.topic(d.Name)
+			entries = append(entries, t.accept(msg, func() persistence.Batch {
+				if batch == nil {
+					batch = b.store.Begin()
+				}
+				return batch
+			})...)
+			t.publish(msg, from)
 			continue
 		}
 		q := b.queue(d.Name)
@@ -317,7 +354,7 @@ func (c *Conn) Close() {
 		_ = c.Abort(id)
 	}
 	for id := range c.subs {
-		_ = c.Unsubscribe(context.Background(), id)
+		_ = c.Unsubscribe(context.Background(), id, "")
 	}
 	c.dropTemps()
 	c.closed = true
@@ -327,4 +364,5 @@ func (c *Conn) Close() {
 	}
 	delete(c.b.conns, c)
 	c.b.mu.Unlock()
+	close(c.gone)
 }

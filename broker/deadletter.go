@@ -44,7 +44,7 @@ func (b *Broker) retire(q *queue, es []*destinations.Entry, reason string, toDLQ
 		var copies []*persistence.Message
 		for _, m := range msgs {
 			if m.Persistent {
-				batch.Ack(m.Dest, m.Seq)
+				q.storeAck(batch, m)
 			}
 			if !toDLQ || strategy.Discard || (!m.Persistent && !strategy.ProcessNonPersistent) {
 				continue

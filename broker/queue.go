@@ -45,6 +45,10 @@ type queue struct {
 	scratch  []take
 	dlqBatch []*destinations.Entry
 
+	// sub is set on a durable subscription's view of its topic: a queue of its own whose
+	// messages are the topic's single stored copies, acknowledged with AckSub.
+	sub *persistence.SubKey
+
 	// Paging state: while paged, every stored message with a sequence above pageAfter
 	// is in the store only, except those whose write is still in flight (inflight).
 	paged        bool
@@ -131,6 +135,41 @@ func (q *queue) accept(m *persistence.Message, ready bool) (*destinations.Entry,
 		q.dispatchLocked()
 	}
 	return e, nil
+}
+
+// storeAck adds the store write that acknowledges m to batch.
+func (q *queue) storeAck(batch persistence.Batch, m *persistence.Message) {
+	if q.sub != nil {
+		batch.AckSub(*q.sub, m.Seq)
+		return
+	}
+	batch.Ack(m.Dest, m.Seq)
+}
+
+// acceptView queues a topic message (its sequence already assigned) on a durable
+// subscription's view. A stored message over the memory limit stays in the store only.
+func (q *queue) acceptView(m *persistence.Message, ready bool) *destinations.Entry {
+	size := int64(m.Size())
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.enqueued++
+	if m.Persistent && (q.paged || q.memBytes+size > q.memLimit || !q.b.mem.fits(size)) {
+		if !q.paged {
+			q.paged = true
+			q.pageAfter = m.Seq - 1
+		}
+		q.inflight[m.Seq] = struct{}{}
+		q.pagedAccepts++
+		q.pagedOut++
+		return nil
+	}
+	e := &destinations.Entry{Msg: m, Ready: ready, Size: size}
+	q.hold(size)
+	q.pending.Push(e)
+	if ready {
+		q.dispatchLocked()
+	}
+	return e
 }
 
 func (q *queue) hold(size int64) {
@@ -367,7 +406,15 @@ func (q *queue) pageIn() {
 	var got []*destinations.Entry
 	var loaded int64
 	last, complete := after, true
-	err := q.b.store.Scan(context.Background(), q.dest, after, pageBatch, func(m *persistence.Message) error {
+	scan := q.b.store.Scan
+	dest := q.dest
+	if q.sub != nil {
+		key := *q.sub
+		scan = func(ctx context.Context, _ string, after uint64, max int, fn func(*persistence.Message) error) error {
+			return q.b.store.ScanSub(ctx, key, after, max, fn)
+		}
+	}
+	err := scan(context.Background(), dest, after, pageBatch, func(m *persistence.Message) error {
 		if m.Seq >= bound {
 			complete = false
 			return errStopScan
@@ -460,7 +507,9 @@ func (q *queue) requeue(ds []*Delivery, delay bool) {
 			continue
 		}
 		e.Redelivered = true
-		e.Msg.RedeliveryCount = e.Deliveries
+		if q.sub == nil { // a durable subscription's message is shared with other subscriptions
+			e.Msg.RedeliveryCount = e.Deliveries
+		}
 		if q.policy.Redelivery.exceeded(e.Deliveries) {
 			dead = append(dead, e)
 			continue

@@ -38,6 +38,8 @@ type SubscribeRequest struct {
 	Priority int
 	// NoLocal: skip messages sent on this connection (topics; activemq.noLocal).
 	NoLocal bool
+	// DurableName makes a topic subscription durable under (client-id, DurableName).
+	DurableName string
 }
 
 // Subscription is one consumer.
@@ -53,9 +55,10 @@ type Subscription struct {
 	priority  int
 	noLocal   bool
 
-	credit atomic.Int32
-	q      *queue
-	t      *topic // nil for a wildcard topic subscription
+	credit  atomic.Int32
+	q       *queue
+	durable *durableSub
+	t       *topic // nil for a wildcard topic subscription
 
 	// Topic overflow beyond prefetch, guarded by mu.
 	mu       sync.Mutex
@@ -107,11 +110,22 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	}
 	prefetch := r.Prefetch
 	if prefetch <= 0 {
-		prefetch = c.b.policyFor(r.Dest.Kind, r.Dest.Name).Prefetch
+		p := c.b.policyFor(r.Dest.Kind, r.Dest.Name)
+		prefetch = p.Prefetch
+		if r.DurableName != "" {
+			prefetch = p.DurableTopicPrefetch
+		}
 	}
 	s := &Subscription{conn: c, ID: r.ID, Dest: r.Dest, Mode: r.Mode, Prefetch: int32(prefetch),
 		sel: r.Selector, exclusive: r.Exclusive, priority: r.Priority, noLocal: r.NoLocal}
 	s.credit.Store(int32(prefetch))
+	if r.DurableName != "" {
+		if err := c.subscribeDurable(ctx, r, s); err != nil {
+			return nil, err
+		}
+		c.subs[r.ID] = s
+		return s, nil
+	}
 	c.subs[r.ID] = s
 	switch {
 	case r.Dest.Kind == destinations.Queue:
@@ -163,13 +177,24 @@ func (s *Subscription) kick() {
 }
 
 // Unsubscribe removes a subscription. Its queue messages that were dispatched and not
-// acknowledged go back to the queue for other consumers, flagged redelivered.
-func (c *Conn) Unsubscribe(ctx context.Context, id string) error {
+// acknowledged go back to the queue for other consumers, flagged redelivered; a durable
+// subscription is detached and keeps its messages. With durableName, the durable
+// subscription of that name is also deleted (UNSUBSCRIBE with activemq.subscriptionName).
+func (c *Conn) Unsubscribe(ctx context.Context, id, durableName string) error {
+	if durableName != "" {
+		if c.ClientID == "" {
+			return errorf(ErrUnknownSubscription, "deleting a durable subscription needs the client-id on CONNECT")
+		}
+		return c.unsubscribeDurable(ctx, durableName)
+	}
 	s := c.subs[id]
 	if s == nil {
 		return errorf(ErrUnknownSubscription, "No subscription matched: %s", id)
 	}
 	delete(c.subs, id)
+	if s.durable != nil {
+		s.durable.deactivate()
+	}
 	switch {
 	case s.q != nil:
 		s.q.removeConsumer(s)

@@ -20,6 +20,11 @@ type topic struct {
 	mu   sync.RWMutex
 	subs []*Subscription
 
+	// pubMu orders publishing for durable subscriptions: a message's sequence and its
+	// place in every durable view are decided together.
+	pubMu    sync.Mutex
+	durables []*durableSub
+
 	seq      atomic.Uint64
 	enqueued atomic.Int64
 	dequeued atomic.Int64
@@ -33,9 +38,9 @@ func newTopic(b *Broker, name string) *topic {
 // publish hands m to every subscriber whose selector matches; from is the sending
 // connection (nil for the broker itself), skipped by noLocal subscribers.
 func (t *topic) publish(m *persistence.Message, from *Conn) {
-	m.Dest = t.dest
-	m.Seq = t.seq.Add(1)
-	t.enqueued.Add(1)
+	if m.Seq == 0 {
+		t.assign(m)
+	}
 	t.mu.RLock()
 	for _, s := range t.subs {
 		if (s.noLocal && s.conn == from) || !s.sel.MatchesMessage(m, 1) {
@@ -44,6 +49,22 @@ func (t *topic) publish(m *persistence.Message, from *Conn) {
 		s.offer(m, t.stomp)
 	}
 	t.mu.RUnlock()
+}
+
+// assign gives m its place in the topic.
+func (t *topic) assign(m *persistence.Message) {
+	m.Dest = t.dest
+	m.Seq = t.seq.Add(1)
+	t.enqueued.Add(1)
+}
+
+// accept sequences m and hands it to the durable subscriptions, returning the entries
+// to settle once batch commits; the caller then publishes it to the others.
+func (t *topic) accept(m *persistence.Message, batch func() persistence.Batch) []queuedEntry {
+	t.pubMu.Lock()
+	defer t.pubMu.Unlock()
+	t.assign(m)
+	return t.routeDurable(m, batch)
 }
 
 func (t *topic) add(s *Subscription) {

@@ -66,7 +66,9 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 				msg = msg.Clone()
 			}
 			if d.Kind.IsTopic() {
-				topicSends = append(topicSends, topicSend{c.b.topic(d.Name), msg})
+				t := c.b.topic(d.Name)
+				entries = append(entries, t.accept(msg, func() persistence.Batch { return batch })...)
+				topicSends = append(topicSends, topicSend{t, msg})
 				continue
 			}
 			q := c.b.queue(d.Name)

@@ -134,7 +134,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 			Name:    cfg.VirtualTopics.Name,
 			Prefix:  cfg.VirtualTopics.Prefix,
 		},
-		Scheduler: cfg.Broker.SchedulerSupport,
+		Scheduler:    cfg.Broker.SchedulerSupport,
+		DurableSweep: cfg.Broker.OfflineDurableSubscriberTaskSchedule,
+		LinkStealing: cfg.Broker.AllowLinkStealing,
 	})
 	if err != nil {
 		_ = store.Close()

@@ -248,11 +248,7 @@ func (s *session) onSubscribe(ctx context.Context, f *frame.Frame, receipt strin
 		// we treat it as "the default".
 		req.Prefetch = n
 	}
-	for _, h := range []string{"activemq.subscriptionName", "durable-subscription-name", "durable-subscriber-name"} {
-		if _, ok := f.Header.Contains(h); ok {
-			return requestError("SUBSCRIBE header " + h + " is not supported by this broker yet")
-		}
-	}
+	req.DurableName = durableName(f, id)
 	if text, ok := f.Header.Contains("selector"); ok && strings.TrimSpace(text) != "" {
 		sel, err := selector.Parse(text)
 		if err != nil {
@@ -286,6 +282,24 @@ func (s *session) onSubscribe(ctx context.Context, f *frame.Frame, receipt strin
 	return nil
 }
 
+// durableName is the durable subscription a SUBSCRIBE or UNSUBSCRIBE names, in any of the
+// forms clients of other brokers send: ActiveMQ's activemq.subscriptionName, Artemis'
+// durable-subscription-name (and the older durable-subscriber-name), or RabbitMQ's
+// durable:true (with auto-delete:false), where the subscription id is the name.
+func durableName(f *frame.Frame, id string) string {
+	for _, h := range []string{"activemq.subscriptionName", "durable-subscription-name", "durable-subscriber-name"} {
+		if v, ok := f.Header.Contains(h); ok && v != "" {
+			return v
+		}
+	}
+	if d, _ := boolHeader(f, "durable"); d {
+		if ad, _ := boolHeader(f, "auto-delete"); !ad {
+			return id
+		}
+	}
+	return ""
+}
+
 func boolHeader(f *frame.Frame, name string) (bool, error) {
 	v, ok := f.Header.Contains(name)
 	if !ok {
@@ -313,7 +327,7 @@ func (s *session) onUnsubscribe(ctx context.Context, f *frame.Frame, receipt str
 		s.reply(receipt, nil)
 		return nil
 	}
-	if err := s.conn.Unsubscribe(ctx, id); err != nil {
+	if err := s.conn.Unsubscribe(ctx, id, durableName(f, id)); err != nil {
 		return err
 	}
 	s.reply(receipt, nil)

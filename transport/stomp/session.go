@@ -181,9 +181,9 @@ func (s *session) run(ctx context.Context) {
 	}()
 	frames := s.frames
 	for !s.closing {
-		var wake <-chan struct{}
+		var wake, kicked <-chan struct{}
 		if s.conn != nil {
-			wake = s.conn.Wake()
+			wake, kicked = s.conn.Wake(), s.conn.Kicked()
 		}
 		// A producer pipelining persistent SENDs is held back (its frames are not read)
 		// while too many of them wait for the store, so its backlog cannot grow without
@@ -222,6 +222,8 @@ func (s *session) run(ctx context.Context) {
 					return
 				}
 			}
+		case <-kicked:
+			s.fail(&broker.Error{Message: "client-id " + s.conn.ClientID + " was taken over by a newer connection", Fatal: true}, "")
 		case <-ctx.Done():
 			s.fail(&broker.Error{Message: "broker is shutting down", Fatal: true}, "")
 		}

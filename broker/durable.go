@@ -1,0 +1,339 @@
+package broker
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/selector"
+	"github.com/activemq-go/broker/persistence"
+)
+
+// Durable topic subscriptions. A durable subscription is identified by the client-id of
+// its owner and its name. Its messages are the topic's messages: a persistent message is
+// stored once, with the list of durable subscriptions that still owe it an
+// acknowledgement, and each subscription has a view of the topic — a queue of its own
+// whose entries point at those single copies — that dispatches, pages from the store
+// (ScanSub), redelivers and acknowledges (AckSub) exactly as a queue does. The stored
+// copy is deleted once every subscription has acknowledged it.
+//
+// While its consumer is away a subscription keeps every matching persistent message;
+// non-persistent messages reach it only while it is active (as in ActiveMQ).
+
+// durableSub is one durable subscription.
+type durableSub struct {
+	info         persistence.SubInfo
+	sel          *selector.Selector
+	topic        *topic
+	view         *queue
+	active       *Subscription
+	offlineSince time.Time
+	dropped      int64 // messages not kept because of the offline pending limits
+	dropLogged   time.Time
+}
+
+// DurableStats describes one durable subscription.
+type DurableStats struct {
+	ClientID, Name, Topic, Selector string
+	Active                          bool
+	Backlog                         int   // messages waiting to be delivered to it
+	BacklogBytes                    int64 // of those held in memory
+	Created                         time.Time
+	OfflineFor                      time.Duration // 0 while active
+	Dropped                         int64
+}
+
+// DurableSubscriptions lists every durable subscription with its backlog and age.
+func (b *Broker) DurableSubscriptions() []DurableStats {
+	b.mu.RLock()
+	subs := make([]*durableSub, 0, len(b.durables))
+	for _, d := range b.durables {
+		subs = append(subs, d)
+	}
+	b.mu.RUnlock()
+	out := make([]DurableStats, 0, len(subs))
+	now := time.Now()
+	for _, d := range subs {
+		d.view.mu.Lock()
+		st := DurableStats{
+			ClientID: d.info.Key.ClientID, Name: d.info.Key.Name,
+			Topic: d.topic.stomp, Selector: d.info.Selector,
+			Active:       d.active != nil,
+			Backlog:      d.view.pending.Len() + int(d.view.pagedOut),
+			BacklogBytes: d.view.memBytes,
+			Created:      time.UnixMilli(d.info.Created),
+			Dropped:      d.dropped,
+		}
+		if d.active == nil {
+			st.OfflineFor = now.Sub(d.offlineSince)
+		}
+		d.view.mu.Unlock()
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].ClientID != out[j].ClientID {
+			return out[i].ClientID < out[j].ClientID
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// newView makes the queue through which a durable subscription reads its topic.
+func (b *Broker) newView(key persistence.SubKey, t *topic) *queue {
+	q := newQueue(b, "durable:"+key.String())
+	q.stomp = t.stomp
+	q.dest = t.dest
+	k := key
+	q.sub = &k
+	p := b.policyFor(destinations.Topic, t.name)
+	q.policy.Redelivery, q.policy.DeadLetter, q.policy.Nack = p.Redelivery, p.DeadLetter, p.Nack
+	q.policy.MemoryLimit, q.memLimit = p.MemoryLimit, p.MemoryLimit
+	return q
+}
+
+// subscribeDurable attaches a consumer to the durable subscription (client-id, name),
+// creating it, or replacing it when its topic or selector changed (as ActiveMQ does).
+func (c *Conn) subscribeDurable(ctx context.Context, r SubscribeRequest, s *Subscription) error {
+	if c.ClientID == "" {
+		return errorf(ErrInvalidDestination, "a durable subscription needs a client-id on CONNECT")
+	}
+	if r.Dest.Kind != destinations.Topic {
+		return errorf(ErrInvalidDestination, "cannot durably subscribe to a Queue destination: %s", r.Dest)
+	}
+	if r.Dest.IsWildcard() {
+		return errorf(ErrInvalidDestination, "durable subscriptions to wildcard topics are not supported: %s", r.Dest)
+	}
+	key := persistence.SubKey{ClientID: c.ClientID, Name: r.DurableName}
+	selText := ""
+	if r.Selector != nil {
+		selText = r.Selector.String()
+	}
+	t := c.b.topic(r.Dest.Name)
+	c.b.mu.Lock()
+	d := c.b.durables[key]
+	c.b.mu.Unlock()
+	if d != nil && d.active != nil {
+		return errorf(ErrDuplicateSubscription, "Durable consumer is in use for client %s and subscriptionName %s", key.ClientID, key.Name)
+	}
+	if d != nil && (d.topic != t || d.info.Selector != selText) {
+		if err := c.b.removeDurable(ctx, d); err != nil {
+			return err
+		}
+		d = nil
+	}
+	if d == nil {
+		info := persistence.SubInfo{Key: key, Dest: t.dest, Selector: selText, Created: time.Now().UnixMilli()}
+		batch := c.b.store.Begin()
+		batch.AddSub(info)
+		if err := batch.Commit(ctx, persistence.Sync); err != nil {
+			return storeError(err)
+		}
+		d = &durableSub{info: info, sel: r.Selector, topic: t, view: c.b.newView(key, t)}
+		c.b.mu.Lock()
+		c.b.durables[key] = d
+		c.b.mu.Unlock()
+		t.addDurable(d)
+		c.b.log.Info("durable subscription created", slog.String("clientID", key.ClientID),
+			slog.String("name", key.Name), slog.String("topic", t.stomp))
+	}
+	s.q = d.view
+	s.durable = d
+	d.active = s
+	d.view.addConsumer(s)
+	return nil
+}
+
+// deactivate detaches the consumer; the subscription stays and keeps messages.
+func (d *durableSub) deactivate() {
+	d.active = nil
+	d.offlineSince = time.Now()
+}
+
+// unsubscribeDurable deletes the durable subscription named name of this connection's
+// client-id. It is refused while another consumer is attached (ActiveMQ's rule); the
+// connection's own consumer, if attached, is detached first (the one-frame form other
+// clients use).
+func (c *Conn) unsubscribeDurable(ctx context.Context, name string) error {
+	key := persistence.SubKey{ClientID: c.ClientID, Name: name}
+	c.b.mu.Lock()
+	d := c.b.durables[key]
+	c.b.mu.Unlock()
+	if d == nil {
+		return errorf(ErrUnknownSubscription, "No durable subscription matched: client-id %s, name %s", key.ClientID, key.Name)
+	}
+	if s := d.active; s != nil {
+		if s.conn != c {
+			return errorf(ErrDuplicateSubscription, "Durable consumer is in use: detach it (UNSUBSCRIBE without the subscription name, or disconnect) before deleting it")
+		}
+		if err := c.Unsubscribe(ctx, s.ID, ""); err != nil {
+			return err
+		}
+	}
+	return c.b.removeDurable(ctx, d)
+}
+
+// removeDurable deletes a durable subscription and releases everything it held.
+func (b *Broker) removeDurable(ctx context.Context, d *durableSub) error {
+	batch := b.store.Begin()
+	batch.RemoveSub(d.info.Key)
+	if err := batch.Commit(ctx, persistence.Sync); err != nil {
+		return storeError(err)
+	}
+	d.topic.removeDurable(d)
+	b.mu.Lock()
+	delete(b.durables, d.info.Key)
+	b.mu.Unlock()
+	q := d.view
+	q.mu.Lock()
+	q.pending.RemoveIf(func(e *destinations.Entry) bool { q.release(e.Size); return true })
+	q.paged, q.pagedOut = false, 0
+	q.mu.Unlock()
+	b.log.Info("durable subscription removed", slog.String("clientID", d.info.Key.ClientID), slog.String("name", d.info.Key.Name))
+	return nil
+}
+
+// routeDurable gives a topic message to the durable subscriptions that want it: stored
+// once (in batch) for the persistent ones, kept in memory for active ones otherwise.
+// Called with the topic's publish lock held, after the message got its sequence.
+func (t *topic) routeDurable(m *persistence.Message, batch func() persistence.Batch) []queuedEntry {
+	if len(t.durables) == 0 {
+		return nil
+	}
+	var views []*durableSub
+	for _, d := range t.durables {
+		if !d.sel.MatchesMessage(m, 1) {
+			continue
+		}
+		if !m.Persistent && d.active == nil {
+			continue // non-persistent messages are not kept for offline subscribers
+		}
+		if d.active == nil && d.overLimit(t.b, m) {
+			continue
+		}
+		views = append(views, d)
+	}
+	if len(views) == 0 {
+		return nil
+	}
+	var entries []queuedEntry
+	if m.Persistent {
+		m.Subs = make([]persistence.SubKey, len(views))
+		for i, d := range views {
+			m.Subs[i] = d.info.Key
+		}
+		batch().Add(m)
+	}
+	for _, d := range views {
+		e := d.view.acceptView(m, !m.Persistent)
+		if m.Persistent {
+			entries = append(entries, queuedEntry{d.view, e, m.Seq})
+		}
+	}
+	return entries
+}
+
+// overLimit applies the policy's offline pending limits: past them a message is not
+// kept for this offline subscription, with a log line (at most once a minute).
+func (d *durableSub) overLimit(b *Broker, m *persistence.Message) bool {
+	p := b.policyFor(destinations.Topic, d.topic.name)
+	if p.MaxPendingMessages <= 0 && p.MaxPendingBytes <= 0 {
+		return false
+	}
+	q := d.view
+	q.mu.Lock()
+	backlog := int64(q.pending.Len()) + q.pagedOut
+	bytes := q.memBytes
+	q.mu.Unlock()
+	over := (p.MaxPendingMessages > 0 && backlog >= p.MaxPendingMessages) ||
+		(p.MaxPendingBytes > 0 && bytes+int64(m.Size()) > p.MaxPendingBytes)
+	if over {
+		d.dropped++
+		if now := time.Now(); now.Sub(d.dropLogged) > time.Minute {
+			d.dropLogged = now
+			b.log.Warn("offline durable subscription over its pending limit: new messages are not kept for it",
+				slog.String("clientID", d.info.Key.ClientID), slog.String("name", d.info.Key.Name),
+				slog.Int64("backlog", backlog), slog.Int64("maxPendingMessages", p.MaxPendingMessages),
+				slog.Int64("maxPendingBytes", p.MaxPendingBytes), slog.Int64("dropped", d.dropped))
+		}
+	}
+	return over
+}
+
+func (t *topic) addDurable(d *durableSub) {
+	t.pubMu.Lock()
+	t.durables = append(t.durables, d)
+	t.pubMu.Unlock()
+}
+
+func (t *topic) removeDurable(d *durableSub) {
+	t.pubMu.Lock()
+	for i, x := range t.durables {
+		if x == d {
+			t.durables = append(t.durables[:i:i], t.durables[i+1:]...)
+			break
+		}
+	}
+	t.pubMu.Unlock()
+}
+
+// recoverDurables rebuilds the durable subscriptions from the store; their messages stay
+// in the store until their consumers come back (paged in through ScanSub).
+func (b *Broker) recoverDurables(subs []persistence.SubInfo) {
+	for _, info := range subs {
+		name := strings.TrimPrefix(info.Dest, persistence.TopicPrefix)
+		t := b.topic(name)
+		var sel *selector.Selector
+		if info.Selector != "" {
+			var err error
+			if sel, err = selector.Parse(info.Selector); err != nil {
+				b.log.Error("stored durable subscription has a bad selector; it receives everything",
+					slog.String("name", info.Key.String()), slog.Any("err", err))
+			}
+		}
+		d := &durableSub{info: info, sel: sel, topic: t, view: b.newView(info.Key, t), offlineSince: time.Now()}
+		d.view.paged, d.view.pageAfter = true, 0
+		b.durables[info.Key] = d
+		t.durables = append(t.durables, d)
+	}
+}
+
+// expireOfflineDurables removes the subscriptions offline for longer than their policy's
+// offlineDurableSubscriberTimeout (ActiveMQ's offlineDurableSubscriberTimeout).
+func (b *Broker) expireOfflineDurables(ctx context.Context) {
+	b.mu.RLock()
+	var victims []*durableSub
+	now := time.Now()
+	for _, d := range b.durables {
+		to := b.policyFor(destinations.Topic, d.topic.name).OfflineTimeout
+		if d.active == nil && to > 0 && now.Sub(d.offlineSince) > to {
+			victims = append(victims, d)
+		}
+	}
+	b.mu.RUnlock()
+	for _, d := range victims {
+		b.log.Warn("removing durable subscription offline past its timeout",
+			slog.String("clientID", d.info.Key.ClientID), slog.String("name", d.info.Key.Name),
+			slog.Duration("offlineFor", now.Sub(d.offlineSince)))
+		if err := b.removeDurable(ctx, d); err != nil {
+			b.log.Error("removing offline durable subscription failed", slog.Any("err", err))
+		}
+	}
+}
+
+func (b *Broker) runDurableSweeper(ctx context.Context, every time.Duration) {
+	defer b.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			b.expireOfflineDurables(ctx)
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package broker
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/selector"
+	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/memstore"
+)
+
+func topicName(n string) destinations.Name {
+	return destinations.Name{Kind: destinations.Topic, Name: n}
+}
+
+func (c *client) unsubscribe(id, durable string) error {
+	var err error
+	c.do(func() { err = c.conn.Unsubscribe(context.Background(), id, durable) })
+	return err
+}
+
+// TestDurableOneStoredCopy: two offline durable subscriptions keep the topic's messages
+// as one stored copy each message; each gets them all in order on return, then live
+// ones; the copy is deleted once both acknowledged.
+func TestDurableOneStoredCopy(t *testing.T) {
+	st := memstore.New()
+	b, err := New(context.Background(), Options{Name: "t", Store: st})
+	require.NoError(t, err)
+	defer b.Close()
+	for _, id := range []string{"app1", "app2"} {
+		c := newClient(t, b, id)
+		c.subscribeReq(SubscribeRequest{ID: "s", Dest: topicName("orders"), DurableName: "sub", Mode: AckClientIndividual})
+		c.close()
+	}
+	p := newClient(t, b, "")
+	for i := 0; i < 50; i++ {
+		p.send("/topic/orders", strconv.Itoa(i), true)
+	}
+	p.send("/topic/orders", "not kept", false)
+	n, _ := st.Stats("topic://orders")
+	assert.EqualValues(t, 50, n, "one stored copy per message")
+	stats := b.DurableSubscriptions()
+	require.Len(t, stats, 2)
+	assert.False(t, stats[0].Active)
+	assert.Equal(t, 50, stats[0].Backlog)
+
+	for _, id := range []string{"app1", "app2"} {
+		c := newClient(t, b, id)
+		c.subscribeReq(SubscribeRequest{ID: "s", Dest: topicName("orders"), DurableName: "sub", Mode: AckClientIndividual})
+		for i := 0; i < 50; i++ {
+			d := c.recv()
+			require.Equal(t, strconv.Itoa(i), string(d.Msg.Body))
+			require.NoError(t, c.ack(d))
+		}
+		p.send("/topic/orders", "live", true)
+		d := c.recv()
+		assert.Equal(t, "live", string(d.Msg.Body))
+		require.NoError(t, c.ack(d))
+		c.close()
+	}
+	eventually(t, func() bool { n, _ := st.Stats("topic://orders"); return n == 1 }) // "live" #2 is owed by app1
+}
+
+func TestDurableSelectorAndRedeliveryAndRemoval(t *testing.T) {
+	b := newBroker(t)
+	sel, _ := selector.Parse("kind = 'a'")
+	c := newClient(t, b, "cid")
+	c.subscribeReq(SubscribeRequest{ID: "s", Dest: topicName("t"), DurableName: "n", Selector: sel, Mode: AckClientIndividual})
+	c.close()
+	p := newClient(t, b, "")
+	p.sendMsg("/topic/t", &persistence.Message{Body: []byte("a1"), Persistent: true, Priority: 4, Headers: persistence.Headers{"kind", "a"}})
+	p.sendMsg("/topic/t", &persistence.Message{Body: []byte("b1"), Persistent: true, Priority: 4, Headers: persistence.Headers{"kind", "b"}})
+	n, _ := b.store.Stats("topic://t")
+	assert.EqualValues(t, 1, n, "no copy kept for a subscription whose selector does not match")
+
+	c = newClient(t, b, "cid")
+	c.subscribeReq(SubscribeRequest{ID: "s", Dest: topicName("t"), DurableName: "n", Selector: sel, Mode: AckClientIndividual})
+	d := c.recv()
+	assert.Equal(t, "a1", string(d.Msg.Body))
+	c.close() // unacknowledged: redelivered on return
+	c = newClient(t, b, "cid")
+	c.subscribeReq(SubscribeRequest{ID: "s", Dest: topicName("t"), DurableName: "n", Selector: sel, Mode: AckClientIndividual})
+	d = c.recv()
+	assert.Equal(t, "a1", string(d.Msg.Body))
+	assert.True(t, d.Redelivered)
+
+	// Deleting while attached from another connection is refused; the one-frame form on
+	// the owning connection detaches and deletes.
+	other := newClient(t, b, "cid2")
+	var err error
+	other.do(func() { err = other.conn.unsubscribeDurable(context.Background(), "n") })
+	assert.Error(t, err)
+	require.NoError(t, c.unsubscribe("s", "n"))
+	assert.Empty(t, b.DurableSubscriptions())
+	eventually(t, func() bool { n, _ := b.store.Stats("topic://t"); return n == 0 })
+}
+
+func TestDurableSurvivesRestartOnStore(t *testing.T) {
+	st := memstore.New()
+	b, err := New(context.Background(), Options{Name: "t", Store: st})
+	require.NoError(t, err)
+	c := newClient(t, b, "cid")
+	c.subscribeReq(SubscribeRequest{ID: "s", Dest: topicName("t"), DurableName: "n", Mode: AckClientIndividual})
+	c.close()
+	p := newClient(t, b, "")
+	for i := 0; i < 5; i++ {
+		p.send("/topic/t", strconv.Itoa(i), true)
+	}
+	p.close()
+	require.NoError(t, b.closeForTest())
+
+	b2, err := New(context.Background(), Options{Name: "t", Store: st})
+	require.NoError(t, err)
+	defer b2.Close()
+	require.Len(t, b2.DurableSubscriptions(), 1)
+	p2 := newClient(t, b2, "")
+	p2.send("/topic/t", "5", true)
+	c2 := newClient(t, b2, "cid")
+	c2.subscribeReq(SubscribeRequest{ID: "s", Dest: topicName("t"), DurableName: "n", Mode: AckClientIndividual})
+	for i := 0; i < 6; i++ {
+		d := c2.recv()
+		require.Equal(t, strconv.Itoa(i), string(d.Msg.Body))
+		require.NoError(t, c2.ack(d))
+	}
+}
