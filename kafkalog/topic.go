@@ -1,0 +1,79 @@
+package kafkalog
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// maxTopicLen bounds a topic name (Kafka's limit is 249).
+const maxTopicLen = 200
+
+// ValidTopicName reports whether name can name a topic: 1 to 200 ASCII letters, digits,
+// '.', '_' and '-', not "." or "..".
+func ValidTopicName(name string) bool {
+	if name == "" || len(name) > maxTopicLen || name == "." || name == ".." {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// partitionDirName is "<topic>-<partition>".
+func partitionDirName(topic string, id int) string { return fmt.Sprintf("%s-%d", topic, id) }
+
+// parsePartitionDirName splits "<topic>-<partition>" at the last dash.
+func parsePartitionDirName(name string) (string, int, bool) {
+	dash := strings.LastIndexByte(name, '-')
+	if dash <= 0 {
+		return "", 0, false
+	}
+	id, err := strconv.Atoi(name[dash+1:])
+	if err != nil || id < 0 || strconv.Itoa(id) != name[dash+1:] || !ValidTopicName(name[:dash]) {
+		return "", 0, false
+	}
+	return name[:dash], id, true
+}
+
+// topic is a named set of partitions.
+type topic struct {
+	name       string
+	partitions []*partition
+}
+
+// partition returns partition id or an error.
+func (t *topic) partition(id int) (*partition, error) {
+	if id < 0 || id >= len(t.partitions) {
+		return nil, fmt.Errorf("%w: %s-%d (topic has %d)", ErrUnknownPartition, t.name, id, len(t.partitions))
+	}
+	return t.partitions[id], nil
+}
+
+// openTopic opens the partitions 0..n-1 of a topic under dir.
+func openTopic(o *Options, name string, n int) (*topic, error) {
+	t := &topic{name: name}
+	for id := range n {
+		p, err := openPartition(o, name, id, filepath.Join(o.Dir, partitionDirName(name, id)))
+		if err != nil {
+			t.close()
+			return nil, err
+		}
+		t.partitions = append(t.partitions, p)
+	}
+	return t, nil
+}
+
+func (t *topic) close() error {
+	var first error
+	for _, p := range t.partitions {
+		if err := p.close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
