@@ -131,15 +131,7 @@ func (b *Broker) applySettle(batch persistence.Batch, s *Subscription, ds []*Del
 		case NackRedeliver:
 			return func(error) { q.requeue(slices.Clone(ds), true) }
 		case NackDLQ:
-			return func(error) {
-				q.mu.Lock()
-				es := make([]*destinations.Entry, len(ds))
-				for i, d := range ds {
-					es[i] = d.entry
-				}
-				b.deadLetterEntries(q, es, "poison ack (NACK)")
-				q.mu.Unlock()
-			}
+			return b.nackToDLQ(batch, q, ds)
 		}
 		// NackDiscard: acknowledged like an ACK.
 	}
@@ -151,6 +143,41 @@ func (b *Broker) applySettle(batch persistence.Batch, s *Subscription, ds []*Del
 	return func(err error) {
 		if err != nil {
 			// The store still holds them: give them back rather than lose track.
+			q.requeue(slices.Clone(ds), false)
+			return
+		}
+		var bytes int64
+		for _, d := range ds {
+			bytes += d.entry.Size
+		}
+		q.acked(len(ds), bytes)
+	}
+}
+
+// nackToDLQ moves NACKed messages to the dead-letter queue in the same store batch as
+// the NACK itself, so once its receipt is out the move survives a crash. Messages the
+// dead-letter strategy drops (non-persistent, discarding) are just acknowledged.
+func (b *Broker) nackToDLQ(batch persistence.Batch, q *queue, ds []*Delivery) func(error) {
+	strategy := q.policy.DeadLetter
+	dlqName := strategy.queueName(destinations.Name{Kind: destinations.Queue, Name: q.name})
+	var entries []queuedEntry
+	for _, d := range ds {
+		if d.Msg.Persistent {
+			q.storeAck(batch, d.Msg)
+		}
+		if strategy.Discard || (!d.Msg.Persistent && !strategy.ProcessNonPersistent) || dlqName == q.name {
+			continue
+		}
+		c := b.deadLetter(d.Msg, q.stomp, "poison ack (NACK)")
+		c.Persistent = true
+		dq := b.queue(dlqName)
+		e, _ := dq.accept(c, false)
+		entries = append(entries, queuedEntry{dq, e, c.Seq})
+		batch.Add(c)
+	}
+	return func(err error) {
+		settleEntries(entries, err)
+		if err != nil {
 			q.requeue(slices.Clone(ds), false)
 			return
 		}

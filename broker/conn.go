@@ -136,8 +136,15 @@ func (c *Conn) Delivered(ds []*Delivery) {
 		credits map[*Subscription]int32
 		counts  map[*queue]ackCount
 	)
+	var hwm map[*queue]uint64
 	for _, d := range ds {
 		d.written = true
+		if d.q != nil && d.Msg.Persistent && d.Msg.Seq > d.q.dispatchHWMHint() {
+			if hwm == nil {
+				hwm = map[*queue]uint64{}
+			}
+			hwm[d.q] = max(hwm[d.q], d.Msg.Seq)
+		}
 		s := d.Sub
 		if s.Mode != AckAuto {
 			s.dispatched = append(s.dispatched, d)
@@ -172,6 +179,9 @@ func (c *Conn) Delivered(ds []*Delivery) {
 				c.b.log.Error("auto-ack store write failed", slog.String("conn", c.ID), slog.Any("err", err))
 			}
 		})
+	}
+	for q, seq := range hwm {
+		q.written(seq)
 	}
 	for q, ac := range counts {
 		q.acked(ac.n, ac.bytes)

@@ -296,6 +296,13 @@ func (b *Broker) recoverDurables(subs []persistence.SubInfo) {
 		}
 		d := &durableSub{info: info, sel: sel, topic: t, view: b.newView(info.Key, t), offlineSince: time.Now()}
 		d.view.paged, d.view.pageAfter = true, 0
+		// The backlog count matters for the offline pending limit: count what is stored,
+		// up to that limit (beyond it the exact number does not change a decision).
+		if limit := b.policyFor(destinations.Topic, name).MaxPendingMessages; limit > 0 {
+			var n int64
+			_ = b.store.ScanSub(context.Background(), info.Key, 0, int(limit)+1, func(*persistence.Message) error { n++; return nil })
+			d.view.pagedOut = n
+		}
 		b.durables[info.Key] = d
 		t.durables = append(t.durables, d)
 	}

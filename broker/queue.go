@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/activemq-go/broker/destinations"
@@ -39,11 +41,19 @@ type queue struct {
 	memLimit int64
 	memBytes int64
 
-	groups   map[string]*Subscription // JMSXGroupID -> owner
-	timer    *time.Timer              // wakes dispatch for delayed redeliveries
-	timerAt  int64
-	scratch  []take
-	dlqBatch []*destinations.Entry
+	groups map[string]*Subscription // JMSXGroupID -> owner
+
+	// Dispatch high-water mark, kept in the store so that after a restart the messages
+	// that may have been delivered before it come back flagged redelivered.
+	dispatchHWM    uint64
+	markerWritten  uint64
+	markerInFlight bool
+	recoveredHWM   uint64
+	hwmHint        atomic.Uint64
+	timer          *time.Timer // wakes dispatch for delayed redeliveries
+	timerAt        int64
+	scratch        []take
+	dlqBatch       []*destinations.Entry
 
 	// sub is set on a durable subscription's view of its topic: a queue of its own whose
 	// messages are the topic's single stored copies, acknowledged with AckSub.
@@ -401,6 +411,7 @@ func (q *queue) pageIn() {
 	}
 	accepts := q.pagedAccepts
 	budget := max(q.memLimit/2-q.memBytes, 1)
+	hwm := q.recoveredHWM
 	q.mu.Unlock()
 
 	var got []*destinations.Entry
@@ -421,8 +432,12 @@ func (q *queue) pageIn() {
 		}
 		c := m.Clone()
 		size := int64(c.Size())
+		deliveries := c.RedeliveryCount
+		if deliveries == 0 && c.Seq <= hwm {
+			deliveries = 1 // dispatched before the restart: possibly delivered
+		}
 		got = append(got, &destinations.Entry{Msg: c, Ready: true, Size: size,
-			Redelivered: c.RedeliveryCount > 0, Deliveries: c.RedeliveryCount})
+			Redelivered: deliveries > 0, Deliveries: deliveries})
 		last = m.Seq
 		loaded += size
 		if loaded >= budget || len(got) == pageBatch {
@@ -550,4 +565,47 @@ func (q *queue) stats() DestinationStats {
 		Stored:      stored,
 		MemoryBytes: q.memBytes,
 	}
+}
+
+// dispatchHWMHint is a racy read of the mark, only to skip taking the lock when a
+// delivery cannot move it.
+func (q *queue) dispatchHWMHint() uint64 { return q.hwmHint.Load() }
+
+// written records that persistent messages up to seq were written to a consumer.
+func (q *queue) written(seq uint64) {
+	q.mu.Lock()
+	if seq > q.dispatchHWM {
+		q.dispatchHWM = seq
+		q.hwmHint.Store(seq)
+		q.writeMarkerLocked()
+	}
+	q.mu.Unlock()
+}
+
+// markerPrefix names the store destinations that hold each queue's dispatch high-water
+// mark (one message, sequence 1, replaced as the mark moves).
+const markerPrefix = "meta://dispatched/"
+
+// writeMarkerLocked stores the dispatch high-water mark if it moved, one write in flight
+// per queue at a time; the write is asynchronous and batched with other store traffic.
+func (q *queue) writeMarkerLocked() {
+	if q.markerInFlight || q.dispatchHWM <= q.markerWritten {
+		return
+	}
+	q.markerInFlight = true
+	hwm := q.dispatchHWM
+	batch := q.b.store.Begin()
+	batch.Add(&persistence.Message{Dest: markerPrefix + q.name, Seq: 1, ID: "marker",
+		Body: strconv.AppendUint(nil, hwm, 10), Persistent: true, Priority: 4})
+	q.b.wg.Add(1)
+	go q.b.commit(batch, persistence.Async, func(err error) {
+		defer q.b.wg.Done()
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		q.markerInFlight = false
+		if err == nil {
+			q.markerWritten = hwm
+		}
+		q.writeMarkerLocked()
+	})
 }

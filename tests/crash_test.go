@@ -12,9 +12,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// durableAdapters are the persistence adapters whose messages must survive kill -9.
-var durableAdapters = []struct{ name, yaml string }{
-	{"kahadb", "kahaDB: {}"},
+// durableAdapters are the persistence adapters whose messages must survive kill -9. store
+// returns the persistenceAdapter YAML of a fresh, empty store for the test (a new data
+// directory is the caller's; jdbc gets a new database on the shared PostgreSQL server);
+// starting brokers again with the same YAML and data directory reopens that store.
+var durableAdapters = []struct {
+	name  string
+	store func(t testing.TB) string
+}{
+	{"kahadb", func(testing.TB) string { return "kahaDB: {}" }},
+	{"bbolt", func(testing.TB) string { return "bbolt: {}" }},
+	{"jdbc", sharedJDBCAdapter},
 }
 
 // TestKill9LosesNothingReceipted: 4 producers send persistent messages with a receipt on
@@ -26,7 +34,7 @@ func TestKill9LosesNothingReceipted(t *testing.T) {
 	for _, a := range durableAdapters {
 		for _, killAfter := range []int{50, 400, 1500} {
 			t.Run(fmt.Sprintf("%s/after-%d-receipts", a.name, killAfter), func(t *testing.T) {
-				kill9Run(t, a.yaml, killAfter)
+				kill9Run(t, a.store(t), killAfter)
 			})
 		}
 	}

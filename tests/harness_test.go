@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,6 +25,7 @@ import (
 	"github.com/go-stomp/stomp/v3/frame"
 	"github.com/stretchr/testify/require"
 
+	"github.com/activemq-go/broker/internal/pgtest"
 	"github.com/activemq-go/broker/transport/stomp/codec"
 )
 
@@ -41,7 +44,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building the broker:", err)
 		os.Exit(2)
 	}
-	code := m.Run()
+	// pgtest.Run: the PostgreSQL server of pgtest.Shared (the jdbc tests') is started on
+	// first use and stopped, with its data, when the tests end.
+	code := pgtest.Run(m)
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -58,6 +63,7 @@ type brokerProc struct {
 	log    strings.Builder
 	exited chan struct{}
 	err    error
+	addrCh chan string // the address of the "listening" line
 }
 
 // brokerConfig is what a test may change in the generated configuration.
@@ -75,6 +81,14 @@ var listenRE = regexp.MustCompile(`msg=listening connector=\S+ addr=(\S+)`)
 // SIGTERM at the end of the test, which must make it exit 0.
 func startBroker(t testing.TB, bc brokerConfig) *brokerProc {
 	t.Helper()
+	path := writeBrokerConfig(t, &bc)
+	return startBrokerFile(t, path, bc.DataDir, bc.Env...)
+}
+
+// writeBrokerConfig writes the configuration file for bc, filling in its defaults, and
+// returns its path.
+func writeBrokerConfig(t testing.TB, bc *brokerConfig) string {
+	t.Helper()
 	if bc.DataDir == "" {
 		bc.DataDir = t.TempDir()
 	}
@@ -89,18 +103,35 @@ func startBroker(t testing.TB, bc brokerConfig) *brokerProc {
 		bc.DataDir, bc.Adapter, uri, bc.Extra)
 	path := filepath.Join(t.TempDir(), "broker.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o644))
-	return startBrokerFile(t, path, bc.DataDir, bc.Env...)
+	return path
 }
 
 func startBrokerFile(t testing.TB, path, dataDir string, env ...string) *brokerProc {
 	t.Helper()
-	p := &brokerProc{t: t, DataDir: dataDir, Config: path, exited: make(chan struct{})}
+	p := spawnBrokerFile(t, path, dataDir, env...)
+	if err := p.WaitListening(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// spawnBroker runs the real binary without waiting for it to listen: for a broker that
+// waits as a standby for the store lock. It is stopped with SIGTERM at the end of the
+// test, which must make it exit 0 unless it had exited already.
+func spawnBroker(t testing.TB, bc brokerConfig) *brokerProc {
+	t.Helper()
+	path := writeBrokerConfig(t, &bc)
+	return spawnBrokerFile(t, path, bc.DataDir, bc.Env...)
+}
+
+func spawnBrokerFile(t testing.TB, path, dataDir string, env ...string) *brokerProc {
+	t.Helper()
+	p := &brokerProc{t: t, DataDir: dataDir, Config: path, exited: make(chan struct{}), addrCh: make(chan string, 1)}
 	p.cmd = exec.Command(brokerBin, "serve", "--config", path)
 	p.cmd.Env = append(os.Environ(), env...)
 	stderr, err := p.cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, p.cmd.Start())
-	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -111,7 +142,7 @@ func startBrokerFile(t testing.TB, path, dataDir string, env ...string) *brokerP
 			p.mu.Unlock()
 			if m := listenRE.FindStringSubmatch(line); m != nil {
 				select {
-				case addr <- m[1]:
+				case p.addrCh <- m[1]:
 				default:
 				}
 			}
@@ -120,16 +151,49 @@ func startBrokerFile(t testing.TB, path, dataDir string, env ...string) *brokerP
 		p.err = p.cmd.Wait()
 		close(p.exited)
 	}()
-	select {
-	case p.Addr = <-addr:
-	case <-p.exited:
-		t.Fatalf("broker exited before listening: %v\n%s", p.err, p.Log())
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		t.Fatalf("broker did not listen within 20s\n%s", p.Log())
-	}
 	t.Cleanup(func() { p.Stop() })
 	return p
+}
+
+// WaitListening waits up to d for the broker's "listening" log line and sets Addr. A
+// broker that exits first, or is still not listening after d (it is then killed), is
+// an error.
+func (p *brokerProc) WaitListening(d time.Duration) error {
+	if p.Addr != "" {
+		return nil
+	}
+	select {
+	case p.Addr = <-p.addrCh:
+		return nil
+	case <-p.exited:
+		return fmt.Errorf("broker exited before listening: %v\n%s", p.err, p.Log())
+	case <-time.After(d):
+		_ = p.cmd.Process.Kill()
+		return fmt.Errorf("broker did not listen within %v\n%s", d, p.Log())
+	}
+}
+
+// WaitExit waits up to d for the broker process to end by itself and returns its exit
+// error (nil for status 0); it fails the test if the process is still running after d.
+func (p *brokerProc) WaitExit(d time.Duration) error {
+	p.t.Helper()
+	select {
+	case <-p.exited:
+		return p.err
+	case <-time.After(d):
+		p.t.Fatalf("broker still running after %v\n%s", d, p.Log())
+		return nil
+	}
+}
+
+// Exited reports whether the broker process has ended.
+func (p *brokerProc) Exited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
 }
 
 // Log returns what the broker wrote to stderr so far.
@@ -291,3 +355,30 @@ func (quietLogger) Debug(string)                    {}
 func (quietLogger) Info(string)                     {}
 func (quietLogger) Warning(string)                  {}
 func (quietLogger) Error(string)                    {}
+
+// jdbcAdapter returns the persistenceAdapter YAML of the jdbc adapter for the database
+// of dsn (a pgtest DSN) on srv: a jdbc:postgresql: URL, with user and password as their
+// own keys, quoted (the pgtest password holds ":@/?#"), and the given lease renewal
+// period; extra adds more keys of the block ("lockAcquireSleepInterval: 200ms").
+func jdbcAdapter(t testing.TB, srv *pgtest.Server, dsn string, keepAlive time.Duration, extra ...string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	u.User = nil
+	fields := []string{
+		"url: " + strconv.Quote("jdbc:postgresql:"+strings.TrimPrefix(u.String(), u.Scheme+":")),
+		"user: " + strconv.Quote(pgtest.User),
+		"password: " + strconv.Quote(srv.Password()),
+		"lockKeepAlivePeriod: " + keepAlive.String(),
+	}
+	return "jdbc: {" + strings.Join(append(fields, extra...), ", ") + "}"
+}
+
+// sharedJDBCAdapter is jdbcAdapter for a fresh database, dropped when the test ends, on
+// the PostgreSQL server shared by the tests, with a 500ms lease renewal period so that a
+// broker restarted after kill -9 takes the lock over within about 2s.
+func sharedJDBCAdapter(t testing.TB) string {
+	t.Helper()
+	srv := pgtest.Shared(t)
+	return jdbcAdapter(t, srv, srv.CreateDB(t, t.Name()), 500*time.Millisecond)
+}

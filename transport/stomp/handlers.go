@@ -416,14 +416,12 @@ func (s *session) onCommit(ctx context.Context, f *frame.Frame, receipt string) 
 	return nil
 }
 
-// onDisconnect answers the receipt after everything before it, then ends the session.
+// onDisconnect ends the session in order: frames still waiting for the store finish,
+// the broker connection is closed (unacknowledged messages go back, the client-id is
+// free), and only then the RECEIPT goes out, so a client that got it may reconnect with
+// the same client-id at once.
 func (s *session) onDisconnect(receipt string) {
 	s.closing = true // no MESSAGE after DISCONNECT: auto-acked ones would be lost
-	if receipt != "" {
-		_, done := s.track(receipt, false)
-		done(nil)
-	}
-	// Wait for frames still in the store, bounded, so their receipts are not lost.
 	deadline := time.Now().Add(5 * time.Second)
 	for len(s.pending) > 0 && time.Now().Before(deadline) {
 		if err := s.pump(); err != nil {
@@ -435,6 +433,11 @@ func (s *session) onDisconnect(receipt string) {
 			case <-time.After(time.Until(deadline)):
 			}
 		}
+	}
+	s.conn.Close()
+	if receipt != "" {
+		_, done := s.track(receipt, false)
+		done(nil)
 	}
 	_ = s.pump()
 }
