@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/signal"
@@ -14,6 +15,7 @@ func newBenchCommand() *cobra.Command {
 	var (
 		o        loadtest.Options
 		jsonOut  bool
+		cleanup  bool
 		progress = loadtest.DefaultProgress
 	)
 	cmd := &cobra.Command{
@@ -25,17 +27,32 @@ broker (this one, ActiveMQ, ...), so runs can be compared side by side.
 
 It stops when every expected message arrived, after --idle-timeout without a
 message, at --max-duration, or on a connection error. The exit status is non-zero
-when messages were lost or duplicated, not all were sent, or an error happened.`,
+when messages were lost or duplicated, not all were sent, or an error happened.
+
+With --durable-subscribers N it runs the durable catch-up scenario instead: N
+connections (client-id <prefix>-<i>) create durable subscriptions to the topic
+(activemq.subscriptionName) and disconnect; the producers publish every message
+persistently; then each subscriber reconnects and drains its backlog, one after
+the other or all at once (--catchup). It reports each subscriber's drain rate
+and, with --data-dir (the broker's store directory on this machine, e.g. ActiveMQ's
+data/kahadb or this broker's <dataDirectory>/kahadb), how much the files below it
+grew while publishing, also as copies of the payload. --max-duration then bounds
+the publishing and each drain. The subscriptions are deleted at the end unless
+--cleanup=false.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
+			// The first interrupt stops the run, which then deletes its
+			// durable subscriptions; a second one kills the tool.
+			context.AfterFunc(ctx, stop)
 			if progress > 0 {
 				o.Progress = progress
 				o.ProgressOut = cmd.ErrOrStderr()
 			}
+			o.KeepDurable = !cleanup
 			res, err := loadtest.Run(ctx, o)
-			if errors.Is(err, loadtest.ErrOptions) || errors.Is(err, loadtest.ErrConnect) {
+			if errors.Is(err, loadtest.ErrOptions) || (errors.Is(err, loadtest.ErrConnect) && res.Sent == 0) {
 				return err // nothing ran: no figures to report
 			}
 			out := cmd.OutOrStdout()
@@ -59,13 +76,18 @@ when messages were lost or duplicated, not all were sent, or an error happened.`
 	f.BoolVar(&o.Topic, "topic", false, "use a topic: every consumer expects every message")
 	f.StringVar(&o.Destination, "destination", "", "destination (default a fresh /queue/bench-<unixnano> or /topic/bench-<unixnano>)")
 	f.StringVar(&o.ConsumerDestination, "consumer-destination", "", "subscribe here instead of --destination (virtual topics, composite destinations)")
-	f.StringVar(&o.Ack, "ack", "auto", "auto | client | client-individual; client modes ack every message")
+	f.StringVar(&o.Ack, "ack", "", "auto | client | client-individual; client modes ack every message (default auto, client-individual with --durable-subscribers)")
 	f.IntVar(&o.Prefetch, "prefetch", 0, "send activemq.prefetchSize on SUBSCRIBE (0: do not send)")
 	f.StringVar(&o.Version, "stomp-version", "", "offer only this STOMP version: 1.0, 1.1 or 1.2 (default: let the broker pick)")
 	f.StringVar(&o.Login, "login", "", "CONNECT login")
 	f.StringVar(&o.Passcode, "passcode", "", "CONNECT passcode")
 	f.DurationVar(&o.IdleTimeout, "idle-timeout", loadtest.DefaultIdleTimeout, "stop when nothing was received for this long")
 	f.DurationVar(&o.MaxDuration, "max-duration", loadtest.DefaultMaxDuration, "stop after this long in any case")
+	f.IntVar(&o.DurableSubscribers, "durable-subscribers", 0, "durable catch-up scenario with N offline durable topic subscriptions (implies --topic and --persistent; --consumers is not used)")
+	f.StringVar(&o.DataDir, "data-dir", "", "broker store directory on this machine, measured before and after publishing (durable scenario)")
+	f.StringVar(&o.ClientIDPrefix, "client-id-prefix", "", "durable subscribers connect as <prefix>-<i> (default bench-<unixnano>)")
+	f.StringVar(&o.Catchup, "catchup", "", "sequential | parallel: how the durable subscribers drain their backlogs (default sequential)")
+	f.BoolVar(&cleanup, "cleanup", true, "delete the durable subscriptions at the end, also after an error or an interrupt (a second interrupt abandons it)")
 	f.BoolVar(&jsonOut, "json", false, "also print the result as one JSON object")
 	f.DurationVar(&progress, "progress", loadtest.DefaultProgress, "interval of progress lines on stderr (0: none)")
 	return cmd

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-stomp/stomp/v3"
@@ -37,6 +38,17 @@ const (
 
 	// disconnectTimeout bounds the wait for a DISCONNECT receipt.
 	disconnectTimeout = 5 * time.Second
+
+	// clientIDRetry is the pause before connecting again with a client-id
+	// the broker still holds; see retryTaken.
+	clientIDRetry = 20 * time.Millisecond
+
+	// durableName is the subscription name of every durable subscriber
+	// (activemq.subscriptionName); their client-ids tell them apart.
+	durableName = "sub"
+
+	// durableSubID is the SUBSCRIBE id of a durable subscriber.
+	durableSubID = "bench-durable"
 )
 
 // ackQueue is the capacity of both go-stomp channels of a client-ack
@@ -68,8 +80,18 @@ type client struct {
 }
 
 // dial opens a STOMP connection with go-stomp channels of the given
-// capacities. ctx bounds the TCP connect and the CONNECT/CONNECTED exchange.
-func dial(ctx context.Context, o Options, readCap, writeCap int) (*client, error) {
+// capacities, as clientID when not empty (see retryTaken). ctx bounds the
+// TCP connect and the CONNECT/CONNECTED exchange.
+func dial(ctx context.Context, o Options, clientID string, readCap, writeCap int) (*client, error) {
+	if clientID == "" {
+		return dialOnce(ctx, o, "", readCap, writeCap)
+	}
+	return retryTaken(ctx, func() (*client, error) {
+		return dialOnce(ctx, o, clientID, readCap, writeCap)
+	})
+}
+
+func dialOnce(ctx context.Context, o Options, clientID string, readCap, writeCap int) (*client, error) {
 	host, _, err := net.SplitHostPort(o.Addr)
 	if err != nil {
 		return nil, err
@@ -101,6 +123,9 @@ func dial(ctx context.Context, o Options, readCap, writeCap int) (*client, error
 	if o.Login != "" || o.Passcode != "" {
 		opts = append(opts, stomp.ConnOpt.Login(o.Login, o.Passcode))
 	}
+	if clientID != "" {
+		opts = append(opts, stomp.ConnOpt.Header("client-id", clientID))
+	}
 	sc, err := stomp.ConnectWithContext(ctx, nc, opts...)
 	if err != nil {
 		nc.Close()
@@ -112,10 +137,44 @@ func dial(ctx context.Context, o Options, readCap, writeCap int) (*client, error
 	return &client{net: nc, stomp: sc, writeCap: writeCap}, nil
 }
 
-// subscribe subscribes to dest. The caller must start draining the
+// retryTaken calls dial until it succeeds, fails for another reason than
+// a client-id in use, or ctx ends. A broker may hold a client-id for a
+// moment after it answered the DISCONNECT of the connection that had it:
+// this project's broker releases it only once that session has ended, just
+// after the receipt.
+func retryTaken[C any](ctx context.Context, dial func() (C, error)) (C, error) {
+	for {
+		c, err := dial()
+		if err == nil || !clientIDTaken(err) {
+			return c, err
+		}
+		t := time.NewTimer(clientIDRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return c, fmt.Errorf("%w (%w)", ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+}
+
+// clientIDTaken reports whether err is a broker's refusal of a CONNECT
+// whose client-id is in use, in the words of ActiveMQ and this project's
+// broker: "Client: <id> already connected from ...".
+func clientIDTaken(err error) bool {
+	return strings.Contains(err.Error(), "already connected")
+}
+
+// subscribe subscribes to dest, to the durable subscription of the
+// connection's client-id when durable. The caller must start draining the
 // subscription before calling confirm.
-func (c *client) subscribe(o Options, mode stomp.AckMode) (*stomp.Subscription, error) {
+func (c *client) subscribe(o Options, mode stomp.AckMode, durable bool) (*stomp.Subscription, error) {
 	var opts []func(*frame.Frame) error
+	if durable {
+		opts = append(opts,
+			stomp.SubscribeOpt.Id(durableSubID),
+			stomp.SubscribeOpt.Header("activemq.subscriptionName", durableName))
+	}
 	if o.Prefetch > 0 {
 		opts = append(opts, stomp.SubscribeOpt.Header("activemq.prefetchSize", strconv.Itoa(o.Prefetch)))
 	}

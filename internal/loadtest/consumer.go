@@ -46,7 +46,7 @@ func (t *tracker) count() int64 {
 // owned by its goroutine and read only after it has ended.
 type consumer struct {
 	r    *run
-	id   int
+	name string // in errors
 	c    *client
 	sub  *stomp.Subscription
 	seen *tracker // shared by all consumers of a queue, own for a topic
@@ -59,14 +59,15 @@ type consumer struct {
 	outOfOrder int64
 	foreign    int64
 
-	received atomic.Int64 // bench messages, duplicates included
-	lastRecv atomic.Int64 // unix nanos of the last bench message, 0 before
+	received   atomic.Int64 // bench messages, duplicates included
+	lastRecv   atomic.Int64 // unix nanos of the last bench message, 0 before
+	subscribed int64        // unix nanos just before SUBSCRIBE
 }
 
 func newConsumer(r *run, id int, c *client, sub *stomp.Subscription, seen *tracker) *consumer {
 	k := &consumer{
 		r:          r,
-		id:         id,
+		name:       r.consumerName(id),
 		c:          c,
 		sub:        sub,
 		seen:       seen,
@@ -100,7 +101,7 @@ func (k *consumer) run() {
 			continue
 		}
 		if m.Err != nil {
-			r.fail(fmt.Errorf("%w: consumer %d: %w", ErrConnection, k.id, m.Err))
+			r.fail(fmt.Errorf("%w: %s: %w", ErrConnection, k.name, m.Err))
 			continue
 		}
 		now := time.Now().UnixNano()
@@ -108,7 +109,7 @@ func (k *consumer) run() {
 		// whose DISCONNECT must queue behind this ACK.
 		if m.ShouldAck() {
 			if err := k.c.stomp.Ack(m); err != nil {
-				r.fail(fmt.Errorf("%w: consumer %d: ack: %w", ErrConnection, k.id, err))
+				r.fail(fmt.Errorf("%w: %s: ack: %w", ErrConnection, k.name, err))
 			}
 		}
 		k.handle(m.Header, now)

@@ -37,6 +37,39 @@
 // messages at the end. Out-of-order is counted per consumer and producer, and
 // only where an order is promised: a queue with one consumer, or a topic.
 //
+// # Durable catch-up
+//
+// With Options.DurableSubscribers N, Run measures what offline durable
+// subscribers cost a broker instead:
+//
+//  1. N connections with client-ids <ClientIDPrefix>-0 .. -<N-1> each
+//     SUBSCRIBE to the topic with activemq.subscriptionName:sub and
+//     DISCONNECT, both receipted: N durable subscriptions, all offline.
+//  2. The files below Options.DataDir, if set, are measured.
+//  3. The producers publish every message persistently. The last send of
+//     each is receipted, so once they are done the broker has stored all.
+//  4. The files are measured again: the store's growth, also as copies of
+//     the payload (messages × size; 1.0 = one copy).
+//  5. Each subscriber connects again as its client-id, subscribes with the
+//     same name and drains its backlog: one after the other, or all at once
+//     (Options.Catchup). Its rate runs from its SUBSCRIBE to its last
+//     message. Each must get every message once, in publish order; the
+//     accounting is that of a topic.
+//  6. Unless Options.KeepDurable, each subscription is deleted: UNSUBSCRIBE
+//     with activemq.subscriptionName on a fresh connection as its client-id
+//     (ActiveMQ refuses to delete a subscription with a consumer attached).
+//
+// Steps 1 and 6 are written frame by frame (rawConn), not with go-stomp's
+// client. A broker may keep a client-id for a moment after answering the
+// DISCONNECT of the connection that had it, so a CONNECT refused with
+// "already connected" is retried. ActiveMQ deletes a durable subscription
+// only with STOMP 1.1 or later: with 1.0 it takes the subscription name for
+// the client-id.
+//
+// The store grows on disk by the blocks its files allocate, which can differ
+// from their lengths: ActiveMQ's KahaDB creates each 32 MiB journal file at
+// full length, sparse, and fills it. Both are measured (DirSize).
+//
 // # Why a receipted BEGIN/ABORT after SUBSCRIBE
 //
 // go-stomp's client routes the RECEIPT of a receipted SUBSCRIBE to the new

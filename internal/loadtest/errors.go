@@ -24,6 +24,14 @@ var (
 	// delivered more often than expected.
 	ErrDuplicated = errors.New("loadtest: messages duplicated")
 
+	// ErrStore reports that the store directory (Options.DataDir) could
+	// not be measured during the durable scenario.
+	ErrStore = errors.New("loadtest: store size")
+
+	// ErrCleanup is returned by Result.Failure when durable subscriptions
+	// the scenario created could not be deleted; they stay on the broker.
+	ErrCleanup = errors.New("loadtest: durable subscriptions not deleted")
+
 	// ErrUnsent is returned by Result.Failure when the run stopped before
 	// the producers had sent every message.
 	ErrUnsent = errors.New("loadtest: not every message was sent")

@@ -17,6 +17,12 @@ const (
 	DefaultProgress    = time.Second
 )
 
+// Catchup values: how the durable subscribers drain their backlogs.
+const (
+	CatchupSequential = "sequential" // one after the other
+	CatchupParallel   = "parallel"   // all at once
+)
+
 // Receipts values besides a positive integer K (a receipt on every K-th send).
 const (
 	ReceiptsEvery = "every"
@@ -59,8 +65,9 @@ type Options struct {
 	// receives nothing.
 	ConsumerDestination string
 
-	// Ack is the subscription ack mode: "auto" (default), "client" or
-	// "client-individual". In the client modes every message is acked.
+	// Ack is the subscription ack mode: "auto" (default; "client-individual"
+	// in the durable scenario), "client" or "client-individual". In the
+	// client modes every message is acked.
 	Ack string
 
 	// Version, if set, is the only STOMP version offered on CONNECT: "1.0",
@@ -78,6 +85,33 @@ type Options struct {
 	// counted from the start barrier.
 	IdleTimeout, MaxDuration time.Duration
 
+	// DurableSubscribers, when positive, makes Run perform the durable
+	// catch-up scenario (see the package comment) with that many durable
+	// topic subscriptions. It implies Topic and Persistent; Consumers is
+	// not used. MaxDuration then bounds the publishing and each drain
+	// separately.
+	DurableSubscribers int
+
+	// DataDir is the broker's store directory on this machine. When set,
+	// the durable scenario reports how much the files below it grew while
+	// the messages were published.
+	DataDir string
+
+	// ClientIDPrefix names the durable subscribers: client-id <prefix>-<i>,
+	// i from 0. Empty means bench-<unixnano>, so that runs never reuse
+	// each other's subscriptions.
+	ClientIDPrefix string
+
+	// Catchup is how the durable subscribers drain their backlogs:
+	// "sequential" (default) or "parallel".
+	Catchup string
+
+	// KeepDurable leaves the durable subscriptions on the broker; by
+	// default the scenario deletes them at the end, even after an error or
+	// a canceled context, waiting up to the larger of IdleTimeout and
+	// MaxDuration for the broker to confirm.
+	KeepDurable bool
+
 	// Progress is the interval of progress lines written to ProgressOut
 	// (default 1s). No progress is written when ProgressOut is nil.
 	Progress    time.Duration
@@ -87,6 +121,18 @@ type Options struct {
 // withDefaults returns o with defaults filled in. now names a fresh
 // destination.
 func (o Options) withDefaults(now time.Time) Options {
+	if o.DurableSubscribers > 0 {
+		o.Topic, o.Persistent = true, true
+		if o.Ack == "" {
+			o.Ack = stomp.AckClientIndividual.String()
+		}
+		if o.Catchup == "" {
+			o.Catchup = CatchupSequential
+		}
+		if o.ClientIDPrefix == "" {
+			o.ClientIDPrefix = fmt.Sprintf("bench-%d", now.UnixNano())
+		}
+	}
 	if o.Receipts == "" {
 		o.Receipts = ReceiptsNone
 	}
@@ -130,8 +176,14 @@ func (o Options) validate() error {
 		return bad("addr is empty")
 	case o.Producers < 1:
 		return bad("producers must be at least 1, got %d", o.Producers)
-	case o.Consumers < 1:
+	case o.DurableSubscribers < 0:
+		return bad("durable subscribers must not be negative, got %d", o.DurableSubscribers)
+	case o.DurableSubscribers == 0 && o.Consumers < 1:
 		return bad("consumers must be at least 1, got %d", o.Consumers)
+	case o.DurableSubscribers == 0 && (o.DataDir != "" || o.Catchup != ""):
+		return bad("data dir and catch-up apply to durable subscribers only")
+	case o.DurableSubscribers > 0 && o.Catchup != CatchupSequential && o.Catchup != CatchupParallel:
+		return bad("catch-up must be %s or %s, got %q", CatchupSequential, CatchupParallel, o.Catchup)
 	case o.Size < 0:
 		return bad("size must not be negative, got %d", o.Size)
 	case o.Messages < 1:

@@ -34,6 +34,7 @@ type producer struct {
 	plain, receipted []func(*frame.Frame) error
 
 	sent     atomic.Int64
+	lastSend atomic.Int64 // unix nanos when a send last returned
 	finished atomic.Int64 // unix nanos when the last send returned
 }
 
@@ -111,6 +112,7 @@ func (p *producer) run() {
 			break
 		}
 		p.sent.Add(1)
+		p.lastSend.Store(time.Now().UnixNano())
 	}
 	p.finished.Store(time.Now().UnixNano())
 	if failed {

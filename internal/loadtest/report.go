@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -40,6 +41,11 @@ type Result struct {
 	// Destination is the destination the producers sent to.
 	Destination string
 
+	// Durable has the figures of the durable catch-up scenario, nil for
+	// other runs. Latency is not measured there: the messages waited for
+	// their subscribers on purpose.
+	Durable *DurableResult
+
 	// Err is the error Run returned.
 	Err error
 }
@@ -60,6 +66,9 @@ func (r Result) Failure(o Options) error {
 	}
 	if r.Err == nil && r.Sent < int64(o.Messages) {
 		errs = append(errs, fmt.Errorf("%w: %d of %d before %s", ErrUnsent, r.Sent, o.Messages, r.Stop))
+	}
+	if r.Durable != nil && r.Durable.CleanupErr != nil && !errors.Is(r.Err, ErrCleanup) {
+		errs = append(errs, r.Durable.CleanupErr)
 	}
 	if len(errs) == 0 {
 		return nil
@@ -91,8 +100,17 @@ func (r Result) Fprint(w io.Writer, o Options) {
 	if o.ConsumerDestination != "" {
 		fmt.Fprintf(w, " consumer-dest=%s", o.ConsumerDestination)
 	}
-	fmt.Fprintf(w, " producers=%d consumers=%d size=%d messages=%d persistent=%t receipts=%s ack=%s",
-		o.Producers, o.Consumers, o.Size, o.Messages, o.Persistent, o.Receipts, o.Ack)
+	if r.Durable != nil {
+		fmt.Fprintf(w, " durable-subscribers=%d client-id-prefix=%s catchup=%s", o.DurableSubscribers, r.Durable.ClientIDPrefix, o.Catchup)
+		if o.DataDir != "" {
+			fmt.Fprintf(w, " data-dir=%s", o.DataDir)
+		}
+		fmt.Fprintf(w, " producers=%d", o.Producers)
+	} else {
+		fmt.Fprintf(w, " producers=%d consumers=%d", o.Producers, o.Consumers)
+	}
+	fmt.Fprintf(w, " size=%d messages=%d persistent=%t receipts=%s ack=%s",
+		o.Size, o.Messages, o.Persistent, o.Receipts, o.Ack)
 	if o.Prefetch > 0 {
 		fmt.Fprintf(w, " prefetch=%d", o.Prefetch)
 	}
@@ -100,6 +118,11 @@ func (r Result) Fprint(w io.Writer, o Options) {
 		fmt.Fprintf(w, " stomp=%s", o.Version)
 	}
 	fmt.Fprintln(w)
+	if r.Durable != nil {
+		r.fprintDurable(w, o)
+		r.fprintStop(w)
+		return
+	}
 
 	fmt.Fprintf(w, "sent %d in %s (%s msgs/s)\n", r.Sent, roundDuration(r.SendElapsed), groupDigits(int64(r.SendRate)))
 	fmt.Fprintf(w, "received %d", r.Received)
@@ -119,6 +142,11 @@ func (r Result) Fprint(w io.Writer, o Options) {
 		fmt.Fprintf(w, "  foreign %d", r.Foreign)
 	}
 	fmt.Fprintln(w)
+	r.fprintStop(w)
+}
+
+// fprintStop writes why a run stopped early and its error.
+func (r Result) fprintStop(w io.Writer) {
 	if r.Stop != "" && r.Stop != StopComplete {
 		fmt.Fprintf(w, "stopped: %s after %s\n", r.Stop, roundDuration(r.Elapsed))
 	}
@@ -160,13 +188,14 @@ type jsonReport struct {
 	MaxMs               float64 `json:"max_ms"`
 	Stop                string  `json:"stop"`
 	Error               string  `json:"error,omitempty"`
+
+	Durable *jsonDurable `json:"durable,omitempty"`
 }
 
 // WriteJSON writes the report of a run with options o as one JSON object
 // on one line.
 func (r Result) WriteJSON(w io.Writer, o Options) error {
 	o = o.withDefaults(time.Time{})
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	j := jsonReport{
 		Addr: o.Addr, Destination: r.Destination, ConsumerDestination: o.ConsumerDestination,
 		Producers: o.Producers, Consumers: o.Consumers, Size: o.Size, Messages: o.Messages,
@@ -184,8 +213,15 @@ func (r Result) WriteJSON(w io.Writer, o Options) error {
 	if r.Err != nil {
 		j.Error = r.Err.Error()
 	}
+	if r.Durable != nil {
+		j.Consumers = o.DurableSubscribers
+		j.Durable = r.Durable.json(o.DataDir)
+	}
 	return json.NewEncoder(w).Encode(j)
 }
+
+// ms converts d to milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // roundDuration keeps three significant digits, or whole seconds: 1.23ms,
 // 45.6µs, 2.35s, 16m40s.

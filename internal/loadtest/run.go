@@ -36,6 +36,14 @@ type run struct {
 	receiptEvery int
 	mode         stomp.AckMode
 
+	// Set for a step of the durable scenario (see phase): label names it
+	// in progress lines; clientIDs, one per consumer, make the consumers
+	// attach to their durable subscriptions; backlog counts the messages
+	// published before this run, which its consumers expect as well.
+	label     string
+	clientIDs []string
+	backlog   int64
+
 	start    time.Time
 	stopping atomic.Bool
 
@@ -58,6 +66,9 @@ type run struct {
 // Result.Err: a setup failure (nothing was sent) or a connection that failed
 // during the run (the figures then cover what happened before). Lost or
 // duplicated messages are not errors of Run; see Result.Failure.
+//
+// With Options.DurableSubscribers, Run performs the durable catch-up
+// scenario instead; see the package comment.
 func Run(ctx context.Context, o Options) (Result, error) {
 	o = o.withDefaults(time.Now())
 	res := Result{Destination: o.Destination}
@@ -65,19 +76,32 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		res.Err = err
 		return res, err
 	}
+	if o.DurableSubscribers > 0 {
+		return runDurable(ctx, o)
+	}
 	r, err := newRun(o)
 	if err != nil {
 		res.Err = err
 		return res, err
 	}
+	stop, end, err := r.execute(ctx)
+	if err != nil {
+		res.Err = err
+		return res, err
+	}
+	return r.result(stop, end), r.err
+}
 
+// execute connects, starts the producers together and waits until the run
+// stops; it returns why and when. An error means the run could not connect
+// and nothing was sent; errors during the run are in r.err.
+func (r *run) execute(ctx context.Context) (stop string, end time.Time, err error) {
 	var consumers, producers sync.WaitGroup
 	if err := r.connect(ctx, &consumers); err != nil {
 		r.stopping.Store(true)
 		r.closeAll()
 		r.stopConsumers(&consumers)
-		res.Err = err
-		return res, err
+		return "", time.Time{}, err
 	}
 
 	r.start = time.Now()
@@ -91,11 +115,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		close(producersDone)
 	}()
 
-	stop := r.monitor(ctx)
-	end := time.Now()
+	stop = r.monitor(ctx)
+	end = time.Now()
 	r.stopping.Store(true)
 	r.teardown(producersDone, &consumers)
-	return r.result(stop, end), r.err
+	return stop, end, nil
 }
 
 func newRun(o Options) (*run, error) {
@@ -122,12 +146,45 @@ func newRun(o Options) (*run, error) {
 		body:         body,
 		receiptEvery: k,
 		mode:         mode,
-		done:         make(chan struct{}),
-		failed:       make(chan struct{}),
-		quit:         make(chan struct{}),
 	}
-	r.target.Store(math.MaxInt64)
+	r.reset()
 	return r, nil
+}
+
+// reset prepares the run state of a fresh run.
+func (r *run) reset() {
+	r.done = make(chan struct{})
+	r.failed = make(chan struct{})
+	r.quit = make(chan struct{})
+	r.target.Store(math.MaxInt64)
+}
+
+// phase returns a fresh run for one step of the durable scenario, sharing
+// r's id, message counts and body: producers producer connections, and one
+// consumer per client-id, attached to that client's durable subscription.
+func (r *run) phase(label string, producers int, clientIDs []string) *run {
+	o := r.o
+	o.Producers, o.Consumers = producers, len(clientIDs)
+	p := &run{
+		o:            o,
+		id:           r.id,
+		counts:       r.counts,
+		body:         r.body,
+		receiptEvery: r.receiptEvery,
+		mode:         r.mode,
+		label:        label,
+		clientIDs:    clientIDs,
+	}
+	p.reset()
+	return p
+}
+
+// consumerName names consumer i in errors.
+func (r *run) consumerName(i int) string {
+	if r.clientIDs != nil {
+		return "subscriber " + r.clientIDs[i]
+	}
+	return fmt.Sprintf("consumer %d", i)
 }
 
 // connect opens every connection in parallel: consumers subscribed and
@@ -161,17 +218,24 @@ func (r *run) connect(ctx context.Context, consumers *sync.WaitGroup) error {
 			cancel() // no point waiting for the others
 		}
 	}
+	durable := r.clientIDs != nil
 	for i := range r.consumers {
 		wg.Go(func() {
-			c, err := dial(ctx, r.o, consumerRead, consumerWrite)
+			name := r.consumerName(i)
+			clientID := ""
+			if durable {
+				clientID = r.clientIDs[i]
+			}
+			c, err := dial(ctx, r.o, clientID, consumerRead, consumerWrite)
 			if err != nil {
-				setErr(fmt.Errorf("%w: consumer %d: %w", ErrConnect, i, err))
+				setErr(fmt.Errorf("%w: %s: %w", ErrConnect, name, err))
 				return
 			}
-			sub, err := c.subscribe(r.o, r.mode)
+			subscribed := time.Now()
+			sub, err := c.subscribe(r.o, r.mode, durable)
 			if err != nil {
 				c.net.Close()
-				setErr(fmt.Errorf("%w: consumer %d: subscribe: %w", ErrConnect, i, err))
+				setErr(fmt.Errorf("%w: %s: subscribe: %w", ErrConnect, name, err))
 				return
 			}
 			seen := shared
@@ -179,18 +243,24 @@ func (r *run) connect(ctx context.Context, consumers *sync.WaitGroup) error {
 				seen = newTracker(r.counts)
 			}
 			k := newConsumer(r, i, c, sub, seen)
+			k.subscribed = subscribed.UnixNano()
 			mu.Lock()
 			r.consumers[i] = k
 			mu.Unlock()
 			consumers.Go(k.run)
+			if durable {
+				// Its backlog is on the way already; a refused
+				// SUBSCRIBE fails the drain.
+				return
+			}
 			if err := c.confirm(ctx); err != nil {
-				setErr(fmt.Errorf("%w: consumer %d: confirm subscription: %w", ErrConnect, i, err))
+				setErr(fmt.Errorf("%w: %s: confirm subscription: %w", ErrConnect, name, err))
 			}
 		})
 	}
 	for i := range r.producers {
 		wg.Go(func() {
-			c, err := dial(ctx, r.o, readQueue, producerWriteQueue)
+			c, err := dial(ctx, r.o, "", readQueue, producerWriteQueue)
 			if err != nil {
 				setErr(fmt.Errorf("%w: producer %d: %w", ErrConnect, i, err))
 				return
@@ -236,14 +306,34 @@ func (r *run) monitor(ctx context.Context) string {
 			}
 			idleTimer.Reset(r.o.IdleTimeout - idle)
 		case now := <-tick:
-			recv := r.received()
-			rate := float64(recv-lastRecv) / now.Sub(lastTick).Seconds()
-			fmt.Fprintf(r.o.ProgressOut, "bench: %s sent %s received %s (%s msgs/s)\n",
-				now.Sub(r.start).Round(100*time.Millisecond),
-				groupDigits(r.sent()), groupDigits(recv), groupDigits(int64(rate)))
-			lastTick, lastRecv = now, recv
+			lastRecv = r.progress(now, lastTick, lastRecv)
+			lastTick = now
 		}
 	}
+}
+
+// progress writes a progress line at now: what was sent and received, and
+// the rate since the line at then, when the count was last. A run without
+// consumers (publishing) counts sends; it returns the count.
+func (r *run) progress(now, then time.Time, last int64) int64 {
+	elapsed := now.Sub(r.start).Round(100 * time.Millisecond)
+	perSec := func(n int64) string {
+		return groupDigits(int64(float64(n-last) / now.Sub(then).Seconds()))
+	}
+	sent, recv := r.sent(), r.received()
+	switch {
+	case len(r.consumers) == 0:
+		fmt.Fprintf(r.o.ProgressOut, "bench: %s %s sent %s (%s msgs/s)\n",
+			r.label, elapsed, groupDigits(sent), perSec(sent))
+		return sent
+	case len(r.producers) == 0:
+		fmt.Fprintf(r.o.ProgressOut, "bench: %s %s received %s of %s (%s msgs/s)\n",
+			r.label, elapsed, groupDigits(recv), groupDigits(r.backlog*int64(len(r.consumers))), perSec(recv))
+	default:
+		fmt.Fprintf(r.o.ProgressOut, "bench: %s sent %s received %s (%s msgs/s)\n",
+			elapsed, groupDigits(sent), groupDigits(recv), perSec(recv))
+	}
+	return recv
 }
 
 // teardown stops producers, then disconnects consumers, and waits for the
@@ -331,7 +421,7 @@ func (r *run) delivered() {
 }
 
 // expect sets the target once the producers have ended: everything they
-// sent, to every consumer for a topic.
+// sent (and the backlog), to every consumer for a topic.
 func (r *run) expect() {
 	r.target.Store(r.expected())
 	if r.unique.Load() >= r.target.Load() {
@@ -340,9 +430,9 @@ func (r *run) expect() {
 }
 
 func (r *run) expected() int64 {
-	n := r.sent()
+	n := r.sent() + r.backlog
 	if r.o.Topic {
-		n *= int64(r.o.Consumers)
+		n *= int64(len(r.consumers))
 	}
 	return n
 }
@@ -365,11 +455,17 @@ func (r *run) received() int64 {
 	return n
 }
 
-// lastActivity is when a bench message last arrived, or the start.
+// lastActivity is when a bench message last arrived (was last sent, in a
+// run without consumers), or the start.
 func (r *run) lastActivity() time.Time {
 	last := r.start.UnixNano()
 	for _, k := range r.consumers {
 		last = max(last, k.lastRecv.Load())
+	}
+	if len(r.consumers) == 0 {
+		for _, p := range r.producers {
+			last = max(last, p.lastSend.Load())
+		}
 	}
 	return time.Unix(0, last)
 }
