@@ -78,6 +78,7 @@ the publishing and each drain. The subscriptions are deleted at the end unless
 	f.StringVar(&o.ConsumerDestination, "consumer-destination", "", "subscribe here instead of --destination (virtual topics, composite destinations)")
 	f.StringVar(&o.Ack, "ack", "", "auto | client | client-individual; client modes ack every message (default auto, client-individual with --durable-subscribers)")
 	f.IntVar(&o.Prefetch, "prefetch", 0, "send activemq.prefetchSize on SUBSCRIBE (0: do not send)")
+	f.StringVar(&o.Selector, "selector", "", "JMS selector every consumer subscribes with (it must match every message sent)")
 	f.StringVar(&o.Version, "stomp-version", "", "offer only this STOMP version: 1.0, 1.1 or 1.2 (default: let the broker pick)")
 	f.StringVar(&o.Login, "login", "", "CONNECT login")
 	f.StringVar(&o.Passcode, "passcode", "", "CONNECT passcode")

@@ -178,6 +178,9 @@ func (c *client) subscribe(o Options, mode stomp.AckMode, durable bool) (*stomp.
 	if o.Prefetch > 0 {
 		opts = append(opts, stomp.SubscribeOpt.Header("activemq.prefetchSize", strconv.Itoa(o.Prefetch)))
 	}
+	if o.Selector != "" {
+		opts = append(opts, stomp.SubscribeOpt.Header("selector", o.Selector))
+	}
 	return c.stomp.Subscribe(o.subscribed(), mode, opts...)
 }
 

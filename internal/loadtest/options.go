@@ -79,6 +79,9 @@ type Options struct {
 
 	// Prefetch, when positive, is sent as activemq.prefetchSize on SUBSCRIBE.
 	Prefetch int
+	// Selector, when set, is sent as every consumer's selector header; it must match
+	// every message the run sends, or they count as lost.
+	Selector string
 
 	// IdleTimeout stops the run when nothing was received for that long
 	// (default 15s). MaxDuration stops it in any case (default 5m),
