@@ -99,6 +99,10 @@ type Broker struct {
 	// connection close the old connection and take its place; when false (the
 	// default) the new CONNECT fails, as in ActiveMQ.
 	AllowLinkStealing bool `mapstructure:"allowLinkStealing"`
+	// StatsAddress, when set (e.g. 127.0.0.1:8161), serves GET /stats as JSON:
+	// destinations, durable subscriptions with their backlog and age, and the store's
+	// disk use and oldest segment. Default "" (off).
+	StatsAddress string `mapstructure:"statsAddress"`
 }
 
 // SystemUsage is the systemUsage section: broker-wide limits, ActiveMQ's

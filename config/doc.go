@@ -13,6 +13,7 @@
 //	                             # is false; see DefaultSchedulerSupport)
 //	  offlineDurableSubscriberTaskSchedule: 5m   # how often offline durable
 //	                             # subscriptions are checked for their timeout; > 0
+//	  statsAddress: ""           # e.g. 127.0.0.1:8161: GET /stats as JSON (off when empty)
 //	  allowLinkStealing: false   # true: a CONNECT with the client-id of a live
 //	                             # connection replaces it instead of failing
 //	persistenceAdapter:          # exactly one adapter key; without the section: memory

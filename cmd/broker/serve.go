@@ -23,7 +23,7 @@ import (
 )
 
 func newServeCommand() *cobra.Command {
-	var configPath, logLevel, cpuProfile string
+	var configPath, logLevel, cpuProfile, statsAddr string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the broker",
@@ -53,12 +53,13 @@ func newServeCommand() *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
-			return serve(ctx, cfg, log)
+			return serve(ctx, cfg, log, statsAddr)
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "activemq-style.yaml", "configuration file")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown")
+	cmd.Flags().StringVar(&statsAddr, "stats-addr", "", "serve GET /stats (JSON: destinations, durable subscriptions, store) on this address, e.g. 127.0.0.1:8161 (overrides broker.statsAddress)")
 	return cmd
 }
 
@@ -74,7 +75,7 @@ func newLogger(level string) (*slog.Logger, error) {
 // connections, flush and close the store.
 var errLockLost = errors.New("stopped: the store lock was lost")
 
-func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) {
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr string) (err error) {
 	if err := os.MkdirAll(cfg.Broker.DataDirectory, 0o755); err != nil {
 		return fmt.Errorf("dataDirectory %s: %w", cfg.Broker.DataDirectory, err)
 	}
@@ -146,6 +147,16 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 	if err := srv.Listen(connectors(cfg, log)); err != nil {
 		_ = b.Close()
 		return err
+	}
+	if statsAddr == "" {
+		statsAddr = cfg.Broker.StatsAddress
+	}
+	if statsAddr != "" {
+		if _, err := serveStats(ctx, statsAddr, b, store, log); err != nil {
+			_ = srv.Shutdown(context.Background())
+			_ = b.Close()
+			return fmt.Errorf("--stats-addr: %w", err)
+		}
 	}
 	log.Info("broker started", slog.String("brokerName", cfg.Broker.BrokerName),
 		slog.String("persistenceAdapter", cfg.Persistence.Key), slog.String("config", cfg.Source))
