@@ -23,10 +23,23 @@ func (s *Store) cleanup() error {
 		return err
 	}
 	moved, err := s.compact()
-	if err != nil || moved == 0 {
-		return err
+	if err == nil && moved > 0 {
+		err = s.checkpoint(true)
 	}
-	return s.checkpoint(true)
+	s.logPinned()
+	return err
+}
+
+// logPinned says, when it changes, which destination holds the oldest live segment:
+// what keeps the journal from shrinking (KahaDB users' most common question).
+func (s *Store) logPinned() {
+	file, dest, ok := s.OldestSegment()
+	if !ok || file == s.pinnedLogged {
+		return
+	}
+	s.pinnedLogged = file
+	s.log.Info("journal: oldest live segment", slog.String("file", file), slog.String("heldBy", dest),
+		slog.Int64("diskUsage", s.DiskUsage()))
 }
 
 // compactItem is a live message to copy forward.

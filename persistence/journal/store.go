@@ -41,6 +41,8 @@ var (
 
 // Store is the journal persistence adapter. It is safe for concurrent use.
 type Store struct {
+	pinnedLogged string // the oldest live segment last logged by cleanup
+
 	opts Options
 	fs   vfs.FS
 	log  *slog.Logger
