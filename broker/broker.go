@@ -18,6 +18,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -61,6 +62,11 @@ type Options struct {
 	// VirtualTopics configures virtual topics; the zero value turns them off (use
 	// DefaultVirtualTopics for ActiveMQ's behaviour).
 	VirtualTopics VirtualTopics
+	// StoreUsage bounds the disk the store may use (systemUsage storeUsage), checked
+	// for stores that report their size; over it persistent messages are refused.
+	StoreUsage int64
+	// MaxTransactionSize bounds the bytes one open transaction holds until COMMIT.
+	MaxTransactionSize int64
 	// LinkStealing lets a CONNECT with the client-id of a live connection replace it
 	// (ActiveMQ's allowLinkStealing); otherwise it is refused.
 	LinkStealing bool
@@ -100,6 +106,9 @@ type Broker struct {
 	destMemoryLimit   int64
 	policies          PolicyFunc
 	linkStealing      bool
+	storeUsage        int64
+	storeFull         atomic.Bool
+	maxTxBytes        int64
 	sched             *scheduler
 	stopSweeper       context.CancelFunc
 	mem               usage
@@ -160,6 +169,11 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	}
 	b.policies = o.Policies
 	b.linkStealing = o.LinkStealing
+	b.storeUsage = o.StoreUsage
+	b.maxTxBytes = o.MaxTransactionSize
+	if b.maxTxBytes <= 0 {
+		b.maxTxBytes = 64 << 20
+	}
 	if o.Scheduler {
 		b.sched = newScheduler(b)
 	}
@@ -185,6 +199,10 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	}
 	b.wg.Add(1)
 	go b.runDurableSweeper(sctx, o.DurableSweep)
+	if sr, ok := b.store.(persistence.SpaceReporter); ok && b.storeUsage > 0 {
+		b.wg.Add(1)
+		go b.watchStoreUsage(sctx, sr)
+	}
 	return b, nil
 }
 
@@ -378,3 +396,32 @@ func (b *Broker) Close() error {
 	b.wg.Wait()
 	return b.store.Close()
 }
+
+// watchStoreUsage keeps storeFull current: the store's size is read a few times a
+// second rather than on every message.
+func (b *Broker) watchStoreUsage(ctx context.Context, sr persistence.SpaceReporter) {
+	defer b.wg.Done()
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		used := sr.DiskUsage()
+		full := used >= b.storeUsage
+		if full != b.storeFull.Load() {
+			b.storeFull.Store(full)
+			if full {
+				b.log.Warn("persistent store is full: persistent messages are refused until space is freed",
+					slog.Int64("used", used), slog.Int64("storeUsage", b.storeUsage))
+			} else {
+				b.log.Info("persistent store has room again", slog.Int64("used", used), slog.Int64("storeUsage", b.storeUsage))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// ErrStoreFull: a persistent message was refused because the store is over storeUsage.
+var ErrStoreFull = errors.New("broker: persistent store is full")

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -220,11 +221,19 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if m.Timestamp == 0 {
 		m.Timestamp = time.Now().UnixMilli()
 	}
+	if m.Persistent && c.b.storeFull.Load() {
+		return &Error{Message: fmt.Sprintf("Persistent store is full (systemUsage storeUsage %d bytes): message not accepted", c.b.storeUsage), Err: ErrStoreFull}
+	}
 	if tx != "" {
 		t := c.txs[tx]
 		if t == nil {
 			return errorf(ErrUnknownTransaction, "Invalid transaction id: %s", tx)
 		}
+		size := int64(m.Size())
+		if t.bytes+size > c.b.maxTxBytes {
+			return &Error{Message: fmt.Sprintf("transaction %s is over its size limit (systemUsage maxTransactionSize %d bytes): message not added; COMMIT or ABORT it", tx, c.b.maxTxBytes), Err: ErrStoreFull}
+		}
+		t.bytes += size
 		t.sends = append(t.sends, txSend{dests: dests, msg: m})
 		done(nil)
 		return nil

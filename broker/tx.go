@@ -10,6 +10,7 @@ import (
 
 // txState is an open transaction: its sends and acknowledgements take effect at COMMIT.
 type txState struct {
+	bytes   int64
 	sends   []txSend
 	settles []txSettle
 }

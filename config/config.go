@@ -29,9 +29,10 @@ const (
 	DefaultOfflineDurableSubscriberTaskSchedule = 5 * time.Minute // ActiveMQ's 300000 ms
 	DefaultAllowLinkStealing                    = false
 
-	DefaultMemoryUsage       = 1 << 30   // 1gb
-	DefaultStoreUsage        = 100 << 30 // 100gb, as in ActiveMQ's shipped activemq.xml
-	DefaultSendFailIfNoSpace = true      // ActiveMQ: false (the producer blocks); see SystemUsage
+	DefaultMemoryUsage        = 1 << 30   // 1gb
+	DefaultMaxTransactionSize = 64 << 20  // 64mb
+	DefaultStoreUsage         = 100 << 30 // 100gb, as in ActiveMQ's shipped activemq.xml
+	DefaultSendFailIfNoSpace  = true      // ActiveMQ: false (the producer blocks); see SystemUsage
 	// MinUsageLimit is the smallest systemUsage.memoryUsage or storeUsage accepted.
 	MinUsageLimit = 1 << 20 // 1mb
 
@@ -126,6 +127,9 @@ type SystemUsage struct {
 	// SendFailIfNoSpaceAfterTimeout, when more than 0, makes a send over a limit
 	// wait this long for space and then fail (default 0).
 	SendFailIfNoSpaceAfterTimeout time.Duration
+	// MaxTransactionSize caps the bytes of messages one open transaction may hold
+	// until its COMMIT (default 64mb; at least 1kb); past it the SEND gets an ERROR.
+	MaxTransactionSize int64
 }
 
 // Streams is the streams section: the partitioned log behind destinations whose

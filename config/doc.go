@@ -22,6 +22,7 @@
 //	  - name: stomp              #   named stomp on stomp://127.0.0.1:61613
 //	    uri: stomp://127.0.0.1:61613?maxFrameSize=10485760&maxConnections=1000
 //	systemUsage:                 # ActiveMQ's <systemUsage>
+//	  maxTransactionSize: 64mb   # bytes one open transaction may hold until COMMIT
 //	  memoryUsage: 1gb           # bytes of messages held in memory, broker-wide; >= 1mb
 //	  storeUsage: 100gb          # disk the persistent store may use; >= 1mb
 //	  sendFailIfNoSpace: true    # over a limit, the producer gets an ERROR at once

@@ -65,6 +65,7 @@ func setDefaults(v *viper.Viper) {
 		map[string]any{"name": DefaultConnectorName, "uri": DefaultConnectorURI},
 	})
 	v.SetDefault(key("systemUsage", "memoryUsage"), int64(DefaultMemoryUsage))
+	v.SetDefault(key("systemUsage", "maxTransactionSize"), int64(DefaultMaxTransactionSize))
 	v.SetDefault(key("systemUsage", "storeUsage"), int64(DefaultStoreUsage))
 	v.SetDefault(key("systemUsage", "sendFailIfNoSpace"), DefaultSendFailIfNoSpace)
 	v.SetDefault(key("systemUsage", "sendFailIfNoSpaceAfterTimeout"), time.Duration(0))

@@ -21,6 +21,7 @@ func TestSectionsExample(t *testing.T) {
 	}, c.Broker)
 	assert.Equal(t, SystemUsage{
 		MemoryUsage: 512 << 20, StoreUsage: 20 << 30, SendFailIfNoSpace: false, SendFailIfNoSpaceAfterTimeout: 3 * time.Second,
+		MaxTransactionSize: 64 << 20,
 	}, c.SystemUsage)
 	assert.Equal(t, Streams{
 		Directory: "/srv/streams", Flush: "interval", FlushInterval: 250 * time.Millisecond,
@@ -36,7 +37,7 @@ virtualTopics: {prefix: "VirtualTopicConsumers.*."}
 broker: {allowLinkStealing: "true"}
 `), nil)
 	require.NoError(t, err)
-	assert.Equal(t, SystemUsage{MemoryUsage: 64 << 20, StoreUsage: 100 << 30, SendFailIfNoSpace: true}, c.SystemUsage)
+	assert.Equal(t, SystemUsage{MemoryUsage: 64 << 20, StoreUsage: 100 << 30, SendFailIfNoSpace: true, MaxTransactionSize: 64 << 20}, c.SystemUsage)
 	assert.Equal(t, "os", c.Streams.Flush, "read case-insensitively")
 	assert.Equal(t, int64(1<<20), c.Streams.SegmentBytes)
 	assert.Equal(t, 168*time.Hour, c.Streams.SegmentMs)

@@ -8,6 +8,7 @@ type systemUsageSection struct {
 	StoreUsage                    byteSize      `mapstructure:"storeUsage"`
 	SendFailIfNoSpace             bool          `mapstructure:"sendFailIfNoSpace"`
 	SendFailIfNoSpaceAfterTimeout time.Duration `mapstructure:"sendFailIfNoSpaceAfterTimeout"`
+	MaxTransactionSize            byteSize      `mapstructure:"maxTransactionSize"`
 }
 
 // buildSystemUsage validates the systemUsage section (defaults are viper's).
@@ -19,6 +20,9 @@ func (c *checker) buildSystemUsage(s systemUsageSection) (SystemUsage, *Error) {
 	if err := c.sizeAtLeast(joinKey(path, "storeUsage"), int64(s.StoreUsage), MinUsageLimit); err != nil {
 		return SystemUsage{}, err
 	}
+	if err := c.sizeAtLeast(joinKey(path, "maxTransactionSize"), int64(s.MaxTransactionSize), 1<<10); err != nil {
+		return SystemUsage{}, err
+	}
 	if err := c.nonNegative(joinKey(path, "sendFailIfNoSpaceAfterTimeout"), s.SendFailIfNoSpaceAfterTimeout, "no waiting"); err != nil {
 		return SystemUsage{}, err
 	}
@@ -27,5 +31,6 @@ func (c *checker) buildSystemUsage(s systemUsageSection) (SystemUsage, *Error) {
 		StoreUsage:                    int64(s.StoreUsage),
 		SendFailIfNoSpace:             s.SendFailIfNoSpace,
 		SendFailIfNoSpaceAfterTimeout: s.SendFailIfNoSpaceAfterTimeout,
+		MaxTransactionSize:            int64(s.MaxTransactionSize),
 	}, nil
 }

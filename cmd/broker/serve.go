@@ -124,12 +124,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 		}()
 	}
 	b, err := broker.New(ctx, broker.Options{
-		Name:        cfg.Broker.BrokerName,
-		Store:       store,
-		Logger:      log,
-		MemoryUsage: cfg.SystemUsage.MemoryUsage,
-		Policies:    policies(cfg.DestinationPolicy),
-		ExpirySweep: expirySweep(cfg.DestinationPolicy),
+		Name:               cfg.Broker.BrokerName,
+		Store:              store,
+		Logger:             log,
+		MemoryUsage:        cfg.SystemUsage.MemoryUsage,
+		StoreUsage:         cfg.SystemUsage.StoreUsage,
+		MaxTransactionSize: cfg.SystemUsage.MaxTransactionSize,
+		Policies:           policies(cfg.DestinationPolicy),
+		ExpirySweep:        expirySweep(cfg.DestinationPolicy),
 		VirtualTopics: broker.VirtualTopics{
 			Enabled: cfg.VirtualTopics.Enabled,
 			Name:    cfg.VirtualTopics.Name,
