@@ -161,26 +161,32 @@ func TestJMSScheduledDelivery(t *testing.T) {
 		c.expectNone(sub, 100*time.Millisecond)
 	})
 
-	t.Run("persistent survives a restart", func(t *testing.T) {
-		t.Log("this sub-test needs a persistent adapter: cmd/broker/adapters.go must register kahadb (persistence/journal)")
-		dir := t.TempDir()
-		cfg := brokerConfig{Adapter: "kahaDB: {}", DataDir: dir}
-		first := startBroker(t, cfg)
-		c := jmsDial(t, first.Addr)
-		start := time.Now()
-		c.send("/queue/sched", "after restart", "persistent", "true", "AMQ_SCHEDULED_DELAY", "1000")
-		first.Stop()
+	downs := []struct {
+		name string
+		down func(*brokerProc)
+	}{{"sigterm", (*brokerProc).Stop}, {"kill-9", (*brokerProc).Kill}}
+	for _, a := range durableAdapters {
+		for _, d := range downs {
+			t.Run("persistent survives a restart/"+a.name+"/"+d.name, func(t *testing.T) {
+				cfg := brokerConfig{Adapter: a.store(t), DataDir: t.TempDir()}
+				first := startBroker(t, cfg)
+				c := jmsDial(t, first.Addr)
+				start := time.Now()
+				c.send("/queue/sched", "after restart", "persistent", "true", "AMQ_SCHEDULED_DELAY", "1000")
+				d.down(first)
 
-		second := startBroker(t, cfg)
-		c2 := jmsDial(t, second.Addr)
-		sub := c2.subscribe("/queue/sched")
-		m := c2.next(sub)
-		assert.Equal(t, "after restart", string(m.Body))
-		assert.Equal(t, "true", m.Header.Get("persistent"))
-		assert.GreaterOrEqual(t, time.Since(start), time.Second-msSlack, "delivered before AMQ_SCHEDULED_DELAY")
-		c2.sync()
-		c2.expectNone(sub, 200*time.Millisecond)
-	})
+				second := startBroker(t, cfg)
+				c2 := jmsDial(t, second.Addr)
+				sub := c2.subscribe("/queue/sched")
+				m := c2.next(sub)
+				assert.Equal(t, "after restart", string(m.Body))
+				assert.Equal(t, "true", m.Header.Get("persistent"))
+				assert.GreaterOrEqual(t, time.Since(start), time.Second-msSlack, "delivered before AMQ_SCHEDULED_DELAY")
+				c2.sync()
+				c2.expectNone(sub, 200*time.Millisecond)
+			})
+		}
+	}
 }
 
 func TestJMSQueueBrowser(t *testing.T) {
