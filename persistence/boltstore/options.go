@@ -176,7 +176,7 @@ var optionKeys = []optionKey{
 			if s, ok := raw.(string); ok {
 				n, err = config.ParseSize(s)
 			} else {
-				n, err = wholeNumber(raw)
+				n, err = config.WholeNumber(raw)
 			}
 			if err != nil || n > MaxInitialMmapSize {
 				return "not a valid mmap size"
@@ -199,7 +199,7 @@ var optionKeys = []optionKey{
 		}},
 	{name: "freelistSync", allowed: boolAllowed,
 		set: func(o *Options, raw any) string {
-			b, ok := boolValue(raw)
+			b, ok := config.Bool(raw)
 			if !ok {
 				return "not a boolean"
 			}
@@ -215,7 +215,7 @@ var optionKeys = []optionKey{
 					return "not a duration"
 				}
 			} else {
-				ms, err := wholeNumber(raw)
+				ms, err := config.WholeNumber(raw)
 				if err != nil || ms > int64(24*time.Hour/time.Millisecond) {
 					return "not a valid duration"
 				}
@@ -269,63 +269,4 @@ func ParseOptions(p persistence.Options) (Options, error) {
 		}
 	}
 	return o, nil
-}
-
-// boolValue reads a YAML boolean or its string form.
-func boolValue(raw any) (bool, bool) {
-	switch v := raw.(type) {
-	case bool:
-		return v, true
-	case string:
-		b, err := strconv.ParseBool(strings.TrimSpace(v))
-		return b, err == nil
-	}
-	return false, false
-}
-
-// wholeNumber converts a YAML number to an int64, refusing fractions and negatives.
-func wholeNumber(raw any) (int64, error) {
-	switch v := raw.(type) {
-	case int:
-		if v >= 0 {
-			return int64(v), nil
-		}
-	case int8:
-		if v >= 0 {
-			return int64(v), nil
-		}
-	case int16:
-		if v >= 0 {
-			return int64(v), nil
-		}
-	case int32:
-		if v >= 0 {
-			return int64(v), nil
-		}
-	case int64:
-		if v >= 0 {
-			return v, nil
-		}
-	case uint:
-		if uint64(v) <= math.MaxInt64 {
-			return int64(v), nil
-		}
-	case uint8:
-		return int64(v), nil
-	case uint16:
-		return int64(v), nil
-	case uint32:
-		return int64(v), nil
-	case uint64:
-		if v <= math.MaxInt64 {
-			return int64(v), nil
-		}
-	case float32:
-		return wholeNumber(float64(v))
-	case float64:
-		if v == math.Trunc(v) && v >= 0 && v < math.MaxInt64 {
-			return int64(v), nil
-		}
-	}
-	return 0, fmt.Errorf("not a whole non-negative number")
 }

@@ -3,7 +3,6 @@ package journal
 import (
 	"fmt"
 	"log/slog"
-	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -175,7 +174,7 @@ func durationOption(field func(*Options) *time.Duration) func(o *Options, key, v
 			d, err = config.ParseDuration(v)
 		default:
 			var n int64
-			n, err = wholeNumber(raw)
+			n, err = config.WholeNumber(raw)
 			if err == nil && n > int64(24*time.Hour/time.Millisecond) {
 				err = fmt.Errorf("too long")
 			}
@@ -194,44 +193,7 @@ func parseSize(val string, raw any) (int64, error) {
 	if s, ok := raw.(string); ok {
 		return config.ParseSize(s)
 	}
-	return wholeNumber(raw)
-}
-
-// wholeNumber converts a YAML number to an int64, refusing fractions and negatives.
-func wholeNumber(raw any) (int64, error) {
-	switch v := raw.(type) {
-	case int:
-		return int64(v), nil
-	case int8:
-		return int64(v), nil
-	case int16:
-		return int64(v), nil
-	case int32:
-		return int64(v), nil
-	case int64:
-		return v, nil
-	case uint:
-		if uint64(v) <= math.MaxInt64 {
-			return int64(v), nil
-		}
-	case uint8:
-		return int64(v), nil
-	case uint16:
-		return int64(v), nil
-	case uint32:
-		return int64(v), nil
-	case uint64:
-		if v <= math.MaxInt64 {
-			return int64(v), nil
-		}
-	case float32:
-		return wholeNumber(float64(v))
-	case float64:
-		if v == math.Trunc(v) && v >= 0 && v < math.MaxInt64 {
-			return int64(v), nil
-		}
-	}
-	return 0, fmt.Errorf("not a whole number")
+	return config.WholeNumber(raw)
 }
 
 // optionError builds the error the broker prints: a *config.Error naming the key, the

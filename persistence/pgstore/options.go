@@ -319,12 +319,12 @@ var optionKeys = []optionKey{
 		set: func(o *Options, raw any) bool { s, ok := raw.(string); o.Password = s; return ok }},
 	{name: "maxConnections", allowed: "a whole number from 2 to 1000",
 		set: func(o *Options, raw any) bool {
-			n, err := wholeNumber(raw)
+			n, err := config.WholeNumber(raw)
 			o.MaxConnections = int(n)
 			return err == nil && n >= 2 && n <= 1000
 		}},
 	{name: "createTablesOnStartup", allowed: "true or false",
-		set: func(o *Options, raw any) bool { b, ok := boolean(raw); o.SkipCreateTables = !b; return ok }},
+		set: func(o *Options, raw any) bool { b, ok := config.Bool(raw); o.SkipCreateTables = !b; return ok }},
 	{name: "tablePrefix", allowed: fmt.Sprintf("letters, digits and _, at most %d, not starting with a digit (default %s)", maxPrefixLen, DefaultTablePrefix),
 		set: func(o *Options, raw any) bool {
 			s, ok := raw.(string)
@@ -342,7 +342,7 @@ var optionKeys = []optionKey{
 			return ok && len(s) <= 150
 		}},
 	{name: "useLock", allowed: "true or false",
-		set: func(o *Options, raw any) bool { b, ok := boolean(raw); o.DisableLock = !b; return ok }},
+		set: func(o *Options, raw any) bool { b, ok := config.Bool(raw); o.DisableLock = !b; return ok }},
 	// ActiveMQ's cleanupPeriod removes acknowledged rows in the background; this
 	// adapter deletes them in the acknowledging transaction, so it is accepted (a file
 	// written for ActiveMQ keeps working) and has no effect.
@@ -421,52 +421,11 @@ func duration(raw any, d *time.Duration) bool {
 		*d, err = config.ParseDuration(v)
 	default:
 		var n int64
-		n, err = wholeNumber(raw)
+		n, err = config.WholeNumber(raw)
 		if err == nil && n > int64(24*time.Hour/time.Millisecond) {
 			return false
 		}
 		*d = time.Duration(n) * time.Millisecond
 	}
 	return err == nil && *d > 0 && *d <= 24*time.Hour
-}
-
-// boolean reads a YAML bool or its spelling in an environment variable.
-func boolean(raw any) (v, ok bool) {
-	switch b := raw.(type) {
-	case bool:
-		return b, true
-	case string:
-		v, err := strconv.ParseBool(strings.TrimSpace(b))
-		return v, err == nil
-	}
-	return false, false
-}
-
-// wholeNumber converts a YAML number (or its spelling in an environment variable) to
-// an int64, refusing fractions and negatives.
-func wholeNumber(raw any) (int64, error) {
-	switch v := raw.(type) {
-	case int:
-		return int64(v), nil
-	case int32:
-		return int64(v), nil
-	case int64:
-		return v, nil
-	case uint32:
-		return int64(v), nil
-	case uint64:
-		if v <= math.MaxInt64 {
-			return int64(v), nil
-		}
-	case float64:
-		if v == math.Trunc(v) && v >= 0 && v < math.MaxInt64 {
-			return int64(v), nil
-		}
-	case string:
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if err == nil && n >= 0 {
-			return n, nil
-		}
-	}
-	return 0, errors.New("not a whole number")
 }
