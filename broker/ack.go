@@ -136,7 +136,7 @@ func (b *Broker) applySettle(batch persistence.Batch, s *Subscription, ds []*Del
 		// NackDiscard: acknowledged like an ACK.
 	}
 	for _, d := range ds {
-		if d.Msg.Persistent {
+		if d.Msg.Persistent && !d.withdrawn() {
 			q.storeAck(batch, d.Msg)
 		}
 	}
@@ -162,7 +162,7 @@ func (b *Broker) nackToDLQ(batch persistence.Batch, q *queue, ds []*Delivery) fu
 	dlqName := strategy.queueName(destinations.Name{Kind: destinations.Queue, Name: q.name})
 	var entries []queuedEntry
 	for _, d := range ds {
-		if d.Msg.Persistent {
+		if d.Msg.Persistent && !d.withdrawn() {
 			q.storeAck(batch, d.Msg)
 		}
 		if strategy.Discard || (!d.Msg.Persistent && !strategy.ProcessNonPersistent) || dlqName == q.name {

@@ -253,6 +253,10 @@ func (b *Broker) recover(ctx context.Context) error {
 		err := b.store.Scan(ctx, d.Name, 0, 1, func(m *persistence.Message) error {
 			hwm, _ := strconv.ParseUint(string(m.Body), 10, 64)
 			q.recoveredHWM, q.dispatchHWM, q.markerWritten = hwm, hwm, hwm
+			// A message consumed before its store write (concurrent store and
+			// dispatch) left no trace in the store but may be in the marker:
+			// sequences are never reused.
+			q.nextSeq = max(q.nextSeq, hwm+1)
 			q.hwmHint.Store(hwm)
 			return nil
 		})

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -164,7 +165,7 @@ func (c *Conn) Delivered(ds []*Delivery) {
 			ac.n++
 			ac.bytes += d.entry.Size
 			counts[d.q] = ac
-			if d.Msg.Persistent {
+			if d.Msg.Persistent && !d.withdrawn() {
 				if batch == nil {
 					batch = c.b.store.Begin()
 				}
@@ -249,6 +250,9 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		}
 		return refused
 	}
+	if c.b.storeAndDispatch(batch, entries, refused, done) {
+		return nil
+	}
 	c.b.commit(batch, persistence.Sync, func(err error) {
 		settleEntries(entries, err)
 		if err != nil {
@@ -259,6 +263,47 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		}
 	})
 	return refused
+}
+
+// storeAndDispatch commits the store write of a message sent to one queue the way
+// ActiveMQ's concurrentStoreAndDispatchQueues does, when the store can withdraw a queued
+// write: the message is dispatched while its write waits, and if a consumer acknowledges
+// it before the write began, the write is withdrawn and the producer answered at once
+// (the message was delivered and consumed, so it needs no disk). Otherwise the RECEIPT
+// goes after the write, as without it. It reports false, committing nothing, when the
+// send does not qualify.
+func (b *Broker) storeAndDispatch(batch persistence.Batch, entries []queuedEntry, refused error, done func(error)) bool {
+	cb, ok := batch.(persistence.CancelableBatch)
+	if !ok || refused != nil || len(entries) != 1 || entries[0].e == nil || batch.Len() != 1 {
+		return false
+	}
+	qe := entries[0]
+	cancel := cb.CommitCancelable(persistence.Sync, func(err error) {
+		if errors.Is(err, persistence.ErrCanceled) {
+			return // withdrawn: the producer was answered then
+		}
+		settleEntries(entries, err)
+		if err != nil {
+			err = storeError(err)
+		}
+		done(err)
+	})
+	if cancel != nil {
+		qe.q.dispatchWhileStoring(qe.e, func() bool {
+			if !cancel() {
+				return false
+			}
+			done(nil)
+			return true
+		})
+	}
+	return true
+}
+
+// withdrawn reports whether the acknowledged delivery's store write was withdrawn, so
+// the acknowledgement needs no store write.
+func (d *Delivery) withdrawn() bool {
+	return d.entry != nil && d.entry.Withdraw != nil && d.entry.Withdraw()
 }
 
 // route hands m to each of dests (already resolved): topics publish at once, queues queue

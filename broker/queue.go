@@ -205,6 +205,20 @@ func (q *queue) commitDone(e *destinations.Entry, err error) {
 	q.mu.Unlock()
 }
 
+// dispatchWhileStoring makes an entry whose store write is queued ready for dispatch,
+// with withdraw to call when it is acknowledged. If the write already finished
+// (commitDone ran first) the entry was dispatchable since then and is left alone: a
+// consumer may hold it, so its Withdraw must not change.
+func (q *queue) dispatchWhileStoring(e *destinations.Entry, withdraw func() bool) {
+	q.mu.Lock()
+	if !e.Ready && !e.Failed {
+		e.Withdraw = withdraw
+		e.Ready = true
+		q.dispatchLocked()
+	}
+	q.mu.Unlock()
+}
+
 // pagedDone settles a paged-out message whose store write finished.
 func (q *queue) pagedDone(seq uint64, err error) {
 	q.mu.Lock()

@@ -9,9 +9,10 @@ import (
 // Entry is one message waiting in, or dispatched from, a destination.
 type Entry struct {
 	Msg *persistence.Message
-	// Ready is false while the message's store write is still in flight; dispatch never
-	// passes an entry that is not ready, so consumers see messages in sequence order and
-	// only once they are as durable as the store makes them.
+	// Ready is false while the message may not be dispatched yet: its store write is
+	// in flight (or, with concurrent store and dispatch, not yet queued). Dispatch
+	// never passes an entry that is not ready, so consumers see messages in sequence
+	// order.
 	Ready bool
 	// Failed marks an entry whose store write failed; it is dropped when reached.
 	Failed bool
@@ -23,6 +24,11 @@ type Entry struct {
 	Size int64
 	// NotBefore delays the next dispatch (a redelivery delay); zero means now.
 	NotBefore int64 // ns since the epoch
+	// Withdraw is set for a message dispatched while its store write is still queued
+	// (concurrent store and dispatch): called when the message is acknowledged, it
+	// reports whether it withdrew the write (and answered the producer), in which case
+	// the acknowledgement needs no store write either. Set before Ready, never changed.
+	Withdraw func() bool
 
 	removed bool
 }

@@ -99,6 +99,21 @@ type AsyncBatch interface {
 	CommitAsync(d Durability, done func(error))
 }
 
+// CancelableBatch is an optional power of a Batch: CommitAsync whose batch may still be
+// withdrawn while it waits for the store to start writing it. It serves ActiveMQ's
+// concurrent store and dispatch: the broker hands a persistent message to a consumer
+// while its write is queued, and when the consumer acknowledges it before the write
+// began, neither the message nor its acknowledgement needs to touch the disk.
+//
+// CommitCancelable returns nil when the store does not dispatch concurrently (an
+// option of the adapter); the batch is then committed as by CommitAsync. Otherwise
+// cancel reports whether it withdrew the batch: if so nothing of the batch is ever
+// applied and done is called with ErrCanceled (the caller answers its producer itself);
+// once the write began, cancel returns false and done gets the commit's result.
+type CancelableBatch interface {
+	CommitCancelable(d Durability, done func(error)) (cancel func() bool)
+}
+
 // Locker is an optional power of a Store that several brokers may share (ActiveMQ's
 // shared-store master/slave): only the broker holding the lock may serve. The broker
 // calls Lock before Recover, keeps its transport connectors closed until Lock returns,

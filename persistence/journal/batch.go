@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/activemq-go/broker/persistence"
 )
@@ -202,6 +203,29 @@ func (b *batch) CommitAsync(d persistence.Durability, done func(error)) {
 		release(r)
 		b.s.callbacks.push(done, err)
 	}
+}
+
+// CommitCancelable is CommitAsync for a batch the broker may withdraw while it waits in
+// the write queue (concurrent store and dispatch). It returns nil, and commits as
+// CommitAsync, when the store was opened with StoreBeforeDispatch.
+func (b *batch) CommitCancelable(d persistence.Durability, done func(error)) (cancel func() bool) {
+	if b.s.opts.StoreBeforeDispatch {
+		b.CommitAsync(d, done)
+		return nil
+	}
+	r, _ := b.finish(context.Background(), d)
+	r.done = done
+	st := new(atomic.Uint32)
+	r.state = st
+	if err := b.s.w.submit(r); err != nil {
+		st.Store(reqTaken)
+		if r.err != nil {
+			err = r.err
+		}
+		release(r)
+		b.s.callbacks.push(done, err)
+	}
+	return func() bool { return st.CompareAndSwap(reqQueued, reqCanceled) }
 }
 
 // Rollback discards the batch.

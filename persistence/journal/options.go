@@ -79,6 +79,10 @@ type Options struct {
 	CleanupInterval time.Duration
 	// CompactLiveRatio: see DefaultCompactLiveRatio; negative disables compaction.
 	CompactLiveRatio float64
+	// StoreBeforeDispatch turns off concurrent store and dispatch (KahaDB's
+	// concurrentStoreAndDispatchQueues: false): batches cannot be withdrawn, so the
+	// broker dispatches a persistent queue message only after its write.
+	StoreBeforeDispatch bool
 	// Logger receives the store's events; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -158,6 +162,15 @@ var optionKeys = []optionKey{
 			o.SyncStrategy = SyncStrategy(i)
 			return nil
 		}},
+	{name: "concurrentStoreAndDispatchQueues", allowed: "true or false",
+		set: func(o *Options, key, val string, raw any) error {
+			b, ok := config.Bool(raw)
+			if !ok {
+				return optionError(key, val, "not a boolean", "true or false")
+			}
+			o.StoreBeforeDispatch = !b
+			return nil
+		}},
 	{name: "journalDiskSyncInterval", allowed: durationAllowed, set: durationOption(func(o *Options) *time.Duration { return &o.SyncInterval })},
 	{name: "checkpointInterval", allowed: durationAllowed, set: durationOption(func(o *Options) *time.Duration { return &o.CheckpointInterval })},
 	{name: "cleanupInterval", allowed: durationAllowed, set: durationOption(func(o *Options) *time.Duration { return &o.CleanupInterval })},
@@ -228,9 +241,9 @@ func ParseOptions(p persistence.Options) (Options, error) {
 		}
 		val := fmt.Sprint(raw)
 		switch raw.(type) {
-		case string, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+		case string, bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
 		default:
-			return Options{}, optionError(optionKeys[i].name, val, fmt.Sprintf("must be a string or a number, not %T", raw), optionKeys[i].allowed)
+			return Options{}, optionError(optionKeys[i].name, val, fmt.Sprintf("must be a string, a number or a boolean, not %T", raw), optionKeys[i].allowed)
 		}
 		if err := optionKeys[i].set(&o, optionKeys[i].name, val, raw); err != nil {
 			return Options{}, err

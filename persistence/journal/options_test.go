@@ -19,18 +19,24 @@ func TestParseOptions(t *testing.T) {
 	require.Equal(t, journal.Options{Dir: "/var/amq/kahadb"}, o, "defaults are left to Open")
 
 	o, err = journal.ParseOptions(persistence.Options{DataDirectory: "/var/amq", Raw: map[string]any{
-		"directory":               "./data/kahadb",
-		"journalmaxfilelength":    "64mb",
-		"journaldisksyncstrategy": "Periodic",
-		"journaldisksyncinterval": "250ms",
-		"checkpointinterval":      10000, // a number is milliseconds
-		"CleanupInterval":         "1m",  // keys are matched case-insensitively
+		"directory":                        "./data/kahadb",
+		"journalmaxfilelength":             "64mb",
+		"journaldisksyncstrategy":          "Periodic",
+		"journaldisksyncinterval":          "250ms",
+		"checkpointinterval":               10000, // a number is milliseconds
+		"CleanupInterval":                  "1m",  // keys are matched case-insensitively
+		"concurrentstoreanddispatchqueues": false,
 	}})
 	require.NoError(t, err)
 	require.Equal(t, journal.Options{
 		Dir: "data/kahadb", MaxFileLength: 64 << 20, SyncStrategy: journal.SyncPeriodic,
 		SyncInterval: 250 * time.Millisecond, CheckpointInterval: 10 * time.Second, CleanupInterval: time.Minute,
+		StoreBeforeDispatch: true,
 	}, o)
+
+	o, err = journal.ParseOptions(persistence.Options{Raw: map[string]any{"concurrentStoreAndDispatchQueues": "true"}})
+	require.NoError(t, err)
+	require.False(t, o.StoreBeforeDispatch, "ActiveMQ's default: dispatch while storing")
 
 	o, err = journal.ParseOptions(persistence.Options{Raw: map[string]any{"journalmaxfilelength": 1048576.0, "journaldisksyncstrategy": "never"}})
 	require.NoError(t, err)
@@ -55,7 +61,9 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"cleanupInterval", "0s", []string{"cleanupInterval", `"0s"`}},
 		{"cleanupInterval", 0, []string{"cleanupInterval"}},
 		{"journalDiskSyncInterval", "-1s", []string{"journalDiskSyncInterval"}},
-		{"journalDiskSyncInterval", true, []string{"journalDiskSyncInterval", "string or a number"}},
+		{"journalDiskSyncInterval", true, []string{"journalDiskSyncInterval", "positive duration"}},
+		{"journalDiskSyncInterval", []int{1}, []string{"journalDiskSyncInterval", "a string, a number or a boolean"}},
+		{"concurrentStoreAndDispatchQueues", "sometimes", []string{"persistenceAdapter.kahaDB.concurrentStoreAndDispatchQueues", `"sometimes"`, "true or false"}},
 		{"directory", 5, []string{"directory"}},
 		{"directory", "", []string{"directory"}},
 		{"indexCacheSize", 10000, []string{"persistenceAdapter.kahaDB.indexCacheSize", "unknown option", "journalMaxFileLength"}},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/activemq-go/broker/persistence"
@@ -32,6 +33,21 @@ type request struct {
 	wait  chan error  // Commit: receives the result
 	done  func(error) // CommitAsync: called with the result on the completion goroutine
 	err   error       // set for a batch that failed before it was written: completed in order with it
+	// state is set for CommitCancelable: whoever moves it from queued first decides
+	// whether the batch is written (the writer) or withdrawn (the committer's cancel).
+	state *atomic.Uint32
+}
+
+// States of a cancelable request.
+const (
+	reqQueued uint32 = iota
+	reqTaken
+	reqCanceled
+)
+
+// take reports whether the writer may write r: true unless its committer withdrew it.
+func (r *request) take() bool {
+	return r.state == nil || r.state.CompareAndSwap(reqQueued, reqTaken) || r.state.Load() == reqTaken
 }
 
 var requestPool = sync.Pool{New: func() any { return &request{wait: make(chan error, 1)} }}
@@ -292,6 +308,10 @@ func (w *writer) process(group []*request) {
 	needSync := w.strategy == SyncPeriodic && time.Since(w.syncedAt) >= w.interval
 	buf := w.buf[:0]
 	for _, r := range group {
+		if !r.take() {
+			r.err = persistence.ErrCanceled // withdrawn: neither written nor applied
+			continue
+		}
 		if r.force || (r.dur == persistence.Sync && w.strategy == SyncAlways) {
 			needSync = true
 		}
@@ -403,6 +423,9 @@ func (w *writer) complete(group []*request, err error) {
 		rerr := err
 		if r.err != nil {
 			rerr = r.err
+		}
+		if !r.take() {
+			rerr = persistence.ErrCanceled // also when the group failed: the committer answered already
 		}
 		if r.done != nil {
 			w.s.callbacks.push(r.done, rerr)

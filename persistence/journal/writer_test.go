@@ -331,3 +331,98 @@ func TestScanCallbackMayCommit(t *testing.T) {
 	require.NoError(t, s.Close())
 	waitFor(t, "the store's goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
 }
+
+// TestCommitCancelable: a batch withdrawn while it waits in the write queue is neither
+// written nor applied, and its done gets ErrCanceled; once the writer took a batch,
+// cancel fails and done gets the commit's result.
+func TestCommitCancelable(t *testing.T) {
+	const q = "queue://q"
+	fs := vfs.NewMem()
+	s := mustOpen(t, memOptions(fs))
+
+	// Hold the writer inside the fsync of a first batch, so the next one stays queued.
+	syncing, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fs.Inject(func(o vfs.Op, path string) error {
+		if o == vfs.OpSync && strings.HasSuffix(path, ".log") {
+			once.Do(func() { close(syncing); <-release })
+		}
+		return nil
+	})
+	first := make(chan error, 1)
+	b := s.Begin()
+	b.Add(addMsg(q, 1))
+	b.(persistence.AsyncBatch).CommitAsync(persistence.Sync, func(err error) { first <- err })
+	<-syncing
+
+	withdrawn := make(chan error, 1)
+	b = s.Begin()
+	b.Add(addMsg(q, 2))
+	cancel := b.(persistence.CancelableBatch).CommitCancelable(persistence.Sync, func(err error) { withdrawn <- err })
+	require.NotNil(t, cancel)
+	require.True(t, cancel(), "queued behind a running write: withdrawn")
+	require.False(t, cancel(), "withdrawn once")
+
+	kept := make(chan error, 1)
+	b = s.Begin()
+	b.Add(addMsg(q, 3))
+	keep := b.(persistence.CancelableBatch).CommitCancelable(persistence.Sync, func(err error) { kept <- err })
+	close(release)
+	require.NoError(t, <-first)
+	require.ErrorIs(t, <-withdrawn, persistence.ErrCanceled)
+	require.NoError(t, <-kept)
+	require.False(t, keep(), "written: too late to withdraw")
+	require.Equal(t, []uint64{1, 3}, scanSeqs2(t, s, q), "the withdrawn batch is not applied")
+
+	require.NoError(t, s.Close())
+	s = mustOpen(t, memOptions(fs.CrashClone()))
+	require.Equal(t, []uint64{1, 3}, scanSeqs2(t, s, q), "nor written")
+	require.NoError(t, s.Close())
+}
+
+// TestCommitCancelableFailedGroup: a batch withdrawn before its group failed still gets
+// ErrCanceled, since its committer has answered already; one not withdrawn gets the error.
+func TestCommitCancelableFailedGroup(t *testing.T) {
+	const q = "queue://q"
+	fs := vfs.NewMem()
+	s := mustOpen(t, memOptions(fs))
+	syncing, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fs.Inject(func(o vfs.Op, path string) error {
+		if o == vfs.OpSync && strings.HasSuffix(path, ".log") {
+			once.Do(func() { close(syncing); <-release })
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	first := make(chan error, 1)
+	b := s.Begin()
+	b.Add(addMsg(q, 1))
+	b.(persistence.AsyncBatch).CommitAsync(persistence.Sync, func(err error) { first <- err })
+	<-syncing
+	withdrawn, failed := make(chan error, 1), make(chan error, 1)
+	b = s.Begin()
+	b.Add(addMsg(q, 2))
+	cancel := b.(persistence.CancelableBatch).CommitCancelable(persistence.Sync, func(err error) { withdrawn <- err })
+	b = s.Begin()
+	b.Add(addMsg(q, 3))
+	b.(persistence.CancelableBatch).CommitCancelable(persistence.Sync, func(err error) { failed <- err })
+	require.True(t, cancel())
+	close(release)
+	require.ErrorIs(t, <-first, vfs.ErrInjected)
+	require.ErrorIs(t, <-withdrawn, persistence.ErrCanceled)
+	require.ErrorIs(t, <-failed, ErrFailed)
+	require.ErrorIs(t, s.Close(), ErrFailed, "the store stays failed")
+}
+
+func TestStoreBeforeDispatchCannotCancel(t *testing.T) {
+	o := memOptions(vfs.NewMem())
+	o.StoreBeforeDispatch = true
+	s := mustOpen(t, o)
+	done := make(chan error, 1)
+	b := s.Begin()
+	b.Add(addMsg("queue://q", 1))
+	require.Nil(t, b.(persistence.CancelableBatch).CommitCancelable(persistence.Sync, func(err error) { done <- err }))
+	require.NoError(t, <-done)
+	require.NoError(t, s.Close())
+}
