@@ -108,7 +108,8 @@ type AsyncBatch interface {
 // CommitCancelable returns nil when the store does not dispatch concurrently (an
 // option of the adapter); the batch is then committed as by CommitAsync. Otherwise
 // cancel reports whether it withdrew the batch: if so nothing of the batch is ever
-// applied and done is called with ErrCanceled (the caller answers its producer itself);
+// applied and done is called with ErrCanceled, from the store's completion goroutine or
+// from within cancel (the caller answers its producer itself);
 // once the write began, cancel returns false and done gets the commit's result.
 type CancelableBatch interface {
 	CommitCancelable(d Durability, done func(error)) (cancel func() bool)

@@ -187,6 +187,29 @@ func (b *batch) CommitAsync(_ persistence.Durability, done func(error)) {
 	}
 }
 
+// CommitCancelable is CommitAsync for a batch the broker may withdraw while it waits
+// for the writer (concurrent store and dispatch); nil, and a plain CommitAsync, with
+// StoreBeforeDispatch. A withdrawn batch's done gets ErrCanceled from within cancel.
+func (b *batch) CommitCancelable(d persistence.Durability, done func(error)) func() bool {
+	if b.s.opts.StoreBeforeDispatch {
+		b.CommitAsync(d, done)
+		return nil
+	}
+	ops, bytes, err := b.finish()
+	r := &request{ops: ops, bytes: bytes, done: done, err: err}
+	if serr := b.s.w.submit(r); serr != nil {
+		done(cmp.Or(err, serr))
+		return nil
+	}
+	return func() bool {
+		if !r.cancel() {
+			return false
+		}
+		done(persistence.ErrCanceled)
+		return true
+	}
+}
+
 func (b *batch) Rollback() {
 	b.done, b.ops, b.err = true, nil, nil
 }

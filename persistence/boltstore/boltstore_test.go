@@ -282,17 +282,19 @@ func TestParseOptions(t *testing.T) {
 	assert.Equal(t, filepath.Join("data", "broker.db"), o.Path)
 
 	o, err = boltstore.ParseOptions(persistence.Options{DataDirectory: "/d", Raw: map[string]any{
-		"path":            "./data/x.db",
-		"syncstrategy":    "Never",
-		"initialmmapsize": "256mb",
-		"freelisttype":    "array",
-		"freelistsync":    "true", // from the environment: a string
-		"locktimeout":     1500,
+		"path":                             "./data/x.db",
+		"syncstrategy":                     "Never",
+		"initialmmapsize":                  "256mb",
+		"freelisttype":                     "array",
+		"freelistsync":                     "true", // from the environment: a string
+		"locktimeout":                      1500,
+		"concurrentstoreanddispatchqueues": false,
 	}})
 	require.NoError(t, err)
 	assert.Equal(t, boltstore.Options{
 		Path: "data/x.db", SyncStrategy: boltstore.SyncNever, InitialMmapSize: 256 << 20,
 		FreelistType: bolt.FreelistArrayType, FreelistSync: true, LockTimeout: 1500 * time.Millisecond,
+		StoreBeforeDispatch: true,
 	}, o)
 
 	o, err = boltstore.ParseOptions(persistence.Options{Raw: map[string]any{
@@ -309,7 +311,8 @@ func TestParseOptions(t *testing.T) {
 		allowed string
 	}{
 		{map[string]any{"nosync": true}, "persistenceAdapter.bbolt.nosync", "",
-			"path, syncStrategy, initialMmapSize, freelistType, freelistSync, lockTimeout"},
+			"path, syncStrategy, initialMmapSize, freelistType, freelistSync, concurrentStoreAndDispatchQueues, lockTimeout"},
+		{map[string]any{"concurrentStoreAndDispatchQueues": "often"}, "persistenceAdapter.bbolt.concurrentStoreAndDispatchQueues", "often", "true or false"},
 		{map[string]any{"syncstrategy": "periodic"}, "persistenceAdapter.bbolt.syncStrategy", "periodic", "always or never"},
 		{map[string]any{"syncstrategy": true}, "persistenceAdapter.bbolt.syncStrategy", "true", "always or never"},
 		{map[string]any{"path": ""}, "persistenceAdapter.bbolt.path", "", "a file path"},

@@ -86,6 +86,10 @@ type Options struct {
 	// LockTimeout is how long Open waits for another process holding the file; 0 means
 	// DefaultLockTimeout.
 	LockTimeout time.Duration
+	// StoreBeforeDispatch turns off concurrent store and dispatch
+	// (concurrentStoreAndDispatchQueues: false): a queued batch cannot be withdrawn, so
+	// the broker dispatches a persistent queue message only after its commit.
+	StoreBeforeDispatch bool
 	// Logger receives the store's events; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -204,6 +208,15 @@ var optionKeys = []optionKey{
 				return "not a boolean"
 			}
 			o.FreelistSync = b
+			return ""
+		}},
+	{name: "concurrentStoreAndDispatchQueues", allowed: boolAllowed,
+		set: func(o *Options, raw any) string {
+			b, ok := config.Bool(raw)
+			if !ok {
+				return "not a boolean"
+			}
+			o.StoreBeforeDispatch = !b
 			return ""
 		}},
 	{name: "lockTimeout", allowed: durationAllowed,

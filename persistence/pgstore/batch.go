@@ -230,6 +230,33 @@ func (b *batch) CommitAsync(d persistence.Durability, done func(error)) {
 	}
 }
 
+// CommitCancelable is CommitAsync for a batch the broker may withdraw while it waits
+// for the writer (concurrent store and dispatch); nil, and a plain CommitAsync, with
+// StoreBeforeDispatch. A withdrawn batch's done gets ErrCanceled from within cancel.
+func (b *batch) CommitCancelable(d persistence.Durability, done func(error)) func() bool {
+	if b.s.opts.StoreBeforeDispatch || b.done {
+		b.CommitAsync(d, done)
+		return nil
+	}
+	ops, bytes, err := b.take()
+	if err != nil {
+		b.s.completeNow(done, err)
+		return nil
+	}
+	r := &request{ops: ops, bytes: bytes, sync: d == persistence.Sync, done: done}
+	if err := b.s.submit(r); err != nil {
+		b.s.completeNow(done, err)
+		return nil
+	}
+	return func() bool {
+		if !r.state.CompareAndSwap(reqQueued, reqCanceled) {
+			return false
+		}
+		done(persistence.ErrCanceled)
+		return true
+	}
+}
+
 // Rollback discards the batch.
 func (b *batch) Rollback() {
 	b.take()

@@ -70,6 +70,10 @@ type Options struct {
 	// default "broker"). Host, process id and a random suffix are appended, so two
 	// processes never share a holder id.
 	LeaseHolderID string
+	// StoreBeforeDispatch turns off concurrent store and dispatch
+	// (concurrentStoreAndDispatchQueues: false): a queued batch cannot be withdrawn, so
+	// the broker dispatches a persistent queue message only after its commit.
+	StoreBeforeDispatch bool
 	// DisableLock (useLock: false) makes Lock return at once without a lease: for a
 	// database that only one broker uses.
 	DisableLock bool
@@ -341,6 +345,8 @@ var optionKeys = []optionKey{
 			o.LeaseHolderID = s
 			return ok && len(s) <= 150
 		}},
+	{name: "concurrentStoreAndDispatchQueues", allowed: "true or false",
+		set: func(o *Options, raw any) bool { b, ok := config.Bool(raw); o.StoreBeforeDispatch = !b; return ok }},
 	{name: "useLock", allowed: "true or false",
 		set: func(o *Options, raw any) bool { b, ok := config.Bool(raw); o.DisableLock = !b; return ok }},
 	// ActiveMQ's cleanupPeriod removes acknowledged rows in the background; this

@@ -125,17 +125,18 @@ func TestRedactText(t *testing.T) {
 
 func TestParseOptions(t *testing.T) {
 	raw := map[string]any{
-		"url":                      "jdbc:postgresql://127.0.0.1:5432/activemq",
-		"user":                     "activemq",
-		"password":                 secret,
-		"maxconnections":           10, // viper lower-cases keys
-		"createTablesOnStartup":    "false",
-		"tableprefix":              "AMQ_",
-		"lockKeepAlivePeriod":      "2s",
-		"lockAcquireSleepInterval": 500,
-		"leaseHolderId":            "orders-broker",
-		"useLock":                  true,
-		"cleanupPeriod":            300000,
+		"url":                              "jdbc:postgresql://127.0.0.1:5432/activemq",
+		"user":                             "activemq",
+		"password":                         secret,
+		"maxconnections":                   10, // viper lower-cases keys
+		"createTablesOnStartup":            "false",
+		"tableprefix":                      "AMQ_",
+		"lockKeepAlivePeriod":              "2s",
+		"lockAcquireSleepInterval":         500,
+		"leaseHolderId":                    "orders-broker",
+		"useLock":                          true,
+		"cleanupPeriod":                    300000,
+		"concurrentStoreAndDispatchQueues": "false",
 	}
 	o, err := ParseOptions(persistence.Options{Raw: raw})
 	require.NoError(t, err)
@@ -143,6 +144,7 @@ func TestParseOptions(t *testing.T) {
 		URL: raw["url"].(string), User: "activemq", Password: secret, MaxConnections: 10,
 		SkipCreateTables: true, TablePrefix: "AMQ_", LockKeepAlivePeriod: 2 * time.Second,
 		LockAcquireSleepInterval: 500 * time.Millisecond, LeaseHolderID: "orders-broker",
+		StoreBeforeDispatch: true,
 	}, o)
 
 	o, err = ParseOptions(persistence.Options{Raw: map[string]any{"url": "postgres://h/db"}})

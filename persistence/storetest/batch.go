@@ -24,6 +24,7 @@ var batchCases = []testCase{
 	{name: "CommitCanceledContext", run: testCommitCanceledContext},
 	{name: "Concurrency", run: testConcurrency},
 	{name: "AsyncBatch", run: testAsyncBatch},
+	{name: "CancelableBatch", run: testCancelableBatch},
 }
 
 // waitLimit bounds every wait of the suite on another goroutine.
@@ -339,4 +340,52 @@ func testAsyncBatch(t *testing.T, f *fixture) {
 		}
 		f.requireSeqs(q, seqRange(1, n)...)
 	})
+}
+
+// testCancelableBatch: a batch is either withdrawn (cancel true, done gets ErrCanceled,
+// nothing of it applied, also after a reopen) or committed (cancel false, done gets
+// nil, applied), never both, whoever wins the race between cancel and the writer.
+func testCancelableBatch(t *testing.T, f *fixture) {
+	const q = "queue://storetest.cancelable"
+	probe := f.s.Begin()
+	_, ok := probe.(persistence.CancelableBatch)
+	probe.Rollback()
+	if !ok {
+		t.Skip("the adapter's Batch does not implement persistence.CancelableBatch")
+	}
+	const n = 300
+	results := make([]chan error, n)
+	withdrawn := make([]bool, n)
+	for i := range n {
+		results[i] = make(chan error, 2)
+		b := f.s.Begin()
+		b.Add(newMsg(q, uint64(i+1)))
+		cancel := b.(persistence.CancelableBatch).CommitCancelable(persistence.Sync, func(err error) { results[i] <- err })
+		if cancel == nil {
+			t.Skip("the store was opened without concurrent store and dispatch")
+		}
+		if i%3 != 0 { // leave some to the writer for sure
+			withdrawn[i] = cancel()
+			require.False(t, withdrawn[i] && cancel(), "a batch is withdrawn once")
+		}
+	}
+	var kept []uint64
+	for i := range n {
+		select {
+		case err := <-results[i]:
+			if withdrawn[i] {
+				require.ErrorIs(t, err, persistence.ErrCanceled, "batch #%d was withdrawn", i)
+			} else {
+				require.NoError(t, err, "batch #%d", i)
+				kept = append(kept, uint64(i+1))
+			}
+		case <-time.After(waitLimit):
+			t.Fatalf("done of batch #%d not called within %v", i, waitLimit)
+		}
+	}
+	f.requireSeqs(q, kept...)
+	if f.durable {
+		f.reopen()
+		f.requireSeqs(q, kept...)
+	}
 }
