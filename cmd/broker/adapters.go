@@ -5,6 +5,7 @@ package main
 import (
 	_ "github.com/activemq-go/broker/persistence/boltstore"
 	_ "github.com/activemq-go/broker/persistence/journal"
+	_ "github.com/activemq-go/broker/persistence/logstore"
 	_ "github.com/activemq-go/broker/persistence/memstore"
 	_ "github.com/activemq-go/broker/persistence/pgstore"
 )

@@ -1,0 +1,353 @@
+package logstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/activemq-go/broker/persistence"
+)
+
+// recordVersion is the format version of a batch record (see the package comment).
+const recordVersion = 1
+
+// maxSeq is the largest sequence number the store accepts (signed 64-bit, as the
+// Store contract promises).
+const maxSeq = math.MaxInt64
+
+// opKind is the kind of one operation of a batch record; the values are the format's.
+type opKind uint8
+
+const (
+	opAdd opKind = iota + 1
+	opAck
+	opAckSub
+	opAddSub
+	opRemoveSub
+	opPurge
+)
+
+// op is one decoded operation: what the batch recorded and what replay decodes, so one
+// apply serves both (TestRecordRoundTrip holds them equal).
+type op struct {
+	kind opKind
+	dest string              // Add, Ack, Purge
+	seq  uint64              // Add, Ack, AckSub
+	key  persistence.SubKey  // AckSub, RemoveSub
+	info persistence.SubInfo // AddSub
+	subs []persistence.SubKey
+	// Add: where the length-prefixed message starts in the record value (messageAt reads
+	// it), and its body length (for Stats without reading the message back).
+	pos, body uint32
+}
+
+// newRecord starts a record in buf.
+func newRecord(buf []byte) []byte { return append(buf, recordVersion) }
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendBytes(b []byte, p []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(p)))
+	return append(b, p...)
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+func strLen(n int) int { return uvarintLen(uint64(n)) + n }
+
+func varintLen(v int64) int {
+	u := uint64(v) << 1
+	if v < 0 {
+		u = ^u
+	}
+	return uvarintLen(u)
+}
+
+// messageLen is the encoded size of m with subs.
+func messageLen(m *persistence.Message, subs []persistence.SubKey) int {
+	n := uvarintLen(m.Seq) + strLen(len(m.Dest)) + 2 + varintLen(m.Expires) + varintLen(m.Timestamp) +
+		uvarintLen(uint64(m.RedeliveryCount)) + strLen(len(m.ID)) + uvarintLen(uint64(len(m.Headers))) +
+		strLen(len(m.Body)) + uvarintLen(uint64(len(subs)))
+	for _, h := range m.Headers {
+		n += strLen(len(h))
+	}
+	for _, k := range subs {
+		n += strLen(len(k.ClientID)) + strLen(len(k.Name))
+	}
+	return n
+}
+
+// appendAdd appends an Add of m (naming subs) and returns the record and the position of
+// the length-prefixed message in it.
+func appendAdd(b []byte, m *persistence.Message, subs []persistence.SubKey) ([]byte, uint32) {
+	b = append(b, byte(opAdd))
+	pos := len(b)
+	b = binary.AppendUvarint(b, uint64(messageLen(m, subs)))
+	b = binary.AppendUvarint(b, m.Seq)
+	b = appendStr(b, m.Dest)
+	var flags byte
+	if m.Persistent {
+		flags |= 1
+	}
+	b = append(b, flags, m.Priority)
+	b = binary.AppendVarint(b, m.Expires)
+	b = binary.AppendVarint(b, m.Timestamp)
+	b = binary.AppendUvarint(b, uint64(m.RedeliveryCount))
+	b = appendStr(b, m.ID)
+	b = binary.AppendUvarint(b, uint64(len(m.Headers)))
+	for _, h := range m.Headers {
+		b = appendStr(b, h)
+	}
+	b = appendBytes(b, m.Body)
+	b = binary.AppendUvarint(b, uint64(len(subs)))
+	for _, k := range subs {
+		b = appendStr(b, k.ClientID)
+		b = appendStr(b, k.Name)
+	}
+	return b, uint32(pos)
+}
+
+func appendAck(b []byte, dest string, seq uint64) []byte {
+	b = appendStr(append(b, byte(opAck)), dest)
+	return binary.AppendUvarint(b, seq)
+}
+
+func appendAckSub(b []byte, k persistence.SubKey, seq uint64) []byte {
+	b = appendStr(appendStr(append(b, byte(opAckSub)), k.ClientID), k.Name)
+	return binary.AppendUvarint(b, seq)
+}
+
+func appendAddSub(b []byte, info persistence.SubInfo) []byte {
+	b = appendStr(appendStr(append(b, byte(opAddSub)), info.Key.ClientID), info.Key.Name)
+	b = appendStr(appendStr(b, info.Dest), info.Selector)
+	return binary.AppendVarint(b, info.Created)
+}
+
+func appendRemoveSub(b []byte, k persistence.SubKey) []byte {
+	return appendStr(appendStr(append(b, byte(opRemoveSub)), k.ClientID), k.Name)
+}
+
+func appendPurge(b []byte, dest string) []byte {
+	return appendStr(append(b, byte(opPurge)), dest)
+}
+
+// reader decodes the primitives of the format with bounds checks; the first error
+// sticks, so callers check once at the end.
+type reader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *reader) fail(what string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: %s at byte %d", ErrCorrupt, what, r.off)
+	}
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b[r.off:])
+	if n <= 0 {
+		r.fail("bad uvarint")
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+func (r *reader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b[r.off:])
+	if n <= 0 {
+		r.fail("bad varint")
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+func (r *reader) byte() byte {
+	if r.err != nil {
+		return 0
+	}
+	if r.off >= len(r.b) {
+		r.fail("truncated")
+		return 0
+	}
+	r.off++
+	return r.b[r.off-1]
+}
+
+// bytes returns a length-prefixed field, aliasing the input.
+func (r *reader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.b)-r.off) {
+		r.fail("field longer than its record")
+		return nil
+	}
+	p := r.b[r.off : r.off+int(n)]
+	r.off += int(n)
+	return p
+}
+
+func (r *reader) str() string { return string(r.bytes()) }
+
+// count reads a count of items that take at least min bytes each, refusing one the
+// remaining input cannot hold (so a damaged count never allocates much).
+func (r *reader) count(min int) int {
+	n := r.uvarint()
+	if r.err == nil && n > uint64((len(r.b)-r.off)/min) {
+		r.fail("count larger than its record")
+		return 0
+	}
+	return int(n)
+}
+
+func (r *reader) subKeys() []persistence.SubKey {
+	n := r.count(2)
+	if n == 0 {
+		return nil
+	}
+	keys := make([]persistence.SubKey, n)
+	for i := range keys {
+		keys[i] = persistence.SubKey{ClientID: r.str(), Name: r.str()}
+	}
+	return keys
+}
+
+// decodeRecord decodes the operations of a record value, appending them to ops.
+func decodeRecord(v []byte, ops []op) ([]op, error) {
+	if len(v) == 0 || v[0] != recordVersion {
+		if len(v) == 0 {
+			return ops, fmt.Errorf("%w: empty record", ErrCorrupt)
+		}
+		return ops, fmt.Errorf("%w: record format version %d, want %d", ErrCorrupt, v[0], recordVersion)
+	}
+	r := reader{b: v, off: 1}
+	for r.err == nil && r.off < len(v) {
+		o := op{kind: opKind(r.byte())}
+		switch o.kind {
+		case opAdd:
+			o.pos = uint32(r.off)
+			if msg := r.bytes(); r.err == nil {
+				r.err = decodeAddOp(msg, &o)
+			}
+		case opAck:
+			o.dest, o.seq = r.str(), r.uvarint()
+		case opAckSub:
+			o.key = persistence.SubKey{ClientID: r.str(), Name: r.str()}
+			o.seq = r.uvarint()
+		case opAddSub:
+			o.info.Key = persistence.SubKey{ClientID: r.str(), Name: r.str()}
+			o.info.Dest, o.info.Selector = r.str(), r.str()
+			o.info.Created = r.varint()
+		case opRemoveSub:
+			o.key = persistence.SubKey{ClientID: r.str(), Name: r.str()}
+		case opPurge:
+			o.dest = r.str()
+		default:
+			r.fail(fmt.Sprintf("unknown operation %d", o.kind))
+		}
+		if r.err == nil {
+			ops = append(ops, o)
+		}
+	}
+	return ops, r.err
+}
+
+// messageAt returns the length-prefixed message at pos of a record value.
+func messageAt(v []byte, pos uint32) ([]byte, error) {
+	if int64(pos) >= int64(len(v)) {
+		return nil, fmt.Errorf("%w: message at byte %d of a record of %d", ErrCorrupt, pos, len(v))
+	}
+	r := reader{b: v, off: int(pos)}
+	msg := r.bytes()
+	return msg, r.err
+}
+
+// decodeAddOp reads what the index needs of an encoded message (dest, seq, body length,
+// subscriptions) without copying its headers or body.
+func decodeAddOp(msg []byte, o *op) error {
+	r := reader{b: msg}
+	o.seq = r.uvarint()
+	o.dest = r.str()
+	r.byte()
+	r.byte()
+	r.varint()
+	r.varint()
+	r.uvarint()
+	r.bytes()
+	for range r.count(1) {
+		r.bytes()
+	}
+	o.body = uint32(len(r.bytes()))
+	o.subs = r.subKeys()
+	if r.err == nil && r.off != len(msg) {
+		r.fail("trailing bytes after a message")
+	}
+	if r.err == nil && (o.dest == "" || o.seq == 0 || o.seq > maxSeq) {
+		r.fail(fmt.Sprintf("message without dest or seq (%q, %d)", o.dest, o.seq))
+	}
+	if r.err != nil {
+		return fmt.Errorf("add: %w", r.err)
+	}
+	return nil
+}
+
+// decodeMessage decodes an encoded message into m. The body aliases msg; every string is
+// a copy, but for the destination, which is dest when it is equal (a scan knows it, and
+// saves an allocation per message).
+func decodeMessage(msg []byte, m *persistence.Message, dest string) error {
+	r := reader{b: msg}
+	m.Seq = r.uvarint()
+	if d := r.bytes(); string(d) == dest {
+		m.Dest = dest
+	} else {
+		m.Dest = string(d)
+	}
+	flags := r.byte()
+	m.Persistent = flags&1 != 0
+	m.Priority = r.byte()
+	m.Expires = r.varint()
+	m.Timestamp = r.varint()
+	red := r.uvarint()
+	if red > math.MaxUint32 {
+		r.fail("redelivery count out of range")
+	}
+	m.RedeliveryCount = uint32(red)
+	m.ID = r.str()
+	m.Headers = nil
+	if n := r.count(1); n > 0 {
+		m.Headers = make(persistence.Headers, n)
+		for i := range m.Headers {
+			m.Headers[i] = r.str()
+		}
+	}
+	m.Body = r.bytes()
+	m.Subs = r.subKeys()
+	if r.err == nil && r.off != len(msg) {
+		r.fail("trailing bytes after a message")
+	}
+	if r.err != nil {
+		return fmt.Errorf("message: %w", r.err)
+	}
+	return nil
+}
