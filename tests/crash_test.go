@@ -22,6 +22,7 @@ var durableAdapters = []struct {
 }{
 	{"kahadb", func(testing.TB) string { return "kahaDB: {}" }},
 	{"bbolt", func(testing.TB) string { return "bbolt: {}" }},
+	{"kafkalog", func(testing.TB) string { return "kafkaLog: {}" }},
 	{"jdbc", sharedJDBCAdapter},
 }
 
