@@ -108,6 +108,11 @@ func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error 
 		done(nil)
 		return nil
 	}
+	if s.stream != nil {
+		s.kick()
+		s.stream.ack(ds, done)
+		return nil
+	}
 	batch := c.b.store.Begin()
 	onDone := c.b.applySettle(batch, s, ds, ack)
 	s.kick()

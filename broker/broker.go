@@ -14,6 +14,11 @@
 // by the consumer's prefetch credit.
 //
 // Lock order: broker.mu, then a destination's mu, then a subscription's mu, then conn.mu.
+//
+// Streams (stream.go) have goroutines of their own: an appender per partition, which
+// writes what producers queued and calls their done callbacks, and a reader per
+// partition a subscription reads, which pushes Deliveries like a dispatch does. A
+// topic's streamMu is taken before broker.mu.
 package broker
 
 import (
@@ -28,6 +33,7 @@ import (
 	"time"
 
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/kafkalog"
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -76,6 +82,10 @@ type Options struct {
 	// ExpirySweep is how often expired messages are removed from queues; default 30s
 	// (ActiveMQ's expireMessagesPeriod), negative to disable.
 	ExpirySweep time.Duration
+	// Streams is the log behind stream topics (policies with Stream set; see
+	// stream.go). The caller opens it and closes it after the broker; nil refuses
+	// stream topics.
+	Streams *kafkalog.Log
 }
 
 // Default memory limits: ActiveMQ's per-destination 64 MiB, and 1 GiB overall.
@@ -113,6 +123,8 @@ type Broker struct {
 	stopSweeper       context.CancelFunc
 	mem               usage
 	wg                sync.WaitGroup // background page-ins
+	streams           *kafkalog.Log
+	committer         *committer // group offsets of streams; nil without streams
 
 	mu        sync.RWMutex
 	queues    map[string]*queue // by destination name (without kind prefix)
@@ -183,6 +195,14 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	if b.sched != nil {
 		if err := b.sched.recover(ctx); err != nil {
 			return nil, fmt.Errorf("broker: recover scheduled messages: %w", err)
+		}
+	}
+	if o.Streams != nil {
+		b.streams = o.Streams
+		b.committer = newCommitter(o.Streams, b.log)
+		if err := b.openKnownStreams(); err != nil {
+			b.closeStreams()
+			return nil, err
 		}
 	}
 	if o.ExpirySweep == 0 {
@@ -318,6 +338,8 @@ func (b *Broker) topic(name string) *topic {
 	t = b.topics[name]
 	if t == nil {
 		t = newTopic(b, name)
+		// Decided once: temporary topics (made elsewhere) are never streams.
+		t.isStream = b.policyFor(destinations.Topic, name).Stream
 		for _, s := range b.wildSubs {
 			if destinations.Match(s.Dest.Name, name) {
 				t.subs = append(t.subs, s)
@@ -338,6 +360,11 @@ type DestinationStats struct {
 	Stored    int64 // messages in the store
 	// MemoryBytes is what the destination's messages occupy in memory.
 	MemoryBytes int64
+	// Partitions describes a stream's partitions (nil for other destinations). For a
+	// stream, Enqueued counts every message its log holds or held, Stored those it holds,
+	// Dequeued the messages written to subscribers since start, and Pending those
+	// waiting to be appended.
+	Partitions []StreamPartitionStats `json:"Partitions,omitempty"`
 }
 
 // MemoryUsage reports the bytes of messages held in memory and the broker-wide limit.
@@ -397,6 +424,7 @@ func (b *Broker) Close() error {
 	if b.sched != nil {
 		b.sched.close()
 	}
+	b.closeStreams()
 	b.wg.Wait()
 	return b.store.Close()
 }

@@ -141,6 +141,9 @@ func (c *Conn) Delivered(ds []*Delivery) {
 	var hwm map[*queue]uint64
 	for _, d := range ds {
 		d.written = true
+		if d.Stream {
+			d.Sub.stream.written(d, d.Sub.Mode == AckAuto)
+		}
 		if d.q != nil && d.Msg.Persistent && d.Msg.Seq > d.q.dispatchHWMHint() {
 			if hwm == nil {
 				hwm = map[*queue]uint64{}
@@ -222,7 +225,14 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if m.Timestamp == 0 {
 		m.Timestamp = time.Now().UnixMilli()
 	}
-	if m.Persistent && c.b.storeFull.Load() {
+	streams, dests, err := c.b.splitStreams(dests)
+	if err != nil {
+		return err
+	}
+	if len(streams) > 0 && c.b.sched != nil && c.b.sched.wants(m) {
+		return errorf(ErrInvalidDestination, "scheduled delivery (AMQ_SCHEDULED_*) is not supported on streams: %s keeps messages in order of arrival", streams[0].t.stomp)
+	}
+	if m.Persistent && len(dests) > 0 && c.b.storeFull.Load() {
 		return &Error{Message: fmt.Sprintf("Persistent store is full (systemUsage storeUsage %d bytes): message not accepted", c.b.storeUsage), Err: ErrStoreFull}
 	}
 	if tx != "" {
@@ -235,9 +245,16 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 			return &Error{Message: fmt.Sprintf("transaction %s is over its size limit (systemUsage maxTransactionSize %d bytes): message not added; COMMIT or ABORT it", tx, c.b.maxTxBytes), Err: ErrStoreFull}
 		}
 		t.bytes += size
-		t.sends = append(t.sends, txSend{dests: dests, msg: m})
+		t.sends = append(t.sends, txSend{dests: dests, streams: streams, msg: m})
 		done(nil)
 		return nil
+	}
+	if len(streams) > 0 {
+		rest, err := c.b.appendStreams(ctx, streams, m, len(dests) > 0, done)
+		if err != nil || len(dests) == 0 {
+			return err
+		}
+		done = rest
 	}
 	if c.b.sched != nil && c.b.sched.wants(m) {
 		_, err := c.b.sched.maybeSchedule(dests, m, done)

@@ -40,4 +40,7 @@ var (
 	ErrClientIDInUse = errors.New("broker: client-id already connected")
 	// ErrStore: the store failed to make a message or acknowledgement durable.
 	ErrStore = errors.New("broker: store write failed")
+	// ErrInvalidStreamOffset: SUBSCRIBE to a stream with an x-stream-offset header that
+	// is none of the accepted forms.
+	ErrInvalidStreamOffset = errors.New("broker: invalid x-stream-offset")
 )

@@ -95,6 +95,14 @@ type Policy struct {
 	MaxPendingMessages int64
 	MaxPendingBytes    int64
 	OfflineTimeout     time.Duration
+
+	// Streams (topics): Stream keeps the topic's messages in the stream log, in
+	// Partitions partitions (at least 1), for Retention (0: whatever their age) and
+	// within RetentionBytes per partition (0: no size limit). See stream.go.
+	Stream         bool
+	Partitions     int
+	Retention      time.Duration
+	RetentionBytes int64
 }
 
 // DefaultPolicy is what applies to a destination no configured entry matches:

@@ -39,7 +39,14 @@ type SubscribeRequest struct {
 	// NoLocal: skip messages sent on this connection (topics; activemq.noLocal).
 	NoLocal bool
 	// DurableName makes a topic subscription durable under (client-id, DurableName).
+	// On a stream it names the consumer group instead (unless ConsumerGroup does).
 	DurableName string
+	// StreamOffset is where reading a stream starts (the x-stream-offset header; see
+	// parseStreamStart); ignored for other destinations.
+	StreamOffset string
+	// ConsumerGroup makes a stream subscriber a member of this group, which shares the
+	// stream's partitions and commits its position; ignored for other destinations.
+	ConsumerGroup string
 }
 
 // Subscription is one consumer.
@@ -59,6 +66,7 @@ type Subscription struct {
 	q       *queue
 	durable *durableSub
 	t       *topic // nil for a wildcard topic subscription
+	stream  *streamSub
 
 	// Topic overflow beyond prefetch, guarded by mu.
 	mu       sync.Mutex
@@ -82,9 +90,15 @@ type Delivery struct {
 	GroupFirst bool
 	// Tag identifies the delivery on its connection; STOMP 1.2 ack ids are made from it.
 	Tag uint64
+	// Stream is set for a message read from a stream, with its partition and offset
+	// (the x-stream-partition and x-stream-offset headers).
+	Stream          bool
+	StreamPartition int
+	StreamOffset    int64
 
 	entry   *destinations.Entry // queue deliveries
 	q       *queue
+	track   *partTracker // stream deliveries
 	written bool
 	settled bool
 }
@@ -119,6 +133,13 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	s := &Subscription{conn: c, ID: r.ID, Dest: r.Dest, Mode: r.Mode, Prefetch: int32(prefetch),
 		sel: r.Selector, exclusive: r.Exclusive, priority: r.Priority, noLocal: r.NoLocal}
 	s.credit.Store(int32(prefetch))
+	if t := c.b.streamTopic(r.Dest); t != nil {
+		if err := c.subscribeStream(ctx, r, s, t); err != nil {
+			return nil, err
+		}
+		c.subs[r.ID] = s
+		return s, nil
+	}
 	if r.DurableName != "" {
 		if err := c.subscribeDurable(ctx, r, s); err != nil {
 			return nil, err
@@ -173,6 +194,10 @@ func (s *Subscription) kick() {
 		s.q.dispatch()
 		return
 	}
+	if s.stream != nil {
+		s.stream.kick()
+		return
+	}
 	s.refill()
 }
 
@@ -181,6 +206,11 @@ func (s *Subscription) kick() {
 // subscription is detached and keeps its messages. With durableName, the durable
 // subscription of that name is also deleted (UNSUBSCRIBE with activemq.subscriptionName).
 func (c *Conn) Unsubscribe(ctx context.Context, id, durableName string) error {
+	if s := c.subs[id]; s != nil && s.stream != nil {
+		// A stream's consumer group keeps its committed position: it belongs to the
+		// group, not to this subscriber, so the subscription name only detaches.
+		durableName = ""
+	}
 	if durableName != "" {
 		if c.ClientID == "" {
 			return errorf(ErrUnknownSubscription, "deleting a durable subscription needs the client-id on CONNECT")
@@ -196,6 +226,8 @@ func (c *Conn) Unsubscribe(ctx context.Context, id, durableName string) error {
 		s.durable.deactivate()
 	}
 	switch {
+	case s.stream != nil:
+		s.stream.close()
 	case s.q != nil:
 		s.q.removeConsumer(s)
 	case s.t != nil:

@@ -28,6 +28,12 @@ type topic struct {
 	seq      atomic.Uint64
 	enqueued atomic.Int64
 	dequeued atomic.Int64
+
+	// A stream topic (policy Stream) keeps its messages in the stream log; its plain
+	// subscribers (wildcards) get them once appended. See stream.go.
+	isStream bool
+	streamMu sync.Mutex // serialises opening the stream
+	st       atomic.Pointer[stream]
 }
 
 func newTopic(b *Broker, name string) *topic {
@@ -85,6 +91,9 @@ func (t *topic) remove(s *Subscription) {
 }
 
 func (t *topic) stats() DestinationStats {
+	if st := t.st.Load(); st != nil {
+		return st.stats()
+	}
 	t.mu.RLock()
 	n := len(t.subs)
 	t.mu.RUnlock()

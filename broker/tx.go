@@ -16,8 +16,9 @@ type txState struct {
 }
 
 type txSend struct {
-	dests []destinations.Name
-	msg   *persistence.Message
+	dests   []destinations.Name
+	streams []*stream // appended at COMMIT, once the store part is durable
+	msg     *persistence.Message
 }
 
 type txSettle struct {
@@ -39,16 +40,22 @@ func (c *Conn) Begin(tx string) error {
 }
 
 // Commit applies a transaction's sends and acknowledgements as one store batch; done is
-// called when that batch is durable.
+// called when that batch is durable. Its stream messages and acknowledgements follow
+// once the batch is durable (a stream is not in the store, so the two parts are not
+// atomic together: a crash between them keeps the store part only).
 func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 	t := c.txs[tx]
 	if t == nil {
 		return errorf(ErrUnknownTransaction, "Invalid transaction id: %s", tx)
 	}
 	delete(c.txs, tx)
+	done = c.b.streamsAfterCommit(ctx, t, done)
 	batch := c.b.store.Begin()
 	var applies []func(error)
 	for _, st := range t.settles {
+		if st.sub.stream != nil {
+			continue // in streamsAfterCommit
+		}
 		if f := c.b.applySettle(batch, st.sub, st.ds, st.ack); f != nil {
 			applies = append(applies, f)
 		}

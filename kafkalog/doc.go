@@ -21,6 +21,7 @@
 //	    00000000000000000000.index     sparse offset index
 //	    00000000000000000000.timeindex sparse time index
 //	    recovery-checkpoint            recovery point and clean-shutdown flag
+//	    topic-config                   partition 0 only: the topic's TopicConfig, if set
 //
 // Files ending in .tmp are unfinished atomic rewrites; Open deletes them. All integers
 // are big-endian.
@@ -82,6 +83,12 @@
 // (a torn tail); if a segment other than the last loses bytes, the segments after it are
 // deleted. Offsets then continue densely from the last good record. The cost is
 // proportional to the data written since the last roll.
+//
+// # Topic config
+//
+// topic-config: "KLTC", uint8 version, int64 retention (ns; 0: the Log's, negative:
+// unlimited), int64 retention bytes (same), uint32 CRC-32C of the previous bytes;
+// replaced atomically by CreateTopicWith. A topic without it has the Log's settings.
 //
 // # Offsets file
 //

@@ -136,3 +136,25 @@ func TestGroupOffsetsSurviveReopen(t *testing.T) {
 		require.NoError(t, l.Close())
 	}
 }
+
+func TestCommitOffsetsIsOneDurableRewrite(t *testing.T) {
+	fs := vfs.NewMem()
+	o := memOpts(fs, newClock())
+	l := openT(t, o)
+	require.NoError(t, l.CreateTopic("t", 3))
+	require.NoError(t, l.CommitOffsets(nil))
+	require.NoError(t, l.CommitOffsets([]GroupOffset{{"g", "t", 0, 5}, {"g", "t", 2, 9}, {"h", "t", 1, 1}}))
+	require.ErrorIs(t, l.CommitOffsets([]GroupOffset{{"g", "t", 0, 6}, {"g", "t", 3, 1}}), ErrUnknownPartition)
+	off, _, _ := l.Committed("g", "t", 0)
+	require.Equal(t, int64(5), off, "a refused call records nothing")
+	crashed := fs.CrashClone()
+	require.NoError(t, l.Close())
+	l = openT(t, Options{FS: crashed, Dir: o.Dir, RetentionCheckInterval: -1, Logger: o.Logger})
+	defer l.Close()
+	for _, want := range []GroupOffset{{"g", "t", 0, 5}, {"g", "t", 2, 9}, {"h", "t", 1, 1}} {
+		off, ok, err := l.Committed(want.Group, want.Topic, want.Partition)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, want.Offset, off)
+	}
+}

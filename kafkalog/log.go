@@ -133,14 +133,23 @@ func (l *Log) Close() error {
 	return errors.Join(errs...)
 }
 
-// CreateTopic creates a topic with n partitions. It returns ErrTopicExists (wrapped) if
-// the topic exists, whatever its partition count.
-func (l *Log) CreateTopic(name string, n int) error {
+// checkTopic checks the name and partition count of a topic to create.
+func checkTopic(name string, n int) error {
 	if !ValidTopicName(name) {
 		return fmt.Errorf("%w: %q", ErrInvalidTopic, name)
 	}
 	if n <= 0 {
 		return fmt.Errorf("%w: %d partitions", ErrUnknownPartition, n)
+	}
+	return nil
+}
+
+// CreateTopic creates a topic with n partitions and the Log's settings. It returns
+// ErrTopicExists (wrapped) if the topic exists, whatever its partition count; see
+// CreateTopicWith to declare a topic idempotently with settings of its own.
+func (l *Log) CreateTopic(name string, n int) error {
+	if err := checkTopic(name, n); err != nil {
+		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -150,9 +159,20 @@ func (l *Log) CreateTopic(name string, n int) error {
 	if t := l.topics[name]; t != nil {
 		return fmt.Errorf("%w: %q has %d partitions", ErrTopicExists, name, len(t.partitions))
 	}
+	return l.createTopicLocked(name, n, TopicConfig{})
+}
+
+// createTopicLocked creates the partition directories of a new topic, stores its config
+// (unless zero) and opens it. The caller holds l.mu.
+func (l *Log) createTopicLocked(name string, n int, c TopicConfig) error {
 	for id := range n {
 		if err := l.opts.FS.MkdirAll(filepath.Join(l.opts.Dir, partitionDirName(name, id)), 0o755); err != nil {
 			return err
+		}
+	}
+	if c != (TopicConfig{}) {
+		if err := writeFileAtomic(l.opts.FS, topicConfigPath(&l.opts, name), c.encode()); err != nil {
+			return fmt.Errorf("kafkalog: write config of topic %q: %w", name, err)
 		}
 	}
 	if err := l.opts.FS.SyncDir(l.opts.Dir); err != nil {

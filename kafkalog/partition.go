@@ -9,6 +9,7 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/activemq-go/broker/internal/vfs"
 )
@@ -24,6 +25,8 @@ type partition struct {
 	topic string
 	id    int
 	dir   string
+	// topicCfg is the topic's settings (retention), shared by its partitions.
+	topicCfg *atomic.Pointer[TopicConfig]
 
 	syncMu sync.Mutex
 
@@ -346,12 +349,4 @@ func (p *partition) stats() PartitionStats {
 		st.Bytes += s.size
 	}
 	return st
-}
-
-// retentionCutoff is now minus the retention, in ms, or math.MinInt64 with no time limit.
-func retentionCutoff(o *Options) int64 {
-	if o.Retention < 0 {
-		return math.MinInt64
-	}
-	return o.Now().Add(-o.Retention).UnixMilli()
 }

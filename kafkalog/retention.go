@@ -8,8 +8,9 @@ import (
 )
 
 // EnforceRetention deletes, in every partition, the oldest sealed segments whose newest
-// record is older than Options.Retention, then the oldest sealed segments while the
-// partition is larger than Options.RetentionBytes. Whole segments go at a time, oldest
+// record is older than the retention, then the oldest sealed segments while the
+// partition is larger than the size limit: the topic's TopicConfig where it sets them,
+// else Options.Retention and Options.RetentionBytes. Whole segments go at a time, oldest
 // first, never the active one; OldestOffset moves to the first segment kept. It runs
 // every RetentionCheckInterval in the background.
 func (l *Log) EnforceRetention() error {
@@ -22,8 +23,7 @@ func (l *Log) EnforceRetention() error {
 
 // enforceRetention applies the retention limits to one partition.
 func (p *partition) enforceRetention() error {
-	cutoff := retentionCutoff(p.opts)
-	limit := p.opts.RetentionBytes
+	cutoff, limit := p.retentionLimits()
 	p.syncMu.Lock() // no sync may be running on a segment being removed
 	defer p.syncMu.Unlock()
 	p.mu.Lock()

@@ -295,8 +295,11 @@ func (s *segment) read(dst []Record, from, hw int64, budget int, maxBatch int) (
 		if len(dst) > 0 && used+len(frame) > budget {
 			return dst, used, true, nil
 		}
-		if dst == nil { // size the result for the whole budget at once
-			dst = make([]Record, 0, min(int(h.Count)*(budget/len(frame)+1), 1<<16))
+		if dst == nil {
+			// Size the result for the whole budget at once, but no larger than what is
+			// visible: a reader at the tail reads a few records at a time.
+			visible := hw - max(from, h.BaseOffset)
+			dst = make([]Record, 0, min(int64(h.Count)*int64(budget/len(frame)+1), 1<<16, visible))
 		}
 		n := len(dst)
 		if dst, _, err = decodeBatch(dst, frame, maxBatch); err != nil {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // maxTopicLen bounds a topic name (Kafka's limit is 249).
@@ -44,6 +45,9 @@ func parsePartitionDirName(name string) (string, int, bool) {
 type topic struct {
 	name       string
 	partitions []*partition
+	// cfg is the topic's own settings, never nil once open; its partitions read it when
+	// they enforce retention, and CreateTopicWith replaces it.
+	cfg atomic.Pointer[TopicConfig]
 }
 
 // partition returns partition id or an error.
@@ -54,15 +58,21 @@ func (t *topic) partition(id int) (*partition, error) {
 	return t.partitions[id], nil
 }
 
-// openTopic opens the partitions 0..n-1 of a topic under dir.
+// openTopic opens the partitions 0..n-1 of a topic under dir, with its stored config.
 func openTopic(o *Options, name string, n int) (*topic, error) {
+	c, err := readTopicConfig(o, name)
+	if err != nil {
+		return nil, err
+	}
 	t := &topic{name: name}
+	t.cfg.Store(&c)
 	for id := range n {
 		p, err := openPartition(o, name, id, filepath.Join(o.Dir, partitionDirName(name, id)))
 		if err != nil {
 			t.close()
 			return nil, err
 		}
+		p.topicCfg = &t.cfg
 		t.partitions = append(t.partitions, p)
 	}
 	return t, nil

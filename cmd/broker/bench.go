@@ -38,7 +38,15 @@ and, with --data-dir (the broker's store directory on this machine, e.g. ActiveM
 data/kahadb or this broker's <dataDirectory>/kahadb), how much the files below it
 grew while publishing, also as copies of the payload. --max-duration then bounds
 the publishing and each drain. The subscriptions are deleted at the end unless
---cleanup=false.`,
+--cleanup=false.
+
+With --replay it publishes every message with no consumer subscribed, then
+subscribes the consumers and reports how fast they drain what is stored: a
+stream read with --consumer-header x-stream-offset=first, or a queue's backlog.
+
+--shared (with --destination /topic/...) counts a topic's messages once over all
+consumers, as the members of a stream's consumer group share them
+(--consumer-header consumer-group=G).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
@@ -79,6 +87,9 @@ the publishing and each drain. The subscriptions are deleted at the end unless
 	f.StringVar(&o.Ack, "ack", "", "auto | client | client-individual; client modes ack every message (default auto, client-individual with --durable-subscribers)")
 	f.IntVar(&o.Prefetch, "prefetch", 0, "send activemq.prefetchSize on SUBSCRIBE (0: do not send)")
 	f.StringVar(&o.Selector, "selector", "", "JMS selector every consumer subscribes with (it must match every message sent)")
+	f.StringArrayVar(&o.ConsumerHeaders, "consumer-header", nil, "name=value added to every SUBSCRIBE; repeatable (e.g. consumer-group=bench, x-stream-offset=first)")
+	f.BoolVar(&o.Shared, "shared", false, "the consumers of a topic share its messages, as a stream's consumer group does: each message counts once over all of them, order is not checked")
+	f.BoolVar(&o.Replay, "replay", false, "publish every message first, then subscribe the consumers and measure how fast they drain what is stored (a stream with --consumer-header x-stream-offset=first, or a queue's backlog)")
 	f.StringVar(&o.Version, "stomp-version", "", "offer only this STOMP version: 1.0, 1.1 or 1.2 (default: let the broker pick)")
 	f.StringVar(&o.Login, "login", "", "CONNECT login")
 	f.StringVar(&o.Passcode, "passcode", "", "CONNECT passcode")

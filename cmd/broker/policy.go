@@ -102,5 +102,20 @@ func toPolicy(e config.PolicyEntry) broker.Policy {
 	p.MaxPendingMessages = e.MaxPendingMessages
 	p.MaxPendingBytes = e.MaxPendingBytes
 	p.OfflineTimeout = e.OfflineDurableSubscriberTimeout
+	p.Stream = e.IsStream()
+	p.Partitions = e.Partitions
+	p.Retention = e.Retention
+	p.RetentionBytes = e.RetentionBytes
 	return p
+}
+
+// hasStreams reports whether any entry makes destinations streams, so the broker needs
+// the stream log.
+func hasStreams(entries []config.PolicyEntry) bool {
+	for _, e := range entries {
+		if e.IsStream() {
+			return true
+		}
+	}
+	return false
 }

@@ -123,6 +123,19 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 			}
 		}()
 	}
+	// The stream log is opened once this broker holds the store lock: a standby must
+	// not take it from the master on the same machine.
+	streams, err := openStreams(cfg, log)
+	if err != nil {
+		_ = store.Close()
+		return err
+	}
+	closeStreams := func() error {
+		if streams == nil {
+			return nil
+		}
+		return streams.Close()
+	}
 	b, err := broker.New(ctx, broker.Options{
 		Name:               cfg.Broker.BrokerName,
 		Store:              store,
@@ -140,14 +153,17 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 		Scheduler:    cfg.Broker.SchedulerSupport,
 		DurableSweep: cfg.Broker.OfflineDurableSubscriberTaskSchedule,
 		LinkStealing: cfg.Broker.AllowLinkStealing,
+		Streams:      streams,
 	})
 	if err != nil {
 		_ = store.Close()
+		_ = closeStreams()
 		return err
 	}
 	srv := transport.NewServer(b, log)
 	if err := srv.Listen(connectors(cfg, log)); err != nil {
 		_ = b.Close()
+		_ = closeStreams()
 		return err
 	}
 	if statsAddr == "" {
@@ -157,6 +173,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 		if _, err := serveStats(ctx, statsAddr, b, store, log); err != nil {
 			_ = srv.Shutdown(context.Background())
 			_ = b.Close()
+			_ = closeStreams()
 			return fmt.Errorf("--stats-addr: %w", err)
 		}
 	}
@@ -178,7 +195,15 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 	if serr != nil {
 		log.Warn("connections did not close in time", slog.Any("err", serr))
 	}
-	if cerr := b.Close(); cerr != nil {
+	cerr := b.Close()
+	// The broker has written its last stream appends and group offsets by now.
+	if err := closeStreams(); err != nil {
+		log.Error("closing the stream log failed", slog.Any("err", err))
+		if cerr == nil {
+			return fmt.Errorf("closing streams: %w", err)
+		}
+	}
+	if cerr != nil {
 		select {
 		case <-lost: // the store refuses writes once the lock is gone
 		default:

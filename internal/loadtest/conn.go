@@ -181,6 +181,13 @@ func (c *client) subscribe(o Options, mode stomp.AckMode, durable bool) (*stomp.
 	if o.Selector != "" {
 		opts = append(opts, stomp.SubscribeOpt.Header("selector", o.Selector))
 	}
+	hs, err := parseHeaders(o.ConsumerHeaders)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i+1 < len(hs); i += 2 {
+		opts = append(opts, stomp.SubscribeOpt.Header(hs[i], hs[i+1]))
+	}
 	return c.stomp.Subscribe(o.subscribed(), mode, opts...)
 }
 

@@ -71,7 +71,7 @@ func newConsumer(r *run, id int, c *client, sub *stomp.Subscription, seen *track
 		c:          c,
 		sub:        sub,
 		seen:       seen,
-		checkOrder: r.o.Topic || r.o.Consumers == 1,
+		checkOrder: r.o.ordered(),
 		lastSeq:    make([]int, len(r.counts)),
 	}
 	for i := range k.lastSeq {

@@ -82,6 +82,22 @@ type Options struct {
 	// Selector, when set, is sent as every consumer's selector header; it must match
 	// every message the run sends, or they count as lost.
 	Selector string
+	// ConsumerHeaders are added to every SUBSCRIBE, each written "name=value":
+	// a stream's consumer-group or x-stream-offset, for instance.
+	ConsumerHeaders []string
+
+	// Shared makes the consumers of a topic share its messages, each delivered
+	// to one of them, as the members of a consumer group on a stream do: the
+	// accounting is a queue's, and order is not checked (a stream keeps order
+	// only within a partition).
+	Shared bool
+
+	// Replay publishes every message before any consumer subscribes, then
+	// measures how fast the consumers drain what is stored: a stream read from
+	// x-stream-offset: first, or a queue's backlog. The drain rate runs from
+	// the first SUBSCRIBE to the last message; latency is not measured (the
+	// messages waited on purpose).
+	Replay bool
 
 	// IdleTimeout stops the run when nothing was received for that long
 	// (default 15s). MaxDuration stops it in any case (default 5m),
@@ -144,7 +160,7 @@ func (o Options) withDefaults(now time.Time) Options {
 	}
 	if o.Destination == "" {
 		kind := "queue"
-		if o.Topic {
+		if o.Topic || o.Shared {
 			kind = "topic"
 		}
 		o.Destination = fmt.Sprintf("/%s/bench-%d", kind, now.UnixNano())
@@ -193,6 +209,10 @@ func (o Options) validate() error {
 		return bad("messages must be at least 1, got %d", o.Messages)
 	case o.Prefetch < 0:
 		return bad("prefetch must not be negative, got %d", o.Prefetch)
+	case o.Shared && o.Topic:
+		return bad("shared consumers and topic accounting exclude each other")
+	case o.Replay && o.DurableSubscribers > 0:
+		return bad("replay and durable subscribers are different scenarios")
 	case o.IdleTimeout < 0 || o.MaxDuration < 0 || o.Progress < 0:
 		return bad("durations must not be negative")
 	}
@@ -200,6 +220,9 @@ func (o Options) validate() error {
 		return err
 	}
 	if _, err := ackMode(o.Ack); err != nil {
+		return err
+	}
+	if _, err := parseHeaders(o.ConsumerHeaders); err != nil {
 		return err
 	}
 	if o.Version != "" {
@@ -211,10 +234,29 @@ func (o Options) validate() error {
 	if o.Topic && strings.HasPrefix(dest, "/queue/") {
 		return bad("topic run subscribes to queue %q", dest)
 	}
-	if !o.Topic && strings.HasPrefix(dest, "/topic/") {
-		return bad("queue run subscribes to topic %q; use topic mode", dest)
+	if !o.Topic && !o.Shared && strings.HasPrefix(dest, "/topic/") {
+		return bad("queue run subscribes to topic %q; use topic mode, or shared for a consumer group", dest)
 	}
 	return nil
+}
+
+// ordered says whether the run promises an order to check: a topic, or a
+// queue with one consumer; never shared consumers.
+func (o Options) ordered() bool {
+	return !o.Shared && (o.Topic || o.Consumers == 1)
+}
+
+// parseHeaders splits "name=value" headers into name, value pairs.
+func parseHeaders(hs []string) ([]string, error) {
+	out := make([]string, 0, 2*len(hs))
+	for _, h := range hs {
+		k, v, ok := strings.Cut(h, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%w: consumer header %q: write name=value", ErrOptions, h)
+		}
+		out = append(out, k, v)
+	}
+	return out, nil
 }
 
 // receiptInterval turns Options.Receipts into K: 0 means no receipts, 1 a

@@ -117,6 +117,15 @@ func (r Result) Fprint(w io.Writer, o Options) {
 	if o.Version != "" {
 		fmt.Fprintf(w, " stomp=%s", o.Version)
 	}
+	if o.Shared {
+		fmt.Fprint(w, " shared=true")
+	}
+	if o.Replay {
+		fmt.Fprint(w, " replay=true")
+	}
+	for _, h := range o.ConsumerHeaders {
+		fmt.Fprintf(w, " consumer-header=%s", h)
+	}
 	fmt.Fprintln(w)
 	if r.Durable != nil {
 		r.fprintDurable(w, o)
@@ -125,16 +134,22 @@ func (r Result) Fprint(w io.Writer, o Options) {
 	}
 
 	fmt.Fprintf(w, "sent %d in %s (%s msgs/s)\n", r.Sent, roundDuration(r.SendElapsed), groupDigits(int64(r.SendRate)))
-	fmt.Fprintf(w, "received %d", r.Received)
+	received := "received"
+	if o.Replay {
+		received = "replayed"
+	}
+	fmt.Fprintf(w, "%s %d", received, r.Received)
 	if r.Received != r.Expected {
 		fmt.Fprintf(w, " of %d expected", r.Expected)
 	}
 	fmt.Fprintf(w, " in %s (%s msgs/s)\n", roundDuration(r.RecvElapsed), groupDigits(int64(r.RecvRate)))
-	fmt.Fprintf(w, "latency p50=%s p90=%s p99=%s max=%s\n",
-		roundDuration(r.P50), roundDuration(r.P90), roundDuration(r.P99), roundDuration(r.Max))
+	if !o.Replay { // replayed messages waited on purpose
+		fmt.Fprintf(w, "latency p50=%s p90=%s p99=%s max=%s\n",
+			roundDuration(r.P50), roundDuration(r.P90), roundDuration(r.P99), roundDuration(r.Max))
+	}
 
 	order := "n/a"
-	if o.Topic || o.Consumers == 1 {
+	if o.ordered() {
 		order = strconv.FormatInt(r.OutOfOrder, 10)
 	}
 	fmt.Fprintf(w, "lost %d  duplicated %d  out-of-order %s", r.Lost, r.Duplicated, order)
@@ -157,37 +172,40 @@ func (r Result) fprintStop(w io.Writer) {
 
 // jsonReport is the machine-readable report; durations are in milliseconds.
 type jsonReport struct {
-	Addr                string  `json:"addr"`
-	Destination         string  `json:"destination"`
-	ConsumerDestination string  `json:"consumer_destination,omitempty"`
-	Producers           int     `json:"producers"`
-	Consumers           int     `json:"consumers"`
-	Size                int     `json:"size"`
-	Messages            int     `json:"messages"`
-	Persistent          bool    `json:"persistent"`
-	Topic               bool    `json:"topic"`
-	Receipts            string  `json:"receipts"`
-	Ack                 string  `json:"ack"`
-	Prefetch            int     `json:"prefetch,omitempty"`
-	Version             string  `json:"stomp_version,omitempty"`
-	Sent                int64   `json:"sent"`
-	Expected            int64   `json:"expected"`
-	Received            int64   `json:"received"`
-	Lost                int64   `json:"lost"`
-	Duplicated          int64   `json:"duplicated"`
-	OutOfOrder          int64   `json:"out_of_order"`
-	Foreign             int64   `json:"foreign"`
-	SendRate            float64 `json:"send_rate"`
-	RecvRate            float64 `json:"recv_rate"`
-	SendMs              float64 `json:"send_ms"`
-	RecvMs              float64 `json:"recv_ms"`
-	ElapsedMs           float64 `json:"elapsed_ms"`
-	P50Ms               float64 `json:"p50_ms"`
-	P90Ms               float64 `json:"p90_ms"`
-	P99Ms               float64 `json:"p99_ms"`
-	MaxMs               float64 `json:"max_ms"`
-	Stop                string  `json:"stop"`
-	Error               string  `json:"error,omitempty"`
+	Addr                string   `json:"addr"`
+	Destination         string   `json:"destination"`
+	ConsumerDestination string   `json:"consumer_destination,omitempty"`
+	Producers           int      `json:"producers"`
+	Consumers           int      `json:"consumers"`
+	Size                int      `json:"size"`
+	Messages            int      `json:"messages"`
+	Persistent          bool     `json:"persistent"`
+	Topic               bool     `json:"topic"`
+	Receipts            string   `json:"receipts"`
+	Ack                 string   `json:"ack"`
+	Prefetch            int      `json:"prefetch,omitempty"`
+	Version             string   `json:"stomp_version,omitempty"`
+	Shared              bool     `json:"shared,omitempty"`
+	Replay              bool     `json:"replay,omitempty"`
+	ConsumerHeaders     []string `json:"consumer_headers,omitempty"`
+	Sent                int64    `json:"sent"`
+	Expected            int64    `json:"expected"`
+	Received            int64    `json:"received"`
+	Lost                int64    `json:"lost"`
+	Duplicated          int64    `json:"duplicated"`
+	OutOfOrder          int64    `json:"out_of_order"`
+	Foreign             int64    `json:"foreign"`
+	SendRate            float64  `json:"send_rate"`
+	RecvRate            float64  `json:"recv_rate"`
+	SendMs              float64  `json:"send_ms"`
+	RecvMs              float64  `json:"recv_ms"`
+	ElapsedMs           float64  `json:"elapsed_ms"`
+	P50Ms               float64  `json:"p50_ms"`
+	P90Ms               float64  `json:"p90_ms"`
+	P99Ms               float64  `json:"p99_ms"`
+	MaxMs               float64  `json:"max_ms"`
+	Stop                string   `json:"stop"`
+	Error               string   `json:"error,omitempty"`
 
 	Durable *jsonDurable `json:"durable,omitempty"`
 }
@@ -200,6 +218,7 @@ func (r Result) WriteJSON(w io.Writer, o Options) error {
 		Addr: o.Addr, Destination: r.Destination, ConsumerDestination: o.ConsumerDestination,
 		Producers: o.Producers, Consumers: o.Consumers, Size: o.Size, Messages: o.Messages,
 		Persistent: o.Persistent, Topic: o.Topic, Receipts: o.Receipts, Ack: o.Ack, Prefetch: o.Prefetch, Version: o.Version,
+		Shared: o.Shared, Replay: o.Replay, ConsumerHeaders: o.ConsumerHeaders,
 		Sent: r.Sent, Expected: r.Expected, Received: r.Received,
 		Lost: r.Lost, Duplicated: r.Duplicated, OutOfOrder: r.OutOfOrder, Foreign: r.Foreign,
 		SendRate: r.SendRate, RecvRate: r.RecvRate,

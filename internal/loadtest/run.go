@@ -79,6 +79,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.DurableSubscribers > 0 {
 		return runDurable(ctx, o)
 	}
+	if o.Replay {
+		return runReplay(ctx, o)
+	}
 	r, err := newRun(o)
 	if err != nil {
 		res.Err = err
@@ -328,7 +331,7 @@ func (r *run) progress(now, then time.Time, last int64) int64 {
 		return sent
 	case len(r.producers) == 0:
 		fmt.Fprintf(r.o.ProgressOut, "bench: %s %s received %s of %s (%s msgs/s)\n",
-			r.label, elapsed, groupDigits(recv), groupDigits(r.backlog*int64(len(r.consumers))), perSec(recv))
+			r.label, elapsed, groupDigits(recv), groupDigits(r.expected()), perSec(recv))
 	default:
 		fmt.Fprintf(r.o.ProgressOut, "bench: %s sent %s received %s (%s msgs/s)\n",
 			elapsed, groupDigits(sent), groupDigits(recv), perSec(recv))
@@ -430,6 +433,9 @@ func (r *run) expect() {
 }
 
 func (r *run) expected() int64 {
+	if r.o.Consumers == 0 {
+		return 0 // publishing only (a phase of the durable or replay scenario)
+	}
 	n := r.sent() + r.backlog
 	if r.o.Topic {
 		n *= int64(len(r.consumers))

@@ -249,6 +249,8 @@ func (s *session) onSubscribe(ctx context.Context, f *frame.Frame, receipt strin
 		req.Prefetch = n
 	}
 	req.DurableName = durableName(f, id)
+	req.StreamOffset = f.Header.Get(broker.HeaderStreamOffset)
+	req.ConsumerGroup = f.Header.Get(broker.HeaderConsumerGroup)
 	if text, ok := f.Header.Contains("selector"); ok && strings.TrimSpace(text) != "" {
 		sel, err := selector.Parse(text)
 		if err != nil {
@@ -352,7 +354,7 @@ func (s *session) browse(ctx context.Context, req broker.SubscribeRequest, recei
 	s.browsers[req.ID] = true
 	dest := req.Dest.String()
 	for _, m := range msgs {
-		if err := s.writeMessageFields(m, dest, req.ID, "", false, m.RedeliveryCount+1, false); err != nil {
+		if err := s.writeMessageFields(m, dest, req.ID, "", false, m.RedeliveryCount+1, false, nil); err != nil {
 			return nil
 		}
 	}

@@ -81,10 +81,16 @@ func (s *session) writeMessage(d *broker.Delivery) error {
 	if d.Sub.Mode != broker.AckAuto {
 		ack = strconv.FormatUint(d.Tag, 10)
 	}
-	return s.writeMessageFields(d.Msg, d.Destination, d.Sub.ID, ack, d.Redelivered, d.DeliveryCount, d.GroupFirst)
+	var stream *broker.Delivery
+	if d.Stream {
+		stream = d
+	}
+	return s.writeMessageFields(d.Msg, d.Destination, d.Sub.ID, ack, d.Redelivered, d.DeliveryCount, d.GroupFirst, stream)
 }
 
-func (s *session) writeMessageFields(m *persistence.Message, dest, sub, ack string, redelivered bool, count uint32, groupFirst bool) error {
+// writeMessageFields writes a MESSAGE; stream, if not nil, is a stream delivery whose
+// partition and offset go in the x-stream-* headers.
+func (s *session) writeMessageFields(m *persistence.Message, dest, sub, ack string, redelivered bool, count uint32, groupFirst bool, stream *broker.Delivery) error {
 	w := s.w
 	if err := w.StartFrame("MESSAGE"); err != nil {
 		return err
@@ -109,6 +115,10 @@ func (s *session) writeMessageFields(m *persistence.Message, dest, sub, ack stri
 	_ = w.Header("priority", smallInt(int(m.Priority)))
 	_ = w.Header("expires", strconv.FormatInt(m.Expires, 10))
 	_ = w.Header("timestamp", strconv.FormatInt(m.Timestamp, 10))
+	if stream != nil {
+		_ = w.Header(broker.HeaderStreamPartition, smallInt(stream.StreamPartition))
+		_ = w.Header(broker.HeaderStreamOffset, strconv.FormatInt(stream.StreamOffset, 10))
+	}
 	for i := 0; i+1 < len(m.Headers); i += 2 {
 		_ = w.Header(m.Headers[i], m.Headers[i+1])
 	}

@@ -1,0 +1,518 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/kafkalog"
+	"github.com/activemq-go/broker/persistence"
+)
+
+// Stream destinations. A topic whose policy says Stream keeps every message sent to it
+// in a partitioned log (Options.Streams, a kafkalog.Log) for the policy's retention,
+// whatever is consumed, and whatever the message's persistent header says:
+//
+//   - SEND appends the message to one partition: by the hash of its partition-key
+//     header, else of its JMSXGroupID, else round-robin. Appends are handed to one
+//     goroutine per partition (appender), which writes everything queued meanwhile as one
+//     batch, so with the batch flush policy one fsync covers many messages and the
+//     connection never waits for it; the RECEIPT follows once the batch is durable.
+//   - SUBSCRIBE reads the partitions from x-stream-offset (streamsub.go), alone or as a
+//     member of a consumer group that shares the partitions and commits its offsets
+//     (streamgroup.go). Order holds within a partition.
+//   - Transacted SENDs are appended at COMMIT, after the transaction's store batch.
+//   - A wildcard subscription that matches a stream gets its new messages as a plain
+//     topic subscriber does (live, no replay, no offsets).
+//
+// The kafkalog topic is named after the broker's topic; names with characters kafkalog
+// does not allow are escaped reversibly (logTopicName).
+
+// Headers of stream messages.
+const (
+	// HeaderStreamOffset on SUBSCRIBE picks where reading starts; on MESSAGE it is the
+	// message's offset in its partition.
+	HeaderStreamOffset = "x-stream-offset"
+	// HeaderStreamPartition on MESSAGE is the message's partition.
+	HeaderStreamPartition = "x-stream-partition"
+	// HeaderConsumerGroup on SUBSCRIBE makes the subscriber a member of that group.
+	HeaderConsumerGroup = "consumer-group"
+	// HeaderPartitionKey on SEND picks the partition: messages with one key go to one
+	// partition, in order.
+	HeaderPartitionKey = "partition-key"
+)
+
+// stream is the broker side of one stream topic.
+type stream struct {
+	b        *Broker
+	t        *topic
+	log      *kafkalog.Log
+	logTopic string
+	nparts   int
+	apps     []*appender
+	rr       atomic.Uint32
+	appWG    sync.WaitGroup
+
+	mu     sync.Mutex
+	subs   map[*streamSub]struct{}
+	groups map[string]*groupState
+	closed bool
+
+	delivered atomic.Int64 // messages written to subscribers since start
+}
+
+// streamOf returns the stream behind t, opening it on first use; nil if t is not one.
+func (b *Broker) streamOf(t *topic) (*stream, error) {
+	if !t.isStream {
+		return nil, nil
+	}
+	if st := t.st.Load(); st != nil {
+		return st, nil
+	}
+	t.streamMu.Lock()
+	defer t.streamMu.Unlock()
+	if st := t.st.Load(); st != nil {
+		return st, nil
+	}
+	b.mu.RLock()
+	closed := b.closed
+	b.mu.RUnlock()
+	if closed {
+		return nil, &Error{Message: "broker is shutting down", Fatal: true, Err: ErrClosed}
+	}
+	st, err := b.openStream(t, b.policyFor(destinations.Topic, t.name))
+	if err != nil {
+		return nil, err
+	}
+	t.st.Store(st)
+	return st, nil
+}
+
+// streamTopic returns the topic a resolved destination names if it is a stream, else nil.
+func (b *Broker) streamTopic(d destinations.Name) *topic {
+	if d.Kind != destinations.Topic || d.IsWildcard() {
+		return nil
+	}
+	if t := b.topic(d.Name); t.isStream {
+		return t
+	}
+	return nil
+}
+
+// streamDest returns the stream a resolved destination names (opening it), or nil.
+func (b *Broker) streamDest(d destinations.Name) (*stream, error) {
+	if t := b.streamTopic(d); t != nil {
+		return b.streamOf(t)
+	}
+	return nil, nil
+}
+
+// openStream declares the stream's kafkalog topic (again, at every start: that applies
+// the current retention) and starts its appenders.
+func (b *Broker) openStream(t *topic, p Policy) (*stream, error) {
+	if b.streams == nil {
+		return nil, errorf(ErrInvalidDestination, "%s is a stream (destinationPolicy type: stream) but the broker has no streams log", t.stomp)
+	}
+	ln, ok := logTopicName(t.name)
+	if !ok {
+		return nil, errorf(ErrInvalidDestination, "%s cannot be a stream: its name is too long for the stream log (at most 200 bytes once escaped)", t.stomp)
+	}
+	n := max(p.Partitions, 1)
+	if have := b.streams.Partitions(ln); have > 0 && have != n {
+		b.log.Warn("stream keeps its partition count: partitions cannot be added or removed",
+			slog.String("dest", t.stomp), slog.Int("partitions", have), slog.Int("configured", n))
+		n = have
+	}
+	// The policy's 0 means "no limit"; kafkalog's 0 means "the log's default".
+	cfg := kafkalog.TopicConfig{Retention: -1, RetentionBytes: -1}
+	if p.Retention > 0 {
+		cfg.Retention = p.Retention
+	}
+	if p.RetentionBytes > 0 {
+		cfg.RetentionBytes = p.RetentionBytes
+	}
+	if err := b.streams.CreateTopicWith(ln, n, cfg); err != nil {
+		return nil, &Error{Message: "stream " + t.stomp + " cannot be opened: " + err.Error(), Err: fmt.Errorf("%w: %w", ErrStore, err)}
+	}
+	st := &stream{b: b, t: t, log: b.streams, logTopic: ln, nparts: n,
+		subs: map[*streamSub]struct{}{}, groups: map[string]*groupState{}}
+	for i := range n {
+		a := newAppender(st, i)
+		st.apps = append(st.apps, a)
+		st.appWG.Add(1)
+		go a.run()
+	}
+	b.log.Info("stream opened", slog.String("dest", t.stomp), slog.String("logTopic", ln),
+		slog.Int("partitions", n), slog.Duration("retention", p.Retention), slog.Int64("retentionBytes", p.RetentionBytes))
+	return st, nil
+}
+
+// openKnownStreams opens, at start, every stream the log holds whose topic is still a
+// stream by policy, so its retention is the configured one and it shows in Stats.
+func (b *Broker) openKnownStreams() error {
+	for _, ln := range b.streams.Topics() {
+		name, ok := brokerTopicName(ln)
+		if !ok {
+			b.log.Warn("stream log topic not served: its name is not one the broker writes", slog.String("logTopic", ln))
+			continue
+		}
+		t := b.topic(name)
+		if !t.isStream {
+			b.log.Info("stream log topic not served: its destinationPolicy is no longer type: stream",
+				slog.String("dest", t.stomp), slog.String("logTopic", ln))
+			continue
+		}
+		if _, err := b.streamOf(t); err != nil {
+			return fmt.Errorf("broker: open stream %s: %w", t.stomp, err)
+		}
+	}
+	return nil
+}
+
+// splitStreams separates the streams among resolved destinations from the others.
+func (b *Broker) splitStreams(dests []destinations.Name) ([]*stream, []destinations.Name, error) {
+	var streams []*stream
+	for _, d := range dests {
+		st, err := b.streamDest(d)
+		if err != nil {
+			return nil, nil, err
+		}
+		if st != nil {
+			streams = append(streams, st)
+		}
+	}
+	if len(streams) == 0 {
+		return nil, dests, nil
+	}
+	rest := make([]destinations.Name, 0, len(dests)-len(streams))
+	for _, d := range dests {
+		if st, _ := b.streamDest(d); st == nil {
+			rest = append(rest, d)
+		}
+	}
+	return streams, rest, nil
+}
+
+// appendStreams queues m for each stream. done is called once every append is durable
+// (or failed); with more, the caller has other destinations to serve, and gets the
+// callback to call for them. It may block while a partition's queue is full (flow
+// control), never on the disk.
+func (b *Broker) appendStreams(ctx context.Context, streams []*stream, m *persistence.Message, more bool, done func(error)) (func(error), error) {
+	if len(streams) == 1 && !more {
+		return nil, streams[0].append(ctx, m, false, done)
+	}
+	parts := len(streams)
+	if more {
+		parts++
+	}
+	j := newJoin(parts, done)
+	for _, st := range streams {
+		if err := st.append(ctx, m, false, j.part); err != nil {
+			j.part(err)
+		}
+	}
+	return j.part, nil
+}
+
+// append queues m for its partition; done follows the write. See appender.enqueue for
+// force.
+func (st *stream) append(ctx context.Context, m *persistence.Message, force bool, done func(error)) error {
+	p, key := st.partitionFor(m)
+	return st.apps[p].enqueue(ctx, appendReq{rec: encodeRecord(m, key), done: done}, force)
+}
+
+// partitionFor picks m's partition and returns the key that chose it ("" for
+// round-robin).
+func (st *stream) partitionFor(m *persistence.Message) (int, string) {
+	key, ok := m.Headers.Get(HeaderPartitionKey)
+	if !ok || key == "" {
+		key, _ = m.Headers.Get("JMSXGroupID")
+	}
+	if st.nparts == 1 {
+		return 0, key
+	}
+	if key != "" {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(key))
+		return int(h.Sum32() % uint32(st.nparts)), key
+	}
+	return int(st.rr.Add(1) % uint32(st.nparts)), ""
+}
+
+// close stops the stream's subscriptions (committing group positions) and its
+// appenders, which write what is queued first. Broker.Close calls it.
+func (st *stream) close() {
+	st.mu.Lock()
+	if st.closed {
+		st.mu.Unlock()
+		return
+	}
+	st.closed = true
+	subs := make([]*streamSub, 0, len(st.subs))
+	for ss := range st.subs {
+		subs = append(subs, ss)
+	}
+	st.mu.Unlock()
+	for _, ss := range subs {
+		ss.close()
+	}
+	for _, a := range st.apps {
+		a.close()
+	}
+	st.appWG.Wait()
+}
+
+// StreamPartitionStats describes one partition of a stream.
+type StreamPartitionStats struct {
+	Partition int
+	Oldest    int64 // oldest offset retention kept
+	Next      int64 // offset the next message gets
+	Bytes     int64 // size of its segments
+	// Appends and Syncs count the batches written and fsynced since start: messages
+	// per append show how well appends are gathered.
+	Appends, Syncs int64
+}
+
+func (st *stream) stats() DestinationStats {
+	st.mu.Lock()
+	consumers := len(st.subs)
+	st.mu.Unlock()
+	ds := DestinationStats{Name: st.t.stomp, Consumers: consumers, Dequeued: st.delivered.Load()}
+	for p, a := range st.apps {
+		oldest, err1 := st.log.OldestOffset(st.logTopic, p)
+		next, err2 := st.log.NextOffset(st.logTopic, p)
+		ps, err3 := st.log.Stats(st.logTopic, p)
+		if err1 != nil || err2 != nil || err3 != nil {
+			continue // the log is closing
+		}
+		ds.Enqueued += next
+		ds.Stored += next - oldest
+		ds.Pending += a.queued()
+		ds.Partitions = append(ds.Partitions, StreamPartitionStats{Partition: p, Oldest: oldest, Next: next,
+			Bytes: ps.Bytes, Appends: ps.Appends, Syncs: ps.Syncs})
+	}
+	return ds
+}
+
+// Record layout of a stream message (version 1): Value is the body, Timestamp the
+// message's timestamp, Key the partition key (nil without one). The first header is the
+// broker's: name recMeta, value "1;<priority>;<expires>;<persistent 0|1>;<message-id>"
+// (one header rather than four keeps reading cheap); the application headers follow as
+// sent. The broker's header is recognised by position, so an application header may
+// use the same name without confusion; a record without it (written by another kafkalog
+// user) is delivered with defaults and an id made of its position.
+const recMeta = "amq"
+
+func encodeRecord(m *persistence.Message, key string) kafkalog.Record {
+	hs := make([][2]string, 0, 1+len(m.Headers)/2)
+	meta := make([]byte, 0, 32+len(m.ID))
+	meta = append(meta, "1;"...)
+	meta = strconv.AppendUint(meta, uint64(m.Priority), 10)
+	meta = append(meta, ';')
+	meta = strconv.AppendInt(meta, m.Expires, 10)
+	if m.Persistent {
+		meta = append(meta, ";1;"...)
+	} else {
+		meta = append(meta, ";0;"...)
+	}
+	meta = append(meta, m.ID...)
+	hs = append(hs, [2]string{recMeta, string(meta)})
+	for i := 0; i+1 < len(m.Headers); i += 2 {
+		hs = append(hs, [2]string{m.Headers[i], m.Headers[i+1]})
+	}
+	r := kafkalog.Record{Timestamp: m.Timestamp, Value: m.Body, Headers: hs}
+	if key != "" {
+		r.Key = []byte(key)
+	}
+	return r
+}
+
+// decodeRecord rebuilds the message stored in r, read from partition part of st.
+func (st *stream) decodeRecord(r *kafkalog.Record, part int) *persistence.Message {
+	m := &persistence.Message{Dest: st.t.dest, Body: r.Value, Timestamp: r.Timestamp, Priority: 4}
+	hs := r.Headers
+	if len(hs) > 0 && hs[0][0] == recMeta {
+		if f := strings.SplitN(hs[0][1], ";", 5); len(f) == 5 && f[0] == "1" {
+			if p, err := strconv.Atoi(f[1]); err == nil && p >= 0 && p <= 9 {
+				m.Priority = uint8(p)
+			}
+			m.Expires, _ = strconv.ParseInt(f[2], 10, 64)
+			m.Persistent = f[3] == "1"
+			m.ID = f[4]
+			hs = hs[1:]
+		}
+	}
+	if m.ID == "" {
+		m.ID = "ID:stream:" + st.logTopic + ":" + strconv.Itoa(part) + ":" + strconv.FormatInt(r.Offset, 10)
+	}
+	m.Headers = make(persistence.Headers, 0, 2*len(hs))
+	for _, h := range hs {
+		m.Headers = append(m.Headers, h[0], h[1])
+	}
+	return m
+}
+
+// logTopicName maps a broker topic name to a kafkalog topic name, reversibly: letters,
+// digits, '.' and '-' stay, '_' doubles, every other byte becomes _XX (hex). It fails
+// for a name that is too long once escaped.
+func logTopicName(name string) (string, bool) {
+	// "." and ".." name directories: their dots are escaped too.
+	dotsSafe := name != "." && name != ".."
+	safe := func(c byte) bool { return logSafe(c) && (c != '.' || dotsSafe) }
+	plain := true
+	for i := 0; i < len(name) && plain; i++ {
+		plain = safe(name[i])
+	}
+	if plain {
+		return name, kafkalog.ValidTopicName(name)
+	}
+	var sb strings.Builder
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c == '_':
+			sb.WriteString("__")
+		case safe(c):
+			sb.WriteByte(c)
+		default:
+			fmt.Fprintf(&sb, "_%02X", c)
+		}
+	}
+	s := sb.String()
+	return s, kafkalog.ValidTopicName(s)
+}
+
+func logSafe(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '-'
+}
+
+// brokerTopicName inverts logTopicName; false for a name logTopicName never makes.
+func brokerTopicName(ln string) (string, bool) {
+	if !strings.Contains(ln, "_") {
+		return ln, ln != "." && ln != ".."
+	}
+	var sb strings.Builder
+	for i := 0; i < len(ln); i++ {
+		c := ln[i]
+		if c != '_' {
+			sb.WriteByte(c)
+			continue
+		}
+		switch {
+		case i+1 < len(ln) && ln[i+1] == '_':
+			sb.WriteByte('_')
+			i++
+		case i+2 < len(ln):
+			v, err := strconv.ParseUint(ln[i+1:i+3], 16, 8)
+			if err != nil {
+				return "", false
+			}
+			sb.WriteByte(byte(v))
+			i += 2
+		default:
+			return "", false
+		}
+	}
+	name := sb.String()
+	if back, ok := logTopicName(name); !ok || back != ln {
+		return "", false
+	}
+	return name, true
+}
+
+// join calls done once, after n parts finished, with the first error.
+type join struct {
+	mu   sync.Mutex
+	n    int
+	err  error
+	done func(error)
+}
+
+func newJoin(n int, done func(error)) *join { return &join{n: n, done: done} }
+
+func (j *join) part(err error) {
+	j.mu.Lock()
+	if err != nil && j.err == nil {
+		j.err = err
+	}
+	j.n--
+	last := j.n == 0
+	err = j.err
+	j.mu.Unlock()
+	if last {
+		j.done(err)
+	}
+}
+
+// closeStreams stops every stream (subscriptions, then appenders, which write what is
+// queued), then the committer, which writes the groups' last positions. The log itself
+// is the caller's to close.
+func (b *Broker) closeStreams() {
+	if b.streams == nil {
+		return
+	}
+	b.mu.RLock()
+	ts := make([]*topic, 0, len(b.topics))
+	for _, t := range b.topics {
+		if t.isStream {
+			ts = append(ts, t)
+		}
+	}
+	b.mu.RUnlock()
+	for _, t := range ts {
+		t.streamMu.Lock()
+		st := t.st.Load()
+		t.streamMu.Unlock()
+		if st != nil {
+			st.close()
+		}
+	}
+	b.committer.close()
+}
+
+// streamsAfterCommit returns the done of a transaction's COMMIT that, once the store
+// part succeeded, appends the transaction's stream messages and settles its stream
+// acknowledgements, and only then calls done. Without stream work it returns done.
+func (b *Broker) streamsAfterCommit(ctx context.Context, t *txState, done func(error)) func(error) {
+	type streamSend struct {
+		st *stream
+		m  *persistence.Message
+	}
+	var sends []streamSend
+	for _, s := range t.sends {
+		for _, st := range s.streams {
+			sends = append(sends, streamSend{st, s.msg})
+		}
+	}
+	var acks []txSettle
+	for _, st := range t.settles {
+		if st.sub.stream != nil {
+			acks = append(acks, st)
+		}
+	}
+	if len(sends) == 0 && len(acks) == 0 {
+		return done
+	}
+	return func(err error) {
+		if err != nil {
+			done(err)
+			return
+		}
+		// This may run in the store's commit goroutine, which must not wait for room in
+		// an appender's queue; the transaction's size limit bounds what it adds.
+		j := newJoin(len(sends)+len(acks), done)
+		for _, s := range sends {
+			if err := s.st.append(ctx, s.m, true, j.part); err != nil {
+				j.part(err)
+			}
+		}
+		for _, a := range acks {
+			a.sub.stream.ack(a.ds, j.part)
+		}
+	}
+}

@@ -1,0 +1,237 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/activemq-go/broker/kafkalog"
+)
+
+// Consumer groups of streams. Membership and partition assignment are kafkalog's
+// (Log.Group: sticky rebalance on join and leave). The broker keeps, per group and
+// stream, the highest position any member asked to commit per partition (groupState),
+// so a member that takes a partition over starts where the group got to even before
+// that position is on disk, and positions never go back. Every position stands for
+// "everything before it was acknowledged by some member", so the highest is right.
+//
+// Commits rewrite kafkalog's offsets file with an fsync, so they are gathered: one
+// committer goroutine per broker writes everything asked since its last round in one
+// CommitOffsets call, the latest position per partition winning, then calls the
+// waiters (ACK receipts). At most one round is in flight. A round starts at once when
+// someone waits for it (an ACK); positions nobody waits for (auto-ack, rebalances) are
+// written at most every autoCommitInterval, as Kafka's auto.commit.interval.ms does, and
+// at close: after a crash an auto-ack group may see up to that much again.
+
+// groupState is one consumer group's positions in one stream, and which member reads
+// each partition. kafkalog assigns partitions; a member that is assigned one still held
+// by another (whose rebalance has not run yet) waits for it to be released, so that a
+// partition never has two readers and the new one starts where the old one stopped.
+type groupState struct {
+	name string
+
+	mu       sync.Mutex
+	pos      map[int]int64 // per partition: the highest position asked for
+	owners   map[int]*streamSub
+	released chan struct{} // closed (and replaced) whenever a partition is released
+}
+
+// groupLocked returns the state of group name in st. The caller holds st.mu.
+func (st *stream) groupLocked(name string) *groupState {
+	g := st.groups[name]
+	if g == nil {
+		g = &groupState{name: name, pos: map[int]int64{}, owners: map[int]*streamSub{}, released: make(chan struct{})}
+		st.groups[name] = g
+	}
+	return g
+}
+
+// claim makes ss the reader of partition p if nobody else is; false if another is.
+func (g *groupState) claim(p int, ss *streamSub) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if o := g.owners[p]; o != nil && o != ss {
+		return false
+	}
+	g.owners[p] = ss
+	return true
+}
+
+// awaitClaim waits until ss could claim partition p, or ctx ends.
+func (g *groupState) awaitClaim(ctx context.Context, p int, ss *streamSub) error {
+	for {
+		g.mu.Lock()
+		if o := g.owners[p]; o == nil || o == ss {
+			g.owners[p] = ss
+			g.mu.Unlock()
+			return nil
+		}
+		ch := g.released
+		g.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// release lets go of partition p if ss holds it.
+func (g *groupState) release(p int, ss *streamSub) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.owners[p] != ss {
+		return
+	}
+	delete(g.owners, p)
+	close(g.released)
+	g.released = make(chan struct{})
+}
+
+// position is the group's position in partition p: the highest asked for since start,
+// else the one committed in the log; false if the group never had one.
+func (g *groupState) position(st *stream, p int) (int64, bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if off, ok := g.pos[p]; ok {
+		return off, true, nil
+	}
+	off, ok, err := st.log.Committed(g.name, st.logTopic, p)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	g.pos[p] = off
+	return off, true, nil
+}
+
+// advance raises the position of partition p to off; false if it was there already.
+func (g *groupState) advance(p int, off int64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if cur, ok := g.pos[p]; ok && cur >= off {
+		return false
+	}
+	g.pos[p] = off
+	return true
+}
+
+// autoCommitInterval bounds how often positions nobody waits for are written.
+const autoCommitInterval = time.Second
+
+// committer writes group positions to the log in rounds.
+type committer struct {
+	log    *kafkalog.Log
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	pending map[groupPartition]int64
+	waiters []func(error)
+	closed  bool
+	wake    chan struct{}
+	done    chan struct{}
+}
+
+type groupPartition struct {
+	group, topic string
+	partition    int
+}
+
+func newCommitter(l *kafkalog.Log, logger *slog.Logger) *committer {
+	c := &committer{log: l, logger: logger, pending: map[groupPartition]int64{},
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go c.run()
+	return c
+}
+
+// request asks for offs to be committed; done (if not nil) is called once they are.
+func (c *committer) request(offs []kafkalog.GroupOffset, done func(error)) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		// Late (a subscription closing after the broker): write it here.
+		err := c.write(offs)
+		if done != nil {
+			done(err)
+		}
+		return
+	}
+	for _, o := range offs {
+		k := groupPartition{o.Group, o.Topic, o.Partition}
+		if cur, ok := c.pending[k]; !ok || o.Offset > cur {
+			c.pending[k] = o.Offset
+		}
+	}
+	if done != nil {
+		c.waiters = append(c.waiters, done)
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *committer) run() {
+	defer close(c.done)
+	var offs []kafkalog.GroupOffset
+	last := time.Now() // of the last round
+	timer := time.NewTimer(autoCommitInterval)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		for len(c.waiters) == 0 && !(len(c.pending) > 0 && (c.closed || time.Since(last) >= autoCommitInterval)) {
+			if c.closed && len(c.pending) == 0 {
+				c.mu.Unlock()
+				return
+			}
+			var due <-chan time.Time
+			if len(c.pending) > 0 {
+				timer.Reset(autoCommitInterval - time.Since(last))
+				due = timer.C
+			}
+			c.mu.Unlock()
+			select {
+			case <-c.wake:
+			case <-due:
+			}
+			c.mu.Lock()
+		}
+		offs = offs[:0]
+		for k, off := range c.pending {
+			offs = append(offs, kafkalog.GroupOffset{Group: k.group, Topic: k.topic, Partition: k.partition, Offset: off})
+		}
+		clear(c.pending)
+		waiters := c.waiters
+		c.waiters = nil
+		c.mu.Unlock()
+		err := c.write(offs)
+		last = time.Now()
+		for _, w := range waiters {
+			w(err)
+		}
+	}
+}
+
+// write commits offs, turning a failure into the error an ACK's sender gets.
+func (c *committer) write(offs []kafkalog.GroupOffset) error {
+	err := c.log.CommitOffsets(offs)
+	if err == nil {
+		return nil
+	}
+	c.logger.Error("stream consumer group offsets not committed", slog.Int("partitions", len(offs)), slog.Any("err", err))
+	return &Error{Message: "acknowledgement not stored: " + err.Error(), Err: fmt.Errorf("%w: %w", ErrStore, err)}
+}
+
+// close writes what is pending and stops the committer.
+func (c *committer) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	<-c.done
+}

@@ -1,0 +1,627 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/activemq-go/broker/kafkalog"
+)
+
+// Stream subscriptions. Each subscription reads its partitions (all of them, or those
+// its consumer group assigns it) with one goroutine per partition, which reads the log,
+// waits for new records, and pushes Deliveries to the connection while the subscription
+// has prefetch credit. A group member commits, per partition, the offset of the first
+// message not yet acknowledged (a partTracker follows them), so after a restart or a
+// rebalance reading resumes at or before the first unacknowledged message.
+
+// readBytes bounds one read of a partition.
+const readBytes = 1 << 20
+
+// startKind is a form of x-stream-offset.
+type startKind uint8
+
+const (
+	startNext startKind = iota // the next message appended (the default)
+	startFirst
+	startLast
+	startOffset
+	startTime
+)
+
+// streamStart is where a subscription starts reading a partition that its group has no
+// committed offset for.
+type streamStart struct {
+	kind  startKind
+	value int64 // the offset (startOffset) or the time in ms (startTime)
+}
+
+// parseStreamStart reads an x-stream-offset header: first | last | next | an offset |
+// timestamp=<ms since the epoch> | an interval back from now such as 1h or 30m.
+func parseStreamStart(v string, now time.Time) (streamStart, error) {
+	s := strings.TrimSpace(v)
+	switch strings.ToLower(s) {
+	case "", "next":
+		return streamStart{kind: startNext}, nil
+	case "first":
+		return streamStart{kind: startFirst}, nil
+	case "last":
+		return streamStart{kind: startLast}, nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
+		return streamStart{kind: startOffset, value: n}, nil
+	}
+	if ts, ok := strings.CutPrefix(s, "timestamp="); ok {
+		if ms, err := strconv.ParseInt(ts, 10, 64); err == nil && ms >= 0 {
+			return streamStart{kind: startTime, value: ms}, nil
+		}
+	} else if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return streamStart{kind: startTime, value: now.Add(-d).UnixMilli()}, nil
+	}
+	return streamStart{}, errorf(ErrInvalidStreamOffset, "invalid %s header %q: use first, last, next (the default), "+
+		"an offset (0, 1, ...), timestamp=<ms since the epoch>, or an interval back from now such as 1h or 30m",
+		HeaderStreamOffset, v)
+}
+
+// resolve turns the start into an offset of partition p.
+func (st *stream) resolve(p int, s streamStart) (int64, error) {
+	oldest, err := st.log.OldestOffset(st.logTopic, p)
+	if err != nil {
+		return 0, err
+	}
+	hw, err := st.log.HighWatermark(st.logTopic, p)
+	if err != nil {
+		return 0, err
+	}
+	switch s.kind {
+	case startFirst:
+		return oldest, nil
+	case startLast:
+		return max(oldest, hw-1), nil
+	case startOffset:
+		return st.clamp(p, s.value)
+	case startTime:
+		off, err := st.log.OffsetForTime(st.logTopic, p, s.value)
+		if err != nil {
+			return 0, err
+		}
+		return max(off, oldest), nil
+	}
+	return hw, nil
+}
+
+// clamp moves off into the partition's retained range: below it (retention deleted
+// those messages) to the oldest, past it to the next offset.
+func (st *stream) clamp(p int, off int64) (int64, error) {
+	oldest, err := st.log.OldestOffset(st.logTopic, p)
+	if err != nil {
+		return 0, err
+	}
+	next, err := st.log.NextOffset(st.logTopic, p)
+	if err != nil {
+		return 0, err
+	}
+	return min(max(off, oldest), next), nil
+}
+
+// streamSub is the stream side of a Subscription.
+type streamSub struct {
+	st     *stream
+	sub    *Subscription
+	start  streamStart
+	group  *groupState // nil: no consumer group
+	member string      // the member id in the group
+
+	ctx    context.Context // ends at close
+	cancel context.CancelFunc
+
+	// Credit waits: a reader without credit waits on creditCh, which kick closes when
+	// credit came back (armed says a reader is waiting, so kicks cost nothing otherwise).
+	creditMu sync.Mutex
+	creditCh chan struct{}
+	armed    bool
+
+	mu        sync.Mutex // guards readers and closed; serialises rebalances with close
+	readers   map[int]*partReader
+	closed    bool
+	coordDone chan struct{} // closed when the group coordinator ends
+}
+
+// partReader reads one partition for a subscription.
+type partReader struct {
+	part    int
+	cancel  context.CancelFunc
+	claimed chan struct{} // closed once the reader holds the partition and knows its start
+	done    chan struct{} // closed when the goroutine ends
+	track   *partTracker  // set before claimed is closed; nil if it never was
+	buf     []*Delivery
+}
+
+// handoverWait bounds how long SUBSCRIBE of a group member waits for the members that
+// lose partitions to it to let go of them.
+const handoverWait = 10 * time.Second
+
+// subscribeStream makes s a reader of the stream behind t: of every partition, or of
+// those its group assigns it. A group member's SUBSCRIBE returns once it holds its
+// partitions (the members that lose them to it stopped reading them), so from its
+// RECEIPT on every partition has one reader.
+func (c *Conn) subscribeStream(ctx context.Context, r SubscribeRequest, s *Subscription, t *topic) error {
+	start, err := parseStreamStart(r.StreamOffset, time.Now())
+	if err != nil {
+		return err
+	}
+	st, err := c.b.streamOf(t)
+	if err != nil {
+		return err
+	}
+	group := r.ConsumerGroup
+	if group == "" && r.DurableName != "" {
+		if c.ClientID == "" {
+			return errorf(ErrInvalidDestination, "a durable subscription (here: the consumer group of stream %s) needs a client-id on CONNECT", st.t.stomp)
+		}
+		group = r.DurableName
+	}
+	ss := &streamSub{st: st, sub: s, start: start, creditCh: make(chan struct{}), readers: map[int]*partReader{}}
+	ss.ctx, ss.cancel = context.WithCancel(context.Background())
+	st.mu.Lock()
+	if st.closed {
+		st.mu.Unlock()
+		ss.cancel()
+		return &Error{Message: "broker is shutting down", Fatal: true, Err: ErrClosed}
+	}
+	st.subs[ss] = struct{}{}
+	if group != "" {
+		ss.group = st.groupLocked(group)
+	}
+	st.mu.Unlock()
+	s.stream = ss
+	// ss.mu is held while the readers start (and the member joins), so that a
+	// concurrent close (Broker.Close) either comes first and is seen, or stops them.
+	ss.mu.Lock()
+	if ss.closed {
+		ss.mu.Unlock()
+		return &Error{Message: "broker is shutting down", Fatal: true, Err: ErrClosed}
+	}
+	if ss.group == nil {
+		defer ss.mu.Unlock()
+		for p := range st.nparts {
+			if err := ss.startPartition(p); err != nil {
+				ss.stopAllLocked()
+				ss.forget()
+				return streamReadError(st, err)
+			}
+		}
+		return nil
+	}
+	ss.member = c.ID + "/" + s.ID
+	g := st.log.Group(group)
+	a, err := g.Join(ss.member, st.logTopic)
+	if err != nil {
+		ss.mu.Unlock()
+		ss.forget()
+		return streamReadError(st, err)
+	}
+	changes, err := g.Changes(ss.member)
+	if err != nil {
+		_ = g.Leave(ss.member)
+		ss.mu.Unlock()
+		ss.forget()
+		return streamReadError(st, err)
+	}
+	// The first assignment is applied before SUBSCRIBE returns, so that the start
+	// offsets are fixed before the client's next frame (a SEND it expects to read).
+	ss.applyLocked(a)
+	ss.coordDone = make(chan struct{})
+	go ss.coordinate(changes)
+	ss.mu.Unlock()
+	ss.awaitHandover(ctx)
+	c.b.log.Debug("stream group member joined", slog.String("dest", st.t.stomp),
+		slog.String("group", group), slog.String("member", ss.member), slog.Any("partitions", partitionsOf(a, st.logTopic)))
+	return nil
+}
+
+func streamReadError(st *stream, err error) error {
+	if errors.Is(err, kafkalog.ErrClosed) {
+		return &Error{Message: "broker is shutting down", Fatal: true, Err: ErrClosed}
+	}
+	return &Error{Message: "stream " + st.t.stomp + " cannot be read: " + err.Error(), Err: errors.Join(ErrStore, err)}
+}
+
+// forget removes a subscription that failed to start from its stream.
+func (ss *streamSub) forget() {
+	ss.cancel()
+	ss.st.mu.Lock()
+	delete(ss.st.subs, ss)
+	ss.st.mu.Unlock()
+	ss.sub.stream = nil
+}
+
+func partitionsOf(a kafkalog.Assignment, topic string) []int {
+	var ps []int
+	for _, tp := range a.Partitions {
+		if tp.Topic == topic {
+			ps = append(ps, tp.Partition)
+		}
+	}
+	return ps
+}
+
+// coordinate follows the group's rebalances until the member leaves (which closes ch).
+func (ss *streamSub) coordinate(ch <-chan kafkalog.Assignment) {
+	defer close(ss.coordDone)
+	for a := range ch {
+		ss.apply(a)
+	}
+}
+
+// apply makes the readers match an assignment: revoked partitions stop (committing how
+// far they were acknowledged) before assigned ones start.
+func (ss *streamSub) apply(a kafkalog.Assignment) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if !ss.closed {
+		ss.applyLocked(a)
+	}
+}
+
+// applyLocked is apply with ss.mu held.
+func (ss *streamSub) applyLocked(a kafkalog.Assignment) {
+	want := map[int]bool{}
+	for _, p := range partitionsOf(a, ss.st.logTopic) {
+		want[p] = true
+	}
+	for p, r := range ss.readers {
+		if !want[p] {
+			ss.stopPartition(r)
+		}
+	}
+	for p := range want {
+		if ss.readers[p] != nil {
+			continue
+		}
+		if err := ss.startPartition(p); err != nil {
+			ss.st.b.log.Error("stream partition not read: cannot find where to start", slog.String("dest", ss.st.t.stomp),
+				slog.Int("partition", p), slog.String("group", ss.group.name), slog.Any("err", err))
+		}
+	}
+}
+
+// startPartition starts reading partition p. Without a group, or when no other member
+// of the group holds p, its start is resolved now (so a SEND after SUBSCRIBE is read
+// with x-stream-offset: next); otherwise the reader first waits for the holder to let
+// go and then starts at the group's position. The caller holds ss.mu.
+func (ss *streamSub) startPartition(p int) error {
+	ctx, cancel := context.WithCancel(ss.ctx)
+	r := &partReader{part: p, cancel: cancel, claimed: make(chan struct{}), done: make(chan struct{})}
+	if ss.group != nil && !ss.group.claim(p, ss) {
+		ss.readers[p] = r
+		go ss.readAfterHandover(ctx, r)
+		return nil
+	}
+	off, err := ss.startOffset(p)
+	if err != nil {
+		cancel()
+		if ss.group != nil {
+			ss.group.release(p, ss)
+		}
+		return err
+	}
+	r.track = newPartTracker(off)
+	close(r.claimed)
+	ss.readers[p] = r
+	go ss.read(ctx, r, off)
+	return nil
+}
+
+// readAfterHandover is the goroutine of a reader whose partition another member still
+// held when it was assigned: it waits for it, then reads.
+func (ss *streamSub) readAfterHandover(ctx context.Context, r *partReader) {
+	if err := ss.group.awaitClaim(ctx, r.part, ss); err != nil {
+		close(r.done)
+		return
+	}
+	off, err := ss.startOffset(r.part)
+	if err != nil {
+		ss.st.b.log.Error("stream partition not read: cannot find where to start", slog.String("dest", ss.st.t.stomp),
+			slog.Int("partition", r.part), slog.String("group", ss.group.name), slog.Any("err", err))
+		ss.group.release(r.part, ss)
+		close(r.done)
+		return
+	}
+	r.track = newPartTracker(off)
+	close(r.claimed)
+	ss.read(ctx, r, off)
+}
+
+// startOffset is where reading partition p starts: at the group's position if it has
+// one, else at the subscription's start.
+func (ss *streamSub) startOffset(p int) (int64, error) {
+	st := ss.st
+	if g := ss.group; g != nil {
+		off, known, err := g.position(st, p)
+		if err != nil {
+			return 0, err
+		}
+		if known {
+			return st.clamp(p, off)
+		}
+	}
+	off, err := st.resolve(p, ss.start)
+	if err == nil && ss.group != nil {
+		// The group starts here: record it, so that a member that gets the partition
+		// later (after this one left without acknowledging anything) continues here
+		// rather than at its own start, which could skip messages.
+		ss.commit([]int{p}, []int64{off}, nil)
+	}
+	return off, err
+}
+
+// awaitHandover waits (within handoverWait) until every reader holds its partition.
+func (ss *streamSub) awaitHandover(ctx context.Context) {
+	ss.mu.Lock()
+	readers := make([]*partReader, 0, len(ss.readers))
+	for _, r := range ss.readers {
+		readers = append(readers, r)
+	}
+	ss.mu.Unlock()
+	timer := time.NewTimer(handoverWait)
+	defer timer.Stop()
+	for _, r := range readers {
+		select {
+		case <-r.claimed:
+		case <-r.done:
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			ss.st.b.log.Warn("stream group member subscribed before every partition was handed over to it",
+				slog.String("dest", ss.st.t.stomp), slog.String("group", ss.group.name), slog.String("member", ss.member))
+			return
+		}
+	}
+}
+
+// stopPartition stops a reader and records how far its partition was acknowledged;
+// deliveries of it still unacknowledged no longer count. Then the partition is free for
+// the member it goes to, which starts from there. The caller holds ss.mu.
+func (ss *streamSub) stopPartition(r *partReader) {
+	r.cancel()
+	<-r.done
+	delete(ss.readers, r.part)
+	if r.track == nil {
+		return // it never held the partition
+	}
+	point := r.track.retire()
+	if ss.group != nil {
+		ss.commit([]int{r.part}, []int64{point}, nil)
+		ss.group.release(r.part, ss)
+	}
+}
+
+func (ss *streamSub) stopAllLocked() {
+	for _, r := range ss.readers {
+		ss.stopPartition(r)
+	}
+}
+
+// commit raises the group's positions in parts to offs and has them written; done
+// (if not nil) is called once they are durable. Positions never go back: a member
+// that got a partition before another's final commit of it may report less.
+func (ss *streamSub) commit(parts []int, offs []int64, done func(error)) {
+	var req []kafkalog.GroupOffset
+	for i, p := range parts {
+		if ss.group.advance(p, offs[i]) {
+			req = append(req, kafkalog.GroupOffset{Group: ss.group.name, Topic: ss.st.logTopic, Partition: p, Offset: offs[i]})
+		}
+	}
+	if len(req) == 0 {
+		if done != nil {
+			done(nil)
+		}
+		return
+	}
+	ss.st.b.committer.request(req, done)
+}
+
+// close stops the subscription: readers stop, the group positions are committed, and
+// the member leaves its group (its partitions go to the others). Idempotent.
+func (ss *streamSub) close() {
+	ss.mu.Lock()
+	if ss.closed {
+		ss.mu.Unlock()
+		return
+	}
+	ss.closed = true
+	ss.stopAllLocked()
+	joined := ss.coordDone != nil
+	ss.mu.Unlock()
+	ss.cancel()
+	if joined {
+		if err := ss.st.log.Group(ss.group.name).Leave(ss.member); err != nil {
+			ss.st.b.log.Warn("stream group member did not leave cleanly", slog.String("group", ss.group.name),
+				slog.String("member", ss.member), slog.Any("err", err))
+		}
+		<-ss.coordDone
+	}
+	ss.st.mu.Lock()
+	delete(ss.st.subs, ss)
+	ss.st.mu.Unlock()
+}
+
+// read is a partition reader's goroutine.
+func (ss *streamSub) read(ctx context.Context, r *partReader, pos int64) {
+	defer close(r.done)
+	st := ss.st
+	for ctx.Err() == nil {
+		recs, err := st.log.Read(st.logTopic, r.part, pos, readBytes)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, kafkalog.ErrClosed) {
+				return
+			}
+			if errors.Is(err, kafkalog.ErrOffsetOutOfRange) {
+				// Retention deleted the messages here while we read: go on from the oldest.
+				if oldest, e := st.log.OldestOffset(st.logTopic, r.part); e == nil && pos < oldest {
+					r.track.jump(oldest)
+					pos = oldest
+					continue
+				}
+			}
+			st.b.log.Error("stream read failed; retrying in a second", slog.String("dest", st.t.stomp),
+				slog.Int("partition", r.part), slog.Int64("offset", pos), slog.Any("err", err))
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		if len(recs) == 0 {
+			if err := st.log.Wait(ctx, st.logTopic, r.part, pos); err != nil {
+				return // ctx ended or the log closed
+			}
+			continue
+		}
+		if !ss.deliver(ctx, r, recs) {
+			return
+		}
+		pos = recs[len(recs)-1].Offset + 1
+	}
+}
+
+// deliver hands recs to the connection as credit allows; false if ctx ended first.
+// Expired messages and those the selector rejects are passed over (and count as
+// acknowledged).
+func (ss *streamSub) deliver(ctx context.Context, r *partReader, recs []kafkalog.Record) bool {
+	st, s := ss.st, ss.sub
+	now := time.Now().UnixMilli()
+	out := r.buf[:0]
+	defer func() { clear(out); r.buf = out[:0] }()
+	for i := range recs {
+		rec := &recs[i]
+		m := st.decodeRecord(rec, r.part)
+		if m.Expires > 0 && m.Expires <= now || !s.sel.MatchesMessage(m, 1) {
+			r.track.skip(rec.Offset)
+			continue
+		}
+		if !ss.tryCredit() {
+			s.conn.pushAll(out)
+			clear(out)
+			out = out[:0]
+			if ss.waitCredit(ctx) != nil {
+				return false
+			}
+		}
+		r.track.add(rec.Offset)
+		out = append(out, &Delivery{Sub: s, Msg: m, Destination: st.t.stomp, DeliveryCount: 1,
+			Stream: true, StreamPartition: r.part, StreamOffset: rec.Offset, track: r.track})
+	}
+	s.conn.pushAll(out)
+	return true
+}
+
+func (ss *streamSub) tryCredit() bool {
+	for {
+		c := ss.sub.credit.Load()
+		if c <= 0 {
+			return false
+		}
+		if ss.sub.credit.CompareAndSwap(c, c-1) {
+			return true
+		}
+	}
+}
+
+// waitCredit returns once it took one credit, or with ctx's error.
+func (ss *streamSub) waitCredit(ctx context.Context) error {
+	for {
+		ss.creditMu.Lock()
+		ss.armed = true
+		ch := ss.creditCh
+		ss.creditMu.Unlock()
+		if ss.tryCredit() {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// kick wakes the readers waiting for credit.
+func (ss *streamSub) kick() {
+	ss.creditMu.Lock()
+	if ss.armed {
+		close(ss.creditCh)
+		ss.creditCh = make(chan struct{})
+		ss.armed = false
+	}
+	ss.creditMu.Unlock()
+}
+
+// written is called as a delivery reaches the client: with auto-ack it is consumed.
+func (ss *streamSub) written(d *Delivery, auto bool) {
+	ss.st.delivered.Add(1)
+	if !auto {
+		return
+	}
+	if point, moved := d.track.ack(d.StreamOffset); moved && ss.group != nil {
+		ss.commit([]int{d.StreamPartition}, []int64{point}, nil)
+	}
+}
+
+// ack settles acknowledged (or NACKed: a stream keeps every message, so a NACK only
+// moves on) deliveries; done follows once the group's new positions are durable, at
+// once when they did not move.
+func (ss *streamSub) ack(ds []*Delivery, done func(error)) {
+	var parts []int
+	var offs []int64
+	for _, d := range ds {
+		point, moved := d.track.ack(d.StreamOffset)
+		if !moved || ss.group == nil {
+			continue
+		}
+		if i := indexOf(parts, d.StreamPartition); i >= 0 {
+			offs[i] = max(offs[i], point)
+		} else {
+			parts = append(parts, d.StreamPartition)
+			offs = append(offs, point)
+		}
+	}
+	if len(parts) == 0 {
+		done(nil)
+		return
+	}
+	ss.commit(parts, offs, done)
+}
+
+func indexOf(xs []int, x int) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
+}
+
+// pushAll queues deliveries for the connection in one go.
+func (c *Conn) pushAll(ds []*Delivery) {
+	if len(ds) == 0 {
+		return
+	}
+	c.mu.Lock()
+	for _, d := range ds {
+		c.nextTag++
+		d.Tag = c.nextTag
+	}
+	first := len(c.out) == 0
+	c.out = append(c.out, ds...)
+	c.mu.Unlock()
+	if first {
+		c.Poke()
+	}
+}
