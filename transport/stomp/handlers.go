@@ -127,10 +127,10 @@ func (s *session) onConnect(ctx context.Context, f *frame.Frame) {
 		readEvery = max(cx, s.cfg.MinHeartBeat)
 		to := time.Duration(float64(readEvery) * s.cfg.HeartBeatGrace)
 		s.readTimeout.Store(int64(to))
-		_ = s.nc.SetReadDeadline(time.Now().Add(to))
+		s.setReadDeadline(time.Now().Add(to))
 	} else {
 		s.readTimeout.Store(0)
-		_ = s.nc.SetReadDeadline(time.Time{})
+		s.setReadDeadline(time.Time{})
 	}
 	if cy > 0 {
 		s.sendEvery = max(cy, s.cfg.MinHeartBeat)

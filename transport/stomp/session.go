@@ -86,6 +86,11 @@ type session struct {
 	frames      chan *frame.Frame
 	readErr     chan error
 	readTimeout atomic.Int64 // ns; 0 = none
+	// deadlineMu orders the reader's deadline updates with shutdownSocket's final one:
+	// once readDone is set the reader leaves the deadline alone, so it cannot undo the
+	// deadline that ends it.
+	deadlineMu sync.Mutex
+	readDone   bool
 	// connected is closed once CONNECT is handled, so the reader's next read uses the
 	// negotiated heart-beat timeout rather than the CONNECT deadline.
 	connected     chan struct{}
@@ -134,6 +139,15 @@ func Serve(ctx context.Context, nc net.Conn, b *broker.Broker, cfg Config) {
 	s.run(ctx)
 }
 
+// setReadDeadline sets the reader's deadline unless shutdownSocket has set the last one.
+func (s *session) setReadDeadline(t time.Time) {
+	s.deadlineMu.Lock()
+	if !s.readDone {
+		_ = s.nc.SetReadDeadline(t)
+	}
+	s.deadlineMu.Unlock()
+}
+
 // readLoop only parses. It refreshes the read deadline at most every quarter of the
 // timeout, so a connection costs no timer update per frame.
 func (s *session) readLoop() {
@@ -143,11 +157,11 @@ func (s *session) readLoop() {
 		if to := s.readTimeout.Load(); to > 0 {
 			now := time.Now()
 			if to != lastTimeout || now.Sub(lastSet) > time.Duration(to)/4 {
-				_ = s.nc.SetReadDeadline(now.Add(time.Duration(to)))
+				s.setReadDeadline(now.Add(time.Duration(to)))
 				lastSet, lastTimeout = now, to
 			}
 		} else if lastTimeout != 0 {
-			_ = s.nc.SetReadDeadline(time.Time{})
+			s.setReadDeadline(time.Time{})
 			lastTimeout = 0
 		}
 		f, err := s.r.Read()
@@ -372,14 +386,22 @@ func (s *session) shutdownSocket() {
 		if tc, ok := s.nc.(interface{ CloseWrite() error }); ok {
 			_ = tc.CloseWrite()
 		}
-		_ = s.nc.SetReadDeadline(time.Now().Add(lingerTime))
+		s.finalReadDeadline(time.Now().Add(lingerTime))
 	} else {
-		_ = s.nc.SetReadDeadline(time.Now())
+		s.finalReadDeadline(time.Now())
 	}
 	// Let the reader finish so it is not left blocked on the frames channel.
 	for range s.frames {
 	}
 	_ = s.nc.Close()
+}
+
+// finalReadDeadline sets the deadline that ends the reader; it is never moved again.
+func (s *session) finalReadDeadline(t time.Time) {
+	s.deadlineMu.Lock()
+	s.readDone = true
+	_ = s.nc.SetReadDeadline(t)
+	s.deadlineMu.Unlock()
 }
 
 func oneLine(s string) string {
