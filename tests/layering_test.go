@@ -16,11 +16,15 @@ var allowed = map[string][]string{
 	"internal/vfs":          {},
 	"persistence":           {},
 	"persistence/storetest": {"persistence"},
-	"persistence/memstore":  {"persistence"},
-	"persistence/journal":   {"persistence", "internal/vfs", "config"},
-	"persistence/boltstore": {"persistence", "config"},
-	"persistence/pgstore":   {"persistence", "config"},
-	"persistence/logstore":  {"persistence", "kafkalog", "internal/vfs", "config"},
+	// persistence/internal holds what the adapters share (group-commit queue, ordered
+	// callbacks, batch recording, option parsing): no I/O of its own, no adapter. It is
+	// listed before "persistence", whose sub-packages permitted refuses.
+	"persistence/internal":  {"persistence/internal", "persistence", "config"},
+	"persistence/memstore":  {"persistence/internal", "persistence"},
+	"persistence/journal":   {"persistence/internal", "persistence", "internal/vfs", "config"},
+	"persistence/boltstore": {"persistence/internal", "persistence", "config"},
+	"persistence/pgstore":   {"persistence/internal", "persistence", "config"},
+	"persistence/logstore":  {"persistence/internal", "persistence", "kafkalog", "internal/vfs", "config"},
 	"kafkalog":              {"internal/vfs"},
 	"durable":               {"persistence"},
 	"destinations":          {"persistence", "kafkalog", "internal/vfs"},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/activemq-go/broker/config"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/optparse"
 )
 
 // SyncStrategy says whether a commit waits for the disk (the bbolt block's
@@ -140,22 +141,16 @@ func (o Options) boltOptions() *bolt.Options {
 	}
 }
 
-// optionKey is one key of the bbolt block.
-type optionKey struct {
-	name    string // as documented (the YAML spelling)
-	allowed string
-	set     func(o *Options, raw any) (problem string)
-}
-
 const (
 	sizeAllowed     = `a size from 0 to 64gb, e.g. "1gb" (a number is bytes; 0 means none)`
 	durationAllowed = `a positive duration such as "10s" (a number is milliseconds), at most 24h`
 	boolAllowed     = "true or false"
 )
 
-var optionKeys = []optionKey{
-	{name: "path", allowed: "a file path (default <dataDirectory>/" + DefaultFileName + ")",
-		set: func(o *Options, raw any) string {
+// optionKeys are the keys of the bbolt block.
+var optionKeys = []optparse.Key[Options]{
+	{Name: "path", Allowed: "a file path (default <dataDirectory>/" + DefaultFileName + ")",
+		Set: func(o *Options, raw any) string {
 			s, ok := raw.(string)
 			if !ok || strings.TrimSpace(s) == "" {
 				return "not a file path"
@@ -163,8 +158,8 @@ var optionKeys = []optionKey{
 			o.Path = filepath.Clean(s)
 			return ""
 		}},
-	{name: "syncStrategy", allowed: "always or never",
-		set: func(o *Options, raw any) string {
+	{Name: "syncStrategy", Allowed: "always or never",
+		Set: func(o *Options, raw any) string {
 			s, _ := raw.(string)
 			i := slices.Index(syncStrategyNames, strings.ToLower(strings.TrimSpace(s)))
 			if i < 0 {
@@ -173,15 +168,9 @@ var optionKeys = []optionKey{
 			o.SyncStrategy = SyncStrategy(i)
 			return ""
 		}},
-	{name: "initialMmapSize", allowed: sizeAllowed,
-		set: func(o *Options, raw any) string {
-			var n int64
-			var err error
-			if s, ok := raw.(string); ok {
-				n, err = config.ParseSize(s)
-			} else {
-				n, err = config.WholeNumber(raw)
-			}
+	{Name: "initialMmapSize", Allowed: sizeAllowed,
+		Set: func(o *Options, raw any) string {
+			n, err := optparse.Size(raw)
 			if err != nil || n > MaxInitialMmapSize {
 				return "not a valid mmap size"
 			}
@@ -191,8 +180,8 @@ var optionKeys = []optionKey{
 			}
 			return ""
 		}},
-	{name: "freelistType", allowed: "map or array",
-		set: func(o *Options, raw any) string {
+	{Name: "freelistType", Allowed: "map or array",
+		Set: func(o *Options, raw any) string {
 			s, _ := raw.(string)
 			switch t := bolt.FreelistType(strings.ToLower(strings.TrimSpace(s))); t {
 			case bolt.FreelistMapType, bolt.FreelistArrayType:
@@ -201,8 +190,8 @@ var optionKeys = []optionKey{
 			}
 			return "unknown freelist type"
 		}},
-	{name: "freelistSync", allowed: boolAllowed,
-		set: func(o *Options, raw any) string {
+	{Name: "freelistSync", Allowed: boolAllowed,
+		Set: func(o *Options, raw any) string {
 			b, ok := config.Bool(raw)
 			if !ok {
 				return "not a boolean"
@@ -210,8 +199,8 @@ var optionKeys = []optionKey{
 			o.FreelistSync = b
 			return ""
 		}},
-	{name: "concurrentStoreAndDispatchQueues", allowed: boolAllowed,
-		set: func(o *Options, raw any) string {
+	{Name: "concurrentStoreAndDispatchQueues", Allowed: boolAllowed,
+		Set: func(o *Options, raw any) string {
 			b, ok := config.Bool(raw)
 			if !ok {
 				return "not a boolean"
@@ -219,26 +208,13 @@ var optionKeys = []optionKey{
 			o.StoreBeforeDispatch = !b
 			return ""
 		}},
-	{name: "lockTimeout", allowed: durationAllowed,
-		set: func(o *Options, raw any) string {
-			var d time.Duration
-			if s, ok := raw.(string); ok {
-				var err error
-				if d, err = config.ParseDuration(s); err != nil {
-					return "not a duration"
-				}
-			} else {
-				ms, err := config.WholeNumber(raw)
-				if err != nil || ms > int64(24*time.Hour/time.Millisecond) {
-					return "not a valid duration"
-				}
-				d = time.Duration(ms) * time.Millisecond
+	{Name: "lockTimeout", Allowed: durationAllowed,
+		Set: func(o *Options, raw any) string {
+			d, problem := optparse.Duration(raw)
+			if problem == "" {
+				o.LockTimeout = d
 			}
-			if d <= 0 || d > 24*time.Hour {
-				return "duration out of range"
-			}
-			o.LockTimeout = d
-			return ""
+			return problem
 		}},
 }
 
@@ -254,32 +230,11 @@ func ParseOptions(p persistence.Options) (Options, error) {
 		dir = "data"
 	}
 	o := Options{Path: filepath.Join(dir, DefaultFileName)}
-	keys := make([]string, 0, len(p.Raw))
-	for k := range p.Raw {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys) // report the same error every time
-	for _, k := range keys {
-		raw := p.Raw[k]
-		i := slices.IndexFunc(optionKeys, func(ok optionKey) bool { return strings.EqualFold(ok.name, k) })
-		if i < 0 {
-			names := make([]string, len(optionKeys))
-			for j, ok := range optionKeys {
-				names[j] = ok.name
-			}
-			return Options{}, &OptionError{Key: keyPath + "." + k, Problem: "unknown option", Allowed: strings.Join(names, ", ")}
-		}
-		key := optionKeys[i]
-		problem := ""
-		switch raw.(type) {
-		case string, bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
-			problem = key.set(&o, raw)
-		default:
-			problem = fmt.Sprintf("must be a scalar, not %T", raw)
-		}
-		if problem != "" {
-			return Options{}, &OptionError{Key: keyPath + "." + key.name, Value: fmt.Sprint(raw), Problem: problem, Allowed: key.allowed}
-		}
+	err := optparse.Apply(&o, p.Raw, optionKeys, func(key, val, problem, allowed string) error {
+		return &OptionError{Key: keyPath + "." + key, Value: val, Problem: problem, Allowed: allowed}
+	})
+	if err != nil {
+		return Options{}, err
 	}
 	return o, nil
 }

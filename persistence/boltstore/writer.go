@@ -9,6 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/completion"
 )
 
 // Group limits: the writer takes every queued batch into one transaction, up to these
@@ -64,7 +65,7 @@ type writer struct {
 	updates atomic.Uint64 // bbolt Update calls (each one commit)
 	batches atomic.Uint64 // requests applied by a successful Update
 
-	completer *completer
+	completer *completion.Runner
 }
 
 func newWriter(s *Store) *writer {
@@ -72,7 +73,7 @@ func newWriter(s *Store) *writer {
 		s:         s,
 		wake:      make(chan struct{}, 1),
 		exited:    make(chan struct{}),
-		completer: newCompleter(),
+		completer: completion.NewRunner(),
 	}
 	go w.run()
 	return w
@@ -129,7 +130,7 @@ func (w *writer) close() {
 	default:
 	}
 	<-w.exited
-	w.completer.close()
+	w.completer.Close()
 }
 
 func (w *writer) run() {
@@ -153,20 +154,13 @@ func (w *writer) run() {
 // complete wakes the Commits of group at once and hands its CommitAsync callbacks to
 // the completer, in commit order.
 func (w *writer) complete(group []*request) {
-	var async []*request
 	for i, r := range group {
 		if r.done == nil {
 			close(r.wait)
 		} else {
-			if async == nil {
-				async = make([]*request, 0, len(group)-i)
-			}
-			async = append(async, r)
+			w.completer.Push(r.done, r.err)
 		}
 		group[i] = nil
-	}
-	if async != nil {
-		w.completer.push(async)
 	}
 }
 
@@ -299,69 +293,6 @@ func (w *writer) fail(group []*request, txid int, err error) {
 	for _, r := range group {
 		if r.err == nil {
 			r.err = err
-		}
-	}
-}
-
-// completer calls the done callbacks of CommitAsync, in commit order, on its own
-// goroutine. The writer is thus never held up by a slow callback, and a callback may
-// commit on the store (on the writer's goroutine a Commit would wait for itself).
-type completer struct {
-	mu     sync.Mutex
-	groups [][]*request
-	wake   chan struct{}
-	closed bool
-	exited chan struct{}
-}
-
-func newCompleter() *completer {
-	c := &completer{wake: make(chan struct{}, 1), exited: make(chan struct{})}
-	go c.run()
-	return c
-}
-
-func (c *completer) push(group []*request) {
-	c.mu.Lock()
-	c.groups = append(c.groups, group)
-	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
-
-// close waits until every pushed group is completed.
-func (c *completer) close() {
-	c.mu.Lock()
-	c.closed = true
-	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-	<-c.exited
-}
-
-func (c *completer) run() {
-	defer close(c.exited)
-	var todo [][]*request
-	for {
-		c.mu.Lock()
-		todo, c.groups = c.groups, todo[:0]
-		closed := c.closed
-		c.mu.Unlock()
-		if len(todo) == 0 {
-			if closed {
-				return
-			}
-			<-c.wake
-			continue
-		}
-		for i, g := range todo {
-			for _, r := range g {
-				r.done(r.err)
-			}
-			todo[i] = nil
 		}
 	}
 }

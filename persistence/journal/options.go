@@ -12,6 +12,7 @@ import (
 	"github.com/activemq-go/broker/config"
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/optparse"
 )
 
 // SyncStrategy says when the journal is fsynced (KahaDB's journalDiskSyncStrategy).
@@ -125,88 +126,65 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// optionKey is one key of the kahaDB block.
-type optionKey struct {
-	name    string // as documented (the YAML spelling)
-	allowed string
-	set     func(o *Options, key, val string, raw any) error
-}
-
 // keyPath is the configuration path of the adapter's block, for error messages.
 const keyPath = "persistenceAdapter.kahaDB"
 
-var optionKeys = []optionKey{
-	{name: "directory", allowed: "a directory path (default <dataDirectory>/kahadb)",
-		set: func(o *Options, key, val string, raw any) error {
-			if _, ok := raw.(string); !ok || strings.TrimSpace(val) == "" {
-				return optionError(key, val, "not a directory path", "a non-empty directory path")
+// optionKeys are the keys of the kahaDB block.
+var optionKeys = []optparse.Key[Options]{
+	{Name: "directory", Allowed: "a directory path (default <dataDirectory>/kahadb)",
+		Set: func(o *Options, raw any) string {
+			s, ok := raw.(string)
+			if !ok || strings.TrimSpace(s) == "" {
+				return "not a directory path"
 			}
-			o.Dir = filepath.Clean(val)
-			return nil
+			o.Dir = filepath.Clean(s)
+			return ""
 		}},
-	{name: "journalMaxFileLength", allowed: "a size from 64kb to 2gb, e.g. 32mb (a number is bytes)",
-		set: func(o *Options, key, val string, raw any) error {
-			n, err := parseSize(val, raw)
+	{Name: "journalMaxFileLength", Allowed: "a size from 64kb to 2gb, e.g. 32mb (a number is bytes)",
+		Set: func(o *Options, raw any) string {
+			n, err := optparse.Size(raw)
 			if err != nil || n < 64<<10 || n > MaxFileLength {
-				return optionError(key, val, "not a valid journal file length", "a size from 64kb to 2gb, e.g. 32mb (a number is bytes)")
+				return "not a valid journal file length"
 			}
 			o.MaxFileLength = n
-			return nil
+			return ""
 		}},
-	{name: "journalDiskSyncStrategy", allowed: "always, periodic or never",
-		set: func(o *Options, key, val string, raw any) error {
-			i := slices.Index(syncStrategyNames, strings.ToLower(strings.TrimSpace(val)))
-			if _, ok := raw.(string); !ok || i < 0 {
-				return optionError(key, val, "unknown sync strategy", "always, periodic or never")
+	{Name: "journalDiskSyncStrategy", Allowed: "always, periodic or never",
+		Set: func(o *Options, raw any) string {
+			s, ok := raw.(string)
+			i := slices.Index(syncStrategyNames, strings.ToLower(strings.TrimSpace(s)))
+			if !ok || i < 0 {
+				return "unknown sync strategy"
 			}
 			o.SyncStrategy = SyncStrategy(i)
-			return nil
+			return ""
 		}},
-	{name: "concurrentStoreAndDispatchQueues", allowed: "true or false",
-		set: func(o *Options, key, val string, raw any) error {
+	{Name: "concurrentStoreAndDispatchQueues", Allowed: "true or false",
+		Set: func(o *Options, raw any) string {
 			b, ok := config.Bool(raw)
 			if !ok {
-				return optionError(key, val, "not a boolean", "true or false")
+				return "not a boolean"
 			}
 			o.StoreBeforeDispatch = !b
-			return nil
+			return ""
 		}},
-	{name: "journalDiskSyncInterval", allowed: durationAllowed, set: durationOption(func(o *Options) *time.Duration { return &o.SyncInterval })},
-	{name: "checkpointInterval", allowed: durationAllowed, set: durationOption(func(o *Options) *time.Duration { return &o.CheckpointInterval })},
-	{name: "cleanupInterval", allowed: durationAllowed, set: durationOption(func(o *Options) *time.Duration { return &o.CleanupInterval })},
+	{Name: "journalDiskSyncInterval", Allowed: durationAllowed, Set: durationOption(func(o *Options) *time.Duration { return &o.SyncInterval })},
+	{Name: "checkpointInterval", Allowed: durationAllowed, Set: durationOption(func(o *Options) *time.Duration { return &o.CheckpointInterval })},
+	{Name: "cleanupInterval", Allowed: durationAllowed, Set: durationOption(func(o *Options) *time.Duration { return &o.CleanupInterval })},
 }
 
 const durationAllowed = `a positive duration such as "5s" or "500ms" (a number is milliseconds), at most 24h`
 
-func durationOption(field func(*Options) *time.Duration) func(o *Options, key, val string, raw any) error {
-	return func(o *Options, key, val string, raw any) error {
-		var d time.Duration
-		var err error
-		switch v := raw.(type) {
-		case string:
-			d, err = config.ParseDuration(v)
-		default:
-			var n int64
-			n, err = config.WholeNumber(raw)
-			if err == nil && n > int64(24*time.Hour/time.Millisecond) {
-				err = fmt.Errorf("too long")
-			}
-			d = time.Duration(n) * time.Millisecond
-		}
-		if err != nil || d <= 0 || d > 24*time.Hour {
-			return optionError(key, val, "not a valid interval", durationAllowed)
+// durationOption reads a duration given as a string ("5s") or a number of milliseconds.
+func durationOption(field func(*Options) *time.Duration) func(o *Options, raw any) string {
+	return func(o *Options, raw any) string {
+		d, problem := optparse.Duration(raw)
+		if problem != "" {
+			return "not a valid interval"
 		}
 		*field(o) = d
-		return nil
+		return ""
 	}
-}
-
-// parseSize reads a size given as a string ("32mb") or a number of bytes.
-func parseSize(val string, raw any) (int64, error) {
-	if s, ok := raw.(string); ok {
-		return config.ParseSize(s)
-	}
-	return config.WholeNumber(raw)
 }
 
 // optionError builds the error the broker prints: a *config.Error naming the key, the
@@ -224,30 +202,8 @@ func ParseOptions(p persistence.Options) (Options, error) {
 	if p.DataDirectory == "" {
 		o.Dir = filepath.Join("data", "kahadb")
 	}
-	keys := make([]string, 0, len(p.Raw))
-	for k := range p.Raw {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys) // report the same error every time
-	for _, k := range keys {
-		raw := p.Raw[k]
-		i := slices.IndexFunc(optionKeys, func(ok optionKey) bool { return strings.EqualFold(ok.name, k) })
-		if i < 0 {
-			names := make([]string, len(optionKeys))
-			for j, ok := range optionKeys {
-				names[j] = ok.name
-			}
-			return Options{}, optionError(k, "", "unknown option", strings.Join(names, ", "))
-		}
-		val := fmt.Sprint(raw)
-		switch raw.(type) {
-		case string, bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
-		default:
-			return Options{}, optionError(optionKeys[i].name, val, fmt.Sprintf("must be a string, a number or a boolean, not %T", raw), optionKeys[i].allowed)
-		}
-		if err := optionKeys[i].set(&o, optionKeys[i].name, val, raw); err != nil {
-			return Options{}, err
-		}
+	if err := optparse.Apply(&o, p.Raw, optionKeys, optionError); err != nil {
+		return Options{}, err
 	}
 	return o, nil
 }

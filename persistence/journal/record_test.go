@@ -25,13 +25,13 @@ func sampleRecords() [][]byte {
 	b.AddSub(persistence.SubInfo{Key: k2, Dest: "topic://t", Selector: "x = 'y'", Created: -5})
 	b.RemoveSub(k1)
 	b.Purge("queue://q")
-	recs = append(recs, finishRecord(b.rec, len(b.ops)))
+	recs = append(recs, finishRecord(b.Rec, len(b.Ops)))
 	b = &batch{}
 	b.move("queue://q", 3, loc{seg: 2, off: 64, body: 1}, appendMessage(nil, &persistence.Message{Dest: "queue://q", Seq: 3, Body: []byte{0}}, nil))
-	recs = append(recs, finishRecord(b.rec, len(b.ops)))
+	recs = append(recs, finishRecord(b.Rec, len(b.Ops)))
 	b = &batch{}
 	b.Add(&persistence.Message{Dest: "queue://big", Seq: 2, Body: bytes.Repeat([]byte{7}, 3000)})
-	recs = append(recs, finishRecord(b.rec, len(b.ops)))
+	recs = append(recs, finishRecord(b.Rec, len(b.Ops)))
 	return recs
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/completion"
 )
 
 func init() { persistence.Register("kahadb", open) }
@@ -55,7 +56,7 @@ type Store struct {
 
 	segs      *segmentSet
 	w         *writer
-	callbacks *completer
+	callbacks *completion.Runner
 
 	ckptMu  sync.Mutex    // one checkpoint at a time
 	ckpts   []checkpointF // retained checkpoint files, oldest first
@@ -106,8 +107,8 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, errors.Join(err, s.segs.closeAll(), lock.Close())
 	}
-	s.w = newWriter(s, active)
-	s.callbacks = newCompleter()
+	s.callbacks = completion.NewRunner()
+	s.w = newWriter(s, active, s.callbacks)
 	go s.w.run()
 	go s.background()
 	return s, nil
@@ -119,11 +120,11 @@ func (s *Store) applyGroup(group []*request, end pos) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range group {
-		if r.err != nil {
+		if r.Err != nil {
 			continue
 		}
-		for i := range r.ops {
-			s.idx.apply(&r.ops[i])
+		for i := range r.Ops {
+			s.idx.apply(&r.Ops[i])
 		}
 	}
 	s.idx.applied = end
@@ -317,7 +318,7 @@ func (s *Store) close() error {
 	<-s.bgDone
 	var errs []error
 	werr := s.w.close()
-	s.callbacks.close()
+	s.callbacks.Close()
 	if failed := s.w.failure(); failed != nil {
 		errs = append(errs, failed)
 	} else if err := s.checkpoint(false); err != nil {

@@ -3,11 +3,11 @@ package journal
 import (
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/completion"
+	"github.com/activemq-go/broker/persistence/internal/groupcommit"
 )
 
 // Group-commit limits.
@@ -24,54 +24,8 @@ const (
 )
 
 // request is one unit of work for the writer: a batch record to append, or a barrier
-// (rec == nil) that only asks that everything before it be made durable.
-type request struct {
-	rec   []byte // the framed record; the writer owns it once submitted
-	ops   []op
-	dur   persistence.Durability
-	force bool        // sync whatever the strategy (barriers of checkpoints)
-	wait  chan error  // Commit: receives the result
-	done  func(error) // CommitAsync: called with the result on the completion goroutine
-	err   error       // set for a batch that failed before it was written: completed in order with it
-	// state is set for CommitCancelable: whoever moves it from queued first decides
-	// whether the batch is written (the writer) or withdrawn (the committer's cancel).
-	state *atomic.Uint32
-}
-
-// States of a cancelable request.
-const (
-	reqQueued uint32 = iota
-	reqTaken
-	reqCanceled
-)
-
-// take reports whether the writer may write r: true unless its committer withdrew it.
-func (r *request) take() bool {
-	return r.state == nil || r.state.CompareAndSwap(reqQueued, reqTaken) || r.state.Load() == reqTaken
-}
-
-var requestPool = sync.Pool{New: func() any { return &request{wait: make(chan error, 1)} }}
-
-// release puts a request that nobody else holds back into the pool.
-func release(r *request) {
-	if r.rec != nil {
-		putRecordBuf(r.rec)
-	}
-	*r = request{wait: r.wait}
-	requestPool.Put(r)
-}
-
-// recordPool recycles the record buffers of small batches.
-var recordPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
-
-func getRecordBuf() []byte { return (*recordPool.Get().(*[]byte))[:0] }
-
-func putRecordBuf(b []byte) {
-	if cap(b) <= 64<<10 {
-		b = b[:0]
-		recordPool.Put(&b)
-	}
-}
+// (Rec == nil, Force set) that only asks that everything before it be made durable.
+type request = groupcommit.Request[op]
 
 // writer is the single goroutine that appends to the journal. It takes every request
 // queued since its last round (up to maxGroupBytes), writes their records with one
@@ -86,122 +40,71 @@ func putRecordBuf(b []byte) {
 // puts the store in a failed state for good (see ErrFailed).
 type writer struct {
 	s        *Store
+	q        *groupcommit.Queue[op]
 	strategy SyncStrategy
 	interval time.Duration
 	maxFile  int64
 	log      *slog.Logger
 
-	mu      sync.Mutex
-	space   *sync.Cond // signalled when the queue shrinks, or on close/failure
-	queue   []*request
-	queued  int
-	closing bool
-	failed  error // sticky; wraps ErrFailed and the I/O error
-	wake    chan struct{}
 	exited  chan struct{}
 	exitErr error // a sync error of the final flush, for Close
 
 	// Owned by the writer goroutine.
-	expect   int           // Commit(Sync) waiters woken by the last synced group
-	lastSync time.Duration // how long its fsync took
-	syncedAt time.Time     // when the last fsync ended (SyncPeriodic)
-	linger   *time.Timer
+	syncedAt time.Time // when the last fsync ended (SyncPeriodic)
 	active   *segment
 	size     int64      // end of the active segment
 	dirty    []*segment // segments written since their last sync
 	buf      []byte
-	group    []*request
 }
 
-func newWriter(s *Store, active *segment) *writer {
+func newWriter(s *Store, active *segment, callbacks *completion.Runner) *writer {
 	w := &writer{
 		s:        s,
 		strategy: s.opts.SyncStrategy,
 		interval: s.opts.SyncInterval,
 		maxFile:  s.opts.MaxFileLength,
 		log:      s.log,
-		wake:     make(chan struct{}, 1),
 		exited:   make(chan struct{}),
 		active:   active,
 		size:     active.size.Load(),
 		syncedAt: time.Now(),
 	}
-	w.space = sync.NewCond(&w.mu)
+	w.q = groupcommit.New[op](groupcommit.Config{
+		MaxGroupBytes:       maxGroupBytes,
+		MaxQueuedBytes:      maxQueuedBytes,
+		MaxLinger:           maxLinger,
+		MaxRecordBytes:      MaxRecordSize,
+		ErrTooLarge:         ErrTooLarge,
+		Seal:                finishRecord,
+		CheckOpen:           s.checkOpen,
+		StoreBeforeDispatch: s.opts.StoreBeforeDispatch,
+		Callbacks:           callbacks,
+	})
 	return w
 }
 
-// submit queues r. It blocks while the queue is over maxQueuedBytes. It fails with
-// persistence.ErrClosed once Close began, and with the sticky error once the store
-// failed; r is then not queued.
-func (w *writer) submit(r *request) error {
-	w.mu.Lock()
-	for w.queued > maxQueuedBytes && !w.closing && w.failed == nil {
-		w.space.Wait()
-	}
-	switch {
-	case w.closing:
-		w.mu.Unlock()
-		return persistence.ErrClosed
-	case w.failed != nil:
-		err := w.failed
-		w.mu.Unlock()
-		return err
-	}
-	w.queue = append(w.queue, r)
-	w.queued += len(r.rec)
-	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-	return nil
-}
-
 // barrier waits until everything submitted before it is durable, whatever the strategy.
-func (w *writer) barrier() error {
-	r := requestPool.Get().(*request)
-	r.force = true
-	err := w.submit(r)
-	if err == nil {
-		err = <-r.wait
-	}
-	release(r)
-	return err
-}
+func (w *writer) barrier() error { return w.q.Barrier() }
 
 // close makes the writer drain the queue, sync, and exit; it returns the error of that
 // final sync.
 func (w *writer) close() error {
-	w.mu.Lock()
-	w.closing = true
-	w.space.Broadcast()
-	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	w.q.Close()
 	<-w.exited
 	return w.exitErr
 }
 
 // failure returns the sticky error, or nil.
-func (w *writer) failure() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.failed
-}
+func (w *writer) failure() error { return w.q.Failure() }
 
 // fail records the first I/O error and returns the error the affected requests get.
 func (w *writer) fail(err error) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.failed == nil {
-		w.failed = fmt.Errorf("%w: %w", ErrFailed, err)
-		w.space.Broadcast()
+	failed, first := w.q.Fail(fmt.Errorf("%w: %w", ErrFailed, err))
+	if first {
 		w.log.Error("journal: write failed; the store refuses further writes until it is reopened",
 			slog.String("dir", w.s.opts.Dir), slog.Any("err", err))
 	}
-	return w.failed
+	return failed
 }
 
 func (w *writer) run() {
@@ -212,12 +115,9 @@ func (w *writer) run() {
 		defer t.Stop()
 		tick = t.C
 	}
-	w.linger = time.NewTimer(time.Hour)
-	w.linger.Stop()
-	defer w.linger.Stop()
 	for {
-		w.gather()
-		group, closing := w.take()
+		w.q.Gather()
+		group, closing := w.q.Take()
 		if len(group) > 0 {
 			w.process(group)
 			continue
@@ -231,7 +131,7 @@ func (w *writer) run() {
 			return
 		}
 		select {
-		case <-w.wake:
+		case <-w.q.Wake():
 		case <-tick:
 			if len(w.dirty) > 0 && w.failure() == nil {
 				if err := w.syncDirty(); err != nil {
@@ -242,65 +142,10 @@ func (w *writer) run() {
 	}
 }
 
-// gather waits, after a synced group, until as many requests are queued as the group
-// woke committers, or for half the fsync's duration (at most maxLinger): the committers
-// just woken usually commit again at once, and without the wait the writer would take
-// only those that were not in the last group, so groups would alternate between large
-// and small and every writer would pay an fsync twice as often.
-func (w *writer) gather() {
-	if w.expect == 0 {
-		return
-	}
-	expect, wait := w.expect, min(w.lastSync/2, maxLinger)
-	w.expect = 0
-	deadline := time.Now().Add(wait)
-	for {
-		w.mu.Lock()
-		n, closing := len(w.queue), w.closing
-		w.mu.Unlock()
-		left := time.Until(deadline)
-		if n >= expect || closing || left <= 0 {
-			return
-		}
-		w.linger.Reset(left)
-		select {
-		case <-w.wake:
-		case <-w.linger.C:
-		}
-	}
-}
-
-// take removes the next group from the queue.
-func (w *writer) take() ([]*request, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n, bytes := 0, 0
-	for n < len(w.queue) && (n == 0 || bytes+len(w.queue[n].rec) <= maxGroupBytes) {
-		bytes += len(w.queue[n].rec)
-		n++
-	}
-	group := append(w.group[:0], w.queue[:n]...)
-	clear(w.queue[:n])
-	w.queue = w.queue[n:]
-	if len(w.queue) == 0 {
-		w.queue = w.queue[:0:0] // let the backing array go once drained
-	}
-	before := w.queued
-	w.queued -= bytes
-	if before > maxQueuedBytes && w.queued <= maxQueuedBytes {
-		w.space.Broadcast()
-	}
-	return group, w.closing
-}
-
 // process writes, syncs, applies and completes one group.
 func (w *writer) process(group []*request) {
-	defer func() {
-		clear(group)
-		w.group = group[:0]
-	}()
 	if err := w.failure(); err != nil {
-		w.complete(group, err)
+		w.q.Complete(group, err)
 		return
 	}
 	// SyncPeriodic: under a steady load the writer never idles at its ticker, so it
@@ -308,60 +153,61 @@ func (w *writer) process(group []*request) {
 	needSync := w.strategy == SyncPeriodic && time.Since(w.syncedAt) >= w.interval
 	buf := w.buf[:0]
 	for _, r := range group {
-		if !r.take() {
-			r.err = persistence.ErrCanceled // withdrawn: neither written nor applied
+		if !r.Take() {
+			r.Err = persistence.ErrCanceled // withdrawn: neither written nor applied
 			continue
 		}
-		if r.force || (r.dur == persistence.Sync && w.strategy == SyncAlways) {
+		if r.Force || (r.Dur == persistence.Sync && w.strategy == SyncAlways) {
 			needSync = true
 		}
-		if r.rec == nil || r.err != nil {
+		if r.Rec == nil || r.Err != nil {
 			continue
 		}
 		end := w.size + int64(len(buf))
-		if end > segHeaderSize && end+int64(len(r.rec)) > w.maxFile {
+		if end > segHeaderSize && end+int64(len(r.Rec)) > w.maxFile {
 			if err := w.write(buf); err != nil {
-				w.complete(group, w.fail(err))
+				w.q.Complete(group, w.fail(err))
 				return
 			}
 			buf = buf[:0]
 			if err := w.roll(); err != nil {
-				w.complete(group, w.fail(err))
+				w.q.Complete(group, w.fail(err))
 				return
 			}
 		}
 		base := uint32(w.size) + uint32(len(buf))
-		for i := range r.ops {
-			if o := &r.ops[i]; o.kind == opAdd || o.kind == opMove {
+		for i := range r.Ops {
+			if o := &r.Ops[i]; o.kind == opAdd || o.kind == opMove {
 				o.loc.seg, o.loc.off = w.active.id, base+o.msgOff
 			}
 		}
-		buf = append(buf, r.rec...)
-		putRecordBuf(r.rec)
-		r.rec = nil
+		buf = append(buf, r.Rec...)
+		groupcommit.PutBuf(r.Rec)
+		r.Rec = nil
 	}
 	if cap(buf) <= 2*maxGroupBytes {
 		w.buf = buf[:0]
 	}
 	if err := w.write(buf); err != nil {
-		w.complete(group, w.fail(err))
+		w.q.Complete(group, w.fail(err))
 		return
 	}
 	if needSync {
 		start := time.Now()
 		if err := w.syncDirty(); err != nil {
-			w.complete(group, w.fail(err))
+			w.q.Complete(group, w.fail(err))
 			return
 		}
-		w.lastSync = time.Since(start)
+		waiters := 0
 		for _, r := range group {
-			if r.done == nil && r.dur == persistence.Sync && !r.force {
-				w.expect++
+			if r.Done == nil && r.Dur == persistence.Sync && !r.Force {
+				waiters++
 			}
 		}
+		w.q.Synced(waiters, time.Since(start))
 	}
 	w.s.applyGroup(group, pos{w.active.id, w.size})
-	w.complete(group, nil)
+	w.q.Complete(group, nil)
 }
 
 // write appends p to the active segment.
@@ -415,100 +261,4 @@ func (w *writer) roll() error {
 	w.active, w.size = seg, seg.size.Load()
 	w.log.Debug("journal: new segment", slog.String("file", seg.path))
 	return nil
-}
-
-// complete reports err (nil: success) to every request of the group, in order.
-func (w *writer) complete(group []*request, err error) {
-	for _, r := range group {
-		rerr := err
-		if r.err != nil {
-			rerr = r.err
-		}
-		if !r.take() {
-			rerr = persistence.ErrCanceled // also when the group failed: the committer answered already
-		}
-		if r.done != nil {
-			w.s.callbacks.push(r.done, rerr)
-			release(r)
-			continue
-		}
-		if r.rec != nil {
-			putRecordBuf(r.rec)
-			r.rec = nil
-		}
-		r.ops = nil
-		r.wait <- rerr // the waiter releases r
-	}
-}
-
-// completer runs the done callbacks of CommitAsync on one goroutine, in the order the
-// writer completed them, so a slow callback never stalls the writer.
-type completer struct {
-	mu     sync.Mutex
-	queue  []completion
-	closed bool
-	wake   chan struct{}
-	exited chan struct{}
-}
-
-type completion struct {
-	done func(error)
-	err  error
-}
-
-func newCompleter() *completer {
-	c := &completer{wake: make(chan struct{}, 1), exited: make(chan struct{})}
-	go c.run()
-	return c
-}
-
-// push queues done(err). Once the completer is closed (every earlier callback has run)
-// it calls done on the caller's goroutine instead.
-func (c *completer) push(done func(error), err error) {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		done(err)
-		return
-	}
-	c.queue = append(c.queue, completion{done, err})
-	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (c *completer) run() {
-	defer close(c.exited)
-	var batch []completion
-	for {
-		c.mu.Lock()
-		batch, c.queue = c.queue, batch[:0]
-		closed := c.closed
-		c.mu.Unlock()
-		for i, cb := range batch {
-			cb.done(cb.err)
-			batch[i] = completion{}
-		}
-		if len(batch) > 0 {
-			continue
-		}
-		if closed {
-			return
-		}
-		<-c.wake
-	}
-}
-
-// close runs what is queued and stops the goroutine.
-func (c *completer) close() {
-	c.mu.Lock()
-	c.closed = true
-	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-	<-c.exited
 }

@@ -96,6 +96,8 @@
 //	flushInterval       1s    (interval)
 //	segmentBytes        64mb  (64kb .. 1gb): the unit in which space is given back
 //	checkpointInterval  5s
+//	concurrentStoreAndDispatchQueues  true: batches committed with CommitCancelable
+//	                    may be withdrawn until the writer takes them (false: never)
 //
 // # Costs the broker should know
 //

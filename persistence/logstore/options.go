@@ -12,6 +12,7 @@ import (
 	"github.com/activemq-go/broker/config"
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/optparse"
 )
 
 // FlushPolicy says when the log is fsynced, and so what a power cut may lose. A crash of
@@ -73,6 +74,10 @@ type Options struct {
 	// segments below it deleted, when it moved; negative disables periodic checkpoints
 	// (Close still writes one).
 	CheckpointInterval time.Duration
+	// StoreBeforeDispatch turns off concurrent store and dispatch (ActiveMQ's
+	// concurrentStoreAndDispatchQueues: false): batches cannot be withdrawn, so the
+	// broker dispatches a persistent queue message only after its write.
+	StoreBeforeDispatch bool
 	// Logger receives the store's events; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -109,21 +114,15 @@ func (o Options) withDefaults() (Options, error) {
 // keyPath is the configuration path of the adapter's block, for error messages.
 const keyPath = "persistenceAdapter.kafkaLog"
 
-// optionKey is one key of the kafkaLog block.
-type optionKey struct {
-	name    string // as documented (the YAML spelling)
-	allowed string
-	set     func(o *Options, raw any) (problem string)
-}
-
 const (
 	durationAllowed = `a positive duration such as "5s" or "500ms" (a number is milliseconds), at most 24h`
 	sizeAllowed     = "a size from 64kb to 1gb, e.g. 64mb (a number is bytes)"
 )
 
-var optionKeys = []optionKey{
-	{name: "directory", allowed: "a directory path (default <dataDirectory>/kafkalog)",
-		set: func(o *Options, raw any) string {
+// optionKeys are the keys of the kafkaLog block.
+var optionKeys = []optparse.Key[Options]{
+	{Name: "directory", Allowed: "a directory path (default <dataDirectory>/kafkalog)",
+		Set: func(o *Options, raw any) string {
 			s, ok := raw.(string)
 			if !ok || strings.TrimSpace(s) == "" {
 				return "not a directory path"
@@ -131,8 +130,8 @@ var optionKeys = []optionKey{
 			o.Dir = filepath.Clean(s)
 			return ""
 		}},
-	{name: "flush", allowed: "batch, interval or os",
-		set: func(o *Options, raw any) string {
+	{Name: "flush", Allowed: "batch, interval or os",
+		Set: func(o *Options, raw any) string {
 			s, _ := raw.(string)
 			i := slices.Index(flushNames, strings.ToLower(strings.TrimSpace(s)))
 			if i < 0 {
@@ -141,46 +140,36 @@ var optionKeys = []optionKey{
 			o.Flush = FlushPolicy(i)
 			return ""
 		}},
-	{name: "flushInterval", allowed: durationAllowed, set: durationOption(func(o *Options) *time.Duration { return &o.FlushInterval })},
-	{name: "segmentBytes", allowed: sizeAllowed,
-		set: func(o *Options, raw any) string {
-			var n int64
-			var err error
-			if s, ok := raw.(string); ok {
-				n, err = config.ParseSize(s)
-			} else {
-				n, err = config.WholeNumber(raw)
-			}
+	{Name: "flushInterval", Allowed: durationAllowed, Set: durationOption(func(o *Options) *time.Duration { return &o.FlushInterval })},
+	{Name: "segmentBytes", Allowed: sizeAllowed,
+		Set: func(o *Options, raw any) string {
+			n, err := optparse.Size(raw)
 			if err != nil || n < 64<<10 || n > MaxSegmentBytes {
 				return "not a valid segment size"
 			}
 			o.SegmentBytes = n
 			return ""
 		}},
-	{name: "checkpointInterval", allowed: durationAllowed, set: durationOption(func(o *Options) *time.Duration { return &o.CheckpointInterval })},
+	{Name: "checkpointInterval", Allowed: durationAllowed, Set: durationOption(func(o *Options) *time.Duration { return &o.CheckpointInterval })},
+	{Name: "concurrentStoreAndDispatchQueues", Allowed: "true or false",
+		Set: func(o *Options, raw any) string {
+			b, ok := config.Bool(raw)
+			if !ok {
+				return "not a boolean"
+			}
+			o.StoreBeforeDispatch = !b
+			return ""
+		}},
 }
 
 // durationOption reads a duration given as a string ("5s") or a number of milliseconds.
 func durationOption(field func(*Options) *time.Duration) func(o *Options, raw any) string {
 	return func(o *Options, raw any) string {
-		var d time.Duration
-		if s, ok := raw.(string); ok {
-			var err error
-			if d, err = config.ParseDuration(s); err != nil {
-				return "not a duration"
-			}
-		} else {
-			ms, err := config.WholeNumber(raw)
-			if err != nil || ms > int64(24*time.Hour/time.Millisecond) {
-				return "not a valid duration"
-			}
-			d = time.Duration(ms) * time.Millisecond
+		d, problem := optparse.Duration(raw)
+		if problem == "" {
+			*field(o) = d
 		}
-		if d <= 0 || d > 24*time.Hour {
-			return "duration out of range"
-		}
-		*field(o) = d
-		return ""
+		return problem
 	}
 }
 
@@ -201,32 +190,8 @@ func ParseOptions(p persistence.Options) (Options, error) {
 		dir = "data"
 	}
 	o := Options{Dir: filepath.Join(dir, "kafkalog")}
-	keys := make([]string, 0, len(p.Raw))
-	for k := range p.Raw {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys) // report the same error every time
-	for _, k := range keys {
-		raw := p.Raw[k]
-		i := slices.IndexFunc(optionKeys, func(ok optionKey) bool { return strings.EqualFold(ok.name, k) })
-		if i < 0 {
-			names := make([]string, len(optionKeys))
-			for j, ok := range optionKeys {
-				names[j] = ok.name
-			}
-			return Options{}, optionError(k, "", "unknown option", strings.Join(names, ", "))
-		}
-		key := optionKeys[i]
-		var problem string
-		switch raw.(type) {
-		case string, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
-			problem = key.set(&o, raw)
-		default:
-			problem = fmt.Sprintf("must be a string or a number, not %T", raw)
-		}
-		if problem != "" {
-			return Options{}, optionError(key.name, fmt.Sprint(raw), problem, key.allowed)
-		}
+	if err := optparse.Apply(&o, p.Raw, optionKeys, optionError); err != nil {
+		return Options{}, err
 	}
 	return o, nil
 }

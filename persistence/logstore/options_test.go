@@ -35,6 +35,13 @@ func TestParseOptions(t *testing.T) {
 	require.Equal(t, logstore.FlushOS, o.Flush)
 	require.Equal(t, filepath.Join("data", "kafkalog"), o.Dir)
 	require.Equal(t, "os", o.Flush.String())
+
+	o, err = logstore.ParseOptions(persistence.Options{Raw: map[string]any{"concurrentstoreanddispatchqueues": false}})
+	require.NoError(t, err)
+	require.True(t, o.StoreBeforeDispatch)
+	o, err = logstore.ParseOptions(persistence.Options{Raw: map[string]any{"concurrentStoreAndDispatchQueues": "true"}})
+	require.NoError(t, err)
+	require.False(t, o.StoreBeforeDispatch, "ActiveMQ's default: dispatch while storing")
 }
 
 func TestParseOptionsErrors(t *testing.T) {
@@ -53,7 +60,9 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"checkpointInterval", "-1s", []string{"checkpointInterval"}},
 		{"flushInterval", "48h", []string{"flushInterval", `"48h"`}},
 		{"directory", "  ", []string{"persistenceAdapter.kafkaLog.directory"}},
-		{"directory", map[string]any{"a": 1}, []string{"directory", "must be a string or a number"}},
+		{"directory", map[string]any{"a": 1}, []string{"directory", "must be a string, a number or a boolean"}},
+		{"concurrentStoreAndDispatchQueues", "sometimes", []string{"persistenceAdapter.kafkaLog.concurrentStoreAndDispatchQueues", `"sometimes"`, "true or false"}},
+		{"flushInterval", true, []string{"flushInterval", "positive duration"}},
 		{"retention", "7d", []string{"persistenceAdapter.kafkaLog.retention", "unknown option", "directory, flush, flushInterval, segmentBytes, checkpointInterval"}},
 	}
 	for _, c := range cases {

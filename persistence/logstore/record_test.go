@@ -10,15 +10,21 @@ import (
 	"github.com/activemq-go/broker/persistence"
 )
 
+// batchOnly returns a store that can only record batches: its writer does not run.
+func batchOnly() *Store {
+	s := &Store{}
+	s.w = newWriter(s, nil)
+	return s
+}
+
 // recordOf returns what a batch built by ops encodes and records, as the writer gets it.
 func recordOf(t testing.TB, ops func(b persistence.Batch)) ([]byte, []op) {
 	t.Helper()
-	s := &Store{}
-	b := s.newBatch()
+	b := batchOnly().newBatch()
 	ops(b)
-	r, ok := b.finish(context.Background(), persistence.Sync)
-	require.True(t, ok, "batch failed: %v", r.err)
-	return append([]byte(nil), r.rec...), append([]op(nil), r.ops...)
+	r, ok := b.Finish(context.Background(), persistence.Sync)
+	require.True(t, ok, "batch failed: %v", r.Err)
+	return append([]byte(nil), r.Rec...), append([]op(nil), r.Ops...)
 }
 
 // TestRecordRoundTrip: replay decodes exactly the operations the batch recorded, and
@@ -80,7 +86,7 @@ func TestRecordRoundTrip(t *testing.T) {
 
 // TestInvalidBatches: what Commit refuses, before anything is written.
 func TestInvalidBatches(t *testing.T) {
-	s := &Store{}
+	s := batchOnly()
 	for name, ops := range map[string]func(b persistence.Batch){
 		"nil message":  func(b persistence.Batch) { b.Add(nil) },
 		"seq 0":        func(b persistence.Batch) { b.Add(&persistence.Message{Dest: "queue://q"}) },
@@ -90,15 +96,15 @@ func TestInvalidBatches(t *testing.T) {
 	} {
 		b := s.newBatch()
 		ops(b)
-		r, ok := b.finish(context.Background(), persistence.Sync)
+		r, ok := b.Finish(context.Background(), persistence.Sync)
 		require.False(t, ok, name)
-		require.ErrorIs(t, r.err, ErrInvalid, name)
+		require.ErrorIs(t, r.Err, ErrInvalid, name)
 	}
 	b := s.newBatch()
 	b.Add(&persistence.Message{Dest: "queue://q", Seq: 1, Body: make([]byte, MaxRecordBytes)})
-	r, ok := b.finish(context.Background(), persistence.Sync)
+	r, ok := b.Finish(context.Background(), persistence.Sync)
 	require.False(t, ok)
-	require.ErrorIs(t, r.err, ErrTooLarge)
+	require.ErrorIs(t, r.Err, ErrTooLarge)
 }
 
 // FuzzDecodeRecord feeds arbitrary record values to the decoders replay and Scan use:

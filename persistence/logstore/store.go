@@ -17,6 +17,7 @@ import (
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/kafkalog"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/completion"
 )
 
 func init() { persistence.Register("kafkalog", open) }
@@ -75,7 +76,7 @@ type Store struct {
 	delMu sync.RWMutex
 
 	w         *writer
-	callbacks *completer
+	callbacks *completion.Runner
 
 	ckptMu   sync.Mutex
 	ckptLow  int64 // the low-water mark of the checkpoint on disk
@@ -159,8 +160,8 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err := s.recover(ctx); err != nil {
 		return nil, errors.Join(err, l.Close())
 	}
-	s.w = newWriter(s)
-	s.callbacks = newCompleter()
+	s.callbacks = completion.NewRunner()
+	s.w = newWriter(s, s.callbacks)
 	go s.w.run()
 	go s.background()
 	return s, nil
@@ -174,10 +175,10 @@ func (s *Store) applyGroup(group []*request, base int64) {
 	defer s.mu.Unlock()
 	off := base
 	for _, r := range group {
-		if r.err != nil || r.rec == nil {
+		if r.Err != nil || r.Rec == nil {
 			continue
 		}
-		s.idx.applyRecord(off, r.ops)
+		s.idx.applyRecord(off, r.Ops)
 		off++
 	}
 }
@@ -354,7 +355,7 @@ func (s *Store) close() error {
 	<-s.bgDone
 	var errs []error
 	werr := s.w.close()
-	s.callbacks.close()
+	s.callbacks.Close()
 	if failed := s.w.failure(); failed != nil {
 		errs = append(errs, failed)
 	} else if err := s.checkpoint(); err != nil {

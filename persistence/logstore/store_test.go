@@ -392,3 +392,19 @@ func TestFlushPolicies(t *testing.T) {
 		require.Equal(t, int64(10), stored(t, fs.CrashClone(), o), "a checkpoint syncs the log")
 	})
 }
+
+// With StoreBeforeDispatch a batch cannot be withdrawn: CommitCancelable commits as
+// CommitAsync and returns nil.
+func TestStoreBeforeDispatch(t *testing.T) {
+	s, err := Open(t.Context(), Options{Dir: t.TempDir(), Logger: quietLog, StoreBeforeDispatch: true})
+	require.NoError(t, err)
+	defer s.Close()
+	b := s.Begin()
+	b.Add(&persistence.Message{Dest: "queue://q", Seq: 1, Persistent: true})
+	done := make(chan error, 1)
+	cancel := b.(persistence.CancelableBatch).CommitCancelable(persistence.Sync, func(err error) { done <- err })
+	require.Nil(t, cancel)
+	require.NoError(t, <-done)
+	msgs, _ := s.Stats("queue://q")
+	require.EqualValues(t, 1, msgs)
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/activemq-go/broker/config"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/optparse"
 )
 
 // Defaults.
@@ -421,17 +422,7 @@ func optionError(key string, raw any, password, problem, allowed string) error {
 
 // duration reads a duration given as a string ("5s") or a number of milliseconds.
 func duration(raw any, d *time.Duration) bool {
-	var err error
-	switch v := raw.(type) {
-	case string:
-		*d, err = config.ParseDuration(v)
-	default:
-		var n int64
-		n, err = config.WholeNumber(raw)
-		if err == nil && n > int64(24*time.Hour/time.Millisecond) {
-			return false
-		}
-		*d = time.Duration(n) * time.Millisecond
-	}
-	return err == nil && *d > 0 && *d <= 24*time.Hour
+	v, problem := optparse.Duration(raw)
+	*d = v
+	return problem == ""
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/completion"
 )
 
 func init() { persistence.Register("jdbc", open) }
@@ -58,7 +59,7 @@ type Store struct {
 	closeOnce sync.Once
 
 	w         *writer
-	completer *completer
+	completer *completion.Runner
 	lease     *lease
 
 	groups, batches atomic.Int64 // transactions committed, batches in them
@@ -87,14 +88,13 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, redact(fmt.Errorf("pgstore: %w", err), cfg.ConnConfig.Password)
 	}
 	s := &Store{
-		opts:      o,
-		log:       o.Logger.With(slog.String("adapter", "jdbc")),
-		pool:      pool,
-		t:         newTables(o.TablePrefix),
-		addr:      addr,
-		secret:    cfg.ConnConfig.Password,
-		closing:   make(chan struct{}),
-		completer: newCompleter(),
+		opts:    o,
+		log:     o.Logger.With(slog.String("adapter", "jdbc")),
+		pool:    pool,
+		t:       newTables(o.TablePrefix),
+		addr:    addr,
+		secret:  cfg.ConnConfig.Password,
+		closing: make(chan struct{}),
 	}
 	s.lease = newLease(s, leasePool)
 	if err := s.start(ctx); err != nil {
@@ -102,9 +102,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		leasePool.Close()
 		return nil, s.publicErr(err)
 	}
+	s.completer = completion.NewRunner()
 	s.w = newWriter(s)
 	go s.w.run()
-	go s.completer.run()
 	return s, nil
 }
 
@@ -209,7 +209,7 @@ func (s *Store) submit(r *request) error {
 }
 
 // completeNow reports err to a CommitAsync callback, in order after those pending.
-func (s *Store) completeNow(done func(error), err error) { s.completer.push(done, err) }
+func (s *Store) completeNow(done func(error), err error) { s.completer.Push(done, err) }
 
 func (s *Store) isClosed() bool {
 	s.closeMu.RLock()
@@ -380,8 +380,7 @@ func (s *Store) Close() error {
 		s.closeMu.Unlock()
 		close(s.w.queue)
 		<-s.w.exited
-		s.completer.close()
-		<-s.completer.exited
+		s.completer.Close()
 		s.lease.stop()
 		s.pool.Close()
 	})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -243,68 +242,5 @@ func (w *writer) complete(r *request, err error) {
 		r.result <- err
 		return
 	}
-	w.s.completer.push(r.done, err)
-}
-
-// completer calls the done functions of CommitAsync on one goroutine, in the order
-// the writer completed them (commit order), so a slow callback never stalls the
-// writer.
-type completer struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	q      []completion
-	closed bool
-	exited chan struct{}
-}
-
-type completion struct {
-	fn  func(error)
-	err error
-}
-
-func newCompleter() *completer {
-	c := &completer{exited: make(chan struct{})}
-	c.cond = sync.NewCond(&c.mu)
-	return c
-}
-
-func (c *completer) run() {
-	defer close(c.exited)
-	for {
-		c.mu.Lock()
-		for len(c.q) == 0 && !c.closed {
-			c.cond.Wait()
-		}
-		q := c.q
-		c.q = nil
-		closed := c.closed
-		c.mu.Unlock()
-		for _, x := range q {
-			x.fn(x.err)
-		}
-		if closed && len(q) == 0 {
-			return
-		}
-	}
-}
-
-// push queues fn(err); after close it calls fn at once.
-func (c *completer) push(fn func(error), err error) {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		fn(err)
-		return
-	}
-	c.q = append(c.q, completion{fn, err})
-	c.mu.Unlock()
-	c.cond.Signal()
-}
-
-// close lets the goroutine exit once the queue is empty.
-func (c *completer) close() {
-	c.mu.Lock()
-	c.closed = true
-	c.mu.Unlock()
-	c.cond.Signal()
+	w.s.completer.Push(r.done, err)
 }
