@@ -144,13 +144,16 @@ func (c *Conn) Delivered(ds []*Delivery) {
 		if d.Stream {
 			d.Sub.stream.written(d, d.Sub.Mode == AckAuto)
 		}
-		if d.q != nil && d.Msg.Persistent && d.Msg.Seq > d.q.dispatchHWMHint() {
+		s := d.Sub
+		// An auto-acknowledged message whose store write was withdrawn never reached the
+		// store: it needs neither an ack nor a dispatch marker.
+		withdrawn := s.Mode == AckAuto && d.q != nil && d.Msg.Persistent && d.withdrawn()
+		if d.q != nil && d.Msg.Persistent && !withdrawn && d.Msg.Seq > d.q.dispatchHWMHint() {
 			if hwm == nil {
 				hwm = map[*queue]uint64{}
 			}
 			hwm[d.q] = max(hwm[d.q], d.Msg.Seq)
 		}
-		s := d.Sub
 		if s.Mode != AckAuto {
 			s.dispatched = append(s.dispatched, d)
 			c.byTag[d.Tag] = d
@@ -168,7 +171,7 @@ func (c *Conn) Delivered(ds []*Delivery) {
 			ac.n++
 			ac.bytes += d.entry.Size
 			counts[d.q] = ac
-			if d.Msg.Persistent && !d.withdrawn() {
+			if d.Msg.Persistent && !withdrawn {
 				if batch == nil {
 					batch = c.b.store.Begin()
 				}
