@@ -6,6 +6,7 @@ package tests
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -381,4 +382,31 @@ func sharedJDBCAdapter(t testing.TB) string {
 	t.Helper()
 	srv := pgtest.Shared(t)
 	return jdbcAdapter(t, srv, srv.CreateDB(t, t.Name()), 500*time.Millisecond)
+}
+
+// unsubscribe sends UNSUBSCRIBE and waits for its RECEIPT. go-stomp 3.1.3 can miss a
+// RECEIPT that arrives before it starts waiting (its waitWithTimeout calls sync.Cond.Wait
+// in a new goroutine, and closeChannel may Broadcast before that goroutine waits); it then
+// returns ErrUnsubscribeReceiptTimeout although the RECEIPT came and the subscription is
+// closed. That case counts as done; a real timeout leaves an error message on C instead.
+func unsubscribe(t testing.TB, sub *stomp.Subscription, opts ...func(*frame.Frame) error) {
+	t.Helper()
+	err := sub.Unsubscribe(opts...)
+	if !errors.Is(err, &stomp.ErrUnsubscribeReceiptTimeout) {
+		require.NoError(t, err)
+		return
+	}
+	for {
+		select {
+		case m, ok := <-sub.C:
+			if !ok {
+				return // closed by the RECEIPT: go-stomp only missed the wake-up
+			}
+			if m.Err != nil {
+				t.Fatalf("no RECEIPT for UNSUBSCRIBE: %v", m.Err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no RECEIPT for UNSUBSCRIBE")
+		}
+	}
 }

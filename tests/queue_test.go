@@ -165,7 +165,7 @@ func TestAckReceiptMeansNeverSeenAgain(t *testing.T) {
 	require.NoError(t, err)
 	m := recv(t, sub)
 	require.NoError(t, c.Ack(m))
-	require.NoError(t, sub.Unsubscribe())
+	unsubscribe(t, sub)
 	sub2, err := c.Subscribe("/queue/once", stomp.AckAuto)
 	require.NoError(t, err)
 	syncSubscriptions(t, c)
