@@ -24,8 +24,10 @@
 package persistence
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -138,6 +140,15 @@ type SpaceReporter interface {
 type Recovered struct {
 	Destinations []DestState
 	Subs         []SubInfo
+}
+
+// Sort puts r in the order Recover reports: destinations by Name, subscriptions by
+// ClientID, then Name.
+func (r *Recovered) Sort() {
+	slices.SortFunc(r.Destinations, func(a, b DestState) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(r.Subs, func(a, b SubInfo) int {
+		return cmp.Or(cmp.Compare(a.Key.ClientID, b.Key.ClientID), cmp.Compare(a.Key.Name, b.Key.Name))
+	})
 }
 
 // DestState describes one stored destination.

@@ -1,7 +1,6 @@
 package boltstore
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -253,9 +251,7 @@ func (s *Store) Recover(ctx context.Context) (*persistence.Recovered, error) {
 	if err != nil {
 		return nil, viewErr(err)
 	}
-	slices.SortFunc(r.Subs, func(a, b persistence.SubInfo) int {
-		return cmp.Or(cmp.Compare(a.Key.ClientID, b.Key.ClientID), cmp.Compare(a.Key.Name, b.Key.Name))
-	})
+	r.Sort()
 	return r, nil
 }
 

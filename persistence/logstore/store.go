@@ -1,7 +1,6 @@
 package logstore
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -219,13 +218,10 @@ func (s *Store) Recover(ctx context.Context) (*persistence.Recovered, error) {
 			})
 		}
 	}
-	slices.SortFunc(r.Destinations, func(a, b persistence.DestState) int { return cmp.Compare(a.Name, b.Name) })
 	for _, sub := range s.idx.subs {
 		r.Subs = append(r.Subs, sub.info)
 	}
-	slices.SortFunc(r.Subs, func(a, b persistence.SubInfo) int {
-		return cmp.Or(cmp.Compare(a.Key.ClientID, b.Key.ClientID), cmp.Compare(a.Key.Name, b.Key.Name))
-	})
+	r.Sort()
 	return r, nil
 }
 

@@ -27,10 +27,8 @@
 package memstore
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/activemq-go/broker/persistence"
@@ -87,15 +85,10 @@ func (s *Store) Recover(ctx context.Context) (*persistence.Recovered, error) {
 			})
 		}
 	}
-	slices.SortFunc(r.Destinations, func(a, b persistence.DestState) int {
-		return cmp.Compare(a.Name, b.Name)
-	})
 	for _, sub := range s.subs {
 		r.Subs = append(r.Subs, sub.info)
 	}
-	slices.SortFunc(r.Subs, func(a, b persistence.SubInfo) int {
-		return cmp.Or(cmp.Compare(a.Key.ClientID, b.Key.ClientID), cmp.Compare(a.Key.Name, b.Key.Name))
-	})
+	r.Sort()
 	return r, nil
 }
 

@@ -1,9 +1,6 @@
 package pgstore
 
 import (
-	"cmp"
-	"slices"
-
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -55,13 +52,10 @@ func (st *state) recovered() *persistence.Recovered {
 			})
 		}
 	}
-	slices.SortFunc(r.Destinations, func(a, b persistence.DestState) int { return cmp.Compare(a.Name, b.Name) })
 	for _, s := range st.subs {
 		r.Subs = append(r.Subs, s.info)
 	}
-	slices.SortFunc(r.Subs, func(a, b persistence.SubInfo) int {
-		return cmp.Or(cmp.Compare(a.Key.ClientID, b.Key.ClientID), cmp.Compare(a.Key.Name, b.Key.Name))
-	})
+	r.Sort()
 	return r
 }
 
