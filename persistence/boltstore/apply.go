@@ -7,6 +7,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/oprec"
 )
 
 // appendFillPercent is the FillPercent of the buckets keyed by sequence number, where
@@ -127,23 +128,23 @@ func (a *applier) applyBatch(ops []op) error {
 	for i := range ops {
 		o := &ops[i]
 		var err error
-		switch o.kind {
-		case opAdd:
+		switch o.Kind {
+		case oprec.Add:
 			err = a.add(o)
-		case opAck:
-			if st := a.stat(o.dest); st != nil {
-				err = a.remove(o.dest, st, seqKey(o.seq))
+		case oprec.Ack:
+			if st := a.stat(o.Dest); st != nil {
+				err = a.remove(o.Dest, st, seqKey(o.Seq))
 			}
-		case opAckSub:
-			err = a.ackSub(o.sub.Key, o.seq)
-		case opAddSub:
-			err = a.addSub(o.sub)
-		case opRemoveSub:
-			err = a.removeSub(o.sub.Key)
-		case opPurge:
-			err = a.purge(o.dest)
+		case oprec.AckSub:
+			err = a.ackSub(o.Sub.Key, o.Seq)
+		case oprec.AddSub:
+			err = a.addSub(o.Sub)
+		case oprec.RemoveSub:
+			err = a.removeSub(o.Sub.Key)
+		case oprec.Purge:
+			err = a.purge(o.Dest)
 		default:
-			err = fmt.Errorf("boltstore: unknown operation %d", o.kind)
+			err = fmt.Errorf("boltstore: unknown operation %d", o.Kind)
 		}
 		if err != nil {
 			return err
@@ -215,34 +216,34 @@ func dropBucket[K comparable](cache map[K]*bolt.Bucket, k K, parent *bolt.Bucket
 // stored only if one of its Subs names a subscription of the topic; it counts for
 // LastSeq either way.
 func (a *applier) add(o *op) error {
-	st := a.stat(o.dest)
+	st := a.stat(o.Dest)
 	if st == nil {
 		st = &destMeta{}
-		a.stats[o.dest] = st
+		a.stats[o.Dest] = st
 	}
-	key := seqKey(o.seq)
-	if o.seq <= st.lastSeq { // only then can something be stored under it
-		if err := a.remove(o.dest, st, key); err != nil {
+	key := seqKey(o.Seq)
+	if o.Seq <= st.lastSeq { // only then can something be stored under it
+		if err := a.remove(o.Dest, st, key); err != nil {
 			return err
 		}
 	}
-	st.lastSeq = max(st.lastSeq, o.seq)
-	topic := persistence.KindOf(o.dest) == persistence.KindTopic
+	st.lastSeq = max(st.lastSeq, o.Seq)
+	topic := persistence.KindOf(o.Dest) == persistence.KindTopic
 	var ids []uint64
 	if topic {
 		var err error
-		if ids, err = a.resolve(o.dest, o.subs); err != nil || len(ids) == 0 {
+		if ids, err = a.resolve(o.Dest, o.Msg.subs); err != nil || len(ids) == 0 {
 			return err
 		}
 	}
-	b, err := a.destBucket(o.dest, true)
+	b, err := a.destBucket(o.Dest, true)
 	if err != nil {
 		return err
 	}
-	if err := b.Put(key, o.rec); err != nil {
-		return fmt.Errorf("boltstore: put %s #%d: %w", o.dest, o.seq, err)
+	if err := b.Put(key, o.Msg.rec); err != nil {
+		return fmt.Errorf("boltstore: put %s #%d: %w", o.Dest, o.Seq, err)
 	}
-	n, err := recordBodyLen(o.rec)
+	n, err := recordBodyLen(o.Msg.rec)
 	if err != nil {
 		return err
 	}
@@ -251,12 +252,12 @@ func (a *applier) add(o *op) error {
 	if !topic {
 		return nil
 	}
-	ob, err := a.ownersBucket(o.dest, true)
+	ob, err := a.ownersBucket(o.Dest, true)
 	if err != nil {
 		return err
 	}
 	if err := ob.Put(key, encodeOwners(ids)); err != nil {
-		return fmt.Errorf("boltstore: put owners of %s #%d: %w", o.dest, o.seq, err)
+		return fmt.Errorf("boltstore: put owners of %s #%d: %w", o.Dest, o.Seq, err)
 	}
 	for _, id := range ids {
 		pb, err := a.pendingBucket(id, true)
@@ -264,7 +265,7 @@ func (a *applier) add(o *op) error {
 			return err
 		}
 		if err := pb.Put(key, nil); err != nil {
-			return fmt.Errorf("boltstore: put pending #%d of subscription %d: %w", o.seq, id, err)
+			return fmt.Errorf("boltstore: put pending #%d of subscription %d: %w", o.Seq, id, err)
 		}
 	}
 	return nil

@@ -3,12 +3,11 @@ package boltstore
 import (
 	"cmp"
 	"context"
-	"fmt"
-	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/oprec"
 )
 
 // Compile-time guards: a batch is a persistence.Batch with the AsyncBatch power.
@@ -17,27 +16,14 @@ var (
 	_ persistence.AsyncBatch = (*batch)(nil)
 )
 
-type opKind uint8
+// op is one recorded operation. An Add carries the message already encoded (which is
+// also the copy Add promises) and the topic subscriptions it names.
+type op = oprec.Op[addRec]
 
-const (
-	opAdd opKind = iota + 1
-	opAck
-	opAckSub
-	opAddSub
-	opRemoveSub
-	opPurge
-)
-
-// op is one recorded operation. For Add, rec is the message already encoded (which is
-// also the copy Add promises) and subs the topic subscriptions it names; sub carries
-// the whole SubInfo for AddSub and only the Key for AckSub and RemoveSub.
-type op struct {
-	kind opKind
-	seq  uint64
-	dest string
+// addRec is what an Add keeps: the record it stores and the subscriptions it names.
+type addRec struct {
 	rec  []byte
 	subs []persistence.SubKey
-	sub  persistence.SubInfo
 }
 
 // batch records operations; Commit hands them to the writer goroutine, which applies
@@ -46,98 +32,43 @@ type op struct {
 // A batch is used by one goroutine at a time. Once committed or rolled back it is done:
 // further operations are ignored and Commit returns persistence.ErrBatchDone.
 type batch struct {
-	s     *Store
-	ops   []op
-	one   [1]op // backing array for the common single-operation batch
-	bytes int   // encoded bytes of the Adds, for sizing a group
-	done  bool
-	err   error // the first invalid operation, reported by Commit
+	oprec.Recorder[addRec] // Ack, AckSub, RemoveSub, Purge, Len, Rollback
+	s                      *Store
 }
 
 func (s *Store) newBatch() *batch {
 	b := &batch{s: s}
-	b.ops = b.one[:0]
+	b.Init(ErrInvalid)
 	return b
-}
-
-func (b *batch) record(o op) {
-	if !b.done {
-		b.ops = append(b.ops, o)
-	}
-}
-
-func (b *batch) invalid(format string, args ...any) {
-	if b.err == nil && !b.done {
-		b.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
-	}
 }
 
 // Add records m, encoded: the caller may reuse m as soon as Add returns.
 func (b *batch) Add(m *persistence.Message) {
 	switch {
-	case b.done:
-		return
-	case m == nil:
-		b.invalid("Add of a nil message")
-		return
-	case m.Dest == "" || m.Seq == 0:
-		b.invalid("Add needs Dest and a Seq > 0 (dest %q, seq %d)", m.Dest, m.Seq)
+	case !b.CheckAdd(m):
 		return
 	case len(m.Dest) > bolt.MaxKeySize:
-		b.invalid("destination name of %d bytes, the limit is %d", len(m.Dest), bolt.MaxKeySize)
+		b.Invalid("destination name of %d bytes, the limit is %d", len(m.Dest), bolt.MaxKeySize)
 		return
 	}
 	if n := encodedSize(m); n > bolt.MaxValueSize {
-		b.invalid("message %s #%d of %d bytes, the limit is %d", m.Dest, m.Seq, n, bolt.MaxValueSize)
+		b.Invalid("message %s #%d of %d bytes, the limit is %d", m.Dest, m.Seq, n, bolt.MaxValueSize)
 		return
 	}
-	o := op{kind: opAdd, dest: m.Dest, seq: m.Seq, rec: encodeMessage(m)}
-	if len(m.Subs) > 0 && persistence.KindOf(m.Dest) == persistence.KindTopic {
-		o.subs = slices.Clone(m.Subs)
-	}
-	b.bytes += len(o.rec)
-	b.record(o)
+	rec := encodeMessage(m)
+	b.RecordAdd(m, addRec{rec: rec, subs: oprec.Subs(m)}, len(rec))
 }
 
-func (b *batch) Ack(dest string, seq uint64) {
-	b.record(op{kind: opAck, dest: dest, seq: seq})
-}
-
-func (b *batch) AckSub(sub persistence.SubKey, seq uint64) {
-	b.record(op{kind: opAckSub, sub: persistence.SubInfo{Key: sub}, seq: seq})
-}
-
+// AddSub records a subscription, whose key and topic must fit in a bbolt key.
 func (b *batch) AddSub(info persistence.SubInfo) {
 	switch {
-	case persistence.KindOf(info.Dest) != persistence.KindTopic:
-		b.invalid("AddSub %s needs a topic, not %q", info.Key, info.Dest)
+	case !b.CheckAddSub(info):
 		return
 	case len(encodeSubKey(info.Key)) > bolt.MaxKeySize || len(info.Dest) > bolt.MaxKeySize:
-		b.invalid("AddSub %s: key or topic name longer than %d bytes", info.Key, bolt.MaxKeySize)
+		b.Invalid("AddSub %s: key or topic name longer than %d bytes", info.Key, bolt.MaxKeySize)
 		return
 	}
-	b.record(op{kind: opAddSub, sub: info})
-}
-
-func (b *batch) RemoveSub(sub persistence.SubKey) {
-	b.record(op{kind: opRemoveSub, sub: persistence.SubInfo{Key: sub}})
-}
-
-func (b *batch) Purge(dest string) {
-	b.record(op{kind: opPurge, dest: dest})
-}
-
-func (b *batch) Len() int { return len(b.ops) }
-
-// finish marks the batch done and returns what Commit hands on: the operations, or the
-// error that fails the commit at once.
-func (b *batch) finish() (ops []op, bytes int, err error) {
-	if b.done {
-		return nil, 0, persistence.ErrBatchDone
-	}
-	ops, bytes, err = b.ops, b.bytes, b.err
-	b.done, b.ops, b.err = true, nil, nil
-	return ops, bytes, err
+	b.Record(op{Kind: oprec.AddSub, Sub: info})
 }
 
 // Commit applies the batch in the next group commit and returns once that bbolt
@@ -146,7 +77,7 @@ func (b *batch) finish() (ops []op, bytes int, err error) {
 // Commit fail with ctx.Err() and apply nothing; once the writer took it, Commit waits
 // for the outcome. After Commit, whatever it returned, the batch is done.
 func (b *batch) Commit(ctx context.Context, _ persistence.Durability) error {
-	ops, bytes, err := b.finish()
+	ops, bytes, err := b.Take()
 	if err != nil {
 		return err
 	}
@@ -180,7 +111,7 @@ func (b *batch) Commit(ctx context.Context, _ persistence.Durability) error {
 // the store is closed (or failed) is done called on the caller's goroutine, before
 // CommitAsync returns.
 func (b *batch) CommitAsync(_ persistence.Durability, done func(error)) {
-	ops, bytes, err := b.finish()
+	ops, bytes, err := b.Take()
 	r := &request{ops: ops, bytes: bytes, done: done, err: err}
 	if serr := b.s.w.submit(r); serr != nil {
 		done(cmp.Or(err, serr))
@@ -195,7 +126,7 @@ func (b *batch) CommitCancelable(d persistence.Durability, done func(error)) fun
 		b.CommitAsync(d, done)
 		return nil
 	}
-	ops, bytes, err := b.finish()
+	ops, bytes, err := b.Take()
 	r := &request{ops: ops, bytes: bytes, done: done, err: err}
 	if serr := b.s.w.submit(r); serr != nil {
 		done(cmp.Or(err, serr))
@@ -208,8 +139,4 @@ func (b *batch) CommitCancelable(d persistence.Durability, done func(error)) fun
 		done(persistence.ErrCanceled)
 		return true
 	}
-}
-
-func (b *batch) Rollback() {
-	b.done, b.ops, b.err = true, nil, nil
 }

@@ -16,6 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/oprec"
 )
 
 var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -76,7 +77,7 @@ func TestApplyErrorFailsOnlyItsBatch(t *testing.T) {
 	s := openTest(t)
 	errBoom := errors.New("boom")
 	s.testHookApply = func(ops []op) error {
-		if ops[0].kind == opAdd && ops[0].seq == 3 {
+		if ops[0].Kind == oprec.Add && ops[0].Seq == 3 {
 			return errBoom
 		}
 		return nil

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/oprec"
 )
 
 // entry is one stored message. msg is a private copy, made by Batch.Add, that is never
@@ -53,23 +54,23 @@ func (s *Store) destination(name string) *destination {
 
 // apply runs one operation. The caller holds s.mu for writing.
 func (s *Store) apply(o *op) {
-	switch o.kind {
-	case opAdd:
-		s.add(o.e)
-	case opAck:
-		if d := s.dests[o.dest]; d != nil {
-			if e := d.log.Get(o.seq); e != nil {
+	switch o.Kind {
+	case oprec.Add:
+		s.add(o.Msg)
+	case oprec.Ack:
+		if d := s.dests[o.Dest]; d != nil {
+			if e := d.log.Get(o.Seq); e != nil {
 				d.drop(e)
 			}
 		}
-	case opAckSub:
-		s.ackSub(o.sub.Key, o.seq)
-	case opAddSub:
-		s.addSub(o.sub)
-	case opRemoveSub:
-		s.removeSub(o.sub.Key)
-	case opPurge:
-		if d := s.dests[o.dest]; d != nil {
+	case oprec.AckSub:
+		s.ackSub(o.Sub.Key, o.Seq)
+	case oprec.AddSub:
+		s.addSub(o.Sub)
+	case oprec.RemoveSub:
+		s.removeSub(o.Sub.Key)
+	case oprec.Purge:
+		if d := s.dests[o.Dest]; d != nil {
 			d.purge()
 		}
 	}

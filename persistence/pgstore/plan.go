@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/oprec"
 )
 
 // runKind is the kind of operations a planner is collecting into one statement.
@@ -83,22 +84,22 @@ func newPlanner(t *tables, b *pgx.Batch, ov *overlay) *planner {
 
 // apply plans one operation.
 func (p *planner) apply(o *op) {
-	switch o.kind {
-	case opAdd:
+	switch o.Kind {
+	case oprec.Add:
 		p.add(o)
-	case opAck:
-		p.ack(o.dest, o.seq)
-	case opAckSub:
-		p.ackSub(o.sub.Key, o.seq)
-	case opAddSub:
-		p.addSub(o.sub)
-	case opRemoveSub:
+	case oprec.Ack:
+		p.ack(o.Dest, int64(o.Seq))
+	case oprec.AckSub:
+		p.ackSub(o.Sub.Key, int64(o.Seq))
+	case oprec.AddSub:
+		p.addSub(o.Sub)
+	case oprec.RemoveSub:
 		p.flush()
-		if s := p.ov.sub(o.sub.Key); s != nil {
+		if s := p.ov.sub(o.Sub.Key); s != nil {
 			p.removeSub(s)
 		}
-	case opPurge:
-		p.purge(o.dest)
+	case oprec.Purge:
+		p.purge(o.Dest)
 	}
 }
 
@@ -146,49 +147,50 @@ func (x *destSeqs) add(dest string, seq uint64) {
 }
 
 func (p *planner) add(o *op) {
-	d := p.ov.dest(o.dest, true)
-	seq := uint64(o.seq)
+	d := p.ov.dest(o.Dest, true)
+	// dbSeq is seq as the BIGINT columns hold it (Add checked that it fits).
+	seq, dbSeq := o.Seq, int64(o.Seq)
 	isNew := seq > d.lastSeq // no stored row can have a seq above LastSeq
 	d.added = true
 	d.lastSeq = max(d.lastSeq, seq)
-	topic := persistence.KindOf(o.dest) == persistence.KindTopic
+	topic := persistence.KindOf(o.Dest) == persistence.KindTopic
 
 	var subIDs []int64
 	if topic {
-		for _, k := range o.subs {
+		for _, k := range o.Msg.subs {
 			s := p.ov.sub(k)
-			if s != nil && s.info.Dest == o.dest && !containsID(subIDs, s.id) {
+			if s != nil && s.info.Dest == o.Dest && !containsID(subIDs, s.id) {
 				subIDs = append(subIDs, s.id)
 			}
 		}
 	}
 	if !isNew { // may replace a stored message: delete it (and what it was owed) first
 		p.flush()
-		p.keep[o.dest] = true
-		p.b.Queue(p.t.deleteMsg, o.dest, o.seq).Query(p.dropped)
+		p.keep[o.Dest] = true
+		p.b.Queue(p.t.deleteMsg, o.Dest, dbSeq).Query(p.dropped)
 		if topic {
-			p.b.Queue(p.t.deletePendingOfMsg, o.dest, o.seq)
+			p.b.Queue(p.t.deletePendingOfMsg, o.Dest, dbSeq)
 		}
 	}
 	if topic && len(subIDs) == 0 {
-		p.keep[o.dest] = true // owed to nobody: not stored, but it counts for LastSeq
+		p.keep[o.Dest] = true // owed to nobody: not stored, but it counts for LastSeq
 		return
 	}
 	p.begin(runInsert)
 	r := &p.ins
-	prod, prodSeq := splitMessageID(o.msgID)
-	r.dest = append(r.dest, o.dest)
-	r.id = append(r.id, o.seq)
+	prod, prodSeq := splitMessageID(o.Msg.msgID)
+	r.dest = append(r.dest, o.Dest)
+	r.id = append(r.id, dbSeq)
 	r.prod = append(r.prod, prod)
 	r.prodSeq = append(r.prodSeq, prodSeq)
-	r.expires = append(r.expires, o.expires)
-	r.msg = append(r.msg, o.msg)
-	r.prio = append(r.prio, o.prio)
-	r.size = append(r.size, o.size)
+	r.expires = append(r.expires, o.Msg.expires)
+	r.msg = append(r.msg, o.Msg.msg)
+	r.prio = append(r.prio, o.Msg.prio)
+	r.size = append(r.size, o.Msg.size)
 	for _, id := range subIDs {
 		r.pSub = append(r.pSub, id)
-		r.pID = append(r.pID, o.seq)
-		r.pDest = append(r.pDest, o.dest)
+		r.pID = append(r.pID, dbSeq)
+		r.pDest = append(r.pDest, o.Dest)
 	}
 }
 
