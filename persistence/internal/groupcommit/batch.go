@@ -123,7 +123,8 @@ func (b *Batch[O]) CommitAsync(d persistence.Durability, done func(error)) {
 // CommitCancelable is CommitAsync for a batch the broker may withdraw while it waits in
 // the queue (concurrent store and dispatch). It returns nil, and commits as CommitAsync,
 // with Config.StoreBeforeDispatch. A withdrawn batch is never written; its done gets
-// persistence.ErrCanceled from the completion Runner.
+// persistence.ErrCanceled from within cancel, so withdrawing costs the completion Runner
+// nothing (with consumers that keep up, most batches are withdrawn).
 func (b *Batch[O]) CommitCancelable(d persistence.Durability, done func(error)) (cancel func() bool) {
 	if b.q.cfg.StoreBeforeDispatch {
 		b.submitAsync(d, done, nil)
@@ -131,7 +132,13 @@ func (b *Batch[O]) CommitCancelable(d persistence.Durability, done func(error)) 
 	}
 	st := new(atomic.Uint32)
 	b.submitAsync(d, done, st)
-	return func() bool { return st.CompareAndSwap(reqQueued, reqCanceled) }
+	return func() bool {
+		if !st.CompareAndSwap(reqQueued, reqCanceled) {
+			return false
+		}
+		done(persistence.ErrCanceled)
+		return true
+	}
 }
 
 func (b *Batch[O]) submitAsync(d persistence.Durability, done func(error), st *atomic.Uint32) {

@@ -243,9 +243,9 @@ func (q *Queue[O]) Gather() {
 }
 
 // Complete reports err (nil: success) to every request of group, in order: a request's
-// own Err wins, and a withdrawn one gets persistence.ErrCanceled (also when the group
-// failed: its committer answered already). Commit waiters are woken at once, Done
-// callbacks handed to the completion Runner. Complete must be called once per Take.
+// own Err wins, and a withdrawn one is left alone (its cancel reported
+// persistence.ErrCanceled, also when the group failed: its committer answered already).
+// Commit waiters are woken at once, Done callbacks handed to the completion Runner. Complete must be called once per Take.
 func (q *Queue[O]) Complete(group []*Request[O], err error) {
 	for _, r := range group {
 		rerr := err
@@ -253,6 +253,10 @@ func (q *Queue[O]) Complete(group []*Request[O], err error) {
 			rerr = r.Err
 		}
 		if !r.Take() {
+			if r.Done != nil { // its cancel has called Done already
+				q.release(r)
+				continue
+			}
 			rerr = persistence.ErrCanceled
 		}
 		if r.Done != nil {
