@@ -63,7 +63,9 @@
 //	  zero padding to the next multiple of 8
 //
 // Batch payload: u32 operation count, then the operations, each a u8 kind and its
-// fields:
+// fields. Kinds 1-6 and the message after the CRC are package batchrec's encoding
+// (version 1), shared with logstore; Add's u32 length, the message CRC and Move are the
+// journal's own:
 //
 //	1 Add       u32 length, message
 //	2 Ack       str dest, uvarint seq
@@ -73,7 +75,8 @@
 //	6 Purge     str dest
 //	7 Move      u32 old segment, u32 old offset, u32 length, message (compactor's copy)
 //
-// Message (self-contained, so the index can point at it and Scan read it alone):
+// Message (self-contained, so the index can point at it and Scan read it alone; after
+// the CRC, batchrec.AppendMessage's encoding):
 //
 //	u32 CRC-32C of the rest of the message
 //	uvarint seq, str dest, u8 flags (bit 0: persistent), u8 priority,

@@ -5,6 +5,7 @@ import (
 	"hash/crc32"
 
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/batchrec"
 )
 
 // Format constants. They are part of the on-disk format (see the package comment) and
@@ -24,13 +25,13 @@ const (
 type opKind uint8
 
 const (
-	opAdd opKind = iota + 1
-	opAck
-	opAckSub
-	opAddSub
-	opRemoveSub
-	opPurge
-	opMove // written by the compactor: a live message copied forward
+	opAdd       = opKind(batchrec.OpAdd)
+	opAck       = opKind(batchrec.OpAck)
+	opAckSub    = opKind(batchrec.OpAckSub)
+	opAddSub    = opKind(batchrec.OpAddSub)
+	opRemoveSub = opKind(batchrec.OpRemoveSub)
+	opPurge     = opKind(batchrec.OpPurge)
+	opMove      = opKind(7) // the journal's own: a live message the compactor copied forward
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -121,43 +122,16 @@ func plausibleFrame(b []byte) bool {
 }
 
 // --- encoding -------------------------------------------------------------------------
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendBytes(b []byte, p []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(p)))
-	return append(b, p...)
-}
+//
+// The operations and the message are batchrec's encoding; the journal adds the record
+// frame, the op count, the u32 length of an Add and the message checksum.
 
 // appendMessage appends the encoding of m (see the package comment); subs are the
 // subscriptions a topic message names (nil for a queue message).
 func appendMessage(b []byte, m *persistence.Message, subs []persistence.SubKey) []byte {
 	start := len(b)
 	b = append(b, 0, 0, 0, 0) // CRC, filled in below
-	b = binary.AppendUvarint(b, m.Seq)
-	b = appendString(b, m.Dest)
-	var flags byte
-	if m.Persistent {
-		flags |= 1
-	}
-	b = append(b, flags, m.Priority)
-	b = binary.AppendVarint(b, m.Expires)
-	b = binary.AppendVarint(b, m.Timestamp)
-	b = binary.AppendUvarint(b, uint64(m.RedeliveryCount))
-	b = appendString(b, m.ID)
-	b = binary.AppendUvarint(b, uint64(len(m.Headers)))
-	for _, h := range m.Headers {
-		b = appendString(b, h)
-	}
-	b = appendBytes(b, m.Body)
-	b = binary.AppendUvarint(b, uint64(len(subs)))
-	for _, k := range subs {
-		b = appendString(b, k.ClientID)
-		b = appendString(b, k.Name)
-	}
+	b = batchrec.AppendMessage(b, m, subs)
 	binary.LittleEndian.PutUint32(b[start:], crc(b[start+4:]))
 	return b
 }
@@ -180,30 +154,6 @@ func appendMove(b []byte, oldSeg, oldOff uint32, raw []byte) ([]byte, uint32) {
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(raw)))
 	msgOff := len(b)
 	return append(b, raw...), uint32(msgOff)
-}
-
-func appendAck(b []byte, dest string, seq uint64) []byte {
-	b = appendString(append(b, byte(opAck)), dest)
-	return binary.AppendUvarint(b, seq)
-}
-
-func appendAckSub(b []byte, k persistence.SubKey, seq uint64) []byte {
-	b = appendString(appendString(append(b, byte(opAckSub)), k.ClientID), k.Name)
-	return binary.AppendUvarint(b, seq)
-}
-
-func appendAddSub(b []byte, info persistence.SubInfo) []byte {
-	b = appendString(appendString(append(b, byte(opAddSub)), info.Key.ClientID), info.Key.Name)
-	b = appendString(appendString(b, info.Dest), info.Selector)
-	return binary.AppendVarint(b, info.Created)
-}
-
-func appendRemoveSub(b []byte, k persistence.SubKey) []byte {
-	return appendString(appendString(append(b, byte(opRemoveSub)), k.ClientID), k.Name)
-}
-
-func appendPurge(b []byte, dest string) []byte {
-	return appendString(append(b, byte(opPurge)), dest)
 }
 
 // --- decoding -------------------------------------------------------------------------

@@ -16,7 +16,7 @@ func sampleRecords() [][]byte {
 	k1 := persistence.SubKey{ClientID: "c", Name: "n"}
 	k2 := persistence.SubKey{ClientID: "ä:b", Name: ""}
 	var recs [][]byte
-	b := &batch{}
+	b := recordingBatch()
 	b.Add(&persistence.Message{Dest: "queue://q", Seq: 1, ID: "ID:1", Headers: persistence.Headers{"a", "b", "a", ""},
 		Body: []byte("hello"), Persistent: true, Priority: 9, Expires: -1, Timestamp: math.MaxInt64, RedeliveryCount: math.MaxUint32})
 	b.Add(&persistence.Message{Dest: "topic://t", Seq: math.MaxInt64, Subs: []persistence.SubKey{k1, k2, k1}})
@@ -26,10 +26,10 @@ func sampleRecords() [][]byte {
 	b.RemoveSub(k1)
 	b.Purge("queue://q")
 	recs = append(recs, finishRecord(b.Rec, len(b.Ops)))
-	b = &batch{}
+	b = recordingBatch()
 	b.move("queue://q", 3, loc{seg: 2, off: 64, body: 1}, appendMessage(nil, &persistence.Message{Dest: "queue://q", Seq: 3, Body: []byte{0}}, nil))
 	recs = append(recs, finishRecord(b.Rec, len(b.Ops)))
-	b = &batch{}
+	b = recordingBatch()
 	b.Add(&persistence.Message{Dest: "queue://big", Seq: 2, Body: bytes.Repeat([]byte{7}, 3000)})
 	recs = append(recs, finishRecord(b.Rec, len(b.Ops)))
 	return recs
@@ -139,4 +139,11 @@ func FuzzRecordDecode(f *testing.F) {
 func putCRC(raw []byte) {
 	c := crc(raw[4:])
 	raw[0], raw[1], raw[2], raw[3] = byte(c), byte(c>>8), byte(c>>16), byte(c>>24)
+}
+
+// recordingBatch is a batch that records but has no store to commit to.
+func recordingBatch() *batch {
+	b := &batch{}
+	b.Init(nil, &recAdapter)
+	return b
 }

@@ -1,10 +1,8 @@
 package logstore
 
 import (
-	"slices"
-
 	"github.com/activemq-go/broker/persistence"
-	"github.com/activemq-go/broker/persistence/internal/groupcommit"
+	"github.com/activemq-go/broker/persistence/internal/batchrec"
 )
 
 // Compile-time guards: a batch is a persistence.Batch with the AsyncBatch and
@@ -20,90 +18,40 @@ var (
 // operations beside them for the writer to apply once the record is appended (the same
 // operations replay decodes from the record).
 //
-// The record and the commit methods are groupcommit.Batch's: Commit appends the batch to
-// the log and applies it; with Sync it returns once the batch is on stable storage
-// (FlushBatch; see FlushPolicy for the others), with Async once it is appended and
-// visible. CommitCancelable returns nil when the store was opened with
-// StoreBeforeDispatch; a batch withdrawn before the writer took it is never appended.
+// The record, the operations but Add and the commit methods are batchrec.Batch's (its
+// groupcommit.Batch's): Commit appends the batch to the log and applies it; with Sync
+// it returns once the batch is on stable storage (FlushBatch; see FlushPolicy for the
+// others), with Async once it is appended and visible. CommitCancelable returns nil
+// when the store was opened with StoreBeforeDispatch; a batch withdrawn before the writer took it is never appended.
 //
 // A batch is used by one goroutine at a time. Once committed or rolled back it is done:
 // later operations are ignored and Commit returns persistence.ErrBatchDone.
 type batch struct {
-	groupcommit.Batch[op]
+	batchrec.Batch[op] // the record, Ack, AckSub, AddSub, RemoveSub, Purge, the commit methods
+}
+
+// recAdapter is how batchrec.Batch frames records and makes ops for this store.
+var recAdapter = batchrec.Adapter[op]{
+	Start:   newRecord,
+	Invalid: ErrInvalid,
+	Op: func(o batchrec.Op) op {
+		return op{kind: opKind(o.Kind), dest: o.Dest, seq: o.Seq, key: o.Key, info: o.Info}
+	},
 }
 
 func (s *Store) newBatch() *batch {
 	b := &batch{}
-	b.Init(s.w.q)
+	b.Init(s.w.q, &recAdapter)
 	return b
 }
 
-func (b *batch) invalid(format string, args ...any) { b.Invalid(ErrInvalid, format, args...) }
-
-// buf returns the record buffer, starting it on first use.
-func (b *batch) buf() []byte { return b.Buf(newRecord) }
-
 // Add encodes m into the batch: the caller may reuse m as soon as Add returns.
 func (b *batch) Add(m *persistence.Message) {
-	switch {
-	case m == nil:
-		b.invalid("Add of a nil message")
+	subs, ok := b.CheckAdd(m)
+	if !ok {
 		return
-	case m.Dest == "" || m.Seq == 0 || m.Seq > maxSeq:
-		b.invalid("Add needs Dest and a Seq from 1 to %d (dest %q, seq %d)", uint64(maxSeq), m.Dest, m.Seq)
-		return
-	case b.Ended:
-		return
-	}
-	var subs []persistence.SubKey
-	if len(m.Subs) > 0 && persistence.KindOf(m.Dest) == persistence.KindTopic {
-		subs = slices.Clone(m.Subs)
 	}
 	var pos uint32
-	b.Rec, pos = appendAdd(b.buf(), m, subs)
+	b.Rec, pos = appendAdd(b.Record(), m, subs)
 	b.Ops = append(b.Ops, op{kind: opAdd, dest: m.Dest, seq: m.Seq, subs: subs, pos: pos, body: uint32(len(m.Body))})
-}
-
-// Ack records the deletion of a message.
-func (b *batch) Ack(dest string, seq uint64) {
-	if !b.Ended {
-		b.Rec = appendAck(b.buf(), dest, seq)
-		b.Ops = append(b.Ops, op{kind: opAck, dest: dest, seq: seq})
-	}
-}
-
-// AckSub records an acknowledgement of a durable subscription.
-func (b *batch) AckSub(sub persistence.SubKey, seq uint64) {
-	if !b.Ended {
-		b.Rec = appendAckSub(b.buf(), sub, seq)
-		b.Ops = append(b.Ops, op{kind: opAckSub, key: sub, seq: seq})
-	}
-}
-
-// AddSub records a durable subscription.
-func (b *batch) AddSub(info persistence.SubInfo) {
-	if persistence.KindOf(info.Dest) != persistence.KindTopic {
-		b.invalid("AddSub %s needs a topic, not %q", info.Key, info.Dest)
-		return
-	}
-	if !b.Ended {
-		b.Rec = appendAddSub(b.buf(), info)
-		b.Ops = append(b.Ops, op{kind: opAddSub, info: info})
-	}
-}
-
-// RemoveSub records the removal of a durable subscription.
-func (b *batch) RemoveSub(sub persistence.SubKey) {
-	if !b.Ended {
-		b.Rec = appendRemoveSub(b.buf(), sub)
-		b.Ops = append(b.Ops, op{kind: opRemoveSub, key: sub})
-	}
-}
-
-// Purge records the deletion of every message of dest.
-func (b *batch) Purge(dest string) {
-	if !b.Ended {
-		b.Rec = appendPurge(b.buf(), dest)
-		b.Ops = append(b.Ops, op{kind: opPurge, dest: dest})
-	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/batchrec"
 )
 
 // Checkpoint file names, inside Options.Dir.
@@ -95,13 +96,13 @@ func (c *checkpoint) encode() []byte {
 	b = binary.AppendUvarint(b, uint64(c.end))
 	b = binary.AppendUvarint(b, uint64(len(c.dests)))
 	for _, d := range c.dests {
-		b = appendStr(b, d.name)
+		b = batchrec.AppendStr(b, d.name)
 		b = binary.AppendUvarint(b, d.lastSeq)
 	}
 	b = binary.AppendUvarint(b, uint64(len(c.subs)))
 	for _, s := range c.subs {
-		b = appendStr(appendStr(b, s.info.Key.ClientID), s.info.Key.Name)
-		b = appendStr(appendStr(b, s.info.Dest), s.info.Selector)
+		b = batchrec.AppendStr(batchrec.AppendStr(b, s.info.Key.ClientID), s.info.Key.Name)
+		b = batchrec.AppendStr(batchrec.AppendStr(b, s.info.Dest), s.info.Selector)
 		b = binary.AppendVarint(b, s.info.Created)
 		b = binary.AppendUvarint(b, uint64(s.regOff))
 	}

@@ -52,7 +52,8 @@
 // batch frame carries the CRC-32C, so records carry none.
 //
 //	u8 record format version (1)
-//	operations to the end of the value, each a u8 kind and its fields:
+//	operations to the end of the value, each a u8 kind and its fields (package
+//	batchrec's encoding, version 1, shared with journal; Add's length is logstore's):
 //	  1 Add       uvarint length, message
 //	  2 Ack       str dest, uvarint seq
 //	  3 AckSub    str clientID, str name, uvarint seq
@@ -60,7 +61,8 @@
 //	  5 RemoveSub str clientID, str name
 //	  6 Purge     str dest
 //
-// Message (self-contained, so the index can point at it and Scan decode it alone):
+// Message (self-contained, so the index can point at it and Scan decode it alone;
+// batchrec.AppendMessage's encoding):
 //
 //	uvarint seq, str dest, u8 flags (bit 0: persistent), u8 priority,
 //	varint expires, varint timestamp, uvarint redelivery count, str id,

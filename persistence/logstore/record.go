@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/batchrec"
 )
 
 // recordVersion is the format version of a batch record (see the package comment).
@@ -19,12 +20,12 @@ const maxSeq = math.MaxInt64
 type opKind uint8
 
 const (
-	opAdd opKind = iota + 1
-	opAck
-	opAckSub
-	opAddSub
-	opRemoveSub
-	opPurge
+	opAdd       = opKind(batchrec.OpAdd)
+	opAck       = opKind(batchrec.OpAck)
+	opAckSub    = opKind(batchrec.OpAckSub)
+	opAddSub    = opKind(batchrec.OpAddSub)
+	opRemoveSub = opKind(batchrec.OpRemoveSub)
+	opPurge     = opKind(batchrec.OpPurge)
 )
 
 // op is one decoded operation: what the batch recorded and what replay decodes, so one
@@ -44,101 +45,16 @@ type op struct {
 // newRecord starts a record in buf.
 func newRecord(buf []byte) []byte { return append(buf, recordVersion) }
 
-func appendStr(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendBytes(b []byte, p []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(p)))
-	return append(b, p...)
-}
-
-func uvarintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
-}
-
-func strLen(n int) int { return uvarintLen(uint64(n)) + n }
-
-func varintLen(v int64) int {
-	u := uint64(v) << 1
-	if v < 0 {
-		u = ^u
-	}
-	return uvarintLen(u)
-}
-
-// messageLen is the encoded size of m with subs.
-func messageLen(m *persistence.Message, subs []persistence.SubKey) int {
-	n := uvarintLen(m.Seq) + strLen(len(m.Dest)) + 2 + varintLen(m.Expires) + varintLen(m.Timestamp) +
-		uvarintLen(uint64(m.RedeliveryCount)) + strLen(len(m.ID)) + uvarintLen(uint64(len(m.Headers))) +
-		strLen(len(m.Body)) + uvarintLen(uint64(len(subs)))
-	for _, h := range m.Headers {
-		n += strLen(len(h))
-	}
-	for _, k := range subs {
-		n += strLen(len(k.ClientID)) + strLen(len(k.Name))
-	}
-	return n
-}
+// The operations and the message are batchrec's encoding; the logstore adds the record
+// version and the uvarint length of an Add.
 
 // appendAdd appends an Add of m (naming subs) and returns the record and the position of
 // the length-prefixed message in it.
 func appendAdd(b []byte, m *persistence.Message, subs []persistence.SubKey) ([]byte, uint32) {
 	b = append(b, byte(opAdd))
 	pos := len(b)
-	b = binary.AppendUvarint(b, uint64(messageLen(m, subs)))
-	b = binary.AppendUvarint(b, m.Seq)
-	b = appendStr(b, m.Dest)
-	var flags byte
-	if m.Persistent {
-		flags |= 1
-	}
-	b = append(b, flags, m.Priority)
-	b = binary.AppendVarint(b, m.Expires)
-	b = binary.AppendVarint(b, m.Timestamp)
-	b = binary.AppendUvarint(b, uint64(m.RedeliveryCount))
-	b = appendStr(b, m.ID)
-	b = binary.AppendUvarint(b, uint64(len(m.Headers)))
-	for _, h := range m.Headers {
-		b = appendStr(b, h)
-	}
-	b = appendBytes(b, m.Body)
-	b = binary.AppendUvarint(b, uint64(len(subs)))
-	for _, k := range subs {
-		b = appendStr(b, k.ClientID)
-		b = appendStr(b, k.Name)
-	}
-	return b, uint32(pos)
-}
-
-func appendAck(b []byte, dest string, seq uint64) []byte {
-	b = appendStr(append(b, byte(opAck)), dest)
-	return binary.AppendUvarint(b, seq)
-}
-
-func appendAckSub(b []byte, k persistence.SubKey, seq uint64) []byte {
-	b = appendStr(appendStr(append(b, byte(opAckSub)), k.ClientID), k.Name)
-	return binary.AppendUvarint(b, seq)
-}
-
-func appendAddSub(b []byte, info persistence.SubInfo) []byte {
-	b = appendStr(appendStr(append(b, byte(opAddSub)), info.Key.ClientID), info.Key.Name)
-	b = appendStr(appendStr(b, info.Dest), info.Selector)
-	return binary.AppendVarint(b, info.Created)
-}
-
-func appendRemoveSub(b []byte, k persistence.SubKey) []byte {
-	return appendStr(appendStr(append(b, byte(opRemoveSub)), k.ClientID), k.Name)
-}
-
-func appendPurge(b []byte, dest string) []byte {
-	return appendStr(append(b, byte(opPurge)), dest)
+	b = binary.AppendUvarint(b, uint64(batchrec.MessageLen(m, subs)))
+	return batchrec.AppendMessage(b, m, subs), uint32(pos)
 }
 
 // reader decodes the primitives of the format with bounds checks; the first error

@@ -1,0 +1,47 @@
+package batchrec
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/activemq-go/broker/persistence"
+)
+
+// TestEncodingVersion1 pins the bytes of version 1: the journal and logstore files on
+// disk hold them, so any change here breaks reading them.
+func TestEncodingVersion1(t *testing.T) {
+	k := persistence.SubKey{ClientID: "c", Name: "n"}
+	tests := []struct {
+		name string
+		got  []byte
+		want []byte
+	}{
+		{"Ack", AppendAck(nil, "q", 300), []byte{2, 1, 'q', 0xac, 0x02}},
+		{"AckSub", AppendAckSub(nil, k, 5), []byte{3, 1, 'c', 1, 'n', 5}},
+		{"AddSub", AppendAddSub(nil, persistence.SubInfo{Key: k, Dest: "t", Selector: "s", Created: -1}),
+			[]byte{4, 1, 'c', 1, 'n', 1, 't', 1, 's', 1}},
+		{"RemoveSub", AppendRemoveSub(nil, k), []byte{5, 1, 'c', 1, 'n'}},
+		{"Purge", AppendPurge(nil, "q"), []byte{6, 1, 'q'}},
+		{"Message", AppendMessage(nil, &persistence.Message{
+			Seq: 7, Dest: "t", Persistent: true, Priority: 4, Expires: 1, Timestamp: -2,
+			RedeliveryCount: 3, ID: "i", Headers: persistence.Headers{"k", "v"}, Body: []byte("b"),
+		}, []persistence.SubKey{k}),
+			[]byte{7, 1, 't', 1, 4, 2, 3, 3, 1, 'i', 2, 1, 'k', 1, 'v', 1, 'b', 1, 1, 'c', 1, 'n'}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { require.Equal(t, tt.want, tt.got) })
+	}
+}
+
+func TestMessageLen(t *testing.T) {
+	for _, m := range []*persistence.Message{
+		{},
+		{Seq: 1 << 40, Dest: "queue/a", Expires: -1 << 40, Timestamp: 1 << 62, RedeliveryCount: 1 << 31,
+			ID: "id", Headers: persistence.Headers{"k", string(make([]byte, 200))}, Body: make([]byte, 1<<15)},
+	} {
+		subs := []persistence.SubKey{{ClientID: "c", Name: "n"}}
+		require.Len(t, AppendMessage(nil, m, subs), MessageLen(m, subs))
+		require.Len(t, AppendMessage(nil, m, nil), MessageLen(m, nil))
+	}
+}
