@@ -40,6 +40,11 @@ type destination struct {
 	subs []*subscription
 }
 
+// State is the destination as Recover lists it: only once an Add was applied to it.
+func (d *destination) State() (persistence.DestState, bool) {
+	return persistence.DestState{Name: d.name, LastSeq: d.lastSeq, Msgs: d.msgs, Bytes: d.bytes}, d.added
+}
+
 // subscription is one durable subscription and the set of messages of its topic it still
 // has to acknowledge. A topic message is stored once; it is deleted when no
 // subscription's pending set holds it.
@@ -48,6 +53,9 @@ type subscription struct {
 	dest    *destination
 	pending seqLog[struct{}]
 }
+
+// Info is what Recover reports of the subscription.
+func (sub *subscription) Info() persistence.SubInfo { return sub.info }
 
 // segStats counts what is live in a segment: stored messages and their encoded bytes.
 type segStats struct {

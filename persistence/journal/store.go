@@ -15,6 +15,7 @@ import (
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/internal/completion"
+	"github.com/activemq-go/broker/persistence/internal/indexstate"
 )
 
 func init() { persistence.Register("kahadb", open) }
@@ -154,22 +155,7 @@ func (s *Store) Recover(ctx context.Context) (*persistence.Recovered, error) {
 	if s.closed {
 		return nil, persistence.ErrClosed
 	}
-	r := &persistence.Recovered{
-		Destinations: make([]persistence.DestState, 0, len(s.idx.dests)),
-		Subs:         make([]persistence.SubInfo, 0, len(s.idx.subs)),
-	}
-	for _, d := range s.idx.dests {
-		if d.added {
-			r.Destinations = append(r.Destinations, persistence.DestState{
-				Name: d.name, LastSeq: d.lastSeq, Msgs: d.msgs, Bytes: d.bytes,
-			})
-		}
-	}
-	for _, sub := range s.idx.subs {
-		r.Subs = append(r.Subs, sub.info)
-	}
-	r.Sort()
-	return r, nil
+	return indexstate.Recovered(s.idx.dests, s.idx.subs), nil
 }
 
 // Stats returns the number of stored messages of dest and the sum of their body lengths;
@@ -180,10 +166,7 @@ func (s *Store) Stats(dest string) (msgs, bytes int64) {
 	if s.closed {
 		return 0, 0
 	}
-	if d := s.idx.dests[dest]; d != nil {
-		return d.msgs, d.bytes
-	}
-	return 0, 0
+	return indexstate.Stats(s.idx.dests, dest)
 }
 
 // DiskUsage returns the bytes the store occupies on disk: segments and checkpoints.

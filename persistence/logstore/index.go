@@ -32,6 +32,11 @@ type destination struct {
 	owed map[uint64][]*subscription
 }
 
+// State is the destination as Recover lists it: only once an Add was applied to it.
+func (d *destination) State() (persistence.DestState, bool) {
+	return persistence.DestState{Name: d.name, LastSeq: d.lastSeq, Msgs: d.msgs, Bytes: d.bytes}, d.added
+}
+
 // subscription is one incarnation of a durable subscription: a RemoveSub, or an AddSub
 // moving the key to another topic, ends it and a later AddSub starts a new one.
 type subscription struct {
@@ -42,6 +47,9 @@ type subscription struct {
 	regOff  int64
 	pending seqIndex[struct{}] // seqs of dest this subscription still has to acknowledge
 }
+
+// Info is what Recover reports of the subscription.
+func (sub *subscription) Info() persistence.SubInfo { return sub.info }
 
 // index is the store's in-memory state, rebuilt on open from the checkpoint and the log
 // after the low-water mark. The Store's lock guards it.
