@@ -24,8 +24,19 @@ type fakeWriter struct {
 	q       *Queue[string]
 	mu      sync.Mutex
 	applied []string
-	hold    chan struct{} // if set, each round waits for it
+	hold    chan struct{} // if set, each round waits for it until release
+	held    sync.Once
 	exited  chan struct{}
+}
+
+// release lets the writer go on (once; the cleanup calls it too, so that a failed test
+// does not leave the writer waiting).
+func (w *fakeWriter) release() {
+	w.held.Do(func() {
+		if w.hold != nil {
+			close(w.hold)
+		}
+	})
 }
 
 func start(t *testing.T, cfg Config) *fakeWriter {
@@ -43,6 +54,7 @@ func start(t *testing.T, cfg Config) *fakeWriter {
 	w.q = New[string](cfg)
 	go w.run()
 	t.Cleanup(func() {
+		w.release()
 		w.q.Close()
 		<-w.exited
 		cb.Close()
@@ -160,15 +172,15 @@ func TestCommitCancelable(t *testing.T) {
 	first := newBatch(w, "first") // occupies the writer, which waits on hold
 	firstDone := make(chan error, 1)
 	first.CommitAsync(persistence.Sync, func(err error) { firstDone <- err })
+	require.Eventually(t, func() bool { w.q.mu.Lock(); defer w.q.mu.Unlock(); return len(w.q.queue) == 0 },
+		10*time.Second, time.Millisecond, "the writer takes the first group")
 
 	done := make(chan error, 2)
 	cancel := newBatch(w, "withdrawn").CommitCancelable(persistence.Sync, func(err error) { done <- err })
 	require.NotNil(t, cancel)
-	require.Eventually(t, func() bool { w.q.mu.Lock(); defer w.q.mu.Unlock(); return len(w.q.queue) == 0 },
-		10*time.Second, time.Millisecond, "the writer takes the first group")
-	require.True(t, cancel(), "not written yet: withdrawn")
+	require.True(t, cancel(), "queued, not written yet: withdrawn")
 	require.False(t, cancel(), "withdrawn once")
-	close(w.hold)
+	w.release()
 	require.NoError(t, <-firstDone)
 	require.ErrorIs(t, <-done, persistence.ErrCanceled)
 
@@ -228,7 +240,7 @@ func TestSubmitBlocksWhenFull(t *testing.T) {
 		t.Fatal("Submit did not block over MaxQueuedBytes")
 	case <-time.After(50 * time.Millisecond):
 	}
-	close(w.hold)
+	w.release()
 	<-blocked
 	require.NoError(t, w.q.Barrier())
 	require.Len(t, w.got(), 5)
