@@ -91,6 +91,7 @@ consumers, as the members of a stream's consumer group share them
 	f.BoolVar(&o.Shared, "shared", false, "the consumers of a topic share its messages, as a stream's consumer group does: each message counts once over all of them, order is not checked")
 	f.BoolVar(&o.Replay, "replay", false, "publish every message first, then subscribe the consumers and measure how fast they drain what is stored (a stream with --consumer-header x-stream-offset=first, or a queue's backlog)")
 	f.StringVar(&o.Version, "stomp-version", "", "offer only this STOMP version: 1.0, 1.1 or 1.2 (default: let the broker pick)")
+	f.StringVar(&o.Client, "client", loadtest.ClientRaw, "raw | go-stomp: the STOMP client of producers and consumers (raw: the tool's own, lighter on CPU)")
 	f.StringVar(&o.Login, "login", "", "CONNECT login")
 	f.StringVar(&o.Passcode, "passcode", "", "CONNECT passcode")
 	f.DurationVar(&o.IdleTimeout, "idle-timeout", loadtest.DefaultIdleTimeout, "stop when nothing was received for this long")

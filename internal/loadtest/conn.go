@@ -70,34 +70,58 @@ func ackQueue(prefetch int) int {
 	return max(prefetch, activemqMaxPrefetch) + 64
 }
 
-// client is one STOMP connection. It keeps the socket so that a run can be
-// torn down even when go-stomp is blocked: closing the socket fails every
-// pending read, write and receipt wait inside the library.
+// client is one STOMP connection of a producer or consumer: go-stomp's
+// client, or the load tool's own (w; see Options.Client). It keeps the
+// socket so that a run can be torn down even when go-stomp is blocked:
+// closing the socket fails every pending read, write and receipt wait
+// inside the library.
 type client struct {
 	net      net.Conn
-	stomp    *stomp.Conn
+	stomp    *stomp.Conn // go-stomp; nil for the raw client
+	w        *wire       // the raw client; nil for go-stomp
 	writeCap int
 }
 
-// dial opens a STOMP connection with go-stomp channels of the given
-// capacities, as clientID when not empty (see retryTaken). ctx bounds the
-// TCP connect and the CONNECT/CONNECTED exchange.
+// dial opens a STOMP connection, as clientID when not empty (see
+// retryTaken). For go-stomp, readCap and writeCap are the capacities of
+// its channels. ctx bounds the TCP connect and the CONNECT/CONNECTED
+// exchange.
 func dial(ctx context.Context, o Options, clientID string, readCap, writeCap int) (*client, error) {
-	if clientID == "" {
-		return dialOnce(ctx, o, "", readCap, writeCap)
+	if o.Client == ClientRaw {
+		w, err := dialWire(ctx, o, clientID, o.IdleTimeout)
+		if err != nil {
+			return nil, err
+		}
+		return &client{net: w.nc, w: w}, nil
 	}
 	return retryTaken(ctx, func() (*client, error) {
 		return dialOnce(ctx, o, clientID, readCap, writeCap)
 	})
 }
 
-func dialOnce(ctx context.Context, o Options, clientID string, readCap, writeCap int) (*client, error) {
-	host, _, err := net.SplitHostPort(o.Addr)
+// close closes the connection at once.
+func (c *client) close() {
+	if c.w != nil {
+		c.w.close()
+		return
+	}
+	c.net.Close()
+}
+
+// dialTCP opens a socket to addr and returns it with the host for the
+// CONNECT frame.
+func dialTCP(ctx context.Context, addr string) (nc net.Conn, host string, err error) {
+	host, _, err = net.SplitHostPort(addr)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", o.Addr)
+	nc, err = d.DialContext(ctx, "tcp", addr)
+	return nc, host, err
+}
+
+func dialOnce(ctx context.Context, o Options, clientID string, readCap, writeCap int) (*client, error) {
+	nc, host, err := dialTCP(ctx, o.Addr)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +162,8 @@ func dialOnce(ctx context.Context, o Options, clientID string, readCap, writeCap
 }
 
 // retryTaken calls dial until it succeeds, fails for another reason than
-// a client-id in use, or ctx ends. A broker may hold a client-id for a
+// a client-id in use (which only a CONNECT with a client-id meets), or ctx
+// ends. A broker may hold a client-id for a
 // moment after it answered the DISCONNECT of the connection that had it:
 // this project's broker releases it only once that session has ended, just
 // after the receipt.
@@ -167,23 +192,43 @@ func clientIDTaken(err error) bool {
 
 // subscribe subscribes to dest, to the durable subscription of the
 // connection's client-id when durable. The caller must start draining the
-// subscription before calling confirm.
+// subscription before calling confirm. The raw client returns no
+// subscription: its consumer reads the connection itself.
 func (c *client) subscribe(o Options, mode stomp.AckMode, durable bool) (*stomp.Subscription, error) {
-	var opts []func(*frame.Frame) error
+	var hs []string
 	if durable {
-		opts = append(opts,
-			stomp.SubscribeOpt.Id(durableSubID),
-			stomp.SubscribeOpt.Header("activemq.subscriptionName", durableName))
+		hs = append(hs, "activemq.subscriptionName", durableName)
 	}
 	if o.Prefetch > 0 {
-		opts = append(opts, stomp.SubscribeOpt.Header("activemq.prefetchSize", strconv.Itoa(o.Prefetch)))
+		hs = append(hs, "activemq.prefetchSize", strconv.Itoa(o.Prefetch))
 	}
 	if o.Selector != "" {
-		opts = append(opts, stomp.SubscribeOpt.Header("selector", o.Selector))
+		hs = append(hs, "selector", o.Selector)
 	}
-	hs, err := parseHeaders(o.ConsumerHeaders)
+	more, err := parseHeaders(o.ConsumerHeaders)
 	if err != nil {
 		return nil, err
+	}
+	hs = append(hs, more...)
+	if c.w != nil {
+		id := "bench"
+		if durable {
+			id = durableSubID
+		}
+		return nil, c.w.put(func(b []byte) []byte {
+			b = append(b, frame.SUBSCRIBE...)
+			b = c.w.appendHeader(b, frame.Destination, o.subscribed())
+			b = c.w.appendHeader(b, frame.Id, id)
+			b = c.w.appendHeader(b, frame.Ack, mode.String())
+			for i := 0; i+1 < len(hs); i += 2 {
+				b = c.w.appendHeader(b, hs[i], hs[i+1])
+			}
+			return append(b, "\n\n\x00"...)
+		})
+	}
+	var opts []func(*frame.Frame) error
+	if durable {
+		opts = append(opts, stomp.SubscribeOpt.Id(durableSubID))
 	}
 	for i := 0; i+1 < len(hs); i += 2 {
 		opts = append(opts, stomp.SubscribeOpt.Header(hs[i], hs[i+1]))
@@ -194,11 +239,21 @@ func (c *client) subscribe(o Options, mode stomp.AckMode, durable bool) (*stomp.
 // confirm waits until the broker has processed every frame sent before it,
 // with a receipted no-op: BEGIN and ABORT of an empty transaction.
 func (c *client) confirm(ctx context.Context) error {
-	stop := context.AfterFunc(ctx, func() { c.net.Close() })
+	stop := context.AfterFunc(ctx, c.close)
 	defer stop()
-	tx, err := c.stomp.BeginWithError()
-	if err == nil {
-		err = tx.AbortWithReceipt()
+	var err error
+	if c.w != nil {
+		err = c.w.put(func(b []byte) []byte {
+			return append(b, "BEGIN\ntransaction:bench-confirm\n\n\x00"...)
+		})
+		if err == nil {
+			err = c.w.request(frame.New(frame.ABORT, frame.Transaction, "bench-confirm"))
+		}
+	} else {
+		var tx *stomp.Transaction
+		if tx, err = c.stomp.BeginWithError(); err == nil {
+			err = tx.AbortWithReceipt()
+		}
 	}
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("%w (%w)", ctx.Err(), err)
@@ -210,6 +265,9 @@ func (c *client) confirm(ctx context.Context) error {
 // block, then closes the socket. It returns the error of the DISCONNECT,
 // which carries the message of an ERROR frame the broker sent earlier.
 func (c *client) disconnect() error {
+	if c.w != nil {
+		return c.w.disconnect()
+	}
 	defer c.net.Close()
 	// go-stomp puts DISCONNECT on the outgoing channel without a timeout
 	// while holding the lock its processing goroutine needs to exit, so

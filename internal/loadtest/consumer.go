@@ -2,8 +2,8 @@ package loadtest
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -54,6 +54,8 @@ type consumer struct {
 	checkOrder bool
 	lastSeq    []int // per producer, -1 before the first
 
+	appendAck func([]byte) []byte // encodeAck, for the raw client
+
 	hist       histogram
 	duplicated int64
 	outOfOrder int64
@@ -77,6 +79,7 @@ func newConsumer(r *run, id int, c *client, sub *stomp.Subscription, seen *track
 	for i := range k.lastSeq {
 		k.lastSeq[i] = -1
 	}
+	k.appendAck = k.encodeAck
 	return k
 }
 
@@ -85,6 +88,10 @@ func newConsumer(r *run, id int, c *client, sub *stomp.Subscription, seen *track
 // the run stops: go-stomp's connection goroutine blocks while a
 // subscription is full.
 func (k *consumer) run() {
+	if k.c.w != nil {
+		k.runRaw()
+		return
+	}
 	r := k.r
 	for {
 		var m *stomp.Message
@@ -116,10 +123,68 @@ func (k *consumer) run() {
 	}
 }
 
-// handle accounts for one MESSAGE received at now (unix nanos).
+// handle accounts for one MESSAGE of go-stomp received at now (unix nanos).
 func (k *consumer) handle(h *frame.Header, now int64) {
+	handleBench(k, h.Get(hdrRun), h.Get(hdrP), h.Get(hdrSeq), h.Get(hdrTS), now)
+}
+
+// runRaw is run for the raw client: the consumer reads its connection
+// itself until it fails or is closed, acking each message as it goes when
+// the ack mode asks for it.
+func (k *consumer) runRaw() {
+	r, w := k.r, k.c.w
+	ack := r.mode.ShouldAck()
+	for {
+		kind, err := w.readFrame()
+		if err == nil && kind != kindMessage {
+			err = w.control(kind)
+		}
+		if err != nil {
+			w.fail(err)
+			w.stopWriting(err)
+			r.fail(fmt.Errorf("%w: %s: %w", ErrConnection, k.name, err))
+			return
+		}
+		if kind != kindMessage || r.stopping.Load() {
+			continue
+		}
+		now := time.Now().UnixNano()
+		in := &w.in
+		// Ack before accounting, as run does.
+		if ack {
+			if err := w.put(k.appendAck); err != nil {
+				r.fail(fmt.Errorf("%w: %s: ack: %w", ErrConnection, k.name, err))
+			}
+		}
+		handleBench(k, in.run, in.p, in.seq, in.ts, now)
+	}
+}
+
+// encodeAck appends the ACK of the message just read, in the form of the
+// negotiated version, its ids as they came.
+func (k *consumer) encodeAck(b []byte) []byte {
+	in := &k.c.w.in
+	switch k.c.w.version {
+	case "1.2":
+		b = append(b, "ACK\nid:"...)
+		b = append(b, in.ack...)
+	case "1.1":
+		b = append(b, "ACK\nsubscription:"...)
+		b = append(b, in.subscription...)
+		b = append(b, "\nmessage-id:"...)
+		b = append(b, in.messageID...)
+	default:
+		b = append(b, "ACK\nmessage-id:"...)
+		b = append(b, in.messageID...)
+	}
+	return append(b, "\n\n\x00"...)
+}
+
+// handle accounts for one MESSAGE received at now (unix nanos), given its
+// bench headers.
+func handleBench[S ~string | ~[]byte](k *consumer, run, ps, seqs, tss S, now int64) {
 	r := k.r
-	p, seq, ts, ok := parseBench(h, r.id, r.counts)
+	p, seq, ts, ok := parseBench(run, ps, seqs, tss, r.id, r.counts)
 	if !ok {
 		k.foreign++
 		return
@@ -143,21 +208,54 @@ func (k *consumer) handle(h *frame.Header, now int64) {
 
 // parseBench reads the bench headers of a message of run id; ok is false for
 // anything that run did not send.
-func parseBench(h *frame.Header, id string, counts []int) (p, seq int, ts int64, ok bool) {
-	if h.Get(hdrRun) != id {
+func parseBench[S ~string | ~[]byte](run, ps, seqs, tss S, id string, counts []int) (p, seq int, ts int64, ok bool) {
+	if !equal(run, id) {
 		return 0, 0, 0, false
 	}
-	p, err := strconv.Atoi(h.Get(hdrP))
-	if err != nil || p < 0 || p >= len(counts) {
+	p64, ok := parseDecimal(ps)
+	if !ok || p64 >= int64(len(counts)) {
 		return 0, 0, 0, false
 	}
-	seq, err = strconv.Atoi(h.Get(hdrSeq))
-	if err != nil || seq < 0 || seq >= counts[p] {
+	p = int(p64)
+	seq64, ok := parseDecimal(seqs)
+	if !ok || seq64 >= int64(counts[p]) {
 		return 0, 0, 0, false
 	}
-	ts, err = strconv.ParseInt(h.Get(hdrTS), 10, 64)
-	if err != nil {
+	ts, ok = parseDecimal(tss)
+	if !ok {
 		return 0, 0, 0, false
 	}
-	return p, seq, ts, true
+	return p, int(seq64), ts, true
+}
+
+func equal[S ~string | ~[]byte](a S, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range len(b) {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// parseDecimal parses a non-negative decimal int64.
+func parseDecimal[S ~string | ~[]byte](s S) (int64, bool) {
+	if len(s) == 0 {
+		return 0, false
+	}
+	var n int64
+	for i := range len(s) {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := int64(c - '0')
+		if n > (math.MaxInt64-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	return n, true
 }

@@ -189,7 +189,7 @@ func registerDurables(ctx context.Context, o Options, ids []string) ([]string, e
 }
 
 func registerDurable(ctx context.Context, o Options, clientID string) (subscribed bool, err error) {
-	c, err := dialRaw(ctx, o, clientID, o.IdleTimeout)
+	c, err := dialControl(ctx, o, clientID, o.IdleTimeout)
 	if err != nil {
 		return false, err
 	}
@@ -198,12 +198,12 @@ func registerDurable(ctx context.Context, o Options, clientID string) (subscribe
 		frame.Id, durableSubID,
 		frame.Ack, o.Ack,
 		"activemq.subscriptionName", durableName)
-	if err := c.request(ctx, sub); err != nil {
-		c.abort()
-		return false, err
+	if err := c.request(sub); err != nil {
+		c.close()
+		return false, connectErr(ctx, err)
 	}
-	if err := c.close(ctx); err != nil {
-		return true, err
+	if err := c.disconnect(); err != nil {
+		return true, connectErr(ctx, err)
 	}
 	return true, nil
 }
@@ -248,7 +248,7 @@ func deleteDurables(ctx context.Context, o Options, ids []string) (int, error) {
 // of its own; with STOMP 1.0, ActiveMQ looks it up under the subscription
 // name as client-id and does not find it.
 func deleteDurable(ctx context.Context, o Options, clientID string, timeout time.Duration) error {
-	c, err := dialRaw(ctx, o, clientID, timeout)
+	c, err := dialControl(ctx, o, clientID, timeout)
 	if err != nil {
 		return err
 	}
@@ -256,12 +256,33 @@ func deleteDurable(ctx context.Context, o Options, clientID string, timeout time
 		frame.Id, durableSubID,
 		frame.Destination, o.subscribed(),
 		"activemq.subscriptionName", durableName)
-	if err := c.request(ctx, unsub); err != nil {
-		c.abort()
-		return err
+	if err := c.request(unsub); err != nil {
+		c.close()
+		return connectErr(ctx, err)
 	}
-	_ = c.close(ctx) // deleted: a lost DISCONNECT receipt changes nothing
+	_ = c.disconnect() // deleted: a lost DISCONNECT receipt changes nothing
 	return nil
+}
+
+// dialControl opens a raw connection for a set-up or clean-up step: every
+// request waits for its receipt, for at most timeout, and the connection
+// is closed when ctx ends. go-stomp cannot do either step. It routes the
+// RECEIPT of a receipted SUBSCRIBE to the subscription, which then closes
+// (see the package comment), and it sends UNSUBSCRIBE only for a
+// subscription of its own connection, while deleting a durable subscription
+// must name one that no connection holds.
+func dialControl(ctx context.Context, o Options, clientID string, timeout time.Duration) (*wire, error) {
+	w, err := dialWire(ctx, o, clientID, timeout)
+	if err != nil {
+		return nil, err
+	}
+	go w.pump()
+	stop := context.AfterFunc(ctx, w.close)
+	go func() {
+		<-w.dead
+		stop()
+	}()
+	return w, nil
 }
 
 // progressf writes a progress line when progress is wanted.

@@ -33,6 +33,13 @@ type producer struct {
 	// allocates nothing of ours beyond two header values.
 	plain, receipted []func(*frame.Frame) error
 
+	// The raw client: prefix is a SEND frame up to the value of bench-seq
+	// (everything that does not change), appendSend encodes the SEND of seq
+	// with receipt when not empty.
+	prefix     []byte
+	receipt    string
+	appendSend func([]byte) []byte
+
 	sent     atomic.Int64
 	lastSend atomic.Int64 // unix nanos when a send last returned
 	finished atomic.Int64 // unix nanos when the last send returned
@@ -42,7 +49,62 @@ func newProducer(r *run, id, count int, c *client) *producer {
 	p := &producer{r: r, id: id, idStr: strconv.Itoa(id), count: count, c: c}
 	p.plain = []func(*frame.Frame) error{p.headers}
 	p.receipted = []func(*frame.Frame) error{p.headers, stomp.SendOpt.Receipt}
+	if c.w != nil {
+		b := append([]byte(nil), frame.SEND...)
+		b = c.w.appendHeader(b, frame.Destination, r.o.Destination)
+		b = c.w.appendHeader(b, frame.ContentLength, strconv.Itoa(len(r.body)))
+		if r.o.Persistent {
+			b = append(b, "\npersistent:true"...)
+		}
+		b = appendRawHeader(b, hdrRun, r.id)
+		b = appendRawHeader(b, hdrP, p.idStr)
+		p.prefix = append(b, "\n"+hdrSeq+":"...)
+		p.appendSend = p.encodeSend
+		go c.w.pump()
+	}
 	return p
+}
+
+// encodeSend appends the SEND frame of p.seq, with bench-ts taken now.
+func (p *producer) encodeSend(b []byte) []byte {
+	b = append(b, p.prefix...)
+	b = strconv.AppendInt(b, int64(p.seq), 10)
+	b = append(b, "\n"+hdrTS+":"...)
+	b = strconv.AppendInt(b, time.Now().UnixNano(), 10)
+	if p.receipt != "" {
+		b = appendRawHeader(b, frame.Receipt, p.receipt)
+	}
+	b = append(b, "\n\n"...)
+	b = append(b, p.r.body...)
+	return append(b, 0)
+}
+
+// sendRaw sends one message with the raw client, waiting for its receipt
+// when asked to.
+func (p *producer) sendRaw(receipt bool) error {
+	w := p.c.w
+	p.receipt = ""
+	if receipt {
+		p.receipt = w.newReceipt()
+	}
+	if err := w.put(p.appendSend); err != nil {
+		return p.writeErr(err)
+	}
+	if receipt {
+		return w.await(p.receipt)
+	}
+	return nil
+}
+
+// writeErr is the error of a put that failed: the broker's ERROR message
+// when it sent one before it closed the connection.
+func (p *producer) writeErr(err error) error {
+	select {
+	case <-p.c.w.dead:
+		return p.c.w.rerr
+	default:
+		return err
+	}
 }
 
 // headers adds the bench headers to a SEND frame; go-stomp calls it while
@@ -100,11 +162,17 @@ func (p *producer) run() {
 	failed := false
 	for seq := 0; seq < p.count && !r.stopping.Load(); seq++ {
 		p.seq = seq
-		opts := p.plain
-		if (k > 0 && (seq+1)%k == 0) || seq == p.count-1 {
-			opts = p.receipted
+		receipt := (k > 0 && (seq+1)%k == 0) || seq == p.count-1
+		var err error
+		switch {
+		case p.c.w != nil:
+			err = p.sendRaw(receipt)
+		case receipt:
+			err = p.send(p.receipted)
+		default:
+			err = p.send(p.plain)
 		}
-		if err := p.send(opts); err != nil {
+		if err != nil {
 			if !errors.Is(err, errStopped) {
 				r.fail(fmt.Errorf("%w: producer %d: send %d: %w", ErrConnection, p.id, seq, err))
 				failed = true
@@ -116,7 +184,7 @@ func (p *producer) run() {
 	}
 	p.finished.Store(time.Now().UnixNano())
 	if failed {
-		p.c.net.Close()
+		p.c.close()
 		return
 	}
 	// go-stomp hands an ERROR frame only to pending receipts; one that

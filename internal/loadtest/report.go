@@ -117,6 +117,9 @@ func (r Result) Fprint(w io.Writer, o Options) {
 	if o.Version != "" {
 		fmt.Fprintf(w, " stomp=%s", o.Version)
 	}
+	if o.Client == ClientGoStomp {
+		fmt.Fprintf(w, " client=%s", o.Client)
+	}
 	if o.Shared {
 		fmt.Fprint(w, " shared=true")
 	}

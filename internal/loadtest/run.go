@@ -237,7 +237,7 @@ func (r *run) connect(ctx context.Context, consumers *sync.WaitGroup) error {
 			subscribed := time.Now()
 			sub, err := c.subscribe(r.o, r.mode, durable)
 			if err != nil {
-				c.net.Close()
+				c.close()
 				setErr(fmt.Errorf("%w: %s: subscribe: %w", ErrConnect, name, err))
 				return
 			}
@@ -349,7 +349,7 @@ func (r *run) teardown(producersDone <-chan struct{}, consumers *sync.WaitGroup)
 		// receipt timeout (IdleTimeout) ends it. Such a producer is left
 		// behind: it touches nothing but atomics from here on.
 		for _, p := range r.producers {
-			p.c.net.Close()
+			p.c.close()
 		}
 		waitFor(producersDone, teardownGrace)
 	}
@@ -394,12 +394,12 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 func (r *run) closeAll() {
 	for _, k := range r.consumers {
 		if k != nil {
-			k.c.net.Close()
+			k.c.close()
 		}
 	}
 	for _, p := range r.producers {
 		if p != nil {
-			p.c.net.Close()
+			p.c.close()
 		}
 	}
 }

@@ -28,6 +28,13 @@ func quick(addr string) Options {
 	}
 }
 
+// forEachClient runs f once with each client of Options.Client.
+func forEachClient(t *testing.T, f func(t *testing.T, client string)) {
+	for _, c := range []string{ClientRaw, ClientGoStomp} {
+		t.Run(c, func(t *testing.T) { f(t, c) })
+	}
+}
+
 // requireClean checks a run that must have delivered everything exactly once.
 func requireClean(t *testing.T, o Options, res Result, err error) {
 	t.Helper()
@@ -47,25 +54,31 @@ func requireClean(t *testing.T, o Options, res Result, err error) {
 }
 
 func TestRunQueue(t *testing.T) {
-	o := quick(startServer(t))
-	res, err := Run(context.Background(), o)
-	requireClean(t, o, res, err)
-	assert.Equal(t, int64(2000), res.Received)
-	assert.Equal(t, int64(2000), res.Expected)
-	assert.True(t, strings.HasPrefix(res.Destination, "/queue/bench-"), res.Destination)
+	forEachClient(t, func(t *testing.T, client string) {
+		o := quick(startServer(t))
+		o.Client = client
+		res, err := Run(context.Background(), o)
+		requireClean(t, o, res, err)
+		assert.Equal(t, int64(2000), res.Received)
+		assert.Equal(t, int64(2000), res.Expected)
+		assert.True(t, strings.HasPrefix(res.Destination, "/queue/bench-"), res.Destination)
+	})
 }
 
 func TestRunTopic(t *testing.T) {
-	o := quick(startServer(t))
-	o.Topic = true
-	o.Consumers = 3
-	o.Messages = 1000
-	res, err := Run(context.Background(), o)
-	requireClean(t, o, res, err)
-	assert.Equal(t, int64(3000), res.Expected)
-	assert.Equal(t, int64(3000), res.Received, "every consumer gets every message")
-	assert.Zero(t, res.OutOfOrder)
-	assert.True(t, strings.HasPrefix(res.Destination, "/topic/bench-"), res.Destination)
+	forEachClient(t, func(t *testing.T, client string) {
+		o := quick(startServer(t))
+		o.Client = client
+		o.Topic = true
+		o.Consumers = 3
+		o.Messages = 1000
+		res, err := Run(context.Background(), o)
+		requireClean(t, o, res, err)
+		assert.Equal(t, int64(3000), res.Expected)
+		assert.Equal(t, int64(3000), res.Received, "every consumer gets every message")
+		assert.Zero(t, res.OutOfOrder)
+		assert.True(t, strings.HasPrefix(res.Destination, "/topic/bench-"), res.Destination)
+	})
 }
 
 func TestRunOneConsumerKeepsOrder(t *testing.T) {
@@ -79,30 +92,36 @@ func TestRunOneConsumerKeepsOrder(t *testing.T) {
 // TestRunAckModes runs the client ack modes against fakeBroker, which
 // rejects an ACK of anything not outstanding and counts the rest.
 func TestRunAckModes(t *testing.T) {
-	for _, ack := range []string{"client", "client-individual"} {
-		for _, topic := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/topic=%t", ack, topic), func(t *testing.T) {
-				b := startFakeBroker(t)
-				o := quick(b.addr())
-				o.Ack = ack
-				o.Topic = topic
-				res, err := Run(context.Background(), o)
-				requireClean(t, o, res, err)
-				assert.Equal(t, res.Expected, res.Received)
-				assert.Equal(t, int(res.Expected), b.ackCount(), "every message acked once")
-			})
+	forEachClient(t, func(t *testing.T, client string) {
+		for _, ack := range []string{"client", "client-individual"} {
+			for _, topic := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/topic=%t", ack, topic), func(t *testing.T) {
+					b := startFakeBroker(t)
+					o := quick(b.addr())
+					o.Client = client
+					o.Ack = ack
+					o.Topic = topic
+					res, err := Run(context.Background(), o)
+					requireClean(t, o, res, err)
+					assert.Equal(t, res.Expected, res.Received)
+					assert.Equal(t, int(res.Expected), b.ackCount(), "every message acked once")
+				})
+			}
 		}
-	}
+	})
 }
 
 func TestRunStompVersion(t *testing.T) {
-	p := startProxy(t, startServer(t))
-	o := quick(p.addr())
-	o.Version = "1.1"
-	o.Messages = 10
-	res, err := Run(context.Background(), o)
-	requireClean(t, o, res, err)
-	assert.Equal(t, o.Producers+o.Consumers, strings.Count(p.clientBytes(), "\naccept-version:1.1\n"))
+	forEachClient(t, func(t *testing.T, client string) {
+		p := startProxy(t, startServer(t))
+		o := quick(p.addr())
+		o.Client = client
+		o.Version = "1.1"
+		o.Messages = 10
+		res, err := Run(context.Background(), o)
+		requireClean(t, o, res, err)
+		assert.Equal(t, o.Producers+o.Consumers, strings.Count(p.clientBytes(), "\naccept-version:1.1\n"))
+	})
 }
 
 // TestRunReceipts checks the receipt modes on the wire: the number of
@@ -110,48 +129,54 @@ func TestRunStompVersion(t *testing.T) {
 // and each producer's last), plus one ABORT per consumer (the subscription
 // confirmation) and one DISCONNECT per connection.
 func TestRunReceipts(t *testing.T) {
-	tests := []struct {
-		receipts string
-		messages int
-		sends    int // receipted SENDs with 3 producers
-	}{
-		{receipts: "every", messages: 300, sends: 300},
-		{receipts: "7", messages: 1000, sends: (334/7 + 1) + (333/7 + 1) + (333/7 + 1)},
-		{receipts: "5", messages: 30, sends: 30 / 5},
-		{receipts: "1", messages: 90, sends: 90},
-		{receipts: "none", messages: 1000, sends: 3},
-	}
-	for _, tt := range tests {
-		t.Run(tt.receipts, func(t *testing.T) {
-			p := startProxy(t, startServer(t))
-			o := quick(p.addr())
-			o.Producers = 3
-			o.Receipts = tt.receipts
-			o.Messages = tt.messages
-			res, err := Run(context.Background(), o)
-			requireClean(t, o, res, err)
-			want := tt.sends + o.Consumers + o.Producers + o.Consumers
-			assert.Equal(t, want, strings.Count(p.clientBytes(), "\nreceipt:"))
-		})
-	}
+	forEachClient(t, func(t *testing.T, client string) {
+		tests := []struct {
+			receipts string
+			messages int
+			sends    int // receipted SENDs with 3 producers
+		}{
+			{receipts: "every", messages: 300, sends: 300},
+			{receipts: "7", messages: 1000, sends: (334/7 + 1) + (333/7 + 1) + (333/7 + 1)},
+			{receipts: "5", messages: 30, sends: 30 / 5},
+			{receipts: "1", messages: 90, sends: 90},
+			{receipts: "none", messages: 1000, sends: 3},
+		}
+		for _, tt := range tests {
+			t.Run(tt.receipts, func(t *testing.T) {
+				p := startProxy(t, startServer(t))
+				o := quick(p.addr())
+				o.Client = client
+				o.Producers = 3
+				o.Receipts = tt.receipts
+				o.Messages = tt.messages
+				res, err := Run(context.Background(), o)
+				requireClean(t, o, res, err)
+				want := tt.sends + o.Consumers + o.Producers + o.Consumers
+				assert.Equal(t, want, strings.Count(p.clientBytes(), "\nreceipt:"))
+			})
+		}
+	})
 }
 
 func TestRunHeadersOnTheWire(t *testing.T) {
-	p := startProxy(t, startServer(t))
-	o := quick(p.addr())
-	o.Prefetch = 7
-	o.Persistent = true
-	o.Messages = 10
-	o.Login, o.Passcode = "bench", "secret"
-	res, err := Run(context.Background(), o)
-	requireClean(t, o, res, err)
+	forEachClient(t, func(t *testing.T, client string) {
+		p := startProxy(t, startServer(t))
+		o := quick(p.addr())
+		o.Client = client
+		o.Prefetch = 7
+		o.Persistent = true
+		o.Messages = 10
+		o.Login, o.Passcode = "bench", "secret"
+		res, err := Run(context.Background(), o)
+		requireClean(t, o, res, err)
 
-	wire := p.clientBytes()
-	assert.Equal(t, o.Consumers, strings.Count(wire, "\nactivemq.prefetchSize:7\n"))
-	assert.Equal(t, o.Messages, strings.Count(wire, "\npersistent:true\n"))
-	assert.Equal(t, o.Messages, strings.Count(wire, "\nbench-ts:"))
-	assert.Equal(t, o.Consumers+o.Producers, strings.Count(wire, "\nlogin:bench\n"))
-	assert.Equal(t, o.Messages, strings.Count(wire, "\ncontent-length:128\n"))
+		wire := p.clientBytes()
+		assert.Equal(t, o.Consumers, strings.Count(wire, "\nactivemq.prefetchSize:7\n"))
+		assert.Equal(t, o.Messages, strings.Count(wire, "\npersistent:true\n"))
+		assert.Equal(t, o.Messages, strings.Count(wire, "\nbench-ts:"))
+		assert.Equal(t, o.Consumers+o.Producers, strings.Count(wire, "\nlogin:bench\n"))
+		assert.Equal(t, o.Messages, strings.Count(wire, "\ncontent-length:128\n"))
+	})
 }
 
 func TestRunDefaultsSendNoPrefetch(t *testing.T) {
@@ -167,24 +192,27 @@ func TestRunDefaultsSendNoPrefetch(t *testing.T) {
 }
 
 func TestRunCountsForeignMessages(t *testing.T) {
-	addr := startServer(t)
-	dest := "/queue/leftovers"
-	c, err := stomp.Dial("tcp", addr, stomp.ConnOpt.Logger(discardLogger{}))
-	require.NoError(t, err)
-	for range 3 {
-		require.NoError(t, c.Send(dest, "text/plain", []byte("old"), stomp.SendOpt.Receipt))
-	}
-	require.NoError(t, c.Disconnect())
+	forEachClient(t, func(t *testing.T, client string) {
+		addr := startServer(t)
+		dest := "/queue/leftovers"
+		c, err := stomp.Dial("tcp", addr, stomp.ConnOpt.Logger(discardLogger{}))
+		require.NoError(t, err)
+		for range 3 {
+			require.NoError(t, c.Send(dest, "text/plain", []byte("old"), stomp.SendOpt.Receipt))
+		}
+		require.NoError(t, c.Disconnect())
 
-	o := quick(addr)
-	o.Destination = dest
-	res, err := Run(context.Background(), o)
-	require.NoError(t, err)
-	assert.Equal(t, StopComplete, res.Stop)
-	assert.Equal(t, int64(3), res.Foreign)
-	assert.Zero(t, res.Lost)
-	assert.Zero(t, res.Duplicated)
-	assert.Equal(t, dest, res.Destination)
+		o := quick(addr)
+		o.Client = client
+		o.Destination = dest
+		res, err := Run(context.Background(), o)
+		require.NoError(t, err)
+		assert.Equal(t, StopComplete, res.Stop)
+		assert.Equal(t, int64(3), res.Foreign)
+		assert.Zero(t, res.Lost)
+		assert.Zero(t, res.Duplicated)
+		assert.Equal(t, dest, res.Destination)
+	})
 }
 
 // TestRunIdleTimeout: consumers listen elsewhere, so nothing arrives and the
@@ -236,17 +264,20 @@ func TestRunCanceled(t *testing.T) {
 // TestRunConnectionLost cuts every connection once the run has started; the
 // consumers see their subscriptions fail.
 func TestRunConnectionLost(t *testing.T) {
-	p := startProxy(t, startServer(t))
-	o := quick(p.addr())
-	o.ConsumerDestination = "/queue/elsewhere"
-	o.IdleTimeout = time.Hour
-	o.Progress = 10 * time.Millisecond
-	o.ProgressOut = onFirstWrite(p.cut)
-	res, err := Run(context.Background(), o)
-	require.ErrorIs(t, err, ErrConnection)
-	assert.Equal(t, StopError, res.Stop)
-	assert.ErrorIs(t, res.Err, ErrConnection)
-	assert.Error(t, res.Failure(o))
+	forEachClient(t, func(t *testing.T, client string) {
+		p := startProxy(t, startServer(t))
+		o := quick(p.addr())
+		o.Client = client
+		o.ConsumerDestination = "/queue/elsewhere"
+		o.IdleTimeout = time.Hour
+		o.Progress = 10 * time.Millisecond
+		o.ProgressOut = onFirstWrite(p.cut)
+		res, err := Run(context.Background(), o)
+		require.ErrorIs(t, err, ErrConnection)
+		assert.Equal(t, StopError, res.Stop)
+		assert.ErrorIs(t, res.Err, ErrConnection)
+		assert.Error(t, res.Failure(o))
+	})
 }
 
 func TestRunConnectRefused(t *testing.T) {
@@ -268,12 +299,15 @@ func (denyAll) Authenticate(login, passcode string) bool { return false }
 // TestRunAuthenticationFailure shows the broker's ERROR message in the
 // error. go-stomp's server waits a second before it refuses a login.
 func TestRunAuthenticationFailure(t *testing.T) {
-	addr := startServerWith(t, &server.Server{Log: discardLogger{}, Authenticator: denyAll{}})
-	o := quick(addr)
-	o.Producers, o.Consumers = 1, 1
-	_, err := Run(context.Background(), o)
-	require.ErrorIs(t, err, ErrConnect)
-	assert.Contains(t, err.Error(), "authentication failed")
+	forEachClient(t, func(t *testing.T, client string) {
+		addr := startServerWith(t, &server.Server{Log: discardLogger{}, Authenticator: denyAll{}})
+		o := quick(addr)
+		o.Client = client
+		o.Producers, o.Consumers = 1, 1
+		_, err := Run(context.Background(), o)
+		require.ErrorIs(t, err, ErrConnect)
+		assert.Contains(t, err.Error(), "authentication failed")
+	})
 }
 
 func TestRunInvalidOptions(t *testing.T) {
