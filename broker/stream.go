@@ -178,23 +178,24 @@ func (b *Broker) openKnownStreams() error {
 // splitStreams separates the streams among resolved destinations from the others.
 func (b *Broker) splitStreams(dests []destinations.Name) ([]*stream, []destinations.Name, error) {
 	var streams []*stream
-	for _, d := range dests {
+	var rest []destinations.Name // once a stream is found: the others so far
+	for i, d := range dests {
 		st, err := b.streamDest(d)
 		if err != nil {
 			return nil, nil, err
 		}
-		if st != nil {
+		switch {
+		case st != nil:
+			if streams == nil && i > 0 {
+				rest = append(make([]destinations.Name, 0, len(dests)-1), dests[:i]...)
+			}
 			streams = append(streams, st)
+		case streams != nil:
+			rest = append(rest, d)
 		}
 	}
 	if len(streams) == 0 {
 		return nil, dests, nil
-	}
-	rest := make([]destinations.Name, 0, len(dests)-len(streams))
-	for _, d := range dests {
-		if st, _ := b.streamDest(d); st == nil {
-			rest = append(rest, d)
-		}
 	}
 	return streams, rest, nil
 }
@@ -224,7 +225,7 @@ func (b *Broker) appendStreams(ctx context.Context, streams []*stream, m *persis
 // force.
 func (st *stream) append(ctx context.Context, m *persistence.Message, force bool, done func(error)) error {
 	p, key := st.partitionFor(m)
-	return st.apps[p].enqueue(ctx, appendReq{rec: encodeRecord(m, key), done: done}, force)
+	return st.apps[p].enqueue(ctx, newAppendReq(m, key, done), force)
 }
 
 // partitionFor picks m's partition and returns the key that chose it ("" for
@@ -310,35 +311,101 @@ func (st *stream) stats() DestinationStats {
 const recMeta = "amq"
 
 func encodeRecord(m *persistence.Message, key string) kafkalog.Record {
-	hs := make([][2]string, 0, 1+len(m.Headers)/2)
-	meta := make([]byte, 0, 32+len(m.ID))
-	meta = append(meta, "1;"...)
-	meta = strconv.AppendUint(meta, uint64(m.Priority), 10)
-	meta = append(meta, ';')
-	meta = strconv.AppendInt(meta, m.Expires, 10)
-	if m.Persistent {
-		meta = append(meta, ";1;"...)
+	var b recordBuilder
+	return b.build([]appendReq{newAppendReq(m, key, nil)})[0]
+}
+
+// appendMeta appends the value of the broker's record header of r to dst.
+func (r *appendReq) appendMeta(dst []byte) []byte {
+	dst = append(dst, "1;"...)
+	dst = strconv.AppendUint(dst, uint64(r.priority), 10)
+	dst = append(dst, ';')
+	dst = strconv.AppendInt(dst, r.expires, 10)
+	if r.persistent {
+		dst = append(dst, ";1;"...)
 	} else {
-		meta = append(meta, ";0;"...)
+		dst = append(dst, ";0;"...)
 	}
-	meta = append(meta, m.ID...)
-	hs = append(hs, [2]string{recMeta, string(meta)})
-	for i := 0; i+1 < len(m.Headers); i += 2 {
-		hs = append(hs, [2]string{m.Headers[i], m.Headers[i+1]})
+	return append(dst, r.id...)
+}
+
+// recordBuilder makes the records of one batch from queued messages, with shared
+// storage: the values of the broker's headers are cut from one string, and the header
+// pairs from one slice. The records are valid until the next build.
+type recordBuilder struct {
+	meta []byte
+	ends []int
+	hdrs [][2]string
+	recs []kafkalog.Record
+}
+
+// Above these sizes a builder's buffers are not kept for the next batch.
+const (
+	builderKeepMeta = 64 << 10
+	builderKeepHdrs = 4096
+)
+
+func (b *recordBuilder) build(reqs []appendReq) []kafkalog.Record {
+	b.meta, b.ends = b.meta[:0], b.ends[:0]
+	n := 0
+	for i := range reqs {
+		b.meta = reqs[i].appendMeta(b.meta)
+		b.ends = append(b.ends, len(b.meta))
+		n += 1 + len(reqs[i].headers)/2
 	}
-	r := kafkalog.Record{Timestamp: m.Timestamp, Value: m.Body, Headers: hs}
-	if key != "" {
-		r.Key = []byte(key)
+	metas := string(b.meta)
+	if cap(b.hdrs) < n {
+		b.hdrs = make([][2]string, n)
 	}
-	return r
+	b.hdrs = b.hdrs[:n]
+	hdrs := b.hdrs
+	b.recs = b.recs[:0]
+	start, h := 0, 0
+	for i := range reqs {
+		r := &reqs[i]
+		first := h
+		hdrs[h] = [2]string{recMeta, metas[start:b.ends[i]]}
+		h++
+		for j := 0; j+1 < len(r.headers); j += 2 {
+			hdrs[h] = [2]string{r.headers[j], r.headers[j+1]}
+			h++
+		}
+		start = b.ends[i]
+		rec := r.rec
+		rec.Headers = hdrs[first:h:h]
+		b.recs = append(b.recs, rec)
+	}
+	return b.recs
+}
+
+// reset drops what the last build referred to, and buffers grown unusually large.
+func (b *recordBuilder) reset() {
+	clear(b.recs)
+	clear(b.hdrs)
+	if cap(b.meta) > builderKeepMeta {
+		b.meta = nil
+	}
+	if cap(b.hdrs) > builderKeepHdrs {
+		b.hdrs = nil
+	}
+	if cap(b.recs) > builderKeepHdrs {
+		b.recs = nil
+	}
 }
 
 // decodeRecord rebuilds the message stored in r, read from partition part of st.
 func (st *stream) decodeRecord(r *kafkalog.Record, part int) *persistence.Message {
-	m := &persistence.Message{Dest: st.t.dest, Body: r.Value, Timestamp: r.Timestamp, Priority: 4}
+	m := new(persistence.Message)
+	st.decodeRecordInto(m, r, part)
+	return m
+}
+
+// decodeRecordInto is decodeRecord into a zero message m.
+func (st *stream) decodeRecordInto(m *persistence.Message, r *kafkalog.Record, part int) {
+	m.Dest, m.Body, m.Timestamp, m.Priority = st.t.dest, r.Value, r.Timestamp, 4
 	hs := r.Headers
 	if len(hs) > 0 && hs[0][0] == recMeta {
-		if f := strings.SplitN(hs[0][1], ";", 5); len(f) == 5 && f[0] == "1" {
+		if f, ok := splitMeta(hs[0][1]); ok && f[0] == "1" {
 			if p, err := strconv.Atoi(f[1]); err == nil && p >= 0 && p <= 9 {
 				m.Priority = uint8(p)
 			}
@@ -355,7 +422,20 @@ func (st *stream) decodeRecord(r *kafkalog.Record, part int) *persistence.Messag
 	for _, h := range hs {
 		m.Headers = append(m.Headers, h[0], h[1])
 	}
-	return m
+}
+
+// splitMeta splits the broker's record header into its five fields, as
+// strings.SplitN(v, ";", 5) does, without allocating; false if it has fewer.
+func splitMeta(v string) (f [5]string, ok bool) {
+	for i := range 4 {
+		j := strings.IndexByte(v, ';')
+		if j < 0 {
+			return f, false
+		}
+		f[i], v = v[:j], v[j+1:]
+	}
+	f[4] = v
+	return f, true
 }
 
 // logTopicName maps a broker topic name to a kafkalog topic name, reversibly: letters,

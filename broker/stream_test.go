@@ -616,3 +616,46 @@ func TestStreamRecordRoundTrip(t *testing.T) {
 	require.Equal(t, uint8(4), got.Priority)
 	require.Equal(t, persistence.Headers{"amq", "not ours"}, got.Headers)
 }
+
+func TestSplitMeta(t *testing.T) {
+	for _, v := range []string{"", "1", "1;4;0;1", "1;4;0;1;", "1;4;0;1;ID:a;b;c", ";;;;", "1;4;0;0;ID:x"} {
+		want := strings.SplitN(v, ";", 5)
+		got, ok := splitMeta(v)
+		if ok != (len(want) == 5) || ok && [5]string(want) != got {
+			t.Errorf("splitMeta(%q) = %q, %v; SplitN: %q", v, got, ok, want)
+		}
+	}
+}
+
+// A batch's records share storage, and each decodes to its own message.
+func TestStreamRecordBuilder(t *testing.T) {
+	st := &stream{t: newTopic(nil, "s.x"), logTopic: "s.x"}
+	msgs := []*persistence.Message{
+		{ID: "ID:1", Body: []byte("a"), Priority: 4, Timestamp: 1},
+		{ID: "ID:2;x", Body: []byte("b"), Priority: 0, Expires: 99, Persistent: true, Timestamp: 2,
+			Headers: persistence.Headers{"k1", "v1", "k2", "v2"}},
+		{ID: "ID:3", Body: []byte("c"), Priority: 9, Timestamp: 3, Headers: persistence.Headers{"amq", "x"}},
+	}
+	var b recordBuilder
+	for round := range 2 {
+		var reqs []appendReq
+		for i, m := range msgs {
+			reqs = append(reqs, newAppendReq(m, []string{"", "key", ""}[i], nil))
+		}
+		recs := b.build(reqs)
+		require.Len(t, recs, len(msgs))
+		for i, m := range msgs {
+			require.Equal(t, encodeRecord(m, []string{"", "key", ""}[i]), recs[i], "round %d, message %d", round, i)
+			got := st.decodeRecord(&recs[i], 0)
+			require.Equal(t, m.ID, got.ID)
+			require.Equal(t, m.Priority, got.Priority)
+			require.Equal(t, m.Expires, got.Expires)
+			require.Equal(t, m.Persistent, got.Persistent)
+			require.Equal(t, len(m.Headers), len(got.Headers))
+			if len(m.Headers) > 0 {
+				require.Equal(t, m.Headers, got.Headers)
+			}
+		}
+		b.reset()
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/activemq-go/broker/kafkalog"
+	"github.com/activemq-go/broker/persistence"
 )
 
 // Appender limits. A partition's queue holds at most appendQueueMsgs messages or
@@ -21,19 +22,38 @@ const (
 	appendBatchBytes = 4 << 20
 )
 
-// appendReq is one message waiting for its partition's appender.
+// appendReq is one message waiting for its partition's appender: what its record is
+// made of (recordBuilder makes the record when the batch is written).
 type appendReq struct {
-	rec  kafkalog.Record
+	rec     kafkalog.Record     // Key, Value and Timestamp; no Headers yet
+	headers persistence.Headers // the application headers (the message's, only read)
+	// the fields of the broker's header (appendMeta)
+	priority   uint8
+	persistent bool
+	expires    int64
+	id         string
+
+	size int // approximately the bytes the record takes in a batch
 	done func(error)
 }
 
-// size approximates the bytes rec takes in a batch.
-func (r *appendReq) size() int {
-	n := len(r.rec.Value) + len(r.rec.Key) + 16
-	for _, h := range r.rec.Headers {
-		n += len(h[0]) + len(h[1]) + 4
+func newAppendReq(m *persistence.Message, key string, done func(error)) appendReq {
+	r := appendReq{
+		rec:      kafkalog.Record{Timestamp: m.Timestamp, Value: m.Body},
+		headers:  m.Headers,
+		priority: m.Priority, persistent: m.Persistent, expires: m.Expires, id: m.ID,
+		done: done,
 	}
-	return n
+	if key != "" {
+		r.rec.Key = []byte(key)
+	}
+	// The broker's header: its name, its value (at most 28 bytes besides the id), and
+	// 4 bytes of lengths.
+	r.size = len(r.rec.Value) + len(r.rec.Key) + 16 + len(recMeta) + 28 + len(r.id) + 4
+	for i := 0; i+1 < len(r.headers); i += 2 {
+		r.size += len(r.headers[i]) + len(r.headers[i+1]) + 4
+	}
+	return r
 }
 
 // appender writes one partition of a stream: connections queue messages and go on; its
@@ -51,8 +71,8 @@ type appender struct {
 	room   chan struct{} // closed when the queue is taken; nil while nobody waits
 	wake   chan struct{} // cap 1: the queue became non-empty, or close
 
-	spare []appendReq       // the other queue buffer, owned by run
-	recs  []kafkalog.Record // batch buffer, owned by run
+	spare []appendReq   // the other queue buffer, owned by run
+	recs  recordBuilder // the records of a batch, owned by run
 }
 
 func newAppender(st *stream, part int) *appender {
@@ -63,7 +83,7 @@ func newAppender(st *stream, part int) *appender {
 // that may not block, with a bound of their own). It fails once the appender is closed
 // or ctx ends.
 func (a *appender) enqueue(ctx context.Context, r appendReq, force bool) error {
-	size := r.size()
+	size := r.size
 	for {
 		a.mu.Lock()
 		if a.closed {
@@ -146,18 +166,14 @@ func (a *appender) run() {
 func (a *appender) write(batch []appendReq) {
 	for len(batch) > 0 {
 		n, bytes := 0, 0
-		for n < len(batch) && (n == 0 || bytes+batch[n].size() <= appendBatchBytes) {
-			bytes += batch[n].size()
+		for n < len(batch) && (n == 0 || bytes+batch[n].size <= appendBatchBytes) {
+			bytes += batch[n].size
 			n++
 		}
 		chunk := batch[:n]
 		batch = batch[n:]
-		a.recs = a.recs[:0]
-		for i := range chunk {
-			a.recs = append(a.recs, chunk[i].rec)
-		}
-		base, err := a.st.log.Append(a.st.logTopic, a.part, a.recs)
-		clear(a.recs)
+		recs := a.recs.build(chunk)
+		base, err := a.st.log.Append(a.st.logTopic, a.part, recs)
 		if err != nil {
 			a.st.b.log.Error("stream append failed", slog.String("dest", a.st.t.stomp),
 				slog.Int("partition", a.part), slog.Int("messages", n), slog.Any("err", err))
@@ -167,8 +183,9 @@ func (a *appender) write(batch []appendReq) {
 			chunk[i].done(err)
 		}
 		if err == nil {
-			a.st.publishLive(chunk, a.part, base)
+			a.st.publishLive(recs, a.part, base)
 		}
+		a.recs.reset()
 	}
 }
 
@@ -182,7 +199,7 @@ func appendError(st *stream, err error) error {
 
 // publishLive hands freshly appended messages to the wildcard subscriptions that match
 // the stream (its topic's plain subscribers), as a topic would.
-func (st *stream) publishLive(chunk []appendReq, part int, base int64) {
+func (st *stream) publishLive(recs []kafkalog.Record, part int, base int64) {
 	st.t.mu.RLock()
 	n := len(st.t.subs)
 	st.t.mu.RUnlock()
@@ -190,8 +207,8 @@ func (st *stream) publishLive(chunk []appendReq, part int, base int64) {
 		return
 	}
 	now := time.Now().UnixMilli()
-	for i := range chunk {
-		r := chunk[i].rec
+	for i := range recs {
+		r := recs[i]
 		r.Offset = base + int64(i)
 		m := st.decodeRecord(&r, part)
 		if m.Expires > 0 && m.Expires <= now {

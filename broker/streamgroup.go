@@ -146,6 +146,8 @@ func newCommitter(l *kafkalog.Log, logger *slog.Logger) *committer {
 }
 
 // request asks for offs to be committed; done (if not nil) is called once they are.
+// The committer is woken when someone waits, or when nothing was pending: while
+// something is, it already waits with its timer set for the next round.
 func (c *committer) request(offs []kafkalog.GroupOffset, done func(error)) {
 	c.mu.Lock()
 	if c.closed {
@@ -157,16 +159,44 @@ func (c *committer) request(offs []kafkalog.GroupOffset, done func(error)) {
 		}
 		return
 	}
+	wake := len(c.pending) == 0 || done != nil
 	for _, o := range offs {
-		k := groupPartition{o.Group, o.Topic, o.Partition}
-		if cur, ok := c.pending[k]; !ok || o.Offset > cur {
-			c.pending[k] = o.Offset
-		}
+		c.addLocked(groupPartition{o.Group, o.Topic, o.Partition}, o.Offset)
 	}
 	if done != nil {
 		c.waiters = append(c.waiters, done)
 	}
 	c.mu.Unlock()
+	if wake {
+		c.signal()
+	}
+}
+
+// requestOne is request of one position with nobody waiting (an auto-ack), without
+// building a slice for it.
+func (c *committer) requestOne(k groupPartition, off int64) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		c.request([]kafkalog.GroupOffset{{Group: k.group, Topic: k.topic, Partition: k.partition, Offset: off}}, nil)
+		return
+	}
+	wake := len(c.pending) == 0
+	c.addLocked(k, off)
+	c.mu.Unlock()
+	if wake {
+		c.signal()
+	}
+}
+
+// addLocked raises the pending position of k to off. The caller holds c.mu.
+func (c *committer) addLocked(k groupPartition, off int64) {
+	if cur, ok := c.pending[k]; !ok || off > cur {
+		c.pending[k] = off
+	}
+}
+
+func (c *committer) signal() {
 	select {
 	case c.wake <- struct{}{}:
 	default:

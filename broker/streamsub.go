@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/activemq-go/broker/kafkalog"
+	"github.com/activemq-go/broker/persistence"
 )
 
 // Stream subscriptions. Each subscription reads its partitions (all of them, or those
@@ -499,11 +500,17 @@ func (ss *streamSub) deliver(ctx context.Context, r *partReader, recs []kafkalog
 	now := time.Now().UnixMilli()
 	out := r.buf[:0]
 	defer func() { clear(out); r.buf = out[:0] }()
+	var dm *deliveredMessage
 	for i := range recs {
 		rec := &recs[i]
-		m := st.decodeRecord(rec, r.part)
+		if dm == nil {
+			dm = new(deliveredMessage)
+		}
+		m := &dm.m
+		st.decodeRecordInto(m, rec, r.part)
 		if m.Expires > 0 && m.Expires <= now || !s.sel.MatchesMessage(m, 1) {
 			r.track.skip(rec.Offset)
+			*m = persistence.Message{} // reused for the next record
 			continue
 		}
 		if !ss.tryCredit() {
@@ -515,11 +522,19 @@ func (ss *streamSub) deliver(ctx context.Context, r *partReader, recs []kafkalog
 			}
 		}
 		r.track.add(rec.Offset)
-		out = append(out, &Delivery{Sub: s, Msg: m, Destination: st.t.stomp, DeliveryCount: 1,
-			Stream: true, StreamPartition: r.part, StreamOffset: rec.Offset, track: r.track})
+		dm.d = Delivery{Sub: s, Msg: m, Destination: st.t.stomp, DeliveryCount: 1,
+			Stream: true, StreamPartition: r.part, StreamOffset: rec.Offset, track: r.track}
+		out = append(out, &dm.d)
+		dm = nil
 	}
 	s.conn.pushAll(out)
 	return true
+}
+
+// deliveredMessage is a stream delivery with its message, allocated together.
+type deliveredMessage struct {
+	d Delivery
+	m persistence.Message
 }
 
 func (ss *streamSub) tryCredit() bool {
@@ -569,8 +584,8 @@ func (ss *streamSub) written(d *Delivery, auto bool) {
 	if !auto {
 		return
 	}
-	if point, moved := d.track.ack(d.StreamOffset); moved && ss.group != nil {
-		ss.commit([]int{d.StreamPartition}, []int64{point}, nil)
+	if point, moved := d.track.ack(d.StreamOffset); moved && ss.group != nil && ss.group.advance(d.StreamPartition, point) {
+		ss.st.b.committer.requestOne(groupPartition{ss.group.name, ss.st.logTopic, d.StreamPartition}, point)
 	}
 }
 

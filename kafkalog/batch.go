@@ -216,10 +216,11 @@ func decodeBatch(dst []Record, b []byte, maxSize int) ([]Record, batchHeader, er
 		return dst, h, err
 	}
 	p := b[batchHeaderSize:]
+	var arena [][2]string // the batch's headers, shared by its records
 	for i := range int(h.Count) {
 		var r Record
 		var rest []byte
-		r, rest, err = decodeRecord(p, &h, int64(i))
+		r, rest, err = decodeRecord(p, &h, int64(i), &arena)
 		if err != nil {
 			return dst, h, err
 		}
@@ -233,7 +234,9 @@ func decodeBatch(dst []Record, b []byte, maxSize int) ([]Record, batchHeader, er
 }
 
 // decodeRecord decodes the record at the start of p, which must have offset delta i.
-func decodeRecord(p []byte, h *batchHeader, i int64) (Record, []byte, error) {
+// Its Headers are carved out of *arena, which it refills as needed, sized for the rest of
+// the batch; the header names and values share one string per record.
+func decodeRecord(p []byte, h *batchHeader, i int64, arena *[][2]string) (Record, []byte, error) {
 	var r Record
 	bodyLen, n := binary.Uvarint(p)
 	if n <= 0 || bodyLen > uint64(len(p)-n) {
@@ -265,14 +268,26 @@ func decodeRecord(p []byte, h *batchHeader, i int64) (Record, []byte, error) {
 	}
 	body = body[n:]
 	if nh > 0 {
-		r.Headers = make([][2]string, nh)
+		if uint64(cap(*arena)-len(*arena)) < nh {
+			// Guess that the records left have as many headers as this one, within what
+			// the bytes left can hold (a header takes at least two bytes).
+			n := min(nh*uint64(int64(h.Count)-i), max(nh, uint64(len(p))/2))
+			*arena = make([][2]string, 0, n)
+		}
+		a := len(*arena)
+		*arena = (*arena)[:a+int(nh)]
+		r.Headers = (*arena)[a : a+int(nh) : a+int(nh)]
+		hs := string(body) // every name and value, in one allocation
+		at := 0
 		for j := range r.Headers {
 			for k := range 2 {
 				l, n := binary.Uvarint(body)
 				if n <= 0 || l > uint64(len(body)-n) {
 					return r, nil, fmt.Errorf("%w: record %d: bad header", ErrCorrupt, i)
 				}
-				r.Headers[j][k] = string(body[n : n+int(l)])
+				at += n
+				r.Headers[j][k] = hs[at : at+int(l)]
+				at += int(l)
 				body = body[n+int(l):]
 			}
 		}

@@ -69,3 +69,26 @@ func FuzzBatchDecode(f *testing.F) {
 		require.Equal(t, recs, again)
 	})
 }
+
+// The records of a batch share header storage: each keeps its own headers, whatever the
+// counts (more headers than the first record's guess, none), and appending to one
+// record's headers does not overwrite the next record's.
+func TestBatchHeadersShared(t *testing.T) {
+	recs := []Record{
+		{Value: []byte("a"), Headers: [][2]string{{"h1", "v1"}}},
+		{Value: []byte("b"), Headers: [][2]string{{"h2", "v2"}, {"h3", "v:3"}, {"", ""}}},
+		{Value: []byte("c")},
+		{Value: []byte("d"), Headers: [][2]string{{"h4", "v4"}}},
+		{Value: []byte("e"), Headers: [][2]string{{"h5", "v5"}, {"h6", "v6"}}},
+	}
+	b, _ := appendBatch(nil, 0, recs, 1)
+	got, _, err := decodeBatch(nil, b, 1<<20)
+	require.NoError(t, err)
+	require.Len(t, got, len(recs))
+	for i := range recs {
+		require.Equal(t, recs[i].Headers, got[i].Headers, "record %d", i)
+	}
+	got[0].Headers = append(got[0].Headers, [2]string{"x", "y"})
+	require.Equal(t, recs[1].Headers, got[1].Headers)
+	require.Equal(t, recs[3].Headers, got[3].Headers)
+}

@@ -80,3 +80,33 @@ func BenchmarkRead100B(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "records/s")
 }
+
+// BenchmarkAppendReadTail is a stream's steady state: batches of ten records with five
+// headers (a broker message) are appended, and a reader at the tail reads each one.
+func BenchmarkAppendReadTail(b *testing.B) {
+	l := benchLog(b, FlushOS)
+	const batch = 10
+	recs := make([]Record, batch)
+	for i := range recs {
+		recs[i] = Record{Timestamp: 1, Value: make([]byte, 256), Headers: [][2]string{
+			{"amq", "1;4;0;0;ID:localhost-1700000000000-123456"},
+			{"bench-run", "r-8f14e45fceea167a"},
+			{"bench-p", "0"},
+			{"bench-seq", "123456"},
+			{"bench-ts", "1700000000123456789"},
+		}}
+	}
+	b.ReportAllocs()
+	var off int64
+	for b.Loop() {
+		if _, err := l.Append("t", 0, recs); err != nil {
+			b.Fatal(err)
+		}
+		got, err := l.Read("t", 0, off, 1<<20)
+		if err != nil || len(got) != batch || len(got[batch-1].Headers) != 5 {
+			b.Fatalf("%d records, error %v", len(got), err)
+		}
+		off += int64(len(got))
+	}
+	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "records/s")
+}

@@ -65,7 +65,9 @@
 // offset, meaning "the largest timestamp up to that offset", with strictly increasing
 // timestamps; one is added with each index entry (when the maximum grew) and when the
 // segment is sealed. Indexes have no checksum: they are sanity-checked (whole entries,
-// increasing, in range) on open and rebuilt from the log when missing or wrong.
+// increasing, in range) on open and rebuilt from the log when missing or wrong. New
+// entries reach the index files in runs and at the latest when the segment is sealed
+// (roll, clean close); recovery trusts only the indexes of sealed segments.
 //
 // # Recovery checkpoint
 //

@@ -21,20 +21,44 @@ type indexEntry struct {
 
 // offsetIndex is a segment's sparse offset index: entries in memory, mirrored by appends
 // to the .index file. It has no checksum; recovery sanity-checks or rebuilds it.
+//
+// Entries reach the file in runs of indexWriteBytes, and all of them at flush (seal,
+// rebuild): the file is only trusted after a clean shutdown, which seals the segment, so
+// it may lag memory meanwhile, and an append does not cost two more writes.
 type offsetIndex struct {
 	f       vfs.File
 	entries []indexEntry
-	buf     [indexEntrySize]byte
+	pending []byte // entries not yet written to f
 }
+
+// indexWriteBytes is how many bytes of new entries an index gathers before writing them.
+const indexWriteBytes = 4 << 10
 
 // add appends an entry to memory and the file.
 func (x *offsetIndex) add(rel, pos uint32) error {
-	binary.BigEndian.PutUint32(x.buf[0:], rel)
-	binary.BigEndian.PutUint32(x.buf[4:], pos)
-	if _, err := x.f.Write(x.buf[:]); err != nil {
+	x.pending = binary.BigEndian.AppendUint32(x.pending, rel)
+	x.pending = binary.BigEndian.AppendUint32(x.pending, pos)
+	x.entries = append(x.entries, indexEntry{rel, pos})
+	if len(x.pending) >= indexWriteBytes {
+		return x.flush()
+	}
+	return nil
+}
+
+// flush writes the entries not yet in the file.
+func (x *offsetIndex) flush() error {
+	return flushIndex(x.f, &x.pending)
+}
+
+// flushIndex writes *pending to f and empties it.
+func flushIndex(f vfs.File, pending *[]byte) error {
+	if len(*pending) == 0 {
+		return nil
+	}
+	if _, err := f.Write(*pending); err != nil {
 		return err
 	}
-	x.entries = append(x.entries, indexEntry{rel, pos})
+	*pending = (*pending)[:0]
 	return nil
 }
 
@@ -50,7 +74,7 @@ func (x *offsetIndex) lookup(rel uint32) int64 {
 
 // reset empties the index (before a rebuild).
 func (x *offsetIndex) reset() error {
-	x.entries = x.entries[:0]
+	x.entries, x.pending = x.entries[:0], x.pending[:0]
 	return x.f.Truncate(0)
 }
 

@@ -1,6 +1,7 @@
 package kafkalog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -55,6 +56,7 @@ type segment struct {
 	firstTs  int64 // wall time (ms) of the first append, for rolling by age; 0 if empty
 	since    int   // log bytes since the last index entry
 	interval int
+	tail     tail
 }
 
 // createSegment creates the three (empty) files of a new segment. The caller syncs the
@@ -155,13 +157,18 @@ func (s *segment) append(frame []byte, h *batchHeader, now int64) error {
 	if s.firstTs == 0 {
 		s.firstTs = now
 	}
-	return s.noteBatch(h, pos)
+	if err := s.noteBatch(h, pos); err != nil {
+		return err
+	}
+	s.tail.keep(frame)
+	return nil
 }
 
 // noteBatch updates the in-memory state and the indexes for a batch at pos (append and
 // rebuild).
 func (s *segment) noteBatch(h *batchHeader, pos int64) error {
 	s.next = h.lastOffset() + 1
+	s.tail.note(uint32(h.BaseOffset-s.base), pos)
 	if h.MaxTimestamp > s.maxTs {
 		s.maxTs = h.MaxTimestamp
 		s.maxTsOff = h.lastOffset() // an upper bound is enough for the time index
@@ -214,6 +221,9 @@ func (s *segment) rebuild(maxBatch int) (int64, error) {
 		if s.firstTs == 0 {
 			s.firstTs = h.FirstTimestamp
 		}
+	}
+	if err := s.flushIndexes(); err != nil {
+		return 0, err
 	}
 	cut := fileSize - s.size
 	if cut > 0 {
@@ -273,10 +283,17 @@ func (s *segment) loadTail(maxBatch int) (bool, error) {
 // frames read stay within budget bytes (the first batch is taken whatever its size when
 // dst is empty). It returns the bytes used and whether it stopped early (budget or hw).
 func (s *segment) read(dst []Record, from, hw int64, budget int, maxBatch int) ([]Record, int, bool, error) {
-	pos := s.idx.lookup(uint32(max(from-s.base, 0)))
+	rel := uint32(max(from-s.base, 0))
+	pos, i := s.tail.lookup(rel)
+	if i < 0 {
+		pos = s.idx.lookup(rel)
+	}
 	end := s.size
 	chunk := min(max(budget+2*s.interval, 64<<10), 8<<20)
 	sc := batchScanner{f: s.log, pos: pos, end: end, chunk: chunk, maxBatch: maxBatch, fresh: true}
+	if i >= 0 && s.tail.heldFrom(i) {
+		sc.tail, sc.tailNext = &s.tail, i
+	}
 	used := 0
 	for {
 		frame, h, err := sc.next()
@@ -359,7 +376,16 @@ func (s *segment) seal() error {
 			return err
 		}
 	}
+	s.tail.drop() // readers of a sealed segment are behind: they read the file
+	if err := s.flushIndexes(); err != nil {
+		return err
+	}
 	return errors.Join(s.log.Sync(), s.idx.f.Sync(), s.tidx.f.Sync())
+}
+
+// flushIndexes writes the index entries gathered in memory to the index files.
+func (s *segment) flushIndexes() error {
+	return errors.Join(s.idx.flush(), s.tidx.flush())
 }
 
 // close closes the files that are open.
@@ -398,6 +424,11 @@ type batchScanner struct {
 
 	buf    []byte
 	bufPos int64
+
+	// tail, if set, serves the frames from memory instead, from its batch tailNext on
+	// (held from there to end).
+	tail     *tail
+	tailNext int
 }
 
 // next returns the frame at the scanner's position and advances past it. It returns
@@ -406,6 +437,24 @@ type batchScanner struct {
 func (sc *batchScanner) next() ([]byte, batchHeader, error) {
 	if sc.pos >= sc.end {
 		return nil, batchHeader{}, io.EOF
+	}
+	if sc.tail != nil {
+		frame := sc.tail.frame(sc.tailNext)
+		if sc.fresh {
+			frame = bytes.Clone(frame) // what Read returns owns its memory
+		}
+		h, err := parseBatchHeader(frame, sc.maxBatch)
+		if err != nil {
+			return nil, h, err
+		}
+		if sc.verify {
+			if err := verifyBatch(frame, &h); err != nil {
+				return nil, h, err
+			}
+		}
+		sc.tailNext++
+		sc.pos += int64(len(frame))
+		return frame, h, nil
 	}
 	if sc.pos+batchHeaderSize > sc.end {
 		return nil, batchHeader{}, fmt.Errorf("%w: torn batch header at %d", ErrCorrupt, sc.pos)

@@ -18,12 +18,13 @@ type timeEntry struct {
 	rel uint32
 }
 
-// timeIndex is a segment's sparse time index, in memory and in the .timeindex file.
+// timeIndex is a segment's sparse time index, in memory and in the .timeindex file,
+// which is written in runs as the offset index is.
 // Entries have strictly increasing timestamps and non-decreasing offsets.
 type timeIndex struct {
 	f       vfs.File
 	entries []timeEntry
-	buf     [timeEntrySize]byte
+	pending []byte // entries not yet written to f
 }
 
 // maybeAdd appends (ts, rel) if ts is larger than the last entry's timestamp.
@@ -31,13 +32,18 @@ func (x *timeIndex) maybeAdd(ts int64, rel uint32) error {
 	if n := len(x.entries); n > 0 && ts <= x.entries[n-1].ts {
 		return nil
 	}
-	binary.BigEndian.PutUint64(x.buf[0:], uint64(ts))
-	binary.BigEndian.PutUint32(x.buf[8:], rel)
-	if _, err := x.f.Write(x.buf[:]); err != nil {
-		return err
-	}
+	x.pending = binary.BigEndian.AppendUint64(x.pending, uint64(ts))
+	x.pending = binary.BigEndian.AppendUint32(x.pending, rel)
 	x.entries = append(x.entries, timeEntry{ts, rel})
+	if len(x.pending) >= indexWriteBytes {
+		return x.flush()
+	}
 	return nil
+}
+
+// flush writes the entries not yet in the file.
+func (x *timeIndex) flush() error {
+	return flushIndex(x.f, &x.pending)
 }
 
 // lookup returns the relative offset to start a scan for the first record with a
@@ -60,7 +66,7 @@ func (x *timeIndex) last() (timeEntry, bool) {
 }
 
 func (x *timeIndex) reset() error {
-	x.entries = x.entries[:0]
+	x.entries, x.pending = x.entries[:0], x.pending[:0]
 	return x.f.Truncate(0)
 }
 

@@ -113,11 +113,11 @@ func (s *session) writeMessageFields(m *persistence.Message, dest, sub, ack stri
 		_ = w.Header("JMSXGroupFirstForConsumer", "true")
 	}
 	_ = w.Header("priority", smallInt(int(m.Priority)))
-	_ = w.Header("expires", strconv.FormatInt(m.Expires, 10))
-	_ = w.Header("timestamp", strconv.FormatInt(m.Timestamp, 10))
+	_ = w.HeaderInt("expires", m.Expires)
+	_ = w.HeaderInt("timestamp", m.Timestamp)
 	if stream != nil {
 		_ = w.Header(broker.HeaderStreamPartition, smallInt(stream.StreamPartition))
-		_ = w.Header(broker.HeaderStreamOffset, strconv.FormatInt(stream.StreamOffset, 10))
+		_ = w.HeaderInt(broker.HeaderStreamOffset, stream.StreamOffset)
 	}
 	for i := 0; i+1 < len(m.Headers); i += 2 {
 		_ = w.Header(m.Headers[i], m.Headers[i+1])

@@ -91,11 +91,38 @@ var escapes = func() (t [3][256]string) {
 	return t
 }()
 
+// special[mode][c] says whether byte c is written escaped (escapes[mode][c] not empty): a
+// byte table makes the scan of a string that needs no escaping cheap.
+var special = func() (t [3][256]bool) {
+	for m := range escapes {
+		for c, rep := range escapes[m] {
+			t[m][c] = rep != ""
+		}
+	}
+	return t
+}()
+
+// needsEscape reports whether s has a byte that mode m writes escaped, or is a 1.1 value
+// ending in CR (see writeEscaped).
+func needsEscape(s string, m encMode, value bool) bool {
+	tbl := &special[m]
+	for i := 0; i < len(s); i++ {
+		if tbl[s[i]] {
+			return true
+		}
+	}
+	return m == enc11 && value && len(s) > 0 && s[len(s)-1] == '\r'
+}
+
 // writeEscaped writes s with the escapes of mode m. Strings that need no escaping, the
 // common case, go out in a single WriteString; nothing allocates either way. In 1.1 a CR at
 // the end of a value cannot be escaped and would be read back as part of the EOL, so it is
 // written as a space.
 func writeEscaped(w *bufio.Writer, s string, m encMode, value bool) error {
+	if !needsEscape(s, m, value) {
+		_, err := w.WriteString(s)
+		return err
+	}
 	tbl := &escapes[m]
 	start := 0
 	for i := 0; i < len(s); i++ {

@@ -3,6 +3,7 @@ package codec
 import (
 	"bufio"
 	"io"
+	"strconv"
 
 	"github.com/go-stomp/stomp/v3/frame"
 )
@@ -87,6 +88,18 @@ func (w *Writer) StartFrame(command string) error {
 // Header writes one header line of the frame begun by StartFrame, escaping name and value
 // for the frame. It does not allocate.
 func (w *Writer) Header(key, value string) error {
+	// The common case, a line with nothing to escape that fits in the buffer, is
+	// assembled in place.
+	if n := len(key) + len(value) + 2; n <= w.bw.Available() &&
+		!needsEscape(key, w.mode, false) && !needsEscape(value, w.mode, true) {
+		b := w.bw.AvailableBuffer()
+		b = append(b, key...)
+		b = append(b, ':')
+		b = append(b, value...)
+		b = append(b, '\n')
+		_, err := w.bw.Write(b)
+		return err
+	}
 	if err := writeEscaped(w.bw, key, w.mode, false); err != nil {
 		return err
 	}
@@ -98,6 +111,29 @@ func (w *Writer) Header(key, value string) error {
 	}
 	return w.bw.WriteByte('\n')
 }
+
+// HeaderInt writes a header whose value is v in decimal, as Header(key,
+// strconv.FormatInt(v, 10)) does, without allocating.
+func (w *Writer) HeaderInt(key string, v int64) error {
+	if err := writeEscaped(w.bw, key, w.mode, false); err != nil {
+		return err
+	}
+	if err := w.bw.WriteByte(':'); err != nil {
+		return err
+	}
+	// Digits and '-' need no escaping in any version.
+	if w.bw.Available() >= maxInt64Digits {
+		if _, err := w.bw.Write(strconv.AppendInt(w.bw.AvailableBuffer(), v, 10)); err != nil {
+			return err
+		}
+	} else if _, err := w.bw.WriteString(strconv.FormatInt(v, 10)); err != nil {
+		return err
+	}
+	return w.bw.WriteByte('\n')
+}
+
+// maxInt64Digits is the longest decimal int64: a sign and 19 digits.
+const maxInt64Digits = 20
 
 // EndFrame ends the headers with a blank line and writes body and the closing NUL.
 func (w *Writer) EndFrame(body []byte) error {

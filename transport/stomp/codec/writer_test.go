@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -167,4 +169,29 @@ func TestWriteErrors(t *testing.T) {
 	require.ErrorIs(t, err, boom)
 	require.ErrorIs(t, w.WriteHeartBeat(), boom, "errors are sticky")
 	require.ErrorIs(t, w.Flush(), boom)
+}
+
+// HeaderInt writes what Header writes with the number formatted, also with the buffer
+// nearly full (the number does not fit in what is left of it).
+func TestWriteHeaderInt(t *testing.T) {
+	values := []int64{0, 7, -1, 1234567890123, math.MaxInt64, math.MinInt64}
+	for _, version := range []string{V10, V11, V12} {
+		for _, bufSize := range []int{0, 16, 31} {
+			var got, want bytes.Buffer
+			gw, ww := NewWriter(&got, bufSize), NewWriter(&want, bufSize)
+			gw.SetVersion(version)
+			ww.SetVersion(version)
+			for _, v := range values {
+				require.NoError(t, gw.StartFrame("MESSAGE"))
+				require.NoError(t, ww.StartFrame("MESSAGE"))
+				require.NoError(t, gw.HeaderInt("x:offset", v))
+				require.NoError(t, ww.Header("x:offset", strconv.FormatInt(v, 10)))
+				require.NoError(t, gw.EndFrame(nil))
+				require.NoError(t, ww.EndFrame(nil))
+			}
+			require.NoError(t, gw.Flush())
+			require.NoError(t, ww.Flush())
+			require.Equal(t, want.String(), got.String(), "version %s, buffer %d", version, bufSize)
+		}
+	}
 }
