@@ -73,6 +73,10 @@ type Options struct {
 	StoreUsage int64
 	// MaxTransactionSize bounds the bytes one open transaction holds until COMMIT.
 	MaxTransactionSize int64
+	// NoSpaceWait is how long a SEND that finds no room under MemoryUsage, a queue's
+	// memory limit or StoreUsage is held before it is refused: 0 (default) not at all,
+	// negative until there is room (producer flow control; see flowcontrol.go).
+	NoSpaceWait time.Duration
 	// LinkStealing lets a CONNECT with the client-id of a live connection replace it
 	// (ActiveMQ's allowLinkStealing); otherwise it is refused.
 	LinkStealing bool
@@ -118,6 +122,8 @@ type Broker struct {
 	linkStealing      bool
 	storeUsage        int64
 	storeFull         atomic.Bool
+	noSpaceWait       time.Duration
+	space             spaceSignal // wakes SENDs held for room
 	maxTxBytes        int64
 	sched             *scheduler
 	stopSweeper       context.CancelFunc
@@ -182,6 +188,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	b.policies = o.Policies
 	b.linkStealing = o.LinkStealing
 	b.storeUsage = o.StoreUsage
+	b.noSpaceWait = o.NoSpaceWait
 	b.maxTxBytes = o.MaxTransactionSize
 	if b.maxTxBytes <= 0 {
 		b.maxTxBytes = 64 << 20
@@ -296,8 +303,8 @@ func (b *Broker) Name() string { return b.name }
 // newMessageID returns an id unique across restarts: the boot time is part of it.
 func (b *Broker) newMessageID() string {
 	n := b.msgSeq.Add(1)
-	buf := make([]byte, 0, len(b.idBase)+20)
-	buf = append(buf, b.idBase...)
+	var arr [128]byte // the string is then the only allocation
+	buf := append(arr[:0], b.idBase...)
 	buf = strconv.AppendUint(buf, n, 10)
 	return string(buf)
 }
@@ -445,6 +452,7 @@ func (b *Broker) watchStoreUsage(ctx context.Context, sr persistence.SpaceReport
 					slog.Int64("used", used), slog.Int64("storeUsage", b.storeUsage))
 			} else {
 				b.log.Info("persistent store has room again", slog.Int64("used", used), slog.Int64("storeUsage", b.storeUsage))
+				b.space.notify()
 			}
 		}
 		select {

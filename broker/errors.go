@@ -12,6 +12,10 @@ type Error struct {
 	Message string
 	Fatal   bool
 	Err     error // the sentinel or cause, for errors.Is
+	// Retry, when set, is closed once the request may succeed: a SEND held by producer
+	// flow control (see flowcontrol.go). The transport may send it again then instead of
+	// reporting the error.
+	Retry <-chan struct{}
 }
 
 func (e *Error) Error() string { return e.Message }

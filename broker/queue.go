@@ -190,6 +190,7 @@ func (q *queue) hold(size int64) {
 func (q *queue) release(size int64) {
 	q.memBytes -= size
 	q.b.mem.add(-size)
+	q.b.space.notify()
 }
 
 // commitDone settles an entry whose store write finished.

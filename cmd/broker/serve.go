@@ -143,6 +143,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 		MemoryUsage:        cfg.SystemUsage.MemoryUsage,
 		StoreUsage:         cfg.SystemUsage.StoreUsage,
 		MaxTransactionSize: cfg.SystemUsage.MaxTransactionSize,
+		NoSpaceWait:        noSpaceWait(cfg.SystemUsage),
 		Policies:           policies(cfg.DestinationPolicy),
 		ExpirySweep:        expirySweep(cfg.DestinationPolicy),
 		VirtualTopics: broker.VirtualTopics{
@@ -235,4 +236,16 @@ func connectors(cfg *config.Config, log *slog.Logger) []transport.Connector {
 		})
 	}
 	return out
+}
+
+// noSpaceWait maps ActiveMQ's two flow-control settings onto broker.Options.NoSpaceWait:
+// a positive sendFailIfNoSpaceAfterTimeout wins, whatever sendFailIfNoSpace says.
+func noSpaceWait(u config.SystemUsage) time.Duration {
+	switch {
+	case u.SendFailIfNoSpaceAfterTimeout > 0:
+		return u.SendFailIfNoSpaceAfterTimeout
+	case u.SendFailIfNoSpace:
+		return 0
+	}
+	return -1
 }

@@ -36,6 +36,9 @@ func (s *session) handle(ctx context.Context, f *frame.Frame) {
 	switch f.Command {
 	case "SEND":
 		err = s.onSend(ctx, f, receipt)
+		if err != nil && s.hold(f, err) {
+			return
+		}
 	case "SUBSCRIBE":
 		err = s.onSubscribe(ctx, f, receipt)
 	case "UNSUBSCRIBE":
@@ -179,7 +182,7 @@ func (s *session) onSend(ctx context.Context, f *frame.Frame, receipt string) er
 	if !ok || destHdr == "" {
 		return requestError("SEND received without a destination header")
 	}
-	dests, err := destinations.Parse(destHdr)
+	dests, err := s.sendDestinations(destHdr)
 	if err != nil {
 		return requestError(err.Error())
 	}
@@ -201,6 +204,20 @@ func (s *session) onSend(ctx context.Context, f *frame.Frame, receipt string) er
 }
 
 func discard(error) {}
+
+// sendDestinations parses a SEND's destination header, reusing the last result when a
+// producer sends to the same destination again (the parsed names are only read).
+func (s *session) sendDestinations(h string) ([]destinations.Name, error) {
+	if s.sendDests != nil && h == s.sendDest {
+		return s.sendDests, nil
+	}
+	dests, err := destinations.Parse(h)
+	if err != nil {
+		return nil, err
+	}
+	s.sendDest, s.sendDests = h, dests
+	return dests, nil
+}
 
 // untrack drops the last tracked completion (its frame was refused synchronously).
 func (s *session) untrack(c *completion) {

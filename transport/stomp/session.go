@@ -27,6 +27,7 @@ import (
 	"github.com/go-stomp/stomp/v3/frame"
 
 	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/transport/stomp/codec"
 )
 
@@ -103,6 +104,17 @@ type session struct {
 	holdForSub int           // SUBSCRIBE receipts not yet written: hold MESSAGEs until then
 	deliveries []*broker.Delivery
 	browsers   map[string]bool // ids of browse subscriptions (SUBSCRIBE browser:true)
+	// sendDest and sendDests are the destination header of the last SEND and its
+	// parsed names, kept for the next SEND to the same destination.
+	sendDest  string
+	sendDests []destinations.Name
+
+	// A SEND held by producer flow control (flowcontrol.go), the frames read behind it,
+	// and the held SEND being sent again.
+	held       *heldSend
+	behind     []*frame.Frame
+	retrying   *heldSend
+	heldLogged time.Time
 
 	closing bool
 	fatal   bool
@@ -202,19 +214,22 @@ func (s *session) run(ctx context.Context) {
 		// A producer pipelining persistent SENDs is held back (its frames are not read)
 		// while too many of them wait for the store, so its backlog cannot grow without
 		// bound; TCP passes the back-pressure on.
+		// A SEND held for room stops the reading the same way once frames pile up
+		// behind it.
 		in := frames
-		if len(s.pending) >= maxInFlight {
+		if !s.reading() {
 			in = nil
 		}
+		retry, expire := s.heldWake()
 		select {
 		case f, ok := <-in:
 			if !ok {
 				frames = nil
 				continue
 			}
-			s.handle(ctx, f)
+			s.accept(ctx, f)
 			// Take what else has arrived, so replies go out in one write.
-			for i := 0; i < 64 && !s.closing && len(s.pending) < maxInFlight; i++ {
+			for i := 0; i < 64 && !s.closing && s.reading(); i++ {
 				select {
 				case f, ok := <-frames:
 					if !ok {
@@ -222,11 +237,15 @@ func (s *session) run(ctx context.Context) {
 						i = 64
 						continue
 					}
-					s.handle(ctx, f)
+					s.accept(ctx, f)
 				default:
 					i = 64
 				}
 			}
+		case <-retry:
+			s.retryHeld(ctx)
+		case <-expire:
+			s.retryHeld(ctx)
 		case err := <-s.readErr:
 			s.readFailed(err)
 		case <-wake:

@@ -1,0 +1,118 @@
+package broker
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/persistence"
+)
+
+// Producer flow control: what a SEND meets when the memory or store limits leave no room
+// for it (systemUsage sendFailIfNoSpace and sendFailIfNoSpaceAfterTimeout). With
+// Options.NoSpaceWait 0 it is refused at once with an ERROR. Otherwise Send reports an
+// Error whose Retry channel closes once room may have been freed, and the transport holds
+// the frame (and stops reading that connection, so TCP holds the producer back, as
+// ActiveMQ does) and sends it again then, for at most NoSpaceWait when it is positive,
+// after which the producer gets the ERROR. The connection keeps delivering to its own
+// subscriptions meanwhile, so a client that produces and consumes on one connection
+// frees the room it waits for.
+
+// spaceSignal wakes the producers waiting for room. It costs one atomic load per release
+// of memory while nobody waits.
+type spaceSignal struct {
+	armed atomic.Bool
+	mu    sync.Mutex
+	ch    chan struct{}
+}
+
+// wait returns a channel closed at the next notify.
+func (s *spaceSignal) wait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+		s.armed.Store(true)
+	}
+	return s.ch
+}
+
+// notify wakes every waiter: some room was freed.
+func (s *spaceSignal) notify() {
+	if !s.armed.Load() {
+		return
+	}
+	s.mu.Lock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+		s.armed.Store(false)
+	}
+	s.mu.Unlock()
+}
+
+// NoSpaceWait is how long a SEND that found no room may be held: 0 not at all (an ERROR
+// at once), negative without a limit (sendFailIfNoSpace false).
+func (c *Conn) NoSpaceWait() time.Duration { return c.b.noSpaceWait }
+
+// roomFor reports the limit m would break if it were sent to dests now (already
+// resolved, streams split off), or nil: a persistent message needs room in the store, a
+// non-persistent one sent to a queue needs room in the queue's and the broker's memory.
+func (b *Broker) roomFor(dests []destinations.Name, m *persistence.Message) *Error {
+	if len(dests) == 0 {
+		return nil
+	}
+	if m.Persistent {
+		if b.storeFull.Load() {
+			return b.storeFullError()
+		}
+		return nil
+	}
+	size := int64(m.Size())
+	for _, d := range dests {
+		if d.Kind.IsTopic() {
+			continue
+		}
+		b.mu.RLock()
+		q := b.queues[d.Name]
+		b.mu.RUnlock()
+		limit, used := b.destMemoryLimit, int64(0)
+		if q != nil {
+			q.mu.Lock()
+			limit, used = q.memLimit, q.memBytes
+			q.mu.Unlock()
+		}
+		if used+size > limit || !b.mem.fits(size) {
+			all, max := b.mem.Used()
+			return &Error{Message: fmt.Sprintf("Usage Manager memory limit reached: message to %s not accepted (destination %d of %d bytes, broker %d of %d)",
+				d, used, limit, all, max), Err: errMemoryFull}
+		}
+	}
+	return nil
+}
+
+// waitForRoom is Send's flow-control check: nil when m fits, or when producers are never
+// held (the routing then refuses what does not fit); otherwise the limit's Error with
+// Retry set.
+func (b *Broker) waitForRoom(dests []destinations.Name, m *persistence.Message) error {
+	if b.noSpaceWait == 0 {
+		return nil
+	}
+	if b.roomFor(dests, m) == nil {
+		return nil
+	}
+	// Check again once registered: room freed in between would otherwise wake nobody.
+	retry := b.space.wait()
+	err := b.roomFor(dests, m)
+	if err == nil {
+		return nil
+	}
+	err.Retry = retry
+	return err
+}
+
+func (b *Broker) storeFullError() *Error {
+	return &Error{Message: fmt.Sprintf("Persistent store is full (systemUsage storeUsage %d bytes): message not accepted", b.storeUsage), Err: ErrStoreFull}
+}
