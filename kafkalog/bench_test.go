@@ -110,3 +110,39 @@ func BenchmarkAppendReadTail(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "records/s")
 }
+
+// benchAppendPipelined is benchAppend with two appenders on the partition, as a producer
+// with two requests in flight: one encodes and writes its batch while the other's fsync
+// runs, and with FlushBatch their syncs are shared (group commit).
+func benchAppendPipelined(b *testing.B, policy FlushPolicy, size, batch int) {
+	l := benchLog(b, policy)
+	val := make([]byte, size)
+	b.ReportAllocs()
+	b.SetBytes(int64(size * batch))
+	b.SetParallelism(1) // GOMAXPROCS appenders: two on this project's machines
+	b.RunParallel(func(pb *testing.PB) {
+		recs := make([]Record, batch)
+		for i := range recs {
+			recs[i] = Record{Timestamp: 1, Value: val}
+		}
+		for pb.Next() {
+			if _, err := l.Append("t", 0, recs); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	if policy == FlushOS {
+		if err := l.Flush(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "records/s")
+}
+
+func BenchmarkAppend4KiBBatch256FlushBatchPipelined(b *testing.B) {
+	benchAppendPipelined(b, FlushBatch, 4096, 256)
+}
+func BenchmarkAppend4KiBBatch256FlushOSPipelined(b *testing.B) {
+	benchAppendPipelined(b, FlushOS, 4096, 256)
+}

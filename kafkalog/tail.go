@@ -3,14 +3,16 @@ package kafkalog
 // tail remembers the last batches appended to a segment: where each starts, so that a
 // reader at the tail starts its scan at its own batch rather than at the index entry
 // before it, and, within tailBytes, the frames themselves, so that it reads them from
-// memory rather than from the file. Frames are copies that nothing writes to; a read
-// copies them again, so that the records it returns own their memory as ever. The
-// partition's lock guards it, like the rest of the segment.
+// memory rather than from the file. Frames are copies that nothing writes to while they
+// are held; a read copies them again, so that the records it returns own their memory as
+// ever. The partition's lock guards it, like the rest of the segment: reads hold it for
+// reading, so the buffer of a frame let go can be reused for the next one.
 type tail struct {
 	batches [tailBatches]tailBatch // a ring: batch n is batches[n%tailBatches]
 	n       int                    // batches noted since the segment was opened
 	bytes   int                    // of the frames held
 	oldest  int                    // the oldest batch whose frame may be held
+	spare   [][]byte               // buffers of frames let go, for the next keep
 }
 
 type tailBatch struct {
@@ -29,9 +31,7 @@ const (
 // rebuild).
 func (t *tail) note(rel uint32, pos int64) {
 	b := &t.batches[t.n%tailBatches]
-	if b.frame != nil {
-		t.bytes -= len(b.frame)
-	}
+	t.release(b)
 	*b = tailBatch{rel: rel, pos: pos}
 	t.n++
 	t.oldest = max(t.oldest, t.n-tailBatches)
@@ -44,13 +44,27 @@ func (t *tail) keep(frame []byte) {
 		return
 	}
 	for t.bytes+len(frame) > tailBytes {
-		b := &t.batches[t.oldest%tailBatches]
-		t.bytes -= len(b.frame)
-		b.frame = nil
+		t.release(&t.batches[t.oldest%tailBatches])
 		t.oldest++
 	}
-	t.batches[(t.n-1)%tailBatches].frame = append([]byte(nil), frame...)
+	var buf []byte
+	if n := len(t.spare); n > 0 && cap(t.spare[n-1]) >= len(frame) {
+		buf, t.spare = t.spare[n-1], t.spare[:n-1]
+	}
+	t.batches[(t.n-1)%tailBatches].frame = append(buf[:0], frame...)
 	t.bytes += len(frame)
+}
+
+// release lets go of b's frame, keeping its buffer for reuse.
+func (t *tail) release(b *tailBatch) {
+	if b.frame == nil {
+		return
+	}
+	t.bytes -= len(b.frame)
+	if len(t.spare) < tailBatches {
+		t.spare = append(t.spare, b.frame)
+	}
+	b.frame = nil
 }
 
 // drop lets go of the frames (the segment was sealed).
@@ -58,7 +72,7 @@ func (t *tail) drop() {
 	for i := range t.batches {
 		t.batches[i].frame = nil
 	}
-	t.bytes, t.oldest = 0, t.n
+	t.bytes, t.oldest, t.spare = 0, t.n, nil
 }
 
 // lookup returns the position of the latest remembered batch that starts at or before
