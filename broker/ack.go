@@ -124,13 +124,30 @@ func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error 
 // what to do in memory once the batch is durable. A rejected (NACKed) message follows the
 // destination's NACK policy: dead-letter queue (ActiveMQ), redelivery, or discard.
 func (b *Broker) applySettle(batch persistence.Batch, s *Subscription, ds []*Delivery, ack bool) func(error) {
-	if s.q == nil {
-		if s.t != nil {
-			s.t.dequeued.Add(int64(len(ds)))
+	switch {
+	case s.q != nil:
+		return b.applySettleQueue(batch, s.q, ds, ack)
+	case s.isWildcardQueue():
+		// Deliveries from several queues: each queue settles its own.
+		var dones []func(error)
+		for q, qds := range byQueue(ds) {
+			if done := b.applySettleQueue(batch, q, qds, ack); done != nil {
+				dones = append(dones, done)
+			}
 		}
-		return nil
+		return func(err error) {
+			for _, done := range dones {
+				done(err)
+			}
+		}
+	case s.t != nil:
+		s.t.dequeued.Add(int64(len(ds)))
 	}
-	q := s.q
+	return nil
+}
+
+// applySettleQueue is applySettle for deliveries of queue q.
+func (b *Broker) applySettleQueue(batch persistence.Batch, q *queue, ds []*Delivery, ack bool) func(error) {
 	if !ack {
 		switch q.policy.Nack {
 		case NackRedeliver:

@@ -132,17 +132,19 @@ type Broker struct {
 	streams           *kafkalog.Log
 	committer         *committer // group offsets of streams; nil without streams
 
-	mu        sync.RWMutex
-	queues    map[string]*queue // by destination name (without kind prefix)
-	topics    map[string]*topic
-	wildSubs  []*Subscription // subscriptions on wildcard topic names
-	temps     map[tempKey]*Conn
-	durables  map[persistence.SubKey]*durableSub
-	virtual   VirtualTopics
-	vtQueues  map[string][]destinations.Name // virtual topic -> its consumer queues
-	clientIDs map[string]*Conn
-	conns     map[*Conn]struct{}
-	closed    bool
+	mu       sync.RWMutex
+	queues   map[string]*queue // by destination name (without kind prefix)
+	topics   map[string]*topic
+	wildSubs []*Subscription // subscriptions on wildcard topic names
+	// wildQueueSubs are the subscriptions on wildcard queue names (wildqueue.go).
+	wildQueueSubs []*Subscription
+	temps         map[tempKey]*Conn
+	durables      map[persistence.SubKey]*durableSub
+	virtual       VirtualTopics
+	vtQueues      map[string][]destinations.Name // virtual topic -> its consumer queues
+	clientIDs     map[string]*Conn
+	conns         map[*Conn]struct{}
+	closed        bool
 
 	msgSeq  atomic.Uint64
 	connSeq atomic.Uint64
@@ -317,6 +319,7 @@ func (b *Broker) queueLocked(name string) *queue {
 		q = newQueue(b, name)
 		b.queues[name] = q
 		b.registerVirtual(q)
+		b.attachWildcardQueues(q, name)
 	}
 	return q
 }

@@ -64,6 +64,7 @@ type Subscription struct {
 
 	credit  atomic.Int32
 	q       *queue
+	qs      []*queue // a wildcard queue subscription's queues, guarded by the broker's mu
 	durable *durableSub
 	t       *topic // nil for a wildcard topic subscription
 	stream  *streamSub
@@ -116,12 +117,6 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 		return nil, err
 	}
 	r.Dest = dest
-	switch r.Dest.Kind {
-	case destinations.Queue:
-		if r.Dest.IsWildcard() {
-			return nil, errorf(ErrInvalidDestination, "wildcard subscriptions on queues are not supported yet: %s", r.Dest)
-		}
-	}
 	prefetch := r.Prefetch
 	if prefetch <= 0 {
 		p := c.b.policyFor(r.Dest.Kind, r.Dest.Name)
@@ -149,6 +144,8 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	}
 	c.subs[r.ID] = s
 	switch {
+	case r.Dest.Kind == destinations.Queue && r.Dest.IsWildcard():
+		c.b.addWildcardQueue(s)
 	case r.Dest.Kind == destinations.Queue:
 		s.q = c.b.queue(r.Dest.Name)
 		s.q.addConsumer(s)
@@ -172,15 +169,21 @@ func (b *Broker) addWildcard(s *Subscription) {
 	}
 }
 
+// withoutSub returns subs without s, in a new array when s was in it (readers may hold
+// the old one).
+func withoutSub(subs []*Subscription, s *Subscription) []*Subscription {
+	for i, w := range subs {
+		if w == s {
+			return append(subs[:i:i], subs[i+1:]...)
+		}
+	}
+	return subs
+}
+
 func (b *Broker) removeWildcard(s *Subscription) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for i, w := range b.wildSubs {
-		if w == s {
-			b.wildSubs = append(b.wildSubs[:i:i], b.wildSubs[i+1:]...)
-			break
-		}
-	}
+	b.wildSubs = withoutSub(b.wildSubs, s)
 	for name, t := range b.topics {
 		if destinations.Match(s.Dest.Name, name) {
 			t.remove(s)
@@ -192,6 +195,12 @@ func (b *Broker) removeWildcard(s *Subscription) {
 func (s *Subscription) kick() {
 	if s.q != nil {
 		s.q.dispatch()
+		return
+	}
+	if s.isWildcardQueue() {
+		for _, q := range s.conn.b.wildcardQueues(s) {
+			q.dispatch()
+		}
 		return
 	}
 	if s.stream != nil {
@@ -230,6 +239,8 @@ func (c *Conn) Unsubscribe(ctx context.Context, id, durableName string) error {
 		s.stream.close()
 	case s.q != nil:
 		s.q.removeConsumer(s)
+	case s.isWildcardQueue():
+		c.b.removeWildcardQueue(s)
 	case s.t != nil:
 		s.t.remove(s)
 	default:
@@ -259,10 +270,8 @@ func (c *Conn) Unsubscribe(ctx context.Context, id, durableName string) error {
 		}
 	}
 	s.dispatched = nil
-	if s.q != nil && len(back) > 0 {
-		sortByTag(back)
-		s.q.requeue(back, false)
-	}
+	sortByTag(back)
+	requeueEach(back)
 	return nil
 }
 

@@ -137,9 +137,7 @@ func (c *Conn) Abort(tx string) error {
 			s.credit.Add(-int32(len(st.ds)))
 			continue
 		}
-		if s.q != nil {
-			s.q.requeue(st.ds, false)
-		}
+		requeueEach(st.ds)
 	}
 	return nil
 }
