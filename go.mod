@@ -3,6 +3,7 @@ module github.com/activemq-go/broker
 go 1.26.8
 
 require (
+	github.com/coder/websocket v1.8.14
 	github.com/go-stomp/stomp/v3 v3.1.3
 	github.com/go-viper/mapstructure/v2 v2.4.0
 	github.com/jackc/pgx/v5 v5.13.0

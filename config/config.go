@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"crypto/tls"
+	"time"
+)
 
 // Defaults, as ActiveMQ has them where ActiveMQ has the setting.
 const (
@@ -68,6 +71,8 @@ type Config struct {
 	DestinationPolicy []PolicyEntry
 	Streams           Streams
 	VirtualTopics     VirtualTopics
+	// SSLContext holds the certificate of the TLS connectors, loaded and checked.
+	SSLContext SSLContext
 	// Source is the file the configuration came from; "" for Parse.
 	Source string
 	// IgnoredEnv lists BROKER_ variables whose first key names no section of this
@@ -195,8 +200,21 @@ type Connector struct {
 	Name string
 	// URI is the uri as written, for logs.
 	URI string
-	// Scheme is the protocol: "stomp" ("stomp+nio" is accepted and normalised).
+	// Scheme is the protocol: "stomp" for every accepted scheme (the "+nio"
+	// variants are accepted and normalised); TLS and WebSocket say how it is carried.
 	Scheme string
+	// TLS is true for stomp+ssl, stomp+nio+ssl and wss: the connector serves
+	// TLS 1.2 or later with the sslContext section's certificate.
+	TLS bool
+	// WebSocket is true for ws and wss: STOMP frames in WebSocket messages, after
+	// an HTTP upgrade on any path.
+	WebSocket bool
+	// ClientAuth is what a TLS connector asks of the client's certificate:
+	// tls.NoClientCert (default), tls.VerifyClientCertIfGiven
+	// (transport.wantClientAuth | wantClientAuth) or tls.RequireAndVerifyClientCert
+	// (transport.needClientAuth | needClientAuth). Either needs
+	// sslContext.clientCAFile, which verifies the certificate.
+	ClientAuth tls.ClientAuthType
 	// Addr is host:port to listen on; the port may be 0 for any free port and the
 	// host may be empty for all interfaces.
 	Addr string

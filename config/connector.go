@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/tls"
 	"fmt"
 	"math"
 	"net"
@@ -10,23 +11,32 @@ import (
 	"time"
 )
 
-// schemes maps each accepted connector URI scheme to the protocol it means.
-var schemes = map[string]string{
-	"stomp":     "stomp",
-	"stomp+nio": "stomp", // ActiveMQ's NIO variant; same protocol, Go has one I/O model
+// transportKind is how a connector scheme carries STOMP.
+type transportKind struct {
+	tls       bool // TLS, with the certificate of the sslContext section
+	webSocket bool // STOMP over WebSocket (an HTTP upgrade)
 }
 
-const schemesAllowed = "stomp, stomp+nio"
+// schemes maps each accepted connector URI scheme to how it carries STOMP. The
+// "nio" variants are ActiveMQ's NIO connectors: the same protocol, and Go has one
+// I/O model.
+var schemes = map[string]transportKind{
+	"stomp":         {},
+	"stomp+nio":     {},
+	"stomp+ssl":     {tls: true},
+	"stomp+nio+ssl": {tls: true},
+	"ws":            {webSocket: true},
+	"wss":           {tls: true, webSocket: true},
+}
+
+const schemesAllowed = "stomp, stomp+nio, stomp+ssl, stomp+nio+ssl, ws, wss"
 
 // schemeHints explain schemes that a migrated activemq.xml often carries.
 var schemeHints = map[string]string{
-	"tcp":           "tcp:// is ActiveMQ's OpenWire, which this broker does not speak; STOMP clients use stomp://",
-	"nio":           "nio:// is ActiveMQ's OpenWire, which this broker does not speak; STOMP clients use stomp://",
-	"auto":          "auto:// detects OpenWire, AMQP and MQTT too; use stomp://",
-	"stomp+ssl":     "TLS connectors are not supported yet",
-	"stomp+nio+ssl": "TLS connectors are not supported yet",
-	"ws":            "WebSocket connectors are not supported yet",
-	"wss":           "WebSocket connectors are not supported yet",
+	"tcp":  "tcp:// is ActiveMQ's OpenWire, which this broker does not speak; STOMP clients use stomp://",
+	"nio":  "nio:// is ActiveMQ's OpenWire, which this broker does not speak; STOMP clients use stomp://",
+	"ssl":  "ssl:// is ActiveMQ's OpenWire over TLS, which this broker does not speak; STOMP clients use stomp+ssl://",
+	"auto": "auto:// detects OpenWire, AMQP and MQTT too; use stomp://",
 }
 
 // connectorOption is one query option of a connector URI.
@@ -79,6 +89,12 @@ var connectorOptions = []connectorOption{
 		}
 		c.HeartBeatGrace = f
 		return nil
+	}},
+	{[]string{"transport.needClientAuth", "needClientAuth"}, func(c *Connector, v string) *Error {
+		return clientAuthOption(c, v, tls.RequireAndVerifyClientCert)
+	}},
+	{[]string{"transport.wantClientAuth", "wantClientAuth"}, func(c *Connector, v string) *Error {
+		return clientAuthOption(c, v, tls.VerifyClientCertIfGiven)
 	}},
 	{[]string{"transport.defaultHeartBeat"}, func(c *Connector, v string) *Error {
 		const allowed = `"x,y": two durations (integers are milliseconds) >= 0, e.g. 5000,0`
@@ -209,7 +225,7 @@ func parseConnectorURI(raw string) (Connector, *Error) {
 		}
 		return fail(problem, schemesAllowed)
 	}
-	c.Scheme = scheme
+	c.Scheme, c.TLS, c.WebSocket = "stomp", scheme.tls, scheme.webSocket
 	if u.User != nil {
 		return fail("a connector URI takes no user or password; configure users in the broker", uriAllowed)
 	}
@@ -227,7 +243,24 @@ func parseConnectorURI(raw string) (Connector, *Error) {
 	if err := applyOptions(&c, u.RawQuery); err != nil {
 		return Connector{}, err
 	}
+	if c.ClientAuth != tls.NoClientCert && !c.TLS {
+		return fail("needClientAuth and wantClientAuth apply to TLS connectors only",
+			"stomp+ssl://, stomp+nio+ssl:// or wss:// with the option, or no option")
+	}
 	return c, nil
+}
+
+// clientAuthOption sets a client-certificate option: true asks for auth (need
+// wins over want, as in ActiveMQ), false leaves the connector as it is.
+func clientAuthOption(c *Connector, v string, auth tls.ClientAuthType) *Error {
+	on, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return &Error{Problem: "not a boolean", Allowed: "true, false"}
+	}
+	if on && c.ClientAuth != tls.RequireAndVerifyClientCert {
+		c.ClientAuth = auth
+	}
+	return nil
 }
 
 // applyOptions sets the connector's limits from the URI's query.

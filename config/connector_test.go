@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/tls"
 	"testing"
 	"time"
 
@@ -45,6 +46,35 @@ func TestParseConnectorURI(t *testing.T) {
 		want.URI, want.Scheme = tt.uri, "stomp"
 		tt.want(&want)
 		assert.Equal(t, want, got, tt.uri)
+	}
+}
+
+func TestParseConnectorURITransports(t *testing.T) {
+	tests := []struct {
+		uri            string
+		tls, webSocket bool
+		auth           tls.ClientAuthType
+	}{
+		{"stomp://h:1", false, false, tls.NoClientCert},
+		{"stomp+ssl://h:1", true, false, tls.NoClientCert},
+		{"STOMP+NIO+SSL://h:1", true, false, tls.NoClientCert},
+		{"ws://h:1", false, true, tls.NoClientCert},
+		{"wss://h:1/", true, true, tls.NoClientCert},
+		{"stomp+ssl://h:1?transport.needClientAuth=true", true, false, tls.RequireAndVerifyClientCert},
+		{"stomp+ssl://h:1?needClientAuth=false", true, false, tls.NoClientCert},
+		{"wss://h:1?wantClientAuth=true", true, true, tls.VerifyClientCertIfGiven},
+		// need wins over want, in either order, as in ActiveMQ
+		{"stomp+ssl://h:1?needClientAuth=true&wantClientAuth=true", true, false, tls.RequireAndVerifyClientCert},
+		{"stomp+ssl://h:1?transport.wantClientAuth=true&transport.needClientAuth=true", true, false, tls.RequireAndVerifyClientCert},
+	}
+	for _, tt := range tests {
+		got, err := parseConnectorURI(tt.uri)
+		require.Nil(t, err, "%s: %v", tt.uri, err)
+		assert.Equal(t, "stomp", got.Scheme, tt.uri)
+		assert.Equal(t, "h:1", got.Addr, tt.uri)
+		assert.Equal(t, tt.tls, got.TLS, tt.uri)
+		assert.Equal(t, tt.webSocket, got.WebSocket, tt.uri)
+		assert.Equal(t, tt.auth, got.ClientAuth, tt.uri)
 	}
 }
 

@@ -37,6 +37,12 @@
 //	  segmentBytes: 1gb          # roll a segment at this size; > 0
 //	  segmentMs: 168h            # roll a segment at this age; > 0
 //	  indexIntervalBytes: 4kb    # log bytes between index entries; > 0
+//	sslContext:                  # ActiveMQ's <sslContext>, PEM files instead of key stores
+//	  certFile: ""               # certificate chain, server's first; required when a
+//	                             # connector uses TLS (stomp+ssl, stomp+nio+ssl, wss)
+//	  keyFile: ""                # certFile's private key, PEM, unencrypted; required with it
+//	  clientCAFile: ""           # PEM CA bundle verifying client certificates (trustStore);
+//	                             # required by needClientAuth and wantClientAuth
 //	virtualTopics:               # ActiveMQ's virtualTopic interceptor
 //	  enabled: true
 //	  name: VirtualTopic.>       # the topics that fan out
@@ -54,8 +60,13 @@
 // Persistence.Options, with keys lower-cased. The block may be a mapping or empty
 // ("memory: {}" or "memory:"); anything else is an error.
 //
-// A connector uri is scheme://host:port?options. The scheme is stomp (stomp+nio,
-// ActiveMQ's NIO variant, is read as stomp). The port is required (0 picks a free
+// A connector uri is scheme://host:port?options. The scheme is stomp (TCP),
+// stomp+ssl (TLS 1.2 or later), ws (WebSocket) or wss (WebSocket over TLS);
+// stomp+nio and stomp+nio+ssl, ActiveMQ's NIO variants, are read as stomp and
+// stomp+ssl. The sslContext section's files, loaded and checked here, give the TLS
+// connectors their certificate: a missing or unreadable file, a key that does not
+// match the certificate, or a client-auth option without clientCAFile is an error.
+// The port is required (0 picks a free
 // one); the host may be empty for all interfaces. "&amp;", as copied from
 // activemq.xml, is read as "&". The options, by ActiveMQ name and short name
 // (matched case-insensitively), are:
@@ -68,6 +79,9 @@
 //	transport.connectAttemptTimeout | connectTimeout    default 30s, >= 0 (0: no limit), a duration
 //	transport.hbGracePeriodMultiplier | hbGracePeriodMultiplier   default 1.5, >= 1.0
 //	transport.defaultHeartBeat                          "x,y" durations, default 0,0
+//	transport.needClientAuth | needClientAuth           default false; TLS only: require a client
+//	                                                    certificate signed by clientCAFile's CAs
+//	transport.wantClientAuth | wantClientAuth           default false; TLS only: verify one if given
 //
 // ActiveMQ silently ignores an option it does not know, so a misspelt or wrongly
 // prefixed option does nothing there; here it is an error listing the options.

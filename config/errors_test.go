@@ -15,13 +15,14 @@ import (
 const secret = "s3cret-Pa55"
 
 const (
-	topKeys     = "broker, persistenceAdapter, transportConnectors, systemUsage, destinationPolicy, streams, virtualTopics"
+	topKeys     = "broker, persistenceAdapter, transportConnectors, systemUsage, destinationPolicy, streams, virtualTopics, sslContext"
 	brokerKeys  = "brokerName, dataDirectory, persistent, schedulerSupport, offlineDurableSubscriberTaskSchedule, allowLinkStealing"
 	adapterList = "memory, kahaDB, bbolt, jdbc, kafkaLog"
 	optionList  = "maximumConnections, maxConnections, wireFormat.maxFrameSize, maxFrameSize, " +
 		"wireFormat.maxDataLength, wireFormat.maxHeaders, maxHeaders, wireFormat.maxHeaderLength, maxHeaderLength, " +
 		"transport.connectAttemptTimeout, connectTimeout, transport.hbGracePeriodMultiplier, hbGracePeriodMultiplier, " +
-		"transport.defaultHeartBeat"
+		"transport.needClientAuth, needClientAuth, transport.wantClientAuth, wantClientAuth, transport.defaultHeartBeat"
+	schemeList = "stomp, stomp+nio, stomp+ssl, stomp+nio+ssl, ws, wss"
 )
 
 // connector wraps a URI in a one-connector file.
@@ -84,9 +85,12 @@ func TestParseErrors(t *testing.T) {
 		{"malformed uri, opaque", connector("stomp:61613"), uriKey, "malformed URI", "scheme://host:port", ""},
 		{"malformed uri, no host", connector("stomp://"), uriKey, "malformed URI", "scheme://host:port", ""},
 		{"malformed uri, bad escape", connector("stomp://h:1?maxHeaders=%zz"), uriKey, "malformed query option", "option=value", ""},
-		{"openwire scheme", connector("tcp://0.0.0.0:61616?maximumConnections=1000"), uriKey, "OpenWire", "stomp, stomp+nio", ""},
-		{"unknown scheme", connector("amqp://0.0.0.0:5672"), uriKey, `unknown scheme "amqp"`, "stomp, stomp+nio", ""},
-		{"tls not yet", connector("stomp+ssl://0.0.0.0:61612"), uriKey, "not supported yet", "stomp, stomp+nio", ""},
+		{"openwire scheme", connector("tcp://0.0.0.0:61616?maximumConnections=1000"), uriKey, "OpenWire", schemeList, ""},
+		{"openwire tls scheme", connector("ssl://0.0.0.0:61617"), uriKey, "use stomp+ssl://", schemeList, ""},
+		{"unknown scheme", connector("amqp://0.0.0.0:5672"), uriKey, `unknown scheme "amqp"`, schemeList, ""},
+		{"client auth on plain stomp", connector("stomp://h:1?transport.needClientAuth=true"), uriKey, "TLS connectors only", "stomp+ssl://", ""},
+		{"client auth on ws", connector("ws://h:1?wantClientAuth=true"), uriKey, "TLS connectors only", "wss://", ""},
+		{"client auth not a boolean", connector("stomp+ssl://h:1?needClientAuth=yes"), uriKey, "option needClientAuth: not a boolean", "true, false", ""},
 		{"missing port", connector("stomp://0.0.0.0"), uriKey, "missing port", "0 to 65535", "stomp://0.0.0.0"},
 		{"empty port", connector("stomp://0.0.0.0:"), uriKey, "missing port", "0 to 65535", ""},
 		{"bad port", connector("stomp://0.0.0.0:stomp"), uriKey, "bad port", "0 to 65535", ""},

@@ -15,12 +15,7 @@ import (
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		problem := "cannot read the configuration file"
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			problem += ": " + pe.Err.Error()
-		}
-		return nil, &Error{Value: path, Problem: problem, Err: err}
+		return nil, &Error{Value: path, Problem: readProblem("cannot read the configuration file", err), Err: err}
 	}
 	c, perr := parse(data, os.Environ())
 	if perr != nil {
@@ -28,6 +23,16 @@ func Load(path string) (*Config, error) {
 	}
 	c.Source = path
 	return c, nil
+}
+
+// readProblem is what an Error says of a file that cannot be read: what, and
+// the cause without the path the Error shows already.
+func readProblem(what string, err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return what + ": " + pe.Err.Error()
+	}
+	return what
 }
 
 // Parse parses and validates a configuration: the YAML in data, its ${...}
@@ -77,6 +82,9 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault(key("virtualTopics", "enabled"), DefaultVirtualTopicsEnabled)
 	v.SetDefault(key("virtualTopics", "name"), DefaultVirtualTopicName)
 	v.SetDefault(key("virtualTopics", "prefix"), DefaultVirtualTopicPrefix)
+	v.SetDefault(key("sslContext", "certFile"), "")
+	v.SetDefault(key("sslContext", "keyFile"), "")
+	v.SetDefault(key("sslContext", "clientCAFile"), "")
 }
 
 func parse(data []byte, environ []string) (*Config, *Error) {
@@ -198,6 +206,10 @@ func (c *checker) build(f *file) (*Config, *Error) {
 	if err != nil {
 		return nil, err
 	}
+	ssl, err := c.buildSSLContext(f.SSLContext, conns)
+	if err != nil {
+		return nil, err
+	}
 	return &Config{
 		Broker:              f.Broker,
 		Persistence:         buildPersistence(f.PersistenceAdapter, f.Broker.Persistent),
@@ -206,5 +218,6 @@ func (c *checker) build(f *file) (*Config, *Error) {
 		DestinationPolicy:   policies,
 		Streams:             streams,
 		VirtualTopics:       vt,
+		SSLContext:          ssl,
 	}, nil
 }

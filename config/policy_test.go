@@ -339,14 +339,7 @@ func TestPolicyErrors(t *testing.T) {
 		nackAllowed = "dlq, redeliver, discard"
 		typeAllowed = `"" (none), stream`
 	)
-	tests := []struct {
-		name    string
-		yaml    string
-		key     string
-		problem string
-		allowed string
-		value   string
-	}{
+	runErrorCases(t, []errorCase{
 		{"not a list", "destinationPolicy: {queue: A}\n", "destinationPolicy", "must be a list", "", ""},
 		{"entry not a mapping", "destinationPolicy: [A]\n", "destinationPolicy[0]", "must be a mapping", "queue, topic", "A"},
 		{"null entry", "destinationPolicy:\n  -\n", "destinationPolicy[0]", "matches nothing", matchAllowed, ""},
@@ -422,15 +415,5 @@ func TestPolicyErrors(t *testing.T) {
 		{"retentionBytes without stream", entry("{topic: B, retentionBytes: 1gb}"), "destinationPolicy[1].retentionBytes", "only to streams", "type: stream", "1gb"},
 		{"negative retention", entry("{topic: B, type: stream, retention: -1h}"), "destinationPolicy[1].retention", "must not be negative", "", "-1h"},
 		{"negative retentionBytes", entry("{topic: B, type: stream, retentionBytes: -1}"), "destinationPolicy[1].retentionBytes", "must not be negative", "", "-1"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(tt.yaml), nil)
-			ce := assertConfigError(t, err, tt.key, tt.allowed)
-			assert.Contains(t, ce.Problem, tt.problem)
-			if tt.value != "" {
-				assert.Equal(t, tt.value, ce.Value)
-			}
-		})
-	}
+	})
 }

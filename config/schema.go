@@ -22,6 +22,7 @@ type file struct {
 	DestinationPolicy   []policyEntry      `mapstructure:"destinationPolicy"`
 	Streams             streamsSection     `mapstructure:"streams"`
 	VirtualTopics       VirtualTopics      `mapstructure:"virtualTopics"`
+	SSLContext          sslContextSection  `mapstructure:"sslContext"`
 }
 
 // adapterBlocks is the persistenceAdapter section: one adapter key whose value is

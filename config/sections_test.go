@@ -68,14 +68,7 @@ func TestStreamsDirectoryFollowsDataDirectory(t *testing.T) {
 
 func TestSectionErrors(t *testing.T) {
 	const flushAllowed = "batch, interval, os"
-	tests := []struct {
-		name    string
-		yaml    string
-		key     string
-		problem string
-		allowed string
-		value   string
-	}{
+	runErrorCases(t, []errorCase{
 		// broker
 		{"task schedule 0", "broker: {offlineDurableSubscriberTaskSchedule: 0}\n", "broker.offlineDurableSubscriberTaskSchedule", "more than 0", "milliseconds", "0"},
 		{"schedulerSupport not a boolean", "broker: {schedulerSupport: sometimes}\n", "broker.schedulerSupport", "not a boolean", "true, false", "sometimes"},
@@ -112,8 +105,25 @@ func TestSectionErrors(t *testing.T) {
 		{"empty name", "virtualTopics: {name: ''}\n", "virtualTopics.name", "must not be empty", "wildcards", ""},
 		{"name > not last", "virtualTopics: {name: VT.>.x}\n", "virtualTopics.name", `">" may only`, "wildcards", "VT.>.x"},
 		{"unknown virtualTopics key", "virtualTopics: {selectorAware: true}\n", "virtualTopics.selectorAware", "unknown key", "enabled, name, prefix", ""},
-	}
-	for _, tt := range tests {
+	})
+}
+
+// errorCase is one row of a table of Parse errors: the file, then the *Error's
+// key, a substring of its Problem and of its Allowed, and its Value when not "".
+type errorCase struct {
+	name    string
+	yaml    string
+	key     string
+	problem string
+	allowed string
+	value   string
+}
+
+// runErrorCases parses each case's file and checks its *Error; no error may show
+// the test secret.
+func runErrorCases(t *testing.T, cases []errorCase) {
+	t.Helper()
+	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.yaml), nil)
 			ce := assertConfigError(t, err, tt.key, tt.allowed)
@@ -121,6 +131,7 @@ func TestSectionErrors(t *testing.T) {
 			if tt.value != "" {
 				assert.Equal(t, tt.value, ce.Value)
 			}
+			assert.NotContains(t, err.Error(), secret)
 		})
 	}
 }

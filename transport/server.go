@@ -1,11 +1,14 @@
 // Package transport listens on the configured connectors, enforces the connection limit
-// and runs one STOMP session per accepted connection. Shutdown follows net/http: stop
-// accepting, close every connection (each session gives its unacknowledged messages back
-// to the broker), wait for the sessions to end.
+// and runs one STOMP session per accepted connection: over TCP, over TLS, or over
+// WebSocket (plain or TLS), the last adapted to a net.Conn so that the session, its
+// limits and its heart-beats are the same on every transport. Shutdown follows
+// net/http: stop accepting, close every connection (each session gives its
+// unacknowledged messages back to the broker), wait for the sessions to end.
 package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,6 +29,11 @@ type Connector struct {
 	Addr           string // host:port
 	MaxConnections int    // default 1000
 	Session        stomp.Config
+	// TLS, when set, makes the connector serve TLS with this configuration
+	// (stomp+ssl, wss).
+	TLS *tls.Config
+	// WebSocket serves STOMP over WebSocket (ws, wss): an HTTP upgrade on any path.
+	WebSocket bool
 }
 
 // Server runs the connectors.
@@ -46,6 +54,23 @@ type listener struct {
 	ln     net.Listener
 	mu     sync.Mutex
 	active int
+}
+
+// acquire counts a new connection unless the connector is at its limit.
+func (l *listener) acquire() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.active >= l.c.MaxConnections {
+		return false
+	}
+	l.active++
+	return true
+}
+
+func (l *listener) release() {
+	l.mu.Lock()
+	l.active--
+	l.mu.Unlock()
 }
 
 // ErrServerClosed is returned by Start after Shutdown.
@@ -82,15 +107,36 @@ func (s *Server) Listen(cs []Connector) error {
 		if c.Session.Logger == nil {
 			c.Session.Logger = s.log
 		}
+		if c.TLS != nil {
+			ln = tls.NewListener(ln, c.TLS)
+		}
 		opened = append(opened, &listener{c: c, ln: ln})
 	}
 	for _, l := range opened {
 		s.listeners = append(s.listeners, l)
-		s.log.Info("listening", slog.String("connector", l.c.Name), slog.String("addr", l.ln.Addr().String()))
+		s.log.Info("listening", slog.String("connector", l.c.Name), slog.String("addr", l.ln.Addr().String()),
+			slog.String("transport", l.transportName()))
 		s.wg.Add(1)
-		go s.accept(l)
+		if l.c.WebSocket {
+			go s.serveHTTP(l)
+		} else {
+			go s.accept(l)
+		}
 	}
 	return nil
+}
+
+// transportName names how the connector carries STOMP, for the log.
+func (l *listener) transportName() string {
+	switch {
+	case l.c.WebSocket && l.c.TLS != nil:
+		return "wss"
+	case l.c.WebSocket:
+		return "ws"
+	case l.c.TLS != nil:
+		return "tls"
+	}
+	return "tcp"
 }
 
 // Addrs returns the bound address of every connector, in configuration order.
@@ -120,34 +166,31 @@ func (s *Server) accept(l *listener) {
 			continue
 		}
 		delay = 0
-		l.mu.Lock()
-		over := l.active >= l.c.MaxConnections
-		if !over {
-			l.active++
-		}
-		l.mu.Unlock()
-		if over {
-			s.wg.Add(1)
-			go s.refuse(l, nc)
-			continue
-		}
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			stomp.Serve(s.ctx, nc, s.b, l.c.Session)
-			l.mu.Lock()
-			l.active--
-			l.mu.Unlock()
+			s.serveConn(l, nc)
 		}()
 	}
 }
 
+// serveConn runs a STOMP session on nc, or refuses it when the connector is at its
+// connection limit. A TLS handshake happens on the session's first read, within its
+// CONNECT deadline.
+func (s *Server) serveConn(l *listener, nc net.Conn) {
+	if !l.acquire() {
+		s.refuse(l, nc)
+		return
+	}
+	defer l.release()
+	stomp.Serve(s.ctx, nc, s.b, l.c.Session)
+}
+
 // refuse tells a client over the connection limit why, then closes.
 func (s *Server) refuse(l *listener, nc net.Conn) {
-	defer s.wg.Done()
 	s.log.Warn("connection refused: maximum connections reached",
 		slog.String("connector", l.c.Name), slog.Int("maxConnections", l.c.MaxConnections),
 		slog.String("remote", nc.RemoteAddr().String()))
@@ -157,8 +200,8 @@ func (s *Server) refuse(l *listener, nc net.Conn) {
 	f := frame.New("ERROR", "message", msg, "content-type", "text/plain")
 	_ = w.WriteFrame(f)
 	_ = w.Flush()
-	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.CloseWrite()
+	if cw, ok := nc.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
 	}
 	buf := make([]byte, 512)
 	for {
@@ -175,7 +218,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	for _, l := range s.listeners {
-		_ = l.ln.Close()
+		_ = l.ln.Close() // a WebSocket connector's serveHTTP then returns
 	}
 	s.mu.Unlock()
 	s.cancel()

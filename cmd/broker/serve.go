@@ -162,7 +162,11 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 		return err
 	}
 	srv := transport.NewServer(b, log)
-	if err := srv.Listen(connectors(cfg, log)); err != nil {
+	conns, err := connectors(cfg, log)
+	if err == nil {
+		err = srv.Listen(conns)
+	}
+	if err != nil {
 		_ = b.Close()
 		_ = closeStreams()
 		return err
@@ -215,7 +219,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 	return nil
 }
 
-func connectors(cfg *config.Config, log *slog.Logger) []transport.Connector {
+// connectors translates the configured connectors for the transport server. A TLS
+// connector without a certificate (which config does not let through) is an error,
+// never a plain-text listener.
+func connectors(cfg *config.Config, log *slog.Logger) ([]transport.Connector, error) {
 	out := make([]transport.Connector, 0, len(cfg.TransportConnectors))
 	for _, c := range cfg.TransportConnectors {
 		lim := codec.DefaultLimits()
@@ -226,6 +233,7 @@ func connectors(cfg *config.Config, log *slog.Logger) []transport.Connector {
 			Name:           c.Name,
 			Addr:           c.Addr,
 			MaxConnections: c.MaxConnections,
+			WebSocket:      c.WebSocket,
 			Session: stomp.Config{
 				Limits:           lim,
 				ConnectTimeout:   c.ConnectTimeout,
@@ -234,8 +242,15 @@ func connectors(cfg *config.Config, log *slog.Logger) []transport.Connector {
 				Logger:           log,
 			},
 		})
+		if c.TLS {
+			tc := cfg.SSLContext.ServerTLS(c.ClientAuth)
+			if tc == nil {
+				return nil, fmt.Errorf("transportConnectors %s: TLS connector without a certificate in sslContext", c.Name)
+			}
+			out[len(out)-1].TLS = tc
+		}
 	}
-	return out
+	return out, nil
 }
 
 // noSpaceWait maps ActiveMQ's two flow-control settings onto broker.Options.NoSpaceWait:
