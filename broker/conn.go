@@ -235,13 +235,8 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if len(streams) > 0 && c.b.sched != nil && c.b.sched.wants(m) {
 		return errorf(ErrInvalidDestination, "scheduled delivery (AMQ_SCHEDULED_*) is not supported on streams: %s keeps messages in order of arrival", streams[0].t.stomp)
 	}
-	if m.Persistent && len(dests) > 0 && c.b.storeFull.Load() && (tx != "" || c.b.noSpaceWait == 0) {
-		return c.b.storeFullError()
-	}
-	if tx == "" {
-		if err := c.b.waitForRoom(dests, m); err != nil {
-			return err
-		}
+	if err := c.b.checkRoom(dests, m, tx != ""); err != nil {
+		return err
 	}
 	if tx != "" {
 		t := c.txs[tx]

@@ -93,11 +93,16 @@ func (b *Broker) roomFor(dests []destinations.Name, m *persistence.Message) *Err
 	return nil
 }
 
-// waitForRoom is Send's flow-control check: nil when m fits, or when producers are never
-// held (the routing then refuses what does not fit); otherwise the limit's Error with
-// Retry set.
-func (b *Broker) waitForRoom(dests []destinations.Name, m *persistence.Message) error {
-	if b.noSpaceWait == 0 {
+// checkRoom is Send's flow-control check, before anything is accepted. A persistent
+// message over storeUsage is refused at once when producers are never held, and inside
+// a transaction (its messages are only recorded until COMMIT); a non-persistent one that
+// does not fit is then left to the routing, which refuses it per queue. When producers
+// are held, a message that does not fit gets its limit's Error with Retry set.
+func (b *Broker) checkRoom(dests []destinations.Name, m *persistence.Message, inTx bool) error {
+	if b.noSpaceWait == 0 || inTx {
+		if m.Persistent && len(dests) > 0 && b.storeFull.Load() {
+			return b.storeFullError()
+		}
 		return nil
 	}
 	if b.roomFor(dests, m) == nil {

@@ -141,7 +141,6 @@ func (k *consumer) runRaw() {
 		}
 		if err != nil {
 			w.fail(err)
-			w.stopWriting(err)
 			r.fail(fmt.Errorf("%w: %s: %w", ErrConnection, k.name, err))
 			return
 		}

@@ -234,12 +234,14 @@ func (w *wire) close() {
 	w.nc.Close()
 }
 
-// fail ends the read side with err, waking every receipt waiter.
+// fail ends the connection for its users after a failed read or an ERROR frame: every
+// receipt waiter gets err, and every later put fails.
 func (w *wire) fail(err error) {
 	w.deadOnce.Do(func() {
 		w.rerr = err
 		close(w.dead)
 	})
+	w.stopWriting(err)
 }
 
 // pump reads frames until the connection ends, for a connection that
@@ -252,7 +254,6 @@ func (w *wire) pump() {
 		}
 		if err != nil {
 			w.fail(err)
-			w.stopWriting(err)
 			return
 		}
 	}
