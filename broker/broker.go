@@ -44,10 +44,6 @@ const DLQName = "ActiveMQ.DLQ"
 const (
 	DefaultQueuePrefetch = 1000
 	DefaultTopicPrefetch = 32767
-	// DefaultTopicPendingLimit bounds the messages kept for a slow non-durable topic
-	// subscriber beyond its prefetch; past it the oldest are dropped (ActiveMQ's
-	// constantPendingMessageLimitStrategy, which its shipped configuration sets).
-	DefaultTopicPendingLimit = 10000
 )
 
 // Options configures a Broker.
@@ -55,8 +51,6 @@ type Options struct {
 	Name   string // brokerName, part of every message id
 	Store  persistence.Store
 	Logger *slog.Logger
-	// TopicPendingLimit overrides DefaultTopicPendingLimit when > 0.
-	TopicPendingLimit int
 	// MemoryUsage bounds the bytes of messages the broker holds in memory (systemUsage
 	// memoryUsage); DestinationMemoryLimit bounds one queue when no Policies are given.
 	MemoryUsage            int64
@@ -116,21 +110,21 @@ type Broker struct {
 	log    *slog.Logger
 	idBase string // "ID:<name>-<boot ms>-"
 
-	topicPendingLimit int
-	destMemoryLimit   int64
-	policies          PolicyFunc
-	linkStealing      bool
-	storeUsage        int64
-	storeFull         atomic.Bool
-	noSpaceWait       time.Duration
-	space             spaceSignal // wakes SENDs held for room
-	maxTxBytes        int64
-	sched             *scheduler
-	stopSweeper       context.CancelFunc
-	mem               usage
-	wg                sync.WaitGroup // background page-ins
-	streams           *kafkalog.Log
-	committer         *committer // group offsets of streams; nil without streams
+	destMemoryLimit int64
+	policies        PolicyFunc
+	linkStealing    bool
+	storeUsage      int64
+	storeFull       atomic.Bool
+	noSpaceWait     time.Duration
+	space           spaceSignal // wakes SENDs held for room
+	maxTxBytes      int64
+	sched           *scheduler
+	stopSweeper     context.CancelFunc
+	done            chan struct{} // closed by Close
+	mem             usage
+	wg              sync.WaitGroup // background page-ins
+	streams         *kafkalog.Log
+	committer       *committer // group offsets of streams; nil without streams
 
 	mu       sync.RWMutex
 	queues   map[string]*queue // by destination name (without kind prefix)
@@ -162,22 +156,19 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		o.Name = "localhost"
 	}
 	b := &Broker{
-		name:              o.Name,
-		store:             o.Store,
-		log:               o.Logger,
-		idBase:            "ID:" + o.Name + "-" + strconv.FormatInt(time.Now().UnixMilli(), 10) + "-",
-		topicPendingLimit: o.TopicPendingLimit,
-		queues:            map[string]*queue{},
-		topics:            map[string]*topic{},
-		clientIDs:         map[string]*Conn{},
-		temps:             map[tempKey]*Conn{},
-		durables:          map[persistence.SubKey]*durableSub{},
-		vtQueues:          map[string][]destinations.Name{},
-		virtual:           o.VirtualTopics,
-		conns:             map[*Conn]struct{}{},
-	}
-	if b.topicPendingLimit <= 0 {
-		b.topicPendingLimit = DefaultTopicPendingLimit
+		name:      o.Name,
+		store:     o.Store,
+		log:       o.Logger,
+		idBase:    "ID:" + o.Name + "-" + strconv.FormatInt(time.Now().UnixMilli(), 10) + "-",
+		queues:    map[string]*queue{},
+		topics:    map[string]*topic{},
+		clientIDs: map[string]*Conn{},
+		temps:     map[tempKey]*Conn{},
+		durables:  map[persistence.SubKey]*durableSub{},
+		vtQueues:  map[string][]destinations.Name{},
+		virtual:   o.VirtualTopics,
+		conns:     map[*Conn]struct{}{},
+		done:      make(chan struct{}),
 	}
 	b.mem.limit = o.MemoryUsage
 	if b.mem.limit <= 0 {
@@ -348,8 +339,10 @@ func (b *Broker) topic(name string) *topic {
 	t = b.topics[name]
 	if t == nil {
 		t = newTopic(b, name)
+		p := b.policyFor(destinations.Topic, name)
+		t.applyPolicy(p)
 		// Decided once: temporary topics (made elsewhere) are never streams.
-		t.isStream = b.policyFor(destinations.Topic, name).Stream
+		t.isStream = p.Stream
 		for _, s := range b.wildSubs {
 			if destinations.Match(s.Dest.Name, name) {
 				t.subs = append(t.subs, s)
@@ -370,6 +363,10 @@ type DestinationStats struct {
 	Stored    int64 // messages in the store
 	// MemoryBytes is what the destination's messages occupy in memory.
 	MemoryBytes int64
+	// Dropped and Aborted count, for a topic, the messages its pendingMessageLimitStrategy
+	// dropped and the subscribers its slowConsumerStrategy aborted.
+	Dropped int64 `json:"Dropped,omitempty"`
+	Aborted int64 `json:"Aborted,omitempty"`
 	// Partitions describes a stream's partitions (nil for other destinations). For a
 	// stream, Enqueued counts every message its log holds or held, Stored those it holds,
 	// Dequeued the messages written to subscribers since start, and Pending those
@@ -425,6 +422,7 @@ func (b *Broker) Close() error {
 	b.closed = true
 	open := len(b.conns)
 	b.mu.Unlock()
+	close(b.done)
 	if open > 0 {
 		b.log.Warn("broker closing with connections still open", slog.Int("connections", open))
 	}

@@ -28,10 +28,14 @@ type Conn struct {
 	ClientID   string
 	RemoteAddr string
 
-	mu      sync.Mutex // guards out and nextTag
+	mu      sync.Mutex // guards out, nextTag, notices and kickReason
 	out     []*Delivery
 	nextTag uint64
 	wake    chan struct{}
+	// notices are errors for the client that no request of its caused (a slow
+	// subscription aborted), written as ERROR frames by the transport.
+	notices    []*Error
+	kickReason string
 
 	// Owned by the connection's goroutine.
 	subs   map[string]*Subscription
@@ -40,7 +44,7 @@ type Conn struct {
 	temps  []tempKey
 	closed bool
 
-	kicked   chan struct{} // closed when a newer connection took over the client-id
+	kicked   chan struct{} // closed when the connection must go: see kick
 	kickOnce sync.Once
 	gone     chan struct{} // closed by Close
 }
@@ -75,7 +79,7 @@ func (b *Broker) Connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
 			// Link stealing: the old connection is told to go, and its durable
 			// subscriptions are free once it has.
 			b.mu.Unlock()
-			old.kickOnce.Do(func() { close(old.kicked) })
+			old.kick("client-id " + info.ClientID + " was taken over by a newer connection")
 			b.log.Info("client-id taken over by a new connection", slog.String("clientID", info.ClientID),
 				slog.String("old", old.RemoteAddr), slog.String("new", info.RemoteAddr))
 			select {
@@ -92,9 +96,45 @@ func (b *Broker) Connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
 	return c, nil
 }
 
-// Kicked is closed when a newer connection with the same client-id took over (link
-// stealing); the transport then closes this connection.
+// Kicked is closed when the broker wants the connection gone: a newer connection with
+// the same client-id took over (link stealing), or a slow consumer was aborted with its
+// connection. The transport then closes it with a fatal ERROR saying KickReason.
 func (c *Conn) Kicked() <-chan struct{} { return c.kicked }
+
+// KickReason says why Kicked was closed.
+func (c *Conn) KickReason() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kickReason
+}
+
+// kick asks the transport to close the connection; the first reason given stays.
+func (c *Conn) kick(reason string) {
+	c.kickOnce.Do(func() {
+		c.mu.Lock()
+		c.kickReason = reason
+		c.mu.Unlock()
+		close(c.kicked)
+	})
+}
+
+// notify queues an ERROR for the client and wakes the connection's owner.
+func (c *Conn) notify(e *Error) {
+	c.mu.Lock()
+	c.notices = append(c.notices, e)
+	c.mu.Unlock()
+	c.Poke()
+}
+
+// TakeNotices returns the errors queued for the client since the last call; the
+// transport writes each as a (non-fatal unless marked) ERROR frame.
+func (c *Conn) TakeNotices() []*Error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.notices
+	c.notices = nil
+	return n
+}
 
 // Wake is signalled when deliveries are waiting or Poke was called.
 func (c *Conn) Wake() <-chan struct{} { return c.wake }

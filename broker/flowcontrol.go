@@ -58,17 +58,19 @@ func (s *spaceSignal) notify() {
 func (c *Conn) NoSpaceWait() time.Duration { return c.b.noSpaceWait }
 
 // roomFor reports the limit m would break if it were sent to dests now (already
-// resolved, streams split off), or nil: a persistent message needs room in the store, a
-// non-persistent one sent to a queue needs room in the queue's and the broker's memory.
+// resolved, streams split off), or nil: a persistent message needs room in the store;
+// a message sent to a topic needs room in the topic's memory when subscribers are
+// behind (slowconsumer.go); a non-persistent one sent to a queue needs room in the
+// queue's and the broker's memory.
 func (b *Broker) roomFor(dests []destinations.Name, m *persistence.Message) *Error {
 	if len(dests) == 0 {
 		return nil
 	}
-	if m.Persistent {
-		if b.storeFull.Load() {
-			return b.storeFullError()
-		}
-		return nil
+	if m.Persistent && b.storeFull.Load() {
+		return b.storeFullError()
+	}
+	if err := b.topicRoom(dests, m); err != nil || m.Persistent {
+		return err
 	}
 	size := int64(m.Size())
 	for _, d := range dests {
@@ -93,15 +95,51 @@ func (b *Broker) roomFor(dests []destinations.Name, m *persistence.Message) *Err
 	return nil
 }
 
-// checkRoom is Send's flow-control check, before anything is accepted. A persistent
-// message over storeUsage is refused at once when producers are never held, and inside
-// a transaction (its messages are only recorded until COMMIT); a non-persistent one that
-// does not fit is then left to the routing, which refuses it per queue. When producers
+// topicRoom reports the memory limit m would break on a topic of dests whose
+// subscribers are behind. A topic nobody waits on always has room.
+func (b *Broker) topicRoom(dests []destinations.Name, m *persistence.Message) *Error {
+	size := int64(-1)
+	for _, d := range dests {
+		if !d.Kind.IsTopic() {
+			continue
+		}
+		b.mu.RLock()
+		t := b.topics[d.Name]
+		b.mu.RUnlock()
+		if t == nil || t.memBytes.Load() == 0 {
+			continue
+		}
+		if size < 0 {
+			size = int64(m.Size())
+		}
+		if t.full(size) || !b.mem.fits(size) {
+			all, max := b.mem.Used()
+			return &Error{Message: fmt.Sprintf("Usage Manager memory limit reached on %s: its subscribers are behind (topic %d of %d bytes, broker %d of %d)",
+				t.stomp, t.memBytes.Load(), t.memLimit, all, max), Err: errMemoryFull}
+		}
+	}
+	return nil
+}
+
+// checkRoom is Send's flow-control check, before anything is accepted. Inside a
+// transaction only a full store refuses a persistent message (a transaction's messages
+// are only recorded until COMMIT). When producers are never held, a message over
+// storeUsage or a topic's memory is refused at once, and a non-persistent one that does
+// not fit a queue is left to the routing, which refuses it per queue. When producers
 // are held, a message that does not fit gets its limit's Error with Retry set.
 func (b *Broker) checkRoom(dests []destinations.Name, m *persistence.Message, inTx bool) error {
-	if b.noSpaceWait == 0 || inTx {
+	if inTx {
 		if m.Persistent && len(dests) > 0 && b.storeFull.Load() {
 			return b.storeFullError()
+		}
+		return nil
+	}
+	if b.noSpaceWait == 0 {
+		if m.Persistent && len(dests) > 0 && b.storeFull.Load() {
+			return b.storeFullError()
+		}
+		if err := b.topicRoom(dests, m); err != nil {
+			return err
 		}
 		return nil
 	}

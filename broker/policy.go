@@ -96,6 +96,14 @@ type Policy struct {
 	MaxPendingBytes    int64
 	OfflineTimeout     time.Duration
 
+	// Non-durable topic subscribers that are behind (slowconsumer.go): by default
+	// none loses a message; the topic's MemoryLimit holds its producers back.
+	// PendingLimit, when set, drops the oldest waiting messages of such a
+	// subscriber instead (pendingMessageLimitStrategy), and SlowConsumer aborts it
+	// (slowConsumerStrategy).
+	PendingLimit PendingLimit
+	SlowConsumer *SlowConsumerPolicy
+
 	// Streams (topics): Stream keeps the topic's messages in the stream log, in
 	// Partitions partitions (at least 1), for Retention (0: whatever their age) and
 	// within RetentionBytes per partition (0: no size limit). See stream.go.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/selector"
@@ -69,10 +70,16 @@ type Subscription struct {
 	t       *topic // nil for a wildcard topic subscription
 	stream  *streamSub
 
-	// Topic overflow beyond prefetch, guarded by mu.
-	mu       sync.Mutex
-	overflow []overflowed
-	dropped  int64
+	// Topic messages waiting beyond prefetch (slowconsumer.go), guarded by mu: since
+	// when and how often the subscriber was behind, what the pending limit dropped,
+	// and whether it ended (it takes no more).
+	mu            sync.Mutex
+	overflow      []*waiting
+	slowSince     time.Time
+	slowCount     int64
+	dropped       int64
+	droppedLogged time.Time
+	ended         bool
 
 	// Owned by the connection's goroutine: written, not yet acknowledged, in tag order.
 	dispatched []*Delivery
@@ -243,8 +250,10 @@ func (c *Conn) Unsubscribe(ctx context.Context, id, durableName string) error {
 		c.b.removeWildcardQueue(s)
 	case s.t != nil:
 		s.t.remove(s)
+		s.dropOverflow()
 	default:
 		c.b.removeWildcard(s)
+		s.dropOverflow()
 	}
 	// Deliveries queued for the wire but not written yet.
 	c.mu.Lock()

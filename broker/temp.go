@@ -51,6 +51,7 @@ func (c *Conn) resolve(d destinations.Name, consume bool) (destinations.Name, er
 		if topic {
 			t := newTopic(c.b, real)
 			t.stomp = d.String()
+			t.applyPolicy(c.b.policyFor(destinations.Topic, real))
 			c.b.topics[real] = t
 		} else {
 			q := newQueue(c.b, real)
@@ -103,6 +104,9 @@ func (c *Conn) dropTemps() {
 	for _, k := range c.temps {
 		delete(c.b.temps, k)
 		if k.topic {
+			if t := c.b.topics[k.name]; t != nil {
+				t.close()
+			}
 			delete(c.b.topics, k.name)
 			continue
 		}

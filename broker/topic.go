@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -29,6 +28,17 @@ type topic struct {
 	enqueued atomic.Int64
 	dequeued atomic.Int64
 
+	// Subscribers that are behind (slowconsumer.go): the bytes of the messages they
+	// keep waiting, against memLimit (0: none of its own); the policies that drop or
+	// abort, and what they dropped or aborted.
+	memBytes atomic.Int64
+	memLimit int64
+	pending  PendingLimit
+	slow     *SlowConsumerPolicy
+	gone     chan struct{} // closed when the topic is removed (see close)
+	dropped  atomic.Int64
+	aborted  atomic.Int64
+
 	// A stream topic (policy Stream) keeps its messages in the stream log; its plain
 	// subscribers (wildcards) get them once appended. See stream.go.
 	isStream bool
@@ -38,7 +48,25 @@ type topic struct {
 
 func newTopic(b *Broker, name string) *topic {
 	n := destinations.Name{Kind: destinations.Topic, Name: name}
-	return &topic{b: b, name: name, dest: n.Qualified(), stomp: n.String()}
+	return &topic{b: b, name: name, dest: n.Qualified(), stomp: n.String(), gone: make(chan struct{})}
+}
+
+// close stops what runs for a topic that is removed (the caller removed it from the
+// broker's map).
+func (t *topic) close() {
+	select {
+	case <-t.gone:
+	default:
+		close(t.gone)
+	}
+}
+
+// applyPolicy takes what concerns subscribers that are behind from p.
+func (t *topic) applyPolicy(p Policy) {
+	t.memLimit, t.pending, t.slow = p.MemoryLimit, p.PendingLimit, p.SlowConsumer
+	if t.slow != nil {
+		go t.watchSlow()
+	}
 }
 
 // publish hands m to every subscriber whose selector matches; from is the sending
@@ -47,14 +75,18 @@ func (t *topic) publish(m *persistence.Message, from *Conn) {
 	if m.Seq == 0 {
 		t.assign(m)
 	}
+	var w *waiting
 	t.mu.RLock()
 	for _, s := range t.subs {
 		if (s.noLocal && s.conn == from) || !s.sel.MatchesMessage(m, 1) {
 			continue
 		}
-		s.offer(m, t.stomp)
+		w = s.offer(t, m, w)
 	}
 	t.mu.RUnlock()
+	if w != nil {
+		w.release()
+	}
 }
 
 // assign gives m its place in the topic.
@@ -98,55 +130,12 @@ func (t *topic) stats() DestinationStats {
 	n := len(t.subs)
 	t.mu.RUnlock()
 	return DestinationStats{
-		Name:      t.stomp,
-		Consumers: n,
-		Enqueued:  t.enqueued.Load(),
-		Dequeued:  t.dequeued.Load(),
+		Name:        t.stomp,
+		Consumers:   n,
+		Enqueued:    t.enqueued.Load(),
+		Dequeued:    t.dequeued.Load(),
+		MemoryBytes: t.memBytes.Load(),
+		Dropped:     t.dropped.Load(),
+		Aborted:     t.aborted.Load(),
 	}
-}
-
-// offer gives a topic message to a subscriber: at once if it has credit, otherwise into
-// its bounded overflow list (the oldest is dropped past the limit, with a log line the
-// first time, as ActiveMQ's pending message limit strategy does).
-func (s *Subscription) offer(m *persistence.Message, dest string) {
-	s.mu.Lock()
-	if len(s.overflow) == 0 && s.credit.Load() > 0 {
-		s.credit.Add(-1)
-		s.conn.push(&Delivery{Sub: s, Msg: m, Destination: dest, DeliveryCount: 1})
-		s.mu.Unlock()
-		return
-	}
-	s.overflow = append(s.overflow, overflowed{m, dest})
-	if len(s.overflow) > s.conn.b.topicPendingLimit {
-		s.overflow[0] = overflowed{}
-		s.overflow = s.overflow[1:]
-		s.dropped++
-		if s.dropped == 1 {
-			s.conn.b.log.Warn("slow topic subscriber: dropping oldest pending messages",
-				slog.String("conn", s.conn.ID), slog.String("subscription", s.ID),
-				slog.String("dest", s.Dest.String()), slog.Int("limit", s.conn.b.topicPendingLimit))
-		}
-	}
-	s.mu.Unlock()
-}
-
-// refill moves overflow messages to the connection while the subscriber has credit.
-func (s *Subscription) refill() {
-	s.mu.Lock()
-	for len(s.overflow) > 0 && s.credit.Load() > 0 {
-		o := s.overflow[0]
-		s.overflow[0] = overflowed{}
-		s.overflow = s.overflow[1:]
-		s.credit.Add(-1)
-		s.conn.push(&Delivery{Sub: s, Msg: o.m, Destination: o.dest, DeliveryCount: 1})
-	}
-	if len(s.overflow) == 0 {
-		s.overflow = nil
-	}
-	s.mu.Unlock()
-}
-
-type overflowed struct {
-	m    *persistence.Message
-	dest string
 }

@@ -35,7 +35,7 @@ const (
 	DefaultMemoryUsage        = 1 << 30   // 1gb
 	DefaultMaxTransactionSize = 64 << 20  // 64mb
 	DefaultStoreUsage         = 100 << 30 // 100gb, as in ActiveMQ's shipped activemq.xml
-	DefaultSendFailIfNoSpace  = true      // ActiveMQ: false (the producer blocks); see SystemUsage
+	DefaultSendFailIfNoSpace  = false     // as ActiveMQ: the producer is held until there is room
 	// MinUsageLimit is the smallest systemUsage.memoryUsage or storeUsage accepted.
 	MinUsageLimit = 1 << 20 // 1mb
 
@@ -115,8 +115,8 @@ type Broker struct {
 // <systemUsage>. What happens to a producer over a limit:
 //
 //	SendFailIfNoSpace  SendFailIfNoSpaceAfterTimeout  producer
-//	true (default)     0 (default)                    gets an ERROR at once
-//	false              0                              waits until there is space
+//	false (default)    0 (default)                    waits until there is space
+//	true               0                              gets an ERROR at once
 //	either             > 0                            waits up to the timeout, then gets an ERROR
 type SystemUsage struct {
 	// MemoryUsage caps the bytes of messages held in memory, broker-wide
@@ -126,8 +126,10 @@ type SystemUsage struct {
 	// least 1mb).
 	StoreUsage int64
 	// SendFailIfNoSpace fails a send over a limit instead of making the producer
-	// wait (default true; ActiveMQ's default is false, whose producers then stall
-	// without a word: a STOMP client sees neither RECEIPT nor ERROR).
+	// wait (default false, as ActiveMQ: the producer's SEND is held, and its
+	// connection no longer read, until a consumer frees room; its RECEIPT comes
+	// then). A held connection still gets its MESSAGEs and heart-beats, and its
+	// ACKs pass the held SEND.
 	SendFailIfNoSpace bool
 	// SendFailIfNoSpaceAfterTimeout, when more than 0, makes a send over a limit
 	// wait this long for space and then fail (default 0).

@@ -59,7 +59,7 @@ func TestDefault(t *testing.T) {
 		Persistence:         Persistence{Adapter: "memory", Key: "memory", Options: map[string]any{}},
 		TransportConnectors: []Connector{defaultConnector()},
 		SystemUsage: SystemUsage{
-			MemoryUsage: 1 << 30, StoreUsage: 100 << 30, SendFailIfNoSpace: true, SendFailIfNoSpaceAfterTimeout: 0,
+			MemoryUsage: 1 << 30, StoreUsage: 100 << 30, SendFailIfNoSpace: false, SendFailIfNoSpaceAfterTimeout: 0,
 			MaxTransactionSize: 64 << 20,
 		},
 		DestinationPolicy: nil,

@@ -25,8 +25,8 @@
 //	  maxTransactionSize: 64mb   # bytes one open transaction may hold until COMMIT
 //	  memoryUsage: 1gb           # bytes of messages held in memory, broker-wide; >= 1mb
 //	  storeUsage: 100gb          # disk the persistent store may use; >= 1mb
-//	  sendFailIfNoSpace: true    # over a limit, the producer gets an ERROR at once;
-//	                             # false: its SEND waits for room (ActiveMQ's default)
+//	  sendFailIfNoSpace: false   # over a limit, the producer's SEND waits for room
+//	                             # (as ActiveMQ); true: it gets an ERROR at once
 //	  sendFailIfNoSpaceAfterTimeout: 0   # > 0: wait this long for space, then ERROR
 //	destinationPolicy: []        # per-destination settings: see Destination policy
 //	streams:                     # the partitioned log behind type: stream topics

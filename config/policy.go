@@ -103,6 +103,15 @@ type PolicyEntry struct {
 	// than this (default 0: no size limit).
 	RetentionBytes int64
 
+	// Slow non-durable topic subscribers (topic entries only; see
+	// slowconsumer.go): by default none is dropped or aborted, producers are
+	// held back instead.
+
+	// PendingMessageLimit is the pendingMessageLimitStrategy block.
+	PendingMessageLimit PendingMessageLimit
+	// SlowConsumer is the slowConsumerStrategy block; nil: none.
+	SlowConsumer *AbortSlowConsumer
+
 	// Set holds the keys the file or the environment wrote for this entry, as
 	// canonical paths below the entry: "prefetch", "redeliveryPolicy.redeliveryDelay".
 	// A key written with no value is not set. deadLetterStrategy.prefix is
@@ -141,27 +150,29 @@ func DefaultPolicy(topic bool) PolicyEntry {
 
 // policyEntry is one destinationPolicy element as written.
 type policyEntry struct {
-	Queue                           string            `mapstructure:"queue"`
-	Topic                           string            `mapstructure:"topic"`
-	TempQueue                       bool              `mapstructure:"tempQueue"`
-	TempTopic                       bool              `mapstructure:"tempTopic"`
-	Prefetch                        int               `mapstructure:"prefetch"`
-	MemoryLimit                     byteSize          `mapstructure:"memoryLimit"`
-	PrioritizedMessages             bool              `mapstructure:"prioritizedMessages"`
-	DefaultTimeToLive               time.Duration     `mapstructure:"defaultTimeToLive"`
-	ExpireMessagesPeriod            time.Duration     `mapstructure:"expireMessagesPeriod"`
-	NackPolicy                      string            `mapstructure:"nackPolicy"`
-	RedeliveryPolicy                RedeliveryPolicy  `mapstructure:"redeliveryPolicy"`
-	DeadLetterStrategy              deadLetterSection `mapstructure:"deadLetterStrategy"`
-	AllConsumersExclusiveByDefault  bool              `mapstructure:"allConsumersExclusiveByDefault"`
-	DurableTopicPrefetch            int               `mapstructure:"durableTopicPrefetch"`
-	MaxPendingMessages              int64             `mapstructure:"maxPendingMessages"`
-	MaxPendingBytes                 byteSize          `mapstructure:"maxPendingBytes"`
-	OfflineDurableSubscriberTimeout time.Duration     `mapstructure:"offlineDurableSubscriberTimeout"`
-	Type                            string            `mapstructure:"type"`
-	Partitions                      int               `mapstructure:"partitions"`
-	Retention                       time.Duration     `mapstructure:"retention"`
-	RetentionBytes                  byteSize          `mapstructure:"retentionBytes"`
+	Queue                           string              `mapstructure:"queue"`
+	Topic                           string              `mapstructure:"topic"`
+	TempQueue                       bool                `mapstructure:"tempQueue"`
+	TempTopic                       bool                `mapstructure:"tempTopic"`
+	Prefetch                        int                 `mapstructure:"prefetch"`
+	MemoryLimit                     byteSize            `mapstructure:"memoryLimit"`
+	PrioritizedMessages             bool                `mapstructure:"prioritizedMessages"`
+	DefaultTimeToLive               time.Duration       `mapstructure:"defaultTimeToLive"`
+	ExpireMessagesPeriod            time.Duration       `mapstructure:"expireMessagesPeriod"`
+	NackPolicy                      string              `mapstructure:"nackPolicy"`
+	RedeliveryPolicy                RedeliveryPolicy    `mapstructure:"redeliveryPolicy"`
+	DeadLetterStrategy              deadLetterSection   `mapstructure:"deadLetterStrategy"`
+	AllConsumersExclusiveByDefault  bool                `mapstructure:"allConsumersExclusiveByDefault"`
+	DurableTopicPrefetch            int                 `mapstructure:"durableTopicPrefetch"`
+	MaxPendingMessages              int64               `mapstructure:"maxPendingMessages"`
+	MaxPendingBytes                 byteSize            `mapstructure:"maxPendingBytes"`
+	OfflineDurableSubscriberTimeout time.Duration       `mapstructure:"offlineDurableSubscriberTimeout"`
+	Type                            string              `mapstructure:"type"`
+	Partitions                      int                 `mapstructure:"partitions"`
+	Retention                       time.Duration       `mapstructure:"retention"`
+	RetentionBytes                  byteSize            `mapstructure:"retentionBytes"`
+	PendingMessageLimitStrategy     pendingLimitSection `mapstructure:"pendingMessageLimitStrategy"`
+	SlowConsumerStrategy            slowConsumerSection `mapstructure:"slowConsumerStrategy"`
 }
 
 const (
@@ -204,6 +215,11 @@ func writtenKeys(m map[string]any, n *schemaNode, prefix string, set map[string]
 			continue
 		}
 		if sub, isMap := v.(map[string]any); isMap && f.node.kind == sectionNode {
+			if len(sub) == 0 {
+				// An empty block (all defaults, as in abortSlowConsumerStrategy: {})
+				// is recorded as its own key.
+				set[joinKey(prefix, f.name)] = true
+			}
 			writtenKeys(sub, f.node, joinKey(prefix, f.name), set)
 			continue
 		}
@@ -294,6 +310,9 @@ func (c *checker) buildPolicy(at string, e policyEntry, set map[string]bool) (Po
 	}
 
 	if err := c.buildStreamPolicy(at, e, set, &p); err != nil {
+		return PolicyEntry{}, err
+	}
+	if err := c.buildSlowConsumers(at, e, set, &p); err != nil {
 		return PolicyEntry{}, err
 	}
 	return p, nil

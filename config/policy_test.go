@@ -89,9 +89,9 @@ func TestPolicyEntryDefaults(t *testing.T) {
 	assert.True(t, c.DestinationPolicy[4].IsStream())
 
 	// 0 prefetches mean the default; keys written with no value keep theirs
-	// and are not set.
+	// and are not set; an empty block is recorded as its own key.
 	want = DefaultPolicy(false)
-	want.Queue, want.Set = "A", keys("queue", "prefetch", "durableTopicPrefetch")
+	want.Queue, want.Set = "A", keys("queue", "prefetch", "durableTopicPrefetch", "deadLetterStrategy")
 	assert.Equal(t, want, c.DestinationPolicy[5])
 }
 

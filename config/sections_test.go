@@ -37,7 +37,7 @@ virtualTopics: {prefix: "VirtualTopicConsumers.*."}
 broker: {allowLinkStealing: "true"}
 `), nil)
 	require.NoError(t, err)
-	assert.Equal(t, SystemUsage{MemoryUsage: 64 << 20, StoreUsage: 100 << 30, SendFailIfNoSpace: true, MaxTransactionSize: 64 << 20}, c.SystemUsage)
+	assert.Equal(t, SystemUsage{MemoryUsage: 64 << 20, StoreUsage: 100 << 30, MaxTransactionSize: 64 << 20}, c.SystemUsage)
 	assert.Equal(t, "os", c.Streams.Flush, "read case-insensitively")
 	assert.Equal(t, int64(1<<20), c.Streams.SegmentBytes)
 	assert.Equal(t, 168*time.Hour, c.Streams.SegmentMs)

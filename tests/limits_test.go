@@ -11,13 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestStoreUsageLimit: past systemUsage.storeUsage persistent SENDs get an ERROR (with
-// the receipt-id), the broker logs it, the connection stays open, non-persistent messages
-// still flow, and everything accepted before is still delivered.
+// TestStoreUsageLimit: with sendFailIfNoSpace: true, past systemUsage.storeUsage
+// persistent SENDs get an ERROR (with the receipt-id), the broker logs it, the
+// connection stays open, non-persistent messages still flow, and everything accepted
+// before is still delivered.
 func TestStoreUsageLimit(t *testing.T) {
 	b := startBroker(t, brokerConfig{
 		Adapter: "kahaDB: {journalMaxFileLength: 256kb}",
-		Extra:   "systemUsage: {storeUsage: 1mb}\n",
+		Extra:   "systemUsage: {storeUsage: 1mb, sendFailIfNoSpace: true}\n",
 	})
 	rc := dialRaw(t, b.Addr)
 	require.Equal(t, "CONNECTED", rc.connect().Command)

@@ -102,6 +102,12 @@ func toPolicy(e config.PolicyEntry) broker.Policy {
 	p.MaxPendingMessages = e.MaxPendingMessages
 	p.MaxPendingBytes = e.MaxPendingBytes
 	p.OfflineTimeout = e.OfflineDurableSubscriberTimeout
+	p.PendingLimit = broker.PendingLimit{Constant: e.PendingMessageLimit.Constant,
+		Limit: e.PendingMessageLimit.Limit, Multiplier: e.PendingMessageLimit.Multiplier}
+	if a := e.SlowConsumer; a != nil {
+		p.SlowConsumer = &broker.SlowConsumerPolicy{AbortConnection: a.AbortConnection,
+			MaxSlowDuration: a.MaxSlowDuration, MaxSlowCount: a.MaxSlowCount, CheckPeriod: a.CheckPeriod}
+	}
 	p.Stream = e.IsStream()
 	p.Partitions = e.Partitions
 	p.Retention = e.Retention

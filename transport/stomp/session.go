@@ -256,7 +256,7 @@ func (s *session) run(ctx context.Context) {
 				}
 			}
 		case <-kicked:
-			s.fail(&broker.Error{Message: "client-id " + s.conn.ClientID + " was taken over by a newer connection", Fatal: true}, "")
+			s.fail(&broker.Error{Message: s.conn.KickReason(), Fatal: true}, "")
 		case <-ctx.Done():
 			s.fail(&broker.Error{Message: "broker is shutting down", Fatal: true}, "")
 		}
@@ -317,6 +317,11 @@ func (s *session) pump() error {
 	}
 	if len(s.pending) == 0 {
 		s.pending = nil
+	}
+	if s.conn != nil && !s.closing {
+		for _, e := range s.conn.TakeNotices() {
+			s.writeError(e, "")
+		}
 	}
 	if s.conn != nil && s.holdForSub == 0 && !s.closing {
 		for rounds := 0; rounds < 16; rounds++ {

@@ -1,0 +1,154 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/memstore"
+)
+
+func topicBroker(t *testing.T, noSpaceWait time.Duration, p Policy) *Broker {
+	t.Helper()
+	b, err := New(context.Background(), Options{Name: "test", Store: memstore.New(), NoSpaceWait: noSpaceWait,
+		Policies: func(kind destinations.Kind, name string) Policy {
+			if kind.IsTopic() {
+				return p
+			}
+			return DefaultPolicy(false)
+		}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	return b
+}
+
+// trySend sends a non-persistent message and returns Send's error.
+func (c *client) trySend(dest, body string) error {
+	ns, err := destinations.Parse(dest)
+	require.NoError(c.t, err)
+	var serr error
+	c.do(func() {
+		serr = c.conn.Send(context.Background(), ns, &persistence.Message{Body: []byte(body), Priority: 4}, "", func(error) {})
+	})
+	return serr
+}
+
+// A message waiting for two subscribers counts once against the topic's memory, until
+// the last of them lets it go; a held producer's Retry closes then.
+func TestTopicWaitingMessagesCountOnce(t *testing.T) {
+	p := DefaultPolicy(true)
+	p.MemoryLimit = 4 << 10
+	b := topicBroker(t, -1, p)
+	a, c := newClient(t, b, ""), newClient(t, b, "")
+	a.subscribe("a", "/topic/t", AckClientIndividual, 1)
+	c.subscribe("c", "/topic/t", AckClientIndividual, 1)
+	prod := newClient(t, b, "")
+	prod.send("/topic/t", "first", false) // takes each subscriber's one credit
+	da, dc := a.recv(), c.recv()
+	tp := b.topic("t")
+	body := string(make([]byte, 1000))
+	require.NoError(t, prod.trySend("/topic/t", body))
+	size := tp.memBytes.Load()
+	require.Positive(t, size)
+	for i := 0; tp.memBytes.Load()+size <= p.MemoryLimit; i++ {
+		require.NoError(t, prod.trySend("/topic/t", body), "send %d", i)
+	}
+	assert.EqualValues(t, tp.memBytes.Load(), b.mem.used.Load(), "counted once, broker-wide too")
+
+	// Full: the producer is told to wait.
+	err := prod.trySend("/topic/t", body)
+	var be *Error
+	require.True(t, errors.As(err, &be), "%v", err)
+	require.NotNil(t, be.Retry)
+	require.Contains(t, be.Message, "Usage Manager memory limit reached on /topic/t")
+
+	// One subscriber catching up frees nothing: the other still holds every message.
+	waiting := tp.memBytes.Load()
+	n := int(waiting / size)
+	require.NoError(t, a.ack(da))
+	for i := 0; i < n; i++ {
+		require.NoError(t, a.ack(a.recv()))
+	}
+	assert.Equal(t, waiting, tp.memBytes.Load())
+	select {
+	case <-be.Retry:
+		t.Fatal("Retry closed while the topic is still full")
+	default:
+	}
+	// The other ending releases it all and wakes the producer.
+	require.NoError(t, c.unsubscribe("c", ""))
+	_ = dc
+	assert.Zero(t, tp.memBytes.Load())
+	assert.Zero(t, b.mem.used.Load())
+	select {
+	case <-be.Retry:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held producer was not woken")
+	}
+	require.NoError(t, prod.trySend("/topic/t", body))
+}
+
+// With a pending limit the oldest waiting messages are dropped, counted, and their
+// memory released; the producer is never held.
+func TestTopicPendingLimitDropsOldest(t *testing.T) {
+	p := DefaultPolicy(true)
+	p.PendingLimit = PendingLimit{Multiplier: 2} // prefetch 3 → 6 waiting
+	b := topicBroker(t, -1, p)
+	s := newClient(t, b, "")
+	s.subscribe("s", "/topic/t", AckClientIndividual, 3)
+	prod := newClient(t, b, "")
+	for i := range 100 {
+		require.NoError(t, prod.trySend("/topic/t", strconv.Itoa(i)))
+	}
+	tp := b.topic("t")
+	assert.EqualValues(t, 100-3-6, tp.dropped.Load())
+	var got []string
+	for range 3 + 6 {
+		d := s.recv()
+		got = append(got, string(d.Msg.Body))
+		require.NoError(t, s.ack(d))
+	}
+	assert.Equal(t, []string{"0", "1", "2", "94", "95", "96", "97", "98", "99"}, got)
+	assert.Zero(t, tp.memBytes.Load())
+	assert.EqualValues(t, 100-3-6, tp.stats().Dropped)
+}
+
+// checkSlow aborts a subscriber behind for longer than MaxSlowDuration: it gets an
+// ERROR notice, takes no more messages, and its waiting messages are released.
+func TestTopicSlowSubscriberAborted(t *testing.T) {
+	p := DefaultPolicy(true)
+	p.SlowConsumer = &SlowConsumerPolicy{MaxSlowDuration: time.Minute, MaxSlowCount: -1, CheckPeriod: time.Hour}
+	b := topicBroker(t, -1, p)
+	s := newClient(t, b, "")
+	s.subscribe("s", "/topic/t", AckClientIndividual, 1)
+	fast := newClient(t, b, "")
+	fast.subscribe("f", "/topic/t", AckAuto, 100)
+	prod := newClient(t, b, "")
+	for i := range 5 {
+		require.NoError(t, prod.trySend("/topic/t", strconv.Itoa(i)))
+	}
+	tp := b.topic("t")
+	require.Positive(t, tp.memBytes.Load())
+	tp.checkSlow(time.Now()) // not behind long enough
+	assert.Zero(t, tp.aborted.Load())
+	tp.checkSlow(time.Now().Add(2 * time.Minute))
+	assert.EqualValues(t, 1, tp.aborted.Load())
+	assert.Zero(t, tp.memBytes.Load())
+	var notices []*Error
+	s.do(func() { notices = s.conn.TakeNotices() })
+	require.Len(t, notices, 1)
+	assert.Contains(t, notices[0].Message, "slow consumer: subscription s on /topic/t")
+	assert.False(t, notices[0].Fatal)
+	require.NoError(t, prod.trySend("/topic/t", "after"))
+	for range 6 {
+		fast.recv()
+	}
+	assert.Equal(t, 1, tp.stats().Consumers, "only the fast subscriber is left")
+}
