@@ -139,6 +139,18 @@
 //	    partitions: 1                  # streams only; 1 to 1024
 //	    retention: 168h                # streams only; 0: whatever the age
 //	    retentionBytes: 0              # streams only, per partition; 0: unlimited
+//	    pendingMessageLimitStrategy:   # topics only; none by default: nothing is dropped,
+//	                                   # a subscriber behind holds producers via memoryLimit
+//	      constantPendingMessageLimitStrategy: {limit: 1000}   # keep at most N waiting,
+//	                                   # drop the oldest; -1: none. Or instead:
+//	      prefetchRatePendingMessageLimitStrategy: {multiplier: 2.5}   # N = prefetch × it
+//	    slowConsumerStrategy:          # topics only; none by default
+//	      abortSlowConsumerStrategy:   # end a non-durable subscriber that stays behind
+//	        abortConnection: false     # false: its subscription, with an ERROR; true: the connection
+//	        maxSlowDuration: 30s       # behind this long; 0 or -1: no time limit
+//	        maxSlowCount: -1           # behind more than this many times; -1: no count limit
+//	        checkPeriod: 30s           # how often subscribers are checked; > 0
+//	        ignoreIdleConsumers: true  # accepted; an idle subscriber is never behind
 //
 // Errors, besides values out of the ranges above: an entry matching nothing or
 // more than one kind, an empty pattern, ">" anywhere but as the last element, a
