@@ -34,8 +34,11 @@ type Conn struct {
 	wake    chan struct{}
 
 	// Owned by the connection's goroutine.
-	subs   map[string]*Subscription
-	byTag  map[uint64]*Delivery
+	subs  map[string]*Subscription
+	byTag map[uint64]*Delivery
+	// byID finds the unacknowledged deliveries by message id, for the acks of STOMP 1.0
+	// and 1.1 (see ackindex.go); nil until the connection's first such ack.
+	byID   map[string]*Delivery
 	txs    map[string]*txState
 	temps  []tempKey
 	closed bool
@@ -157,6 +160,7 @@ func (c *Conn) Delivered(ds []*Delivery) {
 		if s.Mode != AckAuto {
 			s.dispatched = append(s.dispatched, d)
 			c.byTag[d.Tag] = d
+			c.indexID(d)
 			continue
 		}
 		if credits == nil {
