@@ -37,13 +37,11 @@ func (c *Conn) find(r AckRef, cumulative bool) (*Subscription, []*Delivery, erro
 		if s == nil {
 			return nil, nil, errorf(ErrUnknownSubscription, "No subscription matched: %s", r.SubID)
 		}
-		d = s.byMessageID(r.MessageID)
+		d = c.byMessageID(r.MessageID, s)
 	default:
-		for _, s := range c.subs {
-			if d = s.byMessageID(r.MessageID); d != nil {
-				break
-			}
-		}
+		// STOMP 1.0 names no subscription: any of the connection's will do, as in
+		// ActiveMQ; the delivery written first is taken.
+		d = c.byMessageID(r.MessageID, nil)
 	}
 	if d == nil || d.settled {
 		return nil, nil, errorf(ErrUnknownAck, "Unexpected ACK received for message-id [%s]", r)
@@ -62,15 +60,6 @@ func (c *Conn) find(r AckRef, cumulative bool) (*Subscription, []*Delivery, erro
 		}
 	}
 	return s, ds, nil
-}
-
-func (s *Subscription) byMessageID(id string) *Delivery {
-	for _, d := range s.dispatched {
-		if !d.settled && d.Msg.ID == id {
-			return d
-		}
-	}
-	return nil
 }
 
 // Ack acknowledges a message (and, for a client-mode subscription, every earlier one it

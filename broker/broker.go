@@ -117,6 +117,7 @@ type Broker struct {
 	storeFull       atomic.Bool
 	noSpaceWait     time.Duration
 	space           spaceSignal // wakes SENDs held for room
+	refusedLog      logLimit    // memoryFull's log line for scheduled messages
 	maxTxBytes      int64
 	sched           *scheduler
 	stopSweeper     context.CancelFunc

@@ -38,11 +38,16 @@ type Conn struct {
 	kickReason string
 
 	// Owned by the connection's goroutine.
-	subs   map[string]*Subscription
-	byTag  map[uint64]*Delivery
+	subs  map[string]*Subscription
+	byTag map[uint64]*Delivery
+	// byID finds the unacknowledged deliveries by message id, for the acks of STOMP 1.0
+	// and 1.1 (see ackindex.go); nil until the connection's first such ack.
+	byID   map[string]*Delivery
 	txs    map[string]*txState
 	temps  []tempKey
 	closed bool
+
+	refusedLog logLimit // the log line of non-persistent messages refused for memory
 
 	kicked   chan struct{} // closed when the connection must go: see kick
 	kickOnce sync.Once
@@ -197,6 +202,7 @@ func (c *Conn) Delivered(ds []*Delivery) {
 		if s.Mode != AckAuto {
 			s.dispatched = append(s.dispatched, d)
 			c.byTag[d.Tag] = d
+			c.indexID(d)
 			continue
 		}
 		if credits == nil {
@@ -394,7 +400,7 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *
 		e, err := q.accept(msg, !msg.Persistent)
 		if err != nil {
 			// Other parts of a composite send go ahead; the producer hears of this one.
-			refused = b.memoryFull(q, err)
+			refused = b.memoryFull(from, q, err)
 			continue
 		}
 		if !msg.Persistent {
@@ -431,11 +437,26 @@ func settleEntries(entries []queuedEntry, err error) {
 	}
 }
 
-// memoryFull is the producer's error when a non-persistent message does not fit.
-func (b *Broker) memoryFull(q *queue, err error) error {
-	used, limit := b.mem.Used()
-	b.log.Warn("memory limit reached: non-persistent message refused",
-		slog.String("dest", q.stomp), slog.Int64("used", used), slog.Int64("limit", limit))
+// memoryFull is the producer's error when a non-persistent message from connection from
+// (nil for the scheduler) does not fit. It is logged once a minute per connection, with
+// the number refused since the last line: a producer that keeps sending into a full
+// queue gets an ERROR per message, and must not flood the log with as many lines.
+func (b *Broker) memoryFull(from *Conn, q *queue, err error) error {
+	lim := &b.refusedLog
+	if from != nil {
+		lim = &from.refusedLog
+	}
+	if ok, more := lim.allow(time.Now()); ok {
+		used, limit := b.mem.Used()
+		attrs := []any{slog.String("dest", q.stomp), slog.Int64("used", used), slog.Int64("limit", limit)}
+		if from != nil {
+			attrs = append(attrs, slog.String("conn", from.ID), slog.String("remote", from.RemoteAddr))
+		}
+		if more > 0 {
+			attrs = append(attrs, slog.Int("refusedSinceLastLine", more))
+		}
+		b.log.Warn("memory limit reached: non-persistent message refused (logged once a minute per connection)", attrs...)
+	}
 	return &Error{Message: "Usage Manager memory limit reached: message to " + q.stomp + " refused (send it persistent:true, or consume faster)", Err: err}
 }
 

@@ -109,6 +109,9 @@ type Delivery struct {
 	track   *partTracker // stream deliveries
 	written bool
 	settled bool
+	// sameID is the next unsettled delivery of the same message id on the connection, in
+	// tag order, while Conn.byID is kept.
+	sameID *Delivery
 }
 
 // Subscribe adds a subscription to the connection.
@@ -275,6 +278,7 @@ func (c *Conn) Unsubscribe(ctx context.Context, id, durableName string) error {
 		if !d.settled {
 			d.settled = true
 			delete(c.byTag, d.Tag)
+			c.unindexID(d)
 			back = append(back, d)
 		}
 	}
@@ -288,11 +292,15 @@ func sortByTag(ds []*Delivery) {
 	slices.SortFunc(ds, func(a, b *Delivery) int { return cmp.Compare(a.Tag, b.Tag) })
 }
 
-// settle marks deliveries of s as done and compacts its dispatched list.
+// settle marks deliveries of s as done and compacts its dispatched list. The cost is
+// O(1) per delivery settled, amortized: settled ones at the head are sliced off (append
+// moves the rest to a new array once the old one is used up), and those elsewhere are
+// swept out once they are half the list.
 func (s *Subscription) settle(ds []*Delivery) {
 	for _, d := range ds {
 		d.settled = true
 		delete(s.conn.byTag, d.Tag)
+		s.conn.unindexID(d)
 	}
 	s.acked += len(ds)
 	i := 0
@@ -301,9 +309,8 @@ func (s *Subscription) settle(ds []*Delivery) {
 	}
 	if i > 0 {
 		s.acked -= i
-		n := copy(s.dispatched, s.dispatched[i:])
-		clear(s.dispatched[n:])
-		s.dispatched = s.dispatched[:n]
+		clear(s.dispatched[:i])
+		s.dispatched = s.dispatched[i:]
 	}
 	if s.acked > 64 && s.acked*2 > len(s.dispatched) {
 		kept := s.dispatched[:0]
@@ -324,6 +331,7 @@ func (s *Subscription) unsettle(ds []*Delivery) {
 	for _, d := range ds {
 		d.settled = false
 		s.conn.byTag[d.Tag] = d
+		s.conn.indexID(d)
 	}
 	s.dispatched = append(s.dispatched, ds...)
 	sortByTag(s.dispatched)

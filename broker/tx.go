@@ -89,7 +89,7 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 				for _, f := range applies {
 					f(err)
 				}
-				return c.b.memoryFull(q, err)
+				return c.b.memoryFull(c, q, err)
 			}
 			entries = append(entries, queuedEntry{q, e, msg.Seq})
 			if msg.Persistent {

@@ -144,3 +144,40 @@ func TestFlowControlFailsAfterTimeout(t *testing.T) {
 	// The ERROR is not fatal: the connection goes on.
 	p.send("/queue/other", "still here")
 }
+
+// TestRefusedSendsLoggedOnceAMinute: with sendFailIfNoSpace: true, a flood of
+// non-persistent SENDs that find no memory each get their ERROR, but the broker logs the
+// refusals once a minute per connection, as it logs held producers, not once per SEND.
+func TestRefusedSendsLoggedOnceAMinute(t *testing.T) {
+	const line = "non-persistent message refused"
+	b := flowControlBroker(t, "sendFailIfNoSpace: true")
+	flood := func(p *jmsClient, dest string) (refused int) {
+		const n = 200
+		for i := range n {
+			sendAsync(p, dest, i)
+		}
+		var got, errs []string
+		deadline := time.Now().Add(20 * time.Second)
+		for len(got)+len(errs) < n && time.Now().Before(deadline) {
+			r, e := answers(p, time.Until(deadline)/10)
+			got, errs = append(got, r...), append(errs, e...)
+		}
+		require.Equal(t, n, len(got)+len(errs), "every SEND answered")
+		return len(errs)
+	}
+	p := jmsDial(t, b.Addr)
+	refused := flood(p, "/queue/fc.flood")
+	require.Greater(t, refused, 150, "a 4 KiB queue refuses most of 200 SENDs of 1 KiB")
+	eventually(t, 5*time.Second, "the broker to log the refusals", func() bool {
+		return strings.Contains(b.Log(), line)
+	})
+	refused += flood(p, "/queue/fc.flood2")
+	assert.Equal(t, 1, strings.Count(b.Log(), line), "%d refused SENDs on one connection", refused)
+
+	// Another connection gets its own line.
+	flood(jmsDial(t, b.Addr), "/queue/fc.flood3")
+	eventually(t, 5*time.Second, "a line for the second connection", func() bool {
+		return strings.Count(b.Log(), line) >= 2
+	})
+	assert.Equal(t, 2, strings.Count(b.Log(), line))
+}

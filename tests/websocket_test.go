@@ -174,7 +174,8 @@ func TestWebSocketConnectorLimits(t *testing.T) {
 
 // TestWebSocketMessagesHoldWholeFrames: deliveries larger than the session's write
 // buffer still reach the client as WebSocket messages of whole frames, as ActiveMQ
-// sends them (older stomp.js parses each message on its own).
+// sends them (older stomp.js parses each message on its own), each ending at its NUL
+// without the LF that follows it on a stream.
 func TestWebSocketMessagesHoldWholeFrames(t *testing.T) {
 	p := startConnectors(t, "", "stomp", "stomp://127.0.0.1:0", "ws", "ws://127.0.0.1:0")
 	c := dialWS(t, "ws://"+p.connectorAddr("ws")+"/", "v12.stomp", nil)
@@ -198,6 +199,8 @@ func TestWebSocketMessagesHoldWholeFrames(t *testing.T) {
 		messages++
 		trimmed := strings.TrimRight(string(b), "\r\n")
 		require.True(t, trimmed == "" || strings.HasSuffix(trimmed, "\x00"), "message %d ends mid-frame", messages)
+		require.True(t, trimmed == "" || trimmed == string(b), "message %d has an EOL after its last NUL", messages)
+		require.False(t, strings.Contains(string(b), "\x00\n"), "message %d: a frame followed by an EOL", messages)
 		frames += strings.Count(string(b), "MESSAGE\n")
 	}
 	assert.Equal(t, n, frames)

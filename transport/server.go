@@ -110,6 +110,9 @@ func (s *Server) Listen(cs []Connector) error {
 		if c.TLS != nil {
 			ln = tls.NewListener(ln, c.TLS)
 		}
+		// ActiveMQ sends a WebSocket message per frame, ending at the NUL; on a stream
+		// an LF follows.
+		c.Session.NoFrameEOL = c.WebSocket
 		opened = append(opened, &listener{c: c, ln: ln})
 	}
 	for _, l := range opened {
@@ -196,6 +199,7 @@ func (s *Server) refuse(l *listener, nc net.Conn) {
 		slog.String("remote", nc.RemoteAddr().String()))
 	_ = nc.SetDeadline(time.Now().Add(time.Second))
 	w := codec.NewWriter(nc, 512)
+	w.SetFrameEOL(!l.c.Session.NoFrameEOL)
 	msg := fmt.Sprintf("maximum connections (%d) reached on connector %s", l.c.MaxConnections, l.c.Name)
 	f := frame.New("ERROR", "message", msg, "content-type", "text/plain")
 	_ = w.WriteFrame(f)

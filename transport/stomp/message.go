@@ -27,9 +27,10 @@ func messageFromSend(f *frame.Frame) (*persistence.Message, error) {
 	m := &persistence.Message{Priority: 4, Body: f.Body}
 	n := f.Header.Len()
 	hs := make(persistence.Headers, 0, 2*n)
+	seen := newHeaderSet(n)
 	for i := 0; i < n; i++ {
 		k, v := f.Header.GetAt(i)
-		if seenBefore(f.Header, i, k) {
+		if seen.repeated(f.Header, i, k) {
 			continue
 		}
 		switch k {
@@ -65,8 +66,34 @@ func messageFromSend(f *frame.Frame) (*persistence.Message, error) {
 	return m, nil
 }
 
-// seenBefore reports whether key occurs before index i.
-func seenBefore(h *frame.Header, i int, key string) bool {
+// smallHeaderCount is the most headers a frame may have for repeated names to be found by
+// scanning the names before each one: for a typical SEND that is cheaper than a map and
+// allocates nothing. Above it a set keeps the check O(1) per header, so that a frame with
+// the maximum number of headers (1000 by default) costs no quadratic scan.
+const smallHeaderCount = 16
+
+// headerSet finds the repeated names among a frame's headers, visited in order.
+type headerSet struct {
+	names map[string]struct{} // nil for a small frame: repeated scans instead
+}
+
+func newHeaderSet(n int) headerSet {
+	if n <= smallHeaderCount {
+		return headerSet{}
+	}
+	return headerSet{names: make(map[string]struct{}, n)}
+}
+
+// repeated reports whether key, the name of header i of h, occurs before index i. It is
+// called for every i in increasing order.
+func (s headerSet) repeated(h *frame.Header, i int, key string) bool {
+	if s.names != nil {
+		if _, ok := s.names[key]; ok {
+			return true
+		}
+		s.names[key] = struct{}{}
+		return false
+	}
 	for j := 0; j < i; j++ {
 		if k, _ := h.GetAt(j); k == key {
 			return true

@@ -42,7 +42,11 @@ type Config struct {
 	DefaultHeartBeat [2]time.Duration // used when CONNECT has no heart-beat header
 	MinHeartBeat     time.Duration    // floor for both directions; default 100ms
 	WriteTimeout     time.Duration    // a client that takes no data for this long is dropped; default 60s
-	Logger           *slog.Logger
+	// NoFrameEOL ends frames at their NUL, without the LF that ActiveMQ writes after it on
+	// a stream: for WebSocket, where ActiveMQ sends each frame as a message ending at the
+	// NUL.
+	NoFrameEOL bool
+	Logger     *slog.Logger
 }
 
 func (c Config) withDefaults() Config {
@@ -146,6 +150,7 @@ func Serve(ctx context.Context, nc net.Conn, b *broker.Broker, cfg Config) {
 		readErr:   make(chan error, 1),
 		connected: make(chan struct{}),
 	}
+	s.w.SetFrameEOL(!cfg.NoFrameEOL)
 	s.readTimeout.Store(int64(cfg.ConnectTimeout))
 	go s.readLoop()
 	s.run(ctx)

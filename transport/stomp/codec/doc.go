@@ -40,7 +40,9 @@
 // of a value, where a reader would take it for part of the EOL; there it becomes a space.
 // CONNECT, STOMP and CONNECTED frames are never escaped and use the 1.0 replacement rule. The
 // Writer adds no content-length of its own: the caller decides, and must add one when a body
-// contains NUL.
+// contains NUL. Every frame ends with NUL and LF, as ActiveMQ writes them on a stream (some
+// clients expect that LF; see Writer.SetFrameEOL, which a WebSocket connection uses to end
+// frames at the NUL as ActiveMQ does there).
 //
 // # Limits
 //

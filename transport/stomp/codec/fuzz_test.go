@@ -165,6 +165,9 @@ func checkRoundTrip(t *testing.T, version string, f *frame.Frame) {
 		t.Fatalf("round trip in %s:\nwant %q %q %q\ngot  %q %q %q\nwire %q", version,
 			want.Command, entries(want.Header), want.Body, got.Command, entries(got.Header), got.Body, wire)
 	}
+	if f, err := r.Read(); f != nil || err != nil {
+		t.Fatalf("re-read frame not followed by its LF (a heart-beat): %v, %v", f, err)
+	}
 	if _, err := r.Read(); err != io.EOF {
 		t.Fatalf("trailing data after re-read frame: %v", err)
 	}

@@ -22,9 +22,10 @@ const defaultWriteBufferSize = 32 << 10
 //
 // Write errors come from the underlying writer and are sticky, as with bufio.Writer.
 type Writer struct {
-	bw   *bufio.Writer
-	lvl  level
-	mode encMode // escaping of the frame being written
+	bw    *bufio.Writer
+	lvl   level
+	mode  encMode // escaping of the frame being written
+	noEOL bool    // end frames at their NUL, without the LF after it
 }
 
 // NewWriter returns a Writer with a buffer of bufSize bytes (32 KiB if bufSize <= 0) that
@@ -47,6 +48,14 @@ func (w *Writer) SetVersion(v string) {
 
 // Version returns the version whose encoding rules apply to the next frame.
 func (w *Writer) Version() string { return w.lvl.String() }
+
+// SetFrameEOL sets whether an LF follows the NUL that ends each frame. It does by
+// default, as ActiveMQ writes frames on a stream: every STOMP version allows EOLs after
+// the NUL, and some clients (PHP's PECL stomp) take the byte after the NUL for that EOL,
+// so without it they swallow the first byte of the next frame. ActiveMQ sends the frames
+// of a WebSocket connection one per message, ending at the NUL: such a connection turns
+// the LF off.
+func (w *Writer) SetFrameEOL(on bool) { w.noEOL = !on }
 
 // WriteFrame encodes f into the buffer without flushing. Headers are written in order,
 // escaped for the current version unless f is a CONNECT, STOMP or CONNECTED frame.
@@ -135,7 +144,8 @@ func (w *Writer) HeaderInt(key string, v int64) error {
 // maxInt64Digits is the longest decimal int64: a sign and 19 digits.
 const maxInt64Digits = 20
 
-// EndFrame ends the headers with a blank line and writes body and the closing NUL.
+// EndFrame ends the headers with a blank line and writes body, the closing NUL and,
+// unless SetFrameEOL turned it off, an LF.
 func (w *Writer) EndFrame(body []byte) error {
 	if err := w.bw.WriteByte('\n'); err != nil {
 		return err
@@ -143,7 +153,13 @@ func (w *Writer) EndFrame(body []byte) error {
 	if _, err := w.bw.Write(body); err != nil {
 		return err
 	}
-	return w.bw.WriteByte(0)
+	if err := w.bw.WriteByte(0); err != nil {
+		return err
+	}
+	if w.noEOL {
+		return nil
+	}
+	return w.bw.WriteByte('\n')
 }
 
 // WriteHeartBeat writes a heart-beat: a single LF, between frames.

@@ -28,9 +28,9 @@ func TestWriteEscaping(t *testing.T) {
 	tests := []struct {
 		version, want string
 	}{
-		{V10, "MESSAGE\nna:me:a:b c\\d e\ncr:x \n\nbody\x00"},
-		{V11, "MESSAGE\nna\\cme:a\\cb\\nc\\\\d\re\ncr:x \n\nbody\x00"},
-		{V12, "MESSAGE\nna\\cme:a\\cb\\nc\\\\d\\re\ncr:x\\r\n\nbody\x00"},
+		{V10, "MESSAGE\nna:me:a:b c\\d e\ncr:x \n\nbody\x00\n"},
+		{V11, "MESSAGE\nna\\cme:a\\cb\\nc\\\\d\re\ncr:x \n\nbody\x00\n"},
+		{V12, "MESSAGE\nna\\cme:a\\cb\\nc\\\\d\\re\ncr:x\\r\n\nbody\x00\n"},
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.want, encode(t, tt.version, f), tt.version)
@@ -40,7 +40,7 @@ func TestWriteEscaping(t *testing.T) {
 func TestWriteConnectFramesUnescaped(t *testing.T) {
 	for _, cmd := range []string{"CONNECTED", "CONNECT", "STOMP"} {
 		f := newFrame(cmd, "", "version", "1.2", "session", `id:1\x`, "server", "a\nb")
-		want := cmd + "\nversion:1.2\nsession:id:1\\x\nserver:a b\n\n\x00"
+		want := cmd + "\nversion:1.2\nsession:id:1\\x\nserver:a b\n\n\x00\n"
 		require.Equal(t, want, encode(t, V12, f), cmd)
 	}
 	// Escaping resumes with the next frame.
@@ -50,7 +50,7 @@ func TestWriteConnectFramesUnescaped(t *testing.T) {
 	require.NoError(t, w.WriteFrame(newFrame("CONNECTED", "", "session", "a:b")))
 	require.NoError(t, w.WriteFrame(newFrame("RECEIPT", "", "receipt-id", "a:b")))
 	require.NoError(t, w.Flush())
-	require.Equal(t, "CONNECTED\nsession:a:b\n\n\x00RECEIPT\nreceipt-id:a\\cb\n\n\x00", buf.String())
+	require.Equal(t, "CONNECTED\nsession:a:b\n\n\x00\nRECEIPT\nreceipt-id:a\\cb\n\n\x00\n", buf.String())
 }
 
 func TestWriteRoundTrip(t *testing.T) {
@@ -91,7 +91,8 @@ func TestWriteRoundTrip(t *testing.T) {
 			if version == V10 {
 				want = newFrame("MESSAGE", "a\x00b\x00c", want10...)
 			}
-			requireFrames(t, []*frame.Frame{want, hb, newFrame("ERROR", "no length", "message", "bad: frame\\")}, got)
+			// Each frame's LF after its NUL reads as a heart-beat.
+			requireFrames(t, []*frame.Frame{want, hb, hb, newFrame("ERROR", "no length", "message", "bad: frame\\"), hb}, got)
 		})
 	}
 }
@@ -133,11 +134,49 @@ func TestWriteBuffersUntilFlush(t *testing.T) {
 
 	require.NoError(t, w.Flush())
 	require.Zero(t, w.Buffered())
-	require.Equal(t, strings.Repeat("MESSAGE\ndestination:/queue/a\n\nhello\x00\n", 10), buf.String())
+	require.Equal(t, strings.Repeat("MESSAGE\ndestination:/queue/a\n\nhello\x00\n\n", 10), buf.String())
 }
 
 func TestWriteNilHeader(t *testing.T) {
-	require.Equal(t, "DISCONNECT\n\n\x00", encode(t, V12, &frame.Frame{Command: "DISCONNECT"}))
+	require.Equal(t, "DISCONNECT\n\n\x00\n", encode(t, V12, &frame.Frame{Command: "DISCONNECT"}))
+}
+
+// TestWriteFramesEndWithNULAndLF: every frame ends with NUL and LF, as ActiveMQ writes them,
+// whichever way it is written, so that a client which reads the byte after the NUL as the
+// frame's EOL (PHP's PECL stomp) still finds the next frame's command intact when several
+// frames come in one read.
+func TestWriteFramesEndWithNULAndLF(t *testing.T) {
+	for _, version := range []string{V10, V11, V12} {
+		var buf bytes.Buffer
+		w := NewWriter(&buf, 0)
+		w.SetVersion(version)
+		require.NoError(t, w.WriteFrame(newFrame("RECEIPT", "", "receipt-id", "r1")))
+		require.NoError(t, w.StartFrame("MESSAGE"))
+		require.NoError(t, w.Header("destination", "/queue/a"))
+		require.NoError(t, w.HeaderInt("content-length", 3))
+		require.NoError(t, w.EndFrame([]byte("a\x00b")))
+		require.NoError(t, w.WriteFrame(newFrame("ERROR", "oops", "message", "bad")))
+		require.NoError(t, w.Flush())
+		require.Equal(t, "RECEIPT\nreceipt-id:r1\n\n\x00\n"+
+			"MESSAGE\ndestination:/queue/a\ncontent-length:3\n\na\x00b\x00\n"+
+			"ERROR\nmessage:bad\n\noops\x00\n", buf.String(), version)
+	}
+}
+
+// TestSetFrameEOLOff: a WebSocket connection ends frames at the NUL, as ActiveMQ sends them
+// there; heart-beats are unchanged, and the LF comes back when turned on again.
+func TestSetFrameEOLOff(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf, 0)
+	w.SetFrameEOL(false)
+	require.NoError(t, w.WriteFrame(newFrame("RECEIPT", "", "receipt-id", "r1")))
+	require.NoError(t, w.WriteHeartBeat())
+	require.NoError(t, w.StartFrame("MESSAGE"))
+	require.NoError(t, w.EndFrame([]byte("x")))
+	w.SetFrameEOL(true)
+	require.NoError(t, w.WriteFrame(newFrame("RECEIPT", "", "receipt-id", "r2")))
+	require.NoError(t, w.Flush())
+	require.Equal(t, "RECEIPT\nreceipt-id:r1\n\n\x00\nMESSAGE\n\nx\x00RECEIPT\nreceipt-id:r2\n\n\x00\n", buf.String())
 }
 
 func TestStreamingDoesNotAllocate(t *testing.T) {

@@ -1,0 +1,77 @@
+package broker
+
+// The index of unacknowledged deliveries by message id. STOMP 1.2 acknowledges by ack id,
+// which is the delivery's tag (Conn.byTag); 1.0 and 1.1 name the message id, and 1.0 not
+// even the subscription. Conn.byID makes those acks O(1) as well: it maps each message id
+// to the unsettled delivery of that id written first, and the others of the same id (a
+// composite send reaching one wildcard subscription twice, a topic with two
+// subscriptions on one connection) follow it through Delivery.sameID in tag order. The
+// chains are nearly always one delivery long.
+//
+// The index is built by the connection's first ack by message id, from the dispatched
+// lists of its subscriptions, and kept from then on wherever byTag is: a connection that
+// speaks 1.2 never pays for it.
+
+// byMessageID returns the unsettled delivery of message id written first on the
+// connection, to s if s is not nil; nil if there is none.
+func (c *Conn) byMessageID(id string, s *Subscription) *Delivery {
+	if c.byID == nil {
+		c.byID = map[string]*Delivery{}
+		for _, sub := range c.subs {
+			for _, d := range sub.dispatched {
+				if !d.settled {
+					c.indexID(d)
+				}
+			}
+		}
+	}
+	for d := c.byID[id]; d != nil; d = d.sameID {
+		if s == nil || d.Sub == s {
+			return d
+		}
+	}
+	return nil
+}
+
+// indexID adds the unsettled delivery d to the index, if the connection keeps one.
+func (c *Conn) indexID(d *Delivery) {
+	if c.byID == nil {
+		return
+	}
+	id := d.Msg.ID
+	head := c.byID[id]
+	if head == nil || d.Tag < head.Tag {
+		d.sameID = head
+		c.byID[id] = d
+		return
+	}
+	p := head
+	for p.sameID != nil && p.sameID.Tag < d.Tag {
+		p = p.sameID
+	}
+	d.sameID, p.sameID = p.sameID, d
+}
+
+// unindexID removes the delivery d, now settled, from the index.
+func (c *Conn) unindexID(d *Delivery) {
+	if c.byID == nil {
+		return
+	}
+	id := d.Msg.ID
+	head := c.byID[id]
+	if head == d {
+		if d.sameID == nil {
+			delete(c.byID, id)
+		} else {
+			c.byID[id] = d.sameID
+		}
+		d.sameID = nil
+		return
+	}
+	for p := head; p != nil; p = p.sameID {
+		if p.sameID == d {
+			p.sameID, d.sameID = d.sameID, nil
+			return
+		}
+	}
+}
