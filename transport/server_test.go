@@ -66,6 +66,9 @@ func TestManyClientsConcurrently(t *testing.T) {
 	defer topicConn.Disconnect()
 	tsub, err := topicConn.Subscribe("/topic/all", stomp.AckAuto)
 	require.NoError(t, err)
+	// go-stomp does not wait for SUBSCRIBE: a receipted frame behind it proves the broker
+	// registered the subscription before anything is published.
+	require.NoError(t, topicConn.Send("/queue/sync", "", nil, stomp.SendOpt.Receipt))
 
 	var mu sync.Mutex
 	seen := map[string]int{}
