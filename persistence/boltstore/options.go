@@ -13,7 +13,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/activemq-go/broker/config"
+	"github.com/activemq-go/broker/internal/setting"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/internal/optparse"
 )
@@ -192,7 +192,7 @@ var optionKeys = []optparse.Key[Options]{
 		}},
 	{Name: "freelistSync", Allowed: boolAllowed,
 		Set: func(o *Options, raw any) string {
-			b, ok := config.Bool(raw)
+			b, ok := setting.Bool(raw)
 			if !ok {
 				return "not a boolean"
 			}
@@ -201,7 +201,7 @@ var optionKeys = []optparse.Key[Options]{
 		}},
 	{Name: "concurrentStoreAndDispatchQueues", Allowed: boolAllowed,
 		Set: func(o *Options, raw any) string {
-			b, ok := config.Bool(raw)
+			b, ok := setting.Bool(raw)
 			if !ok {
 				return "not a boolean"
 			}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/activemq-go/broker/config"
+	"github.com/activemq-go/broker/internal/setting"
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/internal/optparse"
@@ -161,7 +161,7 @@ var optionKeys = []optparse.Key[Options]{
 		}},
 	{Name: "concurrentStoreAndDispatchQueues", Allowed: "true or false",
 		Set: func(o *Options, raw any) string {
-			b, ok := config.Bool(raw)
+			b, ok := setting.Bool(raw)
 			if !ok {
 				return "not a boolean"
 			}
@@ -187,15 +187,15 @@ func durationOption(field func(*Options) *time.Duration) func(o *Options, raw an
 	}
 }
 
-// optionError builds the error the broker prints: a *config.Error naming the key, the
+// optionError builds the error the broker prints: a *setting.Error naming the key, the
 // value and what is allowed, wrapping ErrOption.
 func optionError(key, val, problem, allowed string) error {
-	return &config.Error{Key: keyPath + "." + key, Value: val, Problem: problem, Allowed: allowed, Err: ErrOption}
+	return &setting.Error{Key: keyPath + "." + key, Value: val, Problem: problem, Allowed: allowed, Err: ErrOption}
 }
 
 // ParseOptions turns the broker's persistence options into Options. Keys are matched
 // case-insensitively (viper lower-cases them); an unknown key or a bad value is a
-// *config.Error naming the key, the value and what is allowed, wrapping ErrOption.
+// *setting.Error naming the key, the value and what is allowed, wrapping ErrOption.
 // The directory defaults to <DataDirectory>/kahadb.
 func ParseOptions(p persistence.Options) (Options, error) {
 	o := Options{Dir: filepath.Join(p.DataDirectory, "kahadb")}

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/activemq-go/broker/config"
+	"github.com/activemq-go/broker/internal/setting"
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -184,8 +184,8 @@ func TestParseOptionsErrors(t *testing.T) {
 			_, err := ParseOptions(persistence.Options{Raw: c.raw})
 			require.Error(t, err)
 			require.ErrorIs(t, err, ErrOption)
-			var ce *config.Error
-			require.True(t, errors.As(err, &ce), "a *config.Error: %T", err)
+			var ce *setting.Error
+			require.True(t, errors.As(err, &ce), "a *setting.Error: %T", err)
 			assert.Equal(t, c.key, ce.Key)
 			assert.Contains(t, err.Error(), c.problem)
 			noSecret(t, err.Error())
