@@ -156,7 +156,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		return nil, fmt.Errorf("broker: no store")
 	}
 	if o.Logger == nil {
-		o.Logger = slog.Default()
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Name == "" {
 		o.Name = "localhost"

@@ -84,7 +84,7 @@ type Options struct {
 	// concurrentStoreAndDispatchQueues: false): batches cannot be withdrawn, so the
 	// broker dispatches a persistent queue message only after its write.
 	StoreBeforeDispatch bool
-	// Logger receives the store's events; nil means slog.Default().
+	// Logger receives the store's events; nil discards them.
 	Logger *slog.Logger
 }
 
@@ -121,7 +121,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: CompactLiveRatio %v must be below 1", ErrOption, o.CompactLiveRatio)
 	}
 	if o.Logger == nil {
-		o.Logger = slog.Default()
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o, nil
 }
@@ -198,7 +198,7 @@ func optionError(key, val, problem, allowed string) error {
 // *setting.Error naming the key, the value and what is allowed, wrapping ErrOption.
 // The directory defaults to <DataDirectory>/kahadb.
 func ParseOptions(p persistence.Options) (Options, error) {
-	o := Options{Dir: filepath.Join(p.DataDirectory, "kahadb")}
+	o := Options{Dir: filepath.Join(p.DataDirectory, "kahadb"), Logger: p.Logger}
 	if p.DataDirectory == "" {
 		o.Dir = filepath.Join("data", "kahadb")
 	}

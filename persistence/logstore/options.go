@@ -78,7 +78,7 @@ type Options struct {
 	// concurrentStoreAndDispatchQueues: false): batches cannot be withdrawn, so the
 	// broker dispatches a persistent queue message only after its write.
 	StoreBeforeDispatch bool
-	// Logger receives the store's events; nil means slog.Default().
+	// Logger receives the store's events; nil discards them.
 	Logger *slog.Logger
 }
 
@@ -106,7 +106,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.CheckpointInterval = DefaultCheckpointInterval
 	}
 	if o.Logger == nil {
-		o.Logger = slog.Default()
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o, nil
 }
@@ -189,7 +189,7 @@ func ParseOptions(p persistence.Options) (Options, error) {
 	if dir == "" {
 		dir = "data"
 	}
-	o := Options{Dir: filepath.Join(dir, "kafkalog")}
+	o := Options{Dir: filepath.Join(dir, "kafkalog"), Logger: p.Logger}
 	if err := optparse.Apply(&o, p.Raw, optionKeys, optionError); err != nil {
 		return Options{}, err
 	}

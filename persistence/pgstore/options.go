@@ -83,7 +83,7 @@ type Options struct {
 	// ConnectRetryInterval is the first pause of Open while the database is unreachable
 	// (default DefaultConnectRetryInterval), doubling up to 30s.
 	ConnectRetryInterval time.Duration
-	// Logger receives the store's events; nil means slog.Default().
+	// Logger receives the store's events; nil discards them.
 	Logger *slog.Logger
 }
 
@@ -133,7 +133,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.LeaseHolderID = "broker"
 	}
 	if o.Logger == nil {
-		o.Logger = slog.Default()
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o, nil
 }
@@ -364,7 +364,7 @@ const durationAllowed = `a positive duration such as "5s" or "500ms" (a number i
 // *setting.Error naming the key, the value (never a password) and what is allowed,
 // wrapping ErrOption. The URL is checked here too, so a bad one is reported at start.
 func ParseOptions(p persistence.Options) (Options, error) {
-	var o Options
+	o := Options{Logger: p.Logger}
 	keys := make([]string, 0, len(p.Raw))
 	for k := range p.Raw {
 		keys = append(keys, k)

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"errors"
+	"log/slog"
 	"net/url"
 	"testing"
 	"time"
@@ -147,8 +148,10 @@ func TestParseOptions(t *testing.T) {
 		StoreBeforeDispatch: true,
 	}, o)
 
-	o, err = ParseOptions(persistence.Options{Raw: map[string]any{"url": "postgres://h/db"}})
+	log := slog.New(slog.DiscardHandler)
+	o, err = ParseOptions(persistence.Options{Raw: map[string]any{"url": "postgres://h/db"}, Logger: log})
 	require.NoError(t, err)
+	assert.Same(t, log, o.Logger, "the store logs through the broker's logger")
 	o, err = o.withDefaults()
 	require.NoError(t, err)
 	assert.Equal(t, DefaultTablePrefix, o.TablePrefix)
