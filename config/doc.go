@@ -123,6 +123,8 @@
 //	      useExponentialBackOff: false
 //	      backOffMultiplier: 5         # >= 1
 //	      maximumRedeliveryDelay: -1   # caps the back-off; -1 or 0: no cap
+//	      useCollisionAvoidance: false # move later delays randomly by up to ±factor
+//	      collisionAvoidanceFactor: 0.15   # 0 to 1
 //	    deadLetterStrategy:
 //	      individual: false            # false: one queue, ActiveMQ.DLQ, for all
 //	      queuePrefix: ActiveMQ.DLQ.Queue.   # individual: prefix + the destination's

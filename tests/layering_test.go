@@ -12,10 +12,13 @@ const module = "github.com/activemq-go/broker"
 // or not), following ../shared/DESIGN.md §1. A package not listed may import nothing of
 // the project. cmd and tests may import anything.
 var allowed = map[string][]string{
-	// config may use internal/setting, the value parsing (sizes, durations, the Error
-	// naming a bad key) it shares with the adapters: a leaf of the standard library.
-	"config":                {"internal/setting"},
+	// config may use two leaves of the standard library: internal/setting, the value
+	// parsing (sizes, durations, the Error naming a bad key) it shares with the
+	// adapters, and destinations/policy, the redelivery policy and dead-letter strategy
+	// it fills in and the broker applies (defined once, below both).
+	"config":                {"internal/setting", "destinations/policy"},
 	"internal/setting":      {},
+	"destinations/policy":   {},
 	"internal/vfs":          {},
 	"persistence":           {},
 	"persistence/storetest": {"persistence"},
