@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -170,7 +169,7 @@ func (b *Broker) applySettleQueue(batch persistence.Batch, q *queue, ds []*Deliv
 // dead-letter strategy drops (non-persistent, discarding) are just acknowledged.
 func (b *Broker) nackToDLQ(batch persistence.Batch, q *queue, ds []*Delivery) func(error) {
 	strategy := q.policy.DeadLetter
-	dlqName := strategy.queueName(destinations.Name{Kind: destinations.Queue, Name: q.name})
+	dlqName := strategy.DLQName(false, q.name)
 	var entries []queuedEntry
 	for _, d := range ds {
 		if d.Msg.Persistent && !d.withdrawn() {

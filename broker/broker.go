@@ -33,12 +33,13 @@ import (
 	"time"
 
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/kafkalog"
 	"github.com/activemq-go/broker/persistence"
 )
 
 // DLQName is ActiveMQ's shared dead-letter queue.
-const DLQName = "ActiveMQ.DLQ"
+const DLQName = policy.SharedDLQ
 
 // Default prefetch sizes, ActiveMQ's for STOMP subscriptions.
 const (
@@ -151,7 +152,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		return nil, fmt.Errorf("broker: no store")
 	}
 	if o.Logger == nil {
-		o.Logger = slog.Default()
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Name == "" {
 		o.Name = "localhost"

@@ -51,7 +51,7 @@ func (b *Broker) retire(q *queue, es []*destinations.Entry, reason string, toDLQ
 			}
 			copies = append(copies, b.deadLetter(m, q.stomp, reason))
 		}
-		dlqName := strategy.queueName(from)
+		dlqName := strategy.DLQName(from.Kind.IsTopic(), from.Name)
 		if dlqName == q.name {
 			copies = nil // a dead message of a dead-letter queue is dropped, never looped
 		}

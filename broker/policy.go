@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
 )
 
 // NackPolicy is what a NACK does to a message.
@@ -18,66 +19,6 @@ const (
 	NackDiscard
 )
 
-// RedeliveryPolicy bounds how often a message is redelivered and how long it waits
-// before each redelivery.
-type RedeliveryPolicy struct {
-	MaximumRedeliveries    int // -1: unlimited
-	InitialRedeliveryDelay time.Duration
-	RedeliveryDelay        time.Duration // when InitialRedeliveryDelay is 0
-	UseExponentialBackOff  bool
-	BackOffMultiplier      float64
-	MaximumRedeliveryDelay time.Duration // <= 0: no cap
-}
-
-// Delay is the wait before redelivery number attempt (1 = the first redelivery), as
-// ActiveMQ's RedeliveryPolicy computes it: the first waits InitialRedeliveryDelay (or
-// RedeliveryDelay when that is 0); later ones RedeliveryDelay, or with exponential
-// back-off the previous delay times BackOffMultiplier, capped by MaximumRedeliveryDelay.
-func (p RedeliveryPolicy) Delay(attempt int) time.Duration {
-	d := p.InitialRedeliveryDelay
-	if d == 0 || (attempt > 1 && !p.UseExponentialBackOff) {
-		d = p.RedeliveryDelay
-	}
-	if p.UseExponentialBackOff && p.BackOffMultiplier > 1 {
-		for i := 1; i < attempt; i++ {
-			d = time.Duration(float64(d) * p.BackOffMultiplier)
-			if p.MaximumRedeliveryDelay > 0 && d >= p.MaximumRedeliveryDelay {
-				break
-			}
-		}
-	}
-	if p.MaximumRedeliveryDelay > 0 && d > p.MaximumRedeliveryDelay {
-		d = p.MaximumRedeliveryDelay
-	}
-	return d
-}
-
-// exceeded reports whether a message delivered deliveries times may not be redelivered.
-func (p RedeliveryPolicy) exceeded(deliveries uint32) bool {
-	return p.MaximumRedeliveries >= 0 && int(deliveries) > p.MaximumRedeliveries
-}
-
-// DeadLetterStrategy says where dead messages go.
-type DeadLetterStrategy struct {
-	Individual           bool
-	QueuePrefix          string
-	TopicPrefix          string
-	ProcessExpired       bool
-	ProcessNonPersistent bool
-	Discard              bool
-}
-
-// queueName is the dead-letter queue for a message from dest.
-func (s DeadLetterStrategy) queueName(dest destinations.Name) string {
-	if !s.Individual {
-		return DLQName
-	}
-	if dest.Kind.IsTopic() {
-		return s.TopicPrefix + dest.Name
-	}
-	return s.QueuePrefix + dest.Name
-}
-
 // Policy is the per-destination policy (ActiveMQ's policyEntry).
 type Policy struct {
 	Prefetch             int
@@ -87,8 +28,8 @@ type Policy struct {
 	DefaultTimeToLive    time.Duration
 	ExpirePeriod         time.Duration
 	Nack                 NackPolicy
-	Redelivery           RedeliveryPolicy
-	DeadLetter           DeadLetterStrategy
+	Redelivery           policy.Redelivery
+	DeadLetter           policy.DeadLetter
 	AllExclusive         bool
 
 	// Durable subscriptions (topics).
@@ -123,17 +64,8 @@ func DefaultPolicy(topic bool) Policy {
 		Prioritized:          true,
 		ExpirePeriod:         30 * time.Second,
 		Nack:                 NackDLQ,
-		Redelivery: RedeliveryPolicy{
-			MaximumRedeliveries:    6,
-			InitialRedeliveryDelay: time.Second,
-			RedeliveryDelay:        time.Second,
-			BackOffMultiplier:      5,
-		},
-		DeadLetter: DeadLetterStrategy{
-			QueuePrefix:    "ActiveMQ.DLQ.Queue.",
-			TopicPrefix:    "ActiveMQ.DLQ.Topic.",
-			ProcessExpired: true,
-		},
+		Redelivery:           policy.DefaultRedelivery(),
+		DeadLetter:           policy.DefaultDeadLetter(),
 	}
 	if topic {
 		p.Prefetch = DefaultTopicPrefetch

@@ -540,7 +540,7 @@ func (q *queue) requeue(ds []*Delivery, delay bool) {
 		if q.sub == nil { // a durable subscription's message is shared with other subscriptions
 			e.Msg.RedeliveryCount = e.Deliveries
 		}
-		if q.policy.Redelivery.exceeded(e.Deliveries) {
+		if q.policy.Redelivery.Exceeded(int(e.Deliveries)) {
 			dead = append(dead, e)
 			continue
 		}

@@ -191,8 +191,8 @@ type Persistence struct {
 	// adapter to decode and validate. Keys are lower-cased (journalMaxFileLength
 	// arrives as "journalmaxfilelength"), at every depth; values are what YAML made
 	// of them (string, int, float64, bool, []any, map[string]any), except that
-	// values set from the environment are always strings. ParseSize and
-	// ParseDuration help with sizes and durations.
+	// values set from the environment are always strings. internal/setting's ParseSize,
+	// ParseDuration, WholeNumber and Bool read them.
 	Options map[string]any
 }
 

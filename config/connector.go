@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/activemq-go/broker/internal/setting"
 )
 
 // transportKind is how a connector scheme carries STOMP.
@@ -103,7 +105,7 @@ var connectorOptions = []connectorOption{
 			return &Error{Problem: "not a heart-beat pair", Allowed: allowed}
 		}
 		for i, s := range []string{xs, ys} {
-			d, err := ParseDuration(s)
+			d, err := setting.ParseDuration(s)
 			if err != nil {
 				return &Error{Problem: "not a heart-beat pair", Allowed: allowed}
 			}
@@ -290,7 +292,7 @@ func applyOptions(c *Connector, query string) *Error {
 		seen[opt] = canonical
 		if err := opt.set(c, value); err != nil {
 			err.Problem = fmt.Sprintf("option %s: %s", canonical, err.Problem)
-			err.Value = redactText(part)
+			err.Value = setting.Redact(part)
 			return err
 		}
 	}
@@ -310,13 +312,13 @@ func intOption(v string, lo, hi int64) (int, *Error) {
 	return int(n), nil
 }
 
-// sizeOption parses a size (see ParseSize) in [lo, hi].
+// sizeOption parses a size (see setting.ParseSize) in [lo, hi].
 func sizeOption(v string, lo, hi int64) (int64, *Error) {
-	allowed := fmt.Sprintf("a size from %d to %d bytes: %s", lo, hi, sizeAllowed)
+	allowed := fmt.Sprintf("a size from %d to %d bytes: %s", lo, hi, setting.SizeAllowed)
 	if hi == math.MaxInt64 {
-		allowed = fmt.Sprintf("a size of at least %d bytes: %s", lo, sizeAllowed)
+		allowed = fmt.Sprintf("a size of at least %d bytes: %s", lo, setting.SizeAllowed)
 	}
-	n, err := ParseSize(v)
+	n, err := setting.ParseSize(v)
 	if err != nil {
 		return 0, &Error{Problem: "not a size", Allowed: allowed}
 	}
@@ -326,10 +328,10 @@ func sizeOption(v string, lo, hi int64) (int64, *Error) {
 	return n, nil
 }
 
-// durationOption parses a non-negative duration (see ParseDuration).
+// durationOption parses a non-negative duration (see setting.ParseDuration).
 func durationOption(v string) (time.Duration, *Error) {
-	allowed := "0 (no limit) or more: " + durationAllowed
-	d, err := ParseDuration(v)
+	allowed := "0 (no limit) or more: " + setting.DurationAllowed
+	d, err := setting.ParseDuration(v)
 	if err != nil {
 		return 0, &Error{Problem: "not a duration", Allowed: allowed}
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-viper/mapstructure/v2"
+
+	"github.com/activemq-go/broker/internal/setting"
 )
 
 // decode fills f from the checked settings tree. Unused keys are an error (the
@@ -64,15 +66,15 @@ var (
 )
 
 // byteSize is a size in bytes as written in the file: a plain number of bytes or
-// what ParseSize reads ("64mb"). Sections with sizes decode into their own
+// what setting.ParseSize reads ("64mb"). Sections with sizes decode into their own
 // struct using it, since an int64 field alone cannot say whether "1kb" is
 // allowed; their public types have plain int64 fields.
 type byteSize int64
 
 // scalarHook converts a scalar to the field's type: strings to booleans and
 // numbers (as environment variables give them), numbers to strings (a broker
-// name written as 1234), integers or ParseDuration strings to time.Duration,
-// non-negative integers or ParseSize strings to byteSize. Anything it cannot
+// name written as 1234), integers or setting.ParseDuration strings to time.Duration,
+// non-negative integers or setting.ParseSize strings to byteSize. Anything it cannot
 // convert is an *Error naming what is allowed.
 func scalarHook(_ reflect.Type, to reflect.Type, data any) (any, error) {
 	if data == nil {
@@ -96,13 +98,13 @@ func scalarHook(_ reflect.Type, to reflect.Type, data any) (any, error) {
 		case int:
 			return time.Duration(x) * time.Millisecond, nil
 		case string:
-			d, err := ParseDuration(x)
+			d, err := setting.ParseDuration(x)
 			if err != nil {
 				return nil, err
 			}
 			return d, nil
 		}
-		return nil, &Error{Value: scalarString(data), Problem: "not a duration", Allowed: durationAllowed}
+		return nil, &Error{Value: scalarString(data), Problem: "not a duration", Allowed: setting.DurationAllowed}
 	case to.Kind() == reflect.String:
 		if isString {
 			return s, nil
@@ -154,21 +156,21 @@ func sizeValue(data any) (any, error) {
 	var n int64
 	switch x := data.(type) {
 	case string:
-		return ParseSize(x)
+		return setting.ParseSize(x)
 	case int:
 		n = int64(x)
 	case int64:
 		n = x
 	case uint64:
 		if x > math.MaxInt64 {
-			return nil, &Error{Value: scalarString(x), Problem: "size out of range", Allowed: sizeAllowed}
+			return nil, &Error{Value: scalarString(x), Problem: "size out of range", Allowed: setting.SizeAllowed}
 		}
 		n = int64(x)
 	default:
-		return nil, &Error{Value: scalarString(data), Problem: "not a size", Allowed: sizeAllowed}
+		return nil, &Error{Value: scalarString(data), Problem: "not a size", Allowed: setting.SizeAllowed}
 	}
 	if n < 0 {
-		return nil, &Error{Value: scalarString(data), Problem: "a size must not be negative", Allowed: sizeAllowed}
+		return nil, &Error{Value: scalarString(data), Problem: "a size must not be negative", Allowed: setting.SizeAllowed}
 	}
 	return n, nil
 }

@@ -86,8 +86,8 @@
 // ActiveMQ silently ignores an option it does not know, so a misspelt or wrongly
 // prefixed option does nothing there; here it is an error listing the options.
 //
-// Everywhere, sizes are as ParseSize reads them ("64mb", "1 GiB", plain bytes;
-// never negative), durations as ParseDuration reads them (an integer is
+// Everywhere, sizes are as setting.ParseSize reads them ("64mb", "1 GiB", plain bytes;
+// never negative), durations as setting.ParseDuration reads them (an integer is
 // milliseconds, else "30s"), and the values of nackPolicy, type and flush are
 // matched case-insensitively.
 //
@@ -123,6 +123,8 @@
 //	      useExponentialBackOff: false
 //	      backOffMultiplier: 5         # >= 1
 //	      maximumRedeliveryDelay: -1   # caps the back-off; -1 or 0: no cap
+//	      useCollisionAvoidance: false # move later delays randomly by up to ±factor
+//	      collisionAvoidanceFactor: 0.15   # 0 to 1
 //	    deadLetterStrategy:
 //	      individual: false            # false: one queue, ActiveMQ.DLQ, for all
 //	      queuePrefix: ActiveMQ.DLQ.Queue.   # individual: prefix + the destination's

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/activemq-go/broker/destinations/policy"
 )
 
 // PolicyEntry.NackPolicy values: what a STOMP NACK does to the message.
@@ -66,9 +68,9 @@ type PolicyEntry struct {
 	// NackRedeliver or NackDiscard.
 	NackPolicy string
 	// Redelivery is the redeliveryPolicy block.
-	Redelivery RedeliveryPolicy
+	Redelivery policy.Redelivery
 	// DeadLetter is the deadLetterStrategy block.
-	DeadLetter DeadLetterStrategy
+	DeadLetter policy.DeadLetter
 	// AllConsumersExclusiveByDefault makes every subscription of a queue
 	// exclusive, as the activemq.exclusive header does for one (default false).
 	AllConsumersExclusiveByDefault bool
@@ -137,8 +139,8 @@ func DefaultPolicy(topic bool) PolicyEntry {
 		PrioritizedMessages:  DefaultPrioritizedMessages,
 		ExpireMessagesPeriod: DefaultExpireMessagesPeriod,
 		NackPolicy:           DefaultNackPolicy,
-		Redelivery:           defaultRedeliveryPolicy(),
-		DeadLetter:           defaultDeadLetterStrategy(),
+		Redelivery:           policy.DefaultRedelivery(),
+		DeadLetter:           policy.DefaultDeadLetter(),
 		DurableTopicPrefetch: DefaultDurableTopicPrefetch,
 	}
 	if topic {
@@ -160,7 +162,7 @@ type policyEntry struct {
 	DefaultTimeToLive               time.Duration       `mapstructure:"defaultTimeToLive"`
 	ExpireMessagesPeriod            time.Duration       `mapstructure:"expireMessagesPeriod"`
 	NackPolicy                      string              `mapstructure:"nackPolicy"`
-	RedeliveryPolicy                RedeliveryPolicy    `mapstructure:"redeliveryPolicy"`
+	RedeliveryPolicy                redeliverySection   `mapstructure:"redeliveryPolicy"`
 	DeadLetterStrategy              deadLetterSection   `mapstructure:"deadLetterStrategy"`
 	AllConsumersExclusiveByDefault  bool                `mapstructure:"allConsumersExclusiveByDefault"`
 	DurableTopicPrefetch            int                 `mapstructure:"durableTopicPrefetch"`

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/activemq-go/broker/destinations/policy"
 )
 
 // keys builds a Set.
@@ -26,11 +28,11 @@ func TestDefaultPolicy(t *testing.T) {
 		PrioritizedMessages:  true,
 		ExpireMessagesPeriod: 30 * time.Second,
 		NackPolicy:           "dlq",
-		Redelivery: RedeliveryPolicy{
+		Redelivery: policy.Redelivery{
 			MaximumRedeliveries: 6, InitialRedeliveryDelay: time.Second, RedeliveryDelay: time.Second,
-			BackOffMultiplier: 5,
+			BackOffMultiplier: 5, CollisionAvoidanceFactor: 0.15,
 		},
-		DeadLetter: DeadLetterStrategy{
+		DeadLetter: policy.DeadLetter{
 			QueuePrefix: "ActiveMQ.DLQ.Queue.", TopicPrefix: "ActiveMQ.DLQ.Topic.", ProcessExpired: true,
 		},
 		DurableTopicPrefetch: 100,
@@ -109,11 +111,12 @@ func TestPolicyExample(t *testing.T) {
 		DefaultTimeToLive:    time.Hour,
 		ExpireMessagesPeriod: 0,
 		NackPolicy:           "redeliver",
-		Redelivery: RedeliveryPolicy{
+		Redelivery: policy.Redelivery{
 			MaximumRedeliveries: 4, InitialRedeliveryDelay: 5 * time.Second, RedeliveryDelay: 10 * time.Second,
 			UseExponentialBackOff: true, BackOffMultiplier: 2.5, MaximumRedeliveryDelay: 5 * time.Minute,
+			UseCollisionAvoidance: true, CollisionAvoidanceFactor: 0.2,
 		},
-		DeadLetter: DeadLetterStrategy{
+		DeadLetter: policy.DeadLetter{
 			Individual: true, QueuePrefix: "DLQ.Q.", TopicPrefix: "DLQ.T.",
 			ProcessExpired: false, ProcessNonPersistent: true, Discard: false,
 		},
@@ -127,6 +130,7 @@ func TestPolicyExample(t *testing.T) {
 			"redeliveryPolicy.maximumRedeliveries", "redeliveryPolicy.initialRedeliveryDelay",
 			"redeliveryPolicy.redeliveryDelay", "redeliveryPolicy.useExponentialBackOff",
 			"redeliveryPolicy.backOffMultiplier", "redeliveryPolicy.maximumRedeliveryDelay",
+			"redeliveryPolicy.useCollisionAvoidance", "redeliveryPolicy.collisionAvoidanceFactor",
 			"deadLetterStrategy.individual", "deadLetterStrategy.queuePrefix", "deadLetterStrategy.topicPrefix",
 			"deadLetterStrategy.processExpired", "deadLetterStrategy.processNonPersistent", "deadLetterStrategy.discard",
 			"allConsumersExclusiveByDefault", "durableTopicPrefetch", "maxPendingMessages", "maxPendingBytes",
@@ -145,7 +149,7 @@ func TestPolicyExample(t *testing.T) {
 		"offlineDurableSubscriberTimeout", "nackPolicy",
 		"deadLetterStrategy.individual", "deadLetterStrategy.queuePrefix", "deadLetterStrategy.topicPrefix")
 	assert.Equal(t, prices, c.DestinationPolicy[1])
-	assert.Equal(t, "DLQ.PRICES.IBM", c.DestinationPolicy[1].DeadLetter.DLQName("topic", "PRICES.IBM"))
+	assert.Equal(t, "DLQ.PRICES.IBM", c.DestinationPolicy[1].DeadLetter.DLQName(true, "PRICES.IBM"))
 
 	events := DefaultPolicy(true)
 	events.Topic, events.Type, events.Partitions, events.Retention, events.RetentionBytes =
@@ -179,87 +183,7 @@ func TestDeadLetterPrefixAlias(t *testing.T) {
 		"deadLetterStrategy.topicPrefix"), c.DestinationPolicy[0].Set)
 	// Not individual: an empty prefix is unused, so allowed.
 	assert.Equal(t, "", c.DestinationPolicy[1].DeadLetter.QueuePrefix)
-	assert.Equal(t, SharedDLQ, c.DestinationPolicy[1].DeadLetter.DLQName("queue", "B"))
-}
-
-func TestDLQName(t *testing.T) {
-	shared := defaultDeadLetterStrategy()
-	individual := defaultDeadLetterStrategy()
-	individual.Individual = true
-	custom := DeadLetterStrategy{Individual: true, QueuePrefix: "DLQ.", TopicPrefix: "TDLQ."}
-	discard := DeadLetterStrategy{Discard: true}
-	tests := []struct {
-		s          DeadLetterStrategy
-		kind, dest string
-		want       string
-	}{
-		{shared, "queue", "ORDERS", "ActiveMQ.DLQ"},
-		{shared, "topic", "PRICES.IBM", "ActiveMQ.DLQ"},
-		{individual, "queue", "ORDERS", "ActiveMQ.DLQ.Queue.ORDERS"},
-		{individual, "topic", "PRICES.IBM", "ActiveMQ.DLQ.Topic.PRICES.IBM"},
-		{individual, "tempTopic", "ID:x-1", "ActiveMQ.DLQ.Topic.ID:x-1"},
-		{individual, "Topic", "P", "ActiveMQ.DLQ.Topic.P"},
-		{individual, "tempQueue", "ID:x-1", "ActiveMQ.DLQ.Queue.ID:x-1"},
-		{custom, "queue", "A", "DLQ.A"},
-		{custom, "topic", "B", "TDLQ.B"},
-		{discard, "queue", "A", "ActiveMQ.DLQ"}, // DLQName ignores Discard
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, tt.s.DLQName(tt.kind, tt.dest), "%+v %s %s", tt.s, tt.kind, tt.dest)
-	}
-}
-
-func TestRedeliveryDelay(t *testing.T) {
-	def := defaultRedeliveryPolicy()
-	exp := RedeliveryPolicy{InitialRedeliveryDelay: time.Second, RedeliveryDelay: 3 * time.Second,
-		UseExponentialBackOff: true, BackOffMultiplier: 2}
-	capped := exp
-	capped.MaximumRedeliveryDelay = 5 * time.Second
-	fallback := RedeliveryPolicy{InitialRedeliveryDelay: 0, RedeliveryDelay: 2 * time.Second, BackOffMultiplier: 5}
-	fallbackExp := fallback
-	fallbackExp.UseExponentialBackOff = true
-	constant := RedeliveryPolicy{InitialRedeliveryDelay: 10 * time.Second, RedeliveryDelay: time.Second, BackOffMultiplier: 5}
-	multiplierOne := exp
-	multiplierOne.BackOffMultiplier = 1
-	huge := exp
-	huge.BackOffMultiplier = 10
-	cappedNotExp := constant
-	cappedNotExp.MaximumRedeliveryDelay = 5 * time.Second
-	none := RedeliveryPolicy{BackOffMultiplier: 5, UseExponentialBackOff: true}
-
-	tests := []struct {
-		name    string
-		p       RedeliveryPolicy
-		attempt int
-		want    time.Duration
-	}{
-		{"defaults first", def, 1, time.Second},
-		{"defaults later", def, 6, time.Second},
-		{"no attempt", def, 0, 0},
-		{"negative attempt", def, -3, 0},
-		{"initial", constant, 1, 10 * time.Second},
-		{"then redeliveryDelay", constant, 2, time.Second},
-		{"and again", constant, 3, time.Second},
-		{"cap is for back-off only", cappedNotExp, 1, 10 * time.Second},
-		{"fallback to redeliveryDelay", fallback, 1, 2 * time.Second},
-		{"fallback later", fallback, 4, 2 * time.Second},
-		{"exponential 1", exp, 1, time.Second},
-		{"exponential 2", exp, 2, 2 * time.Second},
-		{"exponential 3", exp, 3, 4 * time.Second},
-		{"exponential 5", exp, 5, 16 * time.Second},
-		{"exponential from redeliveryDelay", fallbackExp, 3, 50 * time.Second},
-		{"capped below", capped, 3, 4 * time.Second},
-		{"capped at", capped, 4, 5 * time.Second},
-		{"capped far", capped, 1000, 5 * time.Second},
-		{"multiplier 1 is no back-off", multiplierOne, 3, 3 * time.Second},
-		{"fractional multiplier", RedeliveryPolicy{InitialRedeliveryDelay: time.Second, UseExponentialBackOff: true, BackOffMultiplier: 1.5}, 3, 2250 * time.Millisecond},
-		{"overflow saturates", huge, 100, time.Duration(1<<63 - 1)},
-		{"all zero", none, 7, 0},
-		{"all zero, far", none, 100000, 0},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, tt.p.Delay(tt.attempt), tt.name)
-	}
+	assert.Equal(t, policy.SharedDLQ, c.DestinationPolicy[1].DeadLetter.DLQName(false, "B"))
 }
 
 func TestPolicyEnvOverrides(t *testing.T) {
@@ -288,7 +212,7 @@ func TestPolicyEnvOverrides(t *testing.T) {
 	assert.Equal(t, -1, p.Redelivery.MaximumRedeliveries)
 	assert.Equal(t, 1.5, p.Redelivery.BackOffMultiplier)
 	assert.Equal(t, time.Second, p.Redelivery.InitialRedeliveryDelay, "the block's other keys keep their defaults")
-	assert.Equal(t, "DLQ.ORDERS", p.DeadLetter.DLQName("queue", "ORDERS"))
+	assert.Equal(t, "DLQ.ORDERS", p.DeadLetter.DLQName(false, "ORDERS"))
 	assert.True(t, p.Set["redeliveryPolicy.maximumRedeliveries"])
 	assert.False(t, p.Set["redeliveryPolicy.redeliveryDelay"])
 
@@ -350,8 +274,8 @@ func TestPolicyErrors(t *testing.T) {
 		{"queue and tempQueue", entry("{queue: A, tempQueue: true}"), "destinationPolicy[1]", "both queue and tempQueue", matchAllowed, ""},
 		{"tempQueue and tempTopic", entry("{tempQueue: true, tempTopic: true}"), "destinationPolicy[1]", "both tempQueue and tempTopic", matchAllowed, ""},
 		{"unknown key", entry("{queue: B, queuePrefetch: 1}"), "destinationPolicy[1].queuePrefetch", "unknown key", "queue, topic, tempQueue, tempTopic, prefetch", ""},
-		{"unknown nested key", entry("{queue: B, redeliveryPolicy: {useCollisionAvoidance: true}}"),
-			"destinationPolicy[1].redeliveryPolicy.useCollisionAvoidance", "unknown key", "maximumRedeliveries", ""},
+		{"unknown nested key", entry("{queue: B, redeliveryPolicy: {collisionAvoidancePercent: 15}}"),
+			"destinationPolicy[1].redeliveryPolicy.collisionAvoidancePercent", "unknown key", "maximumRedeliveries", ""},
 		{"key spelt as written", entry("{queue: B, NackPolicy: retry}"), "destinationPolicy[1].NackPolicy", "unknown value", nackAllowed, "retry"},
 
 		// patterns
@@ -391,6 +315,10 @@ func TestPolicyErrors(t *testing.T) {
 			"destinationPolicy[1].redeliveryPolicy.redeliveryDelay", "must not be negative", "", ""},
 		{"maximumRedeliveryDelay -2", entry("{queue: B, redeliveryPolicy: {maximumRedeliveryDelay: -2}}"),
 			"destinationPolicy[1].redeliveryPolicy.maximumRedeliveryDelay", "-1, 0 or positive", "no cap", "-2"},
+		{"collisionAvoidanceFactor above 1", entry("{queue: B, redeliveryPolicy: {collisionAvoidanceFactor: 1.5}}"),
+			"destinationPolicy[1].redeliveryPolicy.collisionAvoidanceFactor", "from 0 to 1", "e.g. 0.15", "1.5"},
+		{"negative collisionAvoidanceFactor", entry("{queue: B, redeliveryPolicy: {collisionAvoidanceFactor: -0.1}}"),
+			"destinationPolicy[1].redeliveryPolicy.collisionAvoidanceFactor", "from 0 to 1", "", "-0.1"},
 
 		// deadLetterStrategy
 		{"empty individual prefix", entry("{queue: B, deadLetterStrategy: {individual: true, queuePrefix: ''}}"),

@@ -4,143 +4,21 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/activemq-go/broker/destinations/policy"
 )
 
-// Defaults of a policy entry's redeliveryPolicy and deadLetterStrategy, as in
-// ActiveMQ.
-const (
-	DefaultMaximumRedeliveries    = 6
-	DefaultInitialRedeliveryDelay = time.Second
-	DefaultRedeliveryDelay        = time.Second
-	DefaultBackOffMultiplier      = 5.0
-
-	// SharedDLQ is the dead-letter queue of every destination whose strategy is
-	// not individual.
-	SharedDLQ = "ActiveMQ.DLQ"
-	// DefaultDLQQueuePrefix and DefaultDLQTopicPrefix name the dead-letter queue
-	// of an individual strategy: prefix + the destination's name.
-	DefaultDLQQueuePrefix = "ActiveMQ.DLQ.Queue."
-	DefaultDLQTopicPrefix = "ActiveMQ.DLQ.Topic."
-)
-
-// RedeliveryPolicy is a policy entry's redeliveryPolicy block. In ActiveMQ it is
-// a client-side JMS setting (or the broker's redeliveryPlugin); STOMP clients
-// have none, so the broker applies it: to messages redelivered after a
-// connection or subscription ends unacknowledged, a transaction aborts, or a
-// NACK under NackRedeliver.
-type RedeliveryPolicy struct {
-	// MaximumRedeliveries is how many times a message is redelivered before it
-	// goes to the dead-letter destination (default 6; -1: unlimited; 0: never
-	// redelivered).
-	MaximumRedeliveries int `mapstructure:"maximumRedeliveries"`
-	// InitialRedeliveryDelay is the delay of the first redelivery (default 1s);
-	// when 0, RedeliveryDelay is used instead.
-	InitialRedeliveryDelay time.Duration `mapstructure:"initialRedeliveryDelay"`
-	// RedeliveryDelay is the delay of later redeliveries without exponential
-	// back-off, and of the first when InitialRedeliveryDelay is 0 (default 1s).
-	RedeliveryDelay time.Duration `mapstructure:"redeliveryDelay"`
-	// UseExponentialBackOff multiplies each delay by BackOffMultiplier (default
-	// false).
-	UseExponentialBackOff bool `mapstructure:"useExponentialBackOff"`
-	// BackOffMultiplier is the factor of exponential back-off (default 5; at
-	// least 1).
-	BackOffMultiplier float64 `mapstructure:"backOffMultiplier"`
-	// MaximumRedeliveryDelay caps the delays of exponential back-off (default 0:
-	// no cap; ActiveMQ writes no cap as -1, which is read as 0).
-	MaximumRedeliveryDelay time.Duration `mapstructure:"maximumRedeliveryDelay"`
-}
-
-func defaultRedeliveryPolicy() RedeliveryPolicy {
-	return RedeliveryPolicy{
-		MaximumRedeliveries:    DefaultMaximumRedeliveries,
-		InitialRedeliveryDelay: DefaultInitialRedeliveryDelay,
-		RedeliveryDelay:        DefaultRedeliveryDelay,
-		BackOffMultiplier:      DefaultBackOffMultiplier,
-	}
-}
-
-// Delay is how long to wait before redelivery number attempt (1 for the first
-// redelivery), as ActiveMQ computes it: the first waits InitialRedeliveryDelay,
-// or RedeliveryDelay when that is 0. Later ones wait RedeliveryDelay; with
-// exponential back-off (and BackOffMultiplier above 1) each instead waits
-// BackOffMultiplier times the one before, but no longer than
-// MaximumRedeliveryDelay when that is more than 0. An attempt below 1 waits 0.
-// Delay does not look at MaximumRedeliveries.
-func (p RedeliveryPolicy) Delay(attempt int) time.Duration {
-	if attempt < 1 {
-		return 0
-	}
-	first := p.InitialRedeliveryDelay
-	if first == 0 {
-		first = p.RedeliveryDelay
-	}
-	if attempt == 1 {
-		return first
-	}
-	if !p.UseExponentialBackOff || !(p.BackOffMultiplier > 1) {
-		return p.RedeliveryDelay
-	}
-	if first <= 0 {
-		return 0 // and not 0 × +Inf
-	}
-	d := float64(first) * math.Pow(p.BackOffMultiplier, float64(attempt-1))
-	if p.MaximumRedeliveryDelay > 0 && d > float64(p.MaximumRedeliveryDelay) {
-		return p.MaximumRedeliveryDelay
-	}
-	if d >= math.MaxInt64 { // also +Inf
-		return time.Duration(math.MaxInt64)
-	}
-	return time.Duration(d)
-}
-
-// DeadLetterStrategy is a policy entry's deadLetterStrategy block: where
-// messages go that expired, or were redelivered too often or NACKed (see
-// PolicyEntry.NackPolicy).
-type DeadLetterStrategy struct {
-	// Individual gives each destination its own dead-letter queue, named by
-	// QueuePrefix or TopicPrefix (ActiveMQ's individualDeadLetterStrategy); when
-	// false (the default) every destination shares SharedDLQ (ActiveMQ's
-	// sharedDeadLetterStrategy).
-	Individual bool
-	// QueuePrefix and TopicPrefix start the name of a queue's or a topic's
-	// individual dead-letter queue (defaults "ActiveMQ.DLQ.Queue." and
-	// "ActiveMQ.DLQ.Topic."). The key prefix sets both; a queuePrefix or
-	// topicPrefix written beside it wins for its kind.
-	QueuePrefix string
-	TopicPrefix string
-	// ProcessExpired dead-letters expired messages instead of dropping them
-	// (default true).
-	ProcessExpired bool
-	// ProcessNonPersistent dead-letters non-persistent messages too; when false
-	// (the default), they are dropped instead.
-	ProcessNonPersistent bool
-	// Discard drops every message instead of dead-lettering it, ActiveMQ's
-	// <discarding/> (default false). DLQName does not look at it.
-	Discard bool
-}
-
-func defaultDeadLetterStrategy() DeadLetterStrategy {
-	return DeadLetterStrategy{
-		QueuePrefix:          DefaultDLQQueuePrefix,
-		TopicPrefix:          DefaultDLQTopicPrefix,
-		ProcessExpired:       true,
-		ProcessNonPersistent: false,
-	}
-}
-
-// DLQName is the name of the dead-letter queue of destination dest, a queue or,
-// when kind is "topic" (or "tempTopic"), a topic: SharedDLQ unless the strategy
-// is individual, else QueuePrefix or TopicPrefix followed by dest. The
-// dead-letter destination is a queue in every case, as ActiveMQ's defaults have
-// it.
-func (s DeadLetterStrategy) DLQName(kind, dest string) string {
-	if !s.Individual {
-		return SharedDLQ
-	}
-	if strings.EqualFold(kind, "topic") || strings.EqualFold(kind, "tempTopic") {
-		return s.TopicPrefix + dest
-	}
-	return s.QueuePrefix + dest
+// redeliverySection is redeliveryPolicy as written; buildRedelivery makes the
+// policy.Redelivery of it.
+type redeliverySection struct {
+	MaximumRedeliveries      int           `mapstructure:"maximumRedeliveries"`
+	InitialRedeliveryDelay   time.Duration `mapstructure:"initialRedeliveryDelay"`
+	RedeliveryDelay          time.Duration `mapstructure:"redeliveryDelay"`
+	UseExponentialBackOff    bool          `mapstructure:"useExponentialBackOff"`
+	BackOffMultiplier        float64       `mapstructure:"backOffMultiplier"`
+	MaximumRedeliveryDelay   time.Duration `mapstructure:"maximumRedeliveryDelay"`
+	UseCollisionAvoidance    bool          `mapstructure:"useCollisionAvoidance"`
+	CollisionAvoidanceFactor float64       `mapstructure:"collisionAvoidanceFactor"`
 }
 
 // deadLetterSection is deadLetterStrategy as written, with the prefix alias.
@@ -156,9 +34,9 @@ type deadLetterSection struct {
 
 // buildRedelivery validates a redeliveryPolicy block at path and completes it
 // with defaults; set holds the entry's written keys.
-func (c *checker) buildRedelivery(path string, r RedeliveryPolicy, set map[string]bool) (RedeliveryPolicy, *Error) {
+func (c *checker) buildRedelivery(path string, r redeliverySection, set map[string]bool) (policy.Redelivery, *Error) {
 	key := func(k string) string { return joinKey(path, k) }
-	p := defaultRedeliveryPolicy()
+	p := policy.DefaultRedelivery()
 	if err := c.intRange(key("maximumRedeliveries"), int64(r.MaximumRedeliveries), -1, math.MaxInt32, "-1 for unlimited"); err != nil {
 		return p, err
 	}
@@ -188,14 +66,22 @@ func (c *checker) buildRedelivery(path string, r RedeliveryPolicy, set map[strin
 	if p.MaximumRedeliveryDelay, err = c.noneOrPositive(key("maximumRedeliveryDelay"), r.MaximumRedeliveryDelay, "no cap"); err != nil {
 		return p, err
 	}
+	take(set, "redeliveryPolicy.useCollisionAvoidance", &p.UseCollisionAvoidance, r.UseCollisionAvoidance)
+	if set["redeliveryPolicy.collisionAvoidanceFactor"] {
+		f := r.CollisionAvoidanceFactor
+		if math.IsNaN(f) || f < 0 || f > 1 {
+			return p, c.invalid(key("collisionAvoidanceFactor"), "must be a number from 0 to 1", "a decimal fraction from 0 to 1, e.g. 0.15")
+		}
+		p.CollisionAvoidanceFactor = f
+	}
 	return p, nil
 }
 
 // buildDeadLetter validates a deadLetterStrategy block at path and completes it
 // with defaults. The prefix alias is resolved, in set too.
-func (c *checker) buildDeadLetter(path string, d deadLetterSection, set map[string]bool) (DeadLetterStrategy, *Error) {
+func (c *checker) buildDeadLetter(path string, d deadLetterSection, set map[string]bool) (policy.DeadLetter, *Error) {
 	const in = "deadLetterStrategy."
-	s := defaultDeadLetterStrategy()
+	s := policy.DefaultDeadLetter()
 	take(set, in+"individual", &s.Individual, d.Individual)
 	// prefix sets both; the specific keys win.
 	for _, p := range []struct {

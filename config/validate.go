@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/activemq-go/broker/internal/setting"
 )
 
 // Range checks of build. Each takes the key's canonical path
@@ -85,7 +87,7 @@ func (c *checker) raw(path string) string {
 // nonNegative checks a duration for which 0 means none or never.
 func (c *checker) nonNegative(path string, d time.Duration, zero string) *Error {
 	if d < 0 {
-		return c.invalid(path, "must not be negative", "0 ("+zero+") or more: "+durationAllowed)
+		return c.invalid(path, "must not be negative", "0 ("+zero+") or more: "+setting.DurationAllowed)
 	}
 	return nil
 }
@@ -93,7 +95,7 @@ func (c *checker) nonNegative(path string, d time.Duration, zero string) *Error 
 // positive checks a duration that must be more than 0.
 func (c *checker) positive(path string, d time.Duration) *Error {
 	if d <= 0 {
-		return c.invalid(path, "must be more than 0", durationAllowed)
+		return c.invalid(path, "must be more than 0", setting.DurationAllowed)
 	}
 	return nil
 }
@@ -105,7 +107,7 @@ func (c *checker) noneOrPositive(path string, d time.Duration, none string) (tim
 	case d == -time.Millisecond || d == 0:
 		return 0, nil
 	case d < 0:
-		return 0, c.invalid(path, "must be -1, 0 or positive", "-1 or 0 ("+none+"), or "+durationAllowed)
+		return 0, c.invalid(path, "must be -1, 0 or positive", "-1 or 0 ("+none+"), or "+setting.DurationAllowed)
 	}
 	return d, nil
 }
@@ -114,7 +116,7 @@ func (c *checker) noneOrPositive(path string, d time.Duration, none string) (tim
 func (c *checker) sizeAtLeast(path string, n, lo int64) *Error {
 	if n < lo {
 		return c.invalid(path, fmt.Sprintf("%d bytes is too small", n),
-			fmt.Sprintf("a size of at least %d bytes: %s", lo, sizeAllowed))
+			fmt.Sprintf("a size of at least %d bytes: %s", lo, setting.SizeAllowed))
 	}
 	return nil
 }

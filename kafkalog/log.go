@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/activemq-go/broker/internal/vfs"
 )
 
 // lockFile is the name of the lock file that keeps two Logs out of one directory.
@@ -171,7 +173,7 @@ func (l *Log) createTopicLocked(name string, n int, c TopicConfig) error {
 		}
 	}
 	if c != (TopicConfig{}) {
-		if err := writeFileAtomic(l.opts.FS, topicConfigPath(&l.opts, name), c.encode()); err != nil {
+		if err := vfs.WriteFileAtomic(l.opts.FS, topicConfigPath(&l.opts, name), c.encode()); err != nil {
 			return fmt.Errorf("kafkalog: write config of topic %q: %w", name, err)
 		}
 	}

@@ -42,7 +42,7 @@ type offsetStore struct {
 func openOffsetStore(fsys vfs.FS, dir string) (*offsetStore, error) {
 	s := &offsetStore{fs: fsys, path: filepath.Join(dir, offsetsFile), m: map[offsetKey]int64{}}
 	// A leftover temp file is an unfinished rewrite: the old file is still whole.
-	if err := fsys.Remove(s.path + tmpSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := fsys.Remove(s.path + vfs.TempSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
 	b, err := readFile(fsys, s.path)
@@ -150,7 +150,7 @@ func (s *offsetStore) commitMany(ks []offsetKey, offsets []int64) error {
 	s.mu.Lock()
 	data, v := encodeOffsets(s.m), s.version
 	s.mu.Unlock()
-	if err := writeFileAtomic(s.fs, s.path, data); err != nil {
+	if err := vfs.WriteFileAtomic(s.fs, s.path, data); err != nil {
 		return fmt.Errorf("kafkalog: commit offsets: %w", err)
 	}
 	s.persisted = v

@@ -90,7 +90,7 @@ type Options struct {
 	// Now is the clock for timestamps, segment age and retention (default time.Now).
 	Now func() time.Time
 	// Logger receives one line per operator-relevant event (recovery, truncation,
-	// retention); nil means slog.Default().
+	// retention); nil discards them.
 	Logger *slog.Logger
 }
 
@@ -133,7 +133,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Now = time.Now
 	}
 	if o.Logger == nil {
-		o.Logger = slog.Default()
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o, nil
 }

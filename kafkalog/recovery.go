@@ -18,9 +18,6 @@ import (
 // checkpointFile is the name of a partition's recovery checkpoint.
 const checkpointFile = "recovery-checkpoint"
 
-// tmpSuffix marks a file being written by writeFileAtomic; open removes leftovers.
-const tmpSuffix = ".tmp"
-
 // checkpoint is a partition's recovery checkpoint: every segment before the one holding
 // offset point is durable and whole; clean says the log was closed cleanly at point (then
 // nothing needs re-validation and the indexes are trusted).
@@ -54,27 +51,7 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 }
 
 func writeCheckpoint(fsys vfs.FS, dir string, c checkpoint) error {
-	return writeFileAtomic(fsys, filepath.Join(dir, checkpointFile), c.encode())
-}
-
-// writeFileAtomic replaces path with data durably: temp file, write, fsync, close,
-// rename, fsync of the directory.
-func writeFileAtomic(fsys vfs.FS, path string, data []byte) error {
-	tmp := path + tmpSuffix
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		return err
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		return err
-	}
-	return fsys.SyncDir(filepath.Dir(path))
+	return vfs.WriteFileAtomic(fsys, filepath.Join(dir, checkpointFile), c.encode())
 }
 
 // readFile returns a whole file's contents.
@@ -115,7 +92,7 @@ func openPartition(o *Options, topic string, id int, dir string) (*partition, er
 	orphans := map[string]int64{}
 	removed := false
 	for _, name := range names {
-		if strings.HasSuffix(name, tmpSuffix) {
+		if strings.HasSuffix(name, vfs.TempSuffix) {
 			if err := o.FS.Remove(filepath.Join(dir, name)); err != nil {
 				return nil, err
 			}

@@ -10,6 +10,8 @@ import (
 	"math"
 	"path/filepath"
 	"time"
+
+	"github.com/activemq-go/broker/internal/vfs"
 )
 
 // TopicConfig holds a topic's own settings; where a field is zero the Log's Options
@@ -99,7 +101,7 @@ func (l *Log) CreateTopicWith(name string, n int, c TopicConfig) error {
 	if *t.cfg.Load() == c {
 		return nil
 	}
-	if err := writeFileAtomic(l.opts.FS, topicConfigPath(&l.opts, name), c.encode()); err != nil {
+	if err := vfs.WriteFileAtomic(l.opts.FS, topicConfigPath(&l.opts, name), c.encode()); err != nil {
 		return fmt.Errorf("kafkalog: write config of topic %q: %w", name, err)
 	}
 	t.cfg.Store(&c)

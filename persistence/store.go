@@ -27,6 +27,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"sync"
@@ -167,6 +168,10 @@ type Options struct {
 	// Raw holds the adapter's own block of the configuration, keys as written by the
 	// user (viper lower-cases them).
 	Raw map[string]any
+	// Logger receives the adapter's events (recovery, compaction, lock changes): the
+	// broker passes its own, so they come out at its level and in its format. nil
+	// discards them.
+	Logger *slog.Logger
 }
 
 // Opener opens an adapter.

@@ -12,19 +12,27 @@ const module = "github.com/activemq-go/broker"
 // or not), following ../shared/DESIGN.md §1. A package not listed may import nothing of
 // the project. cmd and tests may import anything.
 var allowed = map[string][]string{
-	"config":                {},
+	// config may use two leaves of the standard library: internal/setting, the value
+	// parsing (sizes, durations, the Error naming a bad key) it shares with the
+	// adapters, and destinations/policy, the redelivery policy and dead-letter strategy
+	// it fills in and the broker applies (defined once, below both).
+	"config":                {"internal/setting", "destinations/policy"},
+	"internal/setting":      {},
+	"destinations/policy":   {},
 	"internal/vfs":          {},
 	"persistence":           {},
 	"persistence/storetest": {"persistence"},
 	// persistence/internal holds what the adapters share (group-commit queue, ordered
 	// callbacks, batch recording, option parsing): no I/O of its own, no adapter. It is
 	// listed before "persistence", whose sub-packages permitted refuses.
-	"persistence/internal":  {"persistence/internal", "persistence", "config"},
+	// Neither it nor any adapter may import config (viper, yaml, fsnotify): an adapter
+	// parses its own block of options with internal/setting.
+	"persistence/internal":  {"persistence/internal", "persistence", "internal/setting"},
 	"persistence/memstore":  {"persistence/internal", "persistence"},
-	"persistence/journal":   {"persistence/internal", "persistence", "internal/vfs", "config"},
-	"persistence/boltstore": {"persistence/internal", "persistence", "config"},
-	"persistence/pgstore":   {"persistence/internal", "persistence", "config"},
-	"persistence/logstore":  {"persistence/internal", "persistence", "kafkalog", "internal/vfs", "config"},
+	"persistence/journal":   {"persistence/internal", "persistence", "internal/vfs", "internal/setting"},
+	"persistence/boltstore": {"persistence/internal", "persistence", "internal/setting"},
+	"persistence/pgstore":   {"persistence/internal", "persistence", "internal/setting"},
+	"persistence/logstore":  {"persistence/internal", "persistence", "kafkalog", "internal/vfs", "internal/setting"},
 	"kafkalog":              {"internal/vfs"},
 	"durable":               {"persistence"},
 	"destinations":          {"persistence", "kafkalog", "internal/vfs"},
@@ -100,4 +108,53 @@ func permitted(dep string, rule []string) bool {
 		}
 	}
 	return false
+}
+
+// configLibraries match the import paths of what config reads the file with: viper,
+// the file watcher it links, and any YAML package.
+var configLibraries = []func(path string) bool{
+	func(p string) bool { return strings.HasPrefix(p, "github.com/spf13/viper") },
+	func(p string) bool { return strings.HasPrefix(p, "github.com/fsnotify/") },
+	func(p string) bool { return strings.Contains(p, "yaml") },
+	func(p string) bool { return p == module+"/config" },
+}
+
+// TestStoresLinkNoConfigLibraries fails when a persistence adapter (or anything under
+// persistence/ but storetest, kafkalog, internal/vfs, internal/setting) depends,
+// directly or not, on config or the libraries behind it: an adapter embedded in another
+// program must not drag in viper, fsnotify and a YAML parser to read its own few
+// options. storetest is left out: only tests import it, and testify links a YAML
+// package.
+func TestStoresLinkNoConfigLibraries(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`,
+		module+"/persistence/...", module+"/kafkalog/...", module+"/internal/vfs", module+"/internal/setting").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	adapters := map[string]bool{"memstore": false, "journal": false, "boltstore": false, "pgstore": false, "logstore": false}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		pkg := strings.TrimPrefix(fields[0], module+"/")
+		if pkg == "persistence/storetest" {
+			continue
+		}
+		if _, ok := adapters[strings.TrimPrefix(pkg, "persistence/")]; ok {
+			adapters[strings.TrimPrefix(pkg, "persistence/")] = true
+		}
+		for _, dep := range fields[1:] {
+			for _, banned := range configLibraries {
+				if banned(dep) {
+					t.Errorf("%s depends on %s: stores parse their options with internal/setting, not config", pkg, dep)
+				}
+			}
+		}
+	}
+	for name, seen := range adapters {
+		if !seen {
+			t.Errorf("adapter persistence/%s not in go list's output; the check looks wrong", name)
+		}
+	}
 }

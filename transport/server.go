@@ -76,10 +76,10 @@ func (l *listener) release() {
 // ErrServerClosed is returned by Start after Shutdown.
 var ErrServerClosed = errors.New("transport: server closed")
 
-// NewServer returns a server for b.
+// NewServer returns a server for b that logs to log (nil: nowhere).
 func NewServer(b *broker.Broker, log *slog.Logger) *Server {
 	if log == nil {
-		log = slog.Default()
+		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{b: b, log: log, ctx: ctx, cancel: cancel}

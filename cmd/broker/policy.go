@@ -80,24 +80,8 @@ func toPolicy(e config.PolicyEntry) broker.Policy {
 	default:
 		p.Nack = broker.NackDLQ
 	}
-	r := e.Redelivery
-	p.Redelivery = broker.RedeliveryPolicy{
-		MaximumRedeliveries:    r.MaximumRedeliveries,
-		InitialRedeliveryDelay: r.InitialRedeliveryDelay,
-		RedeliveryDelay:        r.RedeliveryDelay,
-		UseExponentialBackOff:  r.UseExponentialBackOff,
-		BackOffMultiplier:      r.BackOffMultiplier,
-		MaximumRedeliveryDelay: r.MaximumRedeliveryDelay,
-	}
-	d := e.DeadLetter
-	p.DeadLetter = broker.DeadLetterStrategy{
-		Individual:           d.Individual,
-		QueuePrefix:          d.QueuePrefix,
-		TopicPrefix:          d.TopicPrefix,
-		ProcessExpired:       d.ProcessExpired,
-		ProcessNonPersistent: d.ProcessNonPersistent,
-		Discard:              d.Discard,
-	}
+	p.Redelivery = e.Redelivery
+	p.DeadLetter = e.DeadLetter
 	p.AllExclusive = e.AllConsumersExclusiveByDefault
 	p.MaxPendingMessages = e.MaxPendingMessages
 	p.MaxPendingBytes = e.MaxPendingBytes

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,16 +25,19 @@ import (
 )
 
 func newServeCommand() *cobra.Command {
-	var configPath, logLevel, cpuProfile, statsAddr string
+	var configPath, logLevel, logFormat, cpuProfile, statsAddr string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the broker",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(logLevel)
+			log, err := newLogger(os.Stderr, logLevel, logFormat)
 			if err != nil {
 				return err
 			}
+			// Whatever a library writes through slog's default or the standard log
+			// package comes out at the same level and in the same format.
+			slog.SetDefault(log)
 			cfg, err := config.Load(configPath)
 			if err != nil {
 				return err
@@ -58,17 +63,27 @@ func newServeCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&configPath, "config", "activemq-style.yaml", "configuration file")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	cmd.Flags().StringVar(&logFormat, "log-format", "text", "text (key=value) or json (one object a line)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown")
 	cmd.Flags().StringVar(&statsAddr, "stats-addr", "", "serve GET /stats (JSON: destinations, durable subscriptions, store) on this address, e.g. 127.0.0.1:8161 (overrides broker.statsAddress)")
 	return cmd
 }
 
-func newLogger(level string) (*slog.Logger, error) {
+// newLogger returns the one logger of the broker, writing to w: the broker, the
+// transport, the store and the stream log all log through it.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+	opts := &slog.HandlerOptions{Level: l}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use text or json", format)
 }
 
 // serve runs the broker until ctx ends, then shuts down in order: stop accepting, close
@@ -79,17 +94,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 	if err := os.MkdirAll(cfg.Broker.DataDirectory, 0o755); err != nil {
 		return fmt.Errorf("dataDirectory %s: %w", cfg.Broker.DataDirectory, err)
 	}
-	raw := cfg.Persistence.Options
-	if cfg.Persistence.Adapter == "jdbc" {
-		if _, set := raw["leaseholderid"]; !set {
-			raw = maps.Clone(raw)
-			raw["leaseholderid"] = cfg.Broker.BrokerName
-		}
-	}
-	store, err := persistence.Open(ctx, cfg.Persistence.Adapter, persistence.Options{
-		DataDirectory: cfg.Broker.DataDirectory,
-		Raw:           raw,
-	})
+	store, err := openStore(ctx, cfg, log)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -217,6 +222,22 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 	}
 	log.Info("broker stopped")
 	return nil
+}
+
+// openStore opens the configured persistence adapter; it logs through log.
+func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (persistence.Store, error) {
+	raw := cfg.Persistence.Options
+	if cfg.Persistence.Adapter == "jdbc" {
+		if _, set := raw["leaseholderid"]; !set {
+			raw = maps.Clone(raw)
+			raw["leaseholderid"] = cfg.Broker.BrokerName
+		}
+	}
+	return persistence.Open(ctx, cfg.Persistence.Adapter, persistence.Options{
+		DataDirectory: cfg.Broker.DataDirectory,
+		Raw:           raw,
+		Logger:        log,
+	})
 }
 
 // connectors translates the configured connectors for the transport server. A TLS

@@ -64,7 +64,8 @@ func serveStats(ctx context.Context, addr string, b *broker.Broker, store persis
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(collectStats(b, store))
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("stats server stopped", slog.Any("err", err))

@@ -13,7 +13,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/activemq-go/broker/config"
+	"github.com/activemq-go/broker/internal/setting"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/internal/optparse"
 )
@@ -91,7 +91,7 @@ type Options struct {
 	// (concurrentStoreAndDispatchQueues: false): a queued batch cannot be withdrawn, so
 	// the broker dispatches a persistent queue message only after its commit.
 	StoreBeforeDispatch bool
-	// Logger receives the store's events; nil means slog.Default().
+	// Logger receives the store's events; nil discards them.
 	Logger *slog.Logger
 }
 
@@ -123,7 +123,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: negative LockTimeout %v", ErrOption, o.LockTimeout)
 	}
 	if o.Logger == nil {
-		o.Logger = slog.Default()
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o, nil
 }
@@ -192,7 +192,7 @@ var optionKeys = []optparse.Key[Options]{
 		}},
 	{Name: "freelistSync", Allowed: boolAllowed,
 		Set: func(o *Options, raw any) string {
-			b, ok := config.Bool(raw)
+			b, ok := setting.Bool(raw)
 			if !ok {
 				return "not a boolean"
 			}
@@ -201,7 +201,7 @@ var optionKeys = []optparse.Key[Options]{
 		}},
 	{Name: "concurrentStoreAndDispatchQueues", Allowed: boolAllowed,
 		Set: func(o *Options, raw any) string {
-			b, ok := config.Bool(raw)
+			b, ok := setting.Bool(raw)
 			if !ok {
 				return "not a boolean"
 			}
@@ -229,7 +229,7 @@ func ParseOptions(p persistence.Options) (Options, error) {
 	if dir == "" {
 		dir = "data"
 	}
-	o := Options{Path: filepath.Join(dir, DefaultFileName)}
+	o := Options{Path: filepath.Join(dir, DefaultFileName), Logger: p.Logger}
 	err := optparse.Apply(&o, p.Raw, optionKeys, func(key, val, problem, allowed string) error {
 		return &OptionError{Key: keyPath + "." + key, Value: val, Problem: problem, Allowed: allowed}
 	})

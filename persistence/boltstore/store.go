@@ -34,7 +34,8 @@ func open(ctx context.Context, po persistence.Options) (persistence.Store, error
 	return s, nil
 }
 
-// Compile-time guard.
+// Compile-time guard: a Store is a persistence.Store, with none of the optional
+// Store powers (Locker, SpaceReporter).
 var _ persistence.Store = (*Store)(nil)
 
 // Top-level buckets and meta keys of format version 1 (see the package comment).

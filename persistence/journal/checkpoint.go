@@ -3,10 +3,10 @@ package journal
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash"
 	"hash/crc32"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"strconv"
@@ -232,12 +232,21 @@ func readCheckpointHeader(h []byte) (uint64, pos, error) {
 // writeCheckpoint writes snap as checkpoint gen in dir.
 func writeCheckpoint(fsys vfs.FS, dir string, gen uint64, snap *snapshot) (checkpointF, error) {
 	final := filepath.Join(dir, checkpointName(gen))
-	tmp := final + ".tmp"
-	f, err := fsys.Create(tmp)
+	var size int64
+	err := vfs.WriteFileAtomicFunc(fsys, final, func(w io.Writer) error {
+		var err error
+		size, err = writeCheckpointBody(w, gen, snap)
+		return err
+	})
 	if err != nil {
-		return checkpointF{}, fmt.Errorf("journal: checkpoint: %w", err)
+		return checkpointF{}, fmt.Errorf("journal: checkpoint %s: %w", final, err)
 	}
-	cw := &ckptWriter{w: bufio.NewWriterSize(f, 1<<20), crc: crc32.New(castagnoli)}
+	return checkpointF{gen: gen, pos: snap.pos, path: final, size: size}, nil
+}
+
+// writeCheckpointBody writes checkpoint gen of snap to w and returns its size.
+func writeCheckpointBody(w io.Writer, gen uint64, snap *snapshot) (size int64, err error) {
+	cw := &ckptWriter{w: bufio.NewWriterSize(w, 1<<20), crc: crc32.New(castagnoli)}
 	cw.write(checkpointHeader(gen, snap.pos))
 	cw.uvarint(uint64(len(snap.dests)))
 	for i := range snap.dests {
@@ -278,27 +287,7 @@ func writeCheckpoint(fsys vfs.FS, dir string, gen uint64, snap *snapshot) (check
 	binary.LittleEndian.PutUint64(trailer[:], uint64(cw.n))
 	binary.LittleEndian.PutUint32(trailer[8:], cw.crc.Sum32())
 	cw.w.Write(trailer[:])
-	size := cw.n + ckptTrailer
-	err = cw.w.Flush()
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, final)
-	}
-	if err == nil {
-		err = fsys.SyncDir(dir)
-	}
-	if err != nil {
-		if rerr := fsys.Remove(tmp); rerr != nil && !isNotExist(rerr) {
-			err = errors.Join(err, rerr)
-		}
-		return checkpointF{}, fmt.Errorf("journal: checkpoint %s: %w", final, err)
-	}
-	return checkpointF{gen: gen, pos: snap.pos, path: final, size: size}, nil
+	return cw.n + ckptTrailer, cw.w.Flush()
 }
 
 // readFile reads a whole file.

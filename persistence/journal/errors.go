@@ -18,7 +18,7 @@ var (
 	// ErrTooLarge is returned by Commit for a batch whose record would exceed the largest
 	// record the format allows (MaxRecordSize).
 	ErrTooLarge = errors.New("journal: batch too large")
-	// ErrOption wraps (inside a *config.Error) every invalid option of the kahaDB block.
+	// ErrOption wraps (inside a *setting.Error) every invalid option of the kahaDB block.
 	ErrOption = errors.New("journal: invalid option")
 	// ErrLocked is returned by Open when another store has the directory open.
 	ErrLocked = errors.New("journal: directory in use by another store")

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/activemq-go/broker/config"
+	"github.com/activemq-go/broker/internal/setting"
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/internal/optparse"
@@ -84,7 +84,7 @@ type Options struct {
 	// concurrentStoreAndDispatchQueues: false): batches cannot be withdrawn, so the
 	// broker dispatches a persistent queue message only after its write.
 	StoreBeforeDispatch bool
-	// Logger receives the store's events; nil means slog.Default().
+	// Logger receives the store's events; nil discards them.
 	Logger *slog.Logger
 }
 
@@ -121,7 +121,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: CompactLiveRatio %v must be below 1", ErrOption, o.CompactLiveRatio)
 	}
 	if o.Logger == nil {
-		o.Logger = slog.Default()
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o, nil
 }
@@ -161,7 +161,7 @@ var optionKeys = []optparse.Key[Options]{
 		}},
 	{Name: "concurrentStoreAndDispatchQueues", Allowed: "true or false",
 		Set: func(o *Options, raw any) string {
-			b, ok := config.Bool(raw)
+			b, ok := setting.Bool(raw)
 			if !ok {
 				return "not a boolean"
 			}
@@ -187,18 +187,18 @@ func durationOption(field func(*Options) *time.Duration) func(o *Options, raw an
 	}
 }
 
-// optionError builds the error the broker prints: a *config.Error naming the key, the
+// optionError builds the error the broker prints: a *setting.Error naming the key, the
 // value and what is allowed, wrapping ErrOption.
 func optionError(key, val, problem, allowed string) error {
-	return &config.Error{Key: keyPath + "." + key, Value: val, Problem: problem, Allowed: allowed, Err: ErrOption}
+	return &setting.Error{Key: keyPath + "." + key, Value: val, Problem: problem, Allowed: allowed, Err: ErrOption}
 }
 
 // ParseOptions turns the broker's persistence options into Options. Keys are matched
 // case-insensitively (viper lower-cases them); an unknown key or a bad value is a
-// *config.Error naming the key, the value and what is allowed, wrapping ErrOption.
+// *setting.Error naming the key, the value and what is allowed, wrapping ErrOption.
 // The directory defaults to <DataDirectory>/kahadb.
 func ParseOptions(p persistence.Options) (Options, error) {
-	o := Options{Dir: filepath.Join(p.DataDirectory, "kahadb")}
+	o := Options{Dir: filepath.Join(p.DataDirectory, "kahadb"), Logger: p.Logger}
 	if p.DataDirectory == "" {
 		o.Dir = filepath.Join("data", "kahadb")
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/activemq-go/broker/config"
+	"github.com/activemq-go/broker/internal/setting"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/journal"
 )
@@ -73,8 +73,8 @@ func TestParseOptionsErrors(t *testing.T) {
 			_, err := journal.ParseOptions(persistence.Options{Raw: map[string]any{c.key: c.value}})
 			require.Error(t, err)
 			require.ErrorIs(t, err, journal.ErrOption)
-			var cerr *config.Error
-			require.True(t, errors.As(err, &cerr), "a *config.Error, as the broker prints them")
+			var cerr *setting.Error
+			require.True(t, errors.As(err, &cerr), "a *setting.Error, as the broker prints them")
 			for _, w := range c.want {
 				require.Contains(t, err.Error(), w)
 			}

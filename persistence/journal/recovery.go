@@ -32,7 +32,7 @@ func (s *Store) recover(ctx context.Context) (*segment, error) {
 			segIDs = append(segIDs, id)
 		} else if gen, ok := parseCheckpointName(name); ok {
 			gens = append(gens, gen)
-		} else if strings.HasSuffix(name, ".ckpt.tmp") {
+		} else if strings.HasSuffix(name, ".ckpt"+vfs.TempSuffix) {
 			if err := s.fs.Remove(filepath.Join(dir, name)); err != nil && !isNotExist(err) {
 				return nil, fmt.Errorf("journal: remove %s: %w", name, err)
 			}

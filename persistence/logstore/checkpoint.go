@@ -15,11 +15,8 @@ import (
 	"github.com/activemq-go/broker/persistence/internal/batchrec"
 )
 
-// Checkpoint file names, inside Options.Dir.
-const (
-	checkpointFile = "checkpoint"
-	tmpSuffix      = ".tmp"
-)
+// checkpointFile is the name of the checkpoint, inside Options.Dir.
+const checkpointFile = "checkpoint"
 
 // checkpointMagic and checkpointVersion open a checkpoint file (see the package comment).
 const (
@@ -171,26 +168,6 @@ func readCheckpoint(fsys vfs.FS, path string) (checkpoint, int64, error) {
 	return c, n, err
 }
 
-// writeFileAtomic replaces path with data durably: temp file, write, fsync, close,
-// rename, fsync of the directory. A crash leaves the old file or the new one, whole.
-func writeFileAtomic(fsys vfs.FS, path string, data []byte) error {
-	tmp := path + tmpSuffix
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		return err
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		return err
-	}
-	return fsys.SyncDir(filepath.Dir(path))
-}
-
 // checkpoint syncs the log, writes a new checkpoint if the low-water mark moved since
 // the last one, then deletes the log segments wholly below the checkpointed mark. While
 // the mark stays put the checkpoint on disk stays valid (replay from it sees every later
@@ -222,7 +199,7 @@ func (s *Store) checkpoint() error {
 	}
 	if moved {
 		data := c.encode()
-		if err := writeFileAtomic(s.fs, filepath.Join(s.opts.Dir, checkpointFile), data); err != nil {
+		if err := vfs.WriteFileAtomic(s.fs, filepath.Join(s.opts.Dir, checkpointFile), data); err != nil {
 			return fmt.Errorf("logstore: write checkpoint: %w", err)
 		}
 		s.ckptLow = c.low

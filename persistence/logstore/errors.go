@@ -17,7 +17,7 @@ var (
 	ErrInvalid = errors.New("logstore: invalid operation")
 	// ErrTooLarge is returned by Commit for a batch whose record exceeds MaxRecordBytes.
 	ErrTooLarge = errors.New("logstore: batch too large")
-	// ErrOption wraps (inside a *config.Error) every invalid option of the kafkaLog block,
+	// ErrOption wraps (inside a *setting.Error) every invalid option of the kafkaLog block,
 	// and is returned by Open for out-of-range Options.
 	ErrOption = errors.New("logstore: invalid option")
 	// ErrLocked is returned by Open when another store has the directory open.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/activemq-go/broker/config"
+	"github.com/activemq-go/broker/internal/setting"
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/internal/optparse"
@@ -78,7 +78,7 @@ type Options struct {
 	// concurrentStoreAndDispatchQueues: false): batches cannot be withdrawn, so the
 	// broker dispatches a persistent queue message only after its write.
 	StoreBeforeDispatch bool
-	// Logger receives the store's events; nil means slog.Default().
+	// Logger receives the store's events; nil discards them.
 	Logger *slog.Logger
 }
 
@@ -106,7 +106,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.CheckpointInterval = DefaultCheckpointInterval
 	}
 	if o.Logger == nil {
-		o.Logger = slog.Default()
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o, nil
 }
@@ -153,7 +153,7 @@ var optionKeys = []optparse.Key[Options]{
 	{Name: "checkpointInterval", Allowed: durationAllowed, Set: durationOption(func(o *Options) *time.Duration { return &o.CheckpointInterval })},
 	{Name: "concurrentStoreAndDispatchQueues", Allowed: "true or false",
 		Set: func(o *Options, raw any) string {
-			b, ok := config.Bool(raw)
+			b, ok := setting.Bool(raw)
 			if !ok {
 				return "not a boolean"
 			}
@@ -173,23 +173,23 @@ func durationOption(field func(*Options) *time.Duration) func(o *Options, raw an
 	}
 }
 
-// optionError builds the error the broker prints: a *config.Error naming the key, the
+// optionError builds the error the broker prints: a *setting.Error naming the key, the
 // value and what is allowed, wrapping ErrOption.
 func optionError(key, val, problem, allowed string) error {
-	return &config.Error{Key: keyPath + "." + key, Value: val, Problem: problem, Allowed: allowed, Err: ErrOption}
+	return &setting.Error{Key: keyPath + "." + key, Value: val, Problem: problem, Allowed: allowed, Err: ErrOption}
 }
 
 // ParseOptions turns the broker's persistence options into Options. Keys are matched
 // case-insensitively (viper lower-cases them); values may be strings (as they are when
 // set from the environment) or YAML scalars. An unknown key or a bad value is a
-// *config.Error naming the key, the value and what is allowed, wrapping ErrOption. The
+// *setting.Error naming the key, the value and what is allowed, wrapping ErrOption. The
 // directory defaults to <DataDirectory>/kafkalog.
 func ParseOptions(p persistence.Options) (Options, error) {
 	dir := p.DataDirectory
 	if dir == "" {
 		dir = "data"
 	}
-	o := Options{Dir: filepath.Join(dir, "kafkalog")}
+	o := Options{Dir: filepath.Join(dir, "kafkalog"), Logger: p.Logger}
 	if err := optparse.Apply(&o, p.Raw, optionKeys, optionError); err != nil {
 		return Options{}, err
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/activemq-go/broker/config"
+	"github.com/activemq-go/broker/internal/setting"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/logstore"
 )
@@ -69,8 +69,8 @@ func TestParseOptionsErrors(t *testing.T) {
 		_, err := logstore.ParseOptions(persistence.Options{Raw: map[string]any{c.key: c.value}})
 		require.Error(t, err, "%s=%v", c.key, c.value)
 		require.ErrorIs(t, err, logstore.ErrOption)
-		var ce *config.Error
-		require.True(t, errors.As(err, &ce), "%T is a *config.Error", err)
+		var ce *setting.Error
+		require.True(t, errors.As(err, &ce), "%T is a *setting.Error", err)
 		for _, w := range c.want {
 			require.Contains(t, err.Error(), w)
 		}

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"path/filepath"
 	"time"
+
+	"github.com/activemq-go/broker/internal/vfs"
 )
 
 // replayReadBytes is how much of the log recovery reads at a time.
@@ -20,7 +22,7 @@ func (s *Store) recover(ctx context.Context) error {
 	start := time.Now()
 	path := filepath.Join(s.opts.Dir, checkpointFile)
 	// A leftover temp file is an unfinished rewrite: the checkpoint itself is still whole.
-	if err := s.fs.Remove(path + tmpSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := s.fs.Remove(path + vfs.TempSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("logstore: remove unfinished checkpoint: %w", err)
 	}
 	c, size, err := readCheckpoint(s.fs, path)

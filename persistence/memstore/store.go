@@ -43,7 +43,8 @@ func open(ctx context.Context, _ persistence.Options) (persistence.Store, error)
 	return New(), nil
 }
 
-// Compile-time guard.
+// Compile-time guard: a Store is a persistence.Store, with none of the optional
+// Store powers (Locker, SpaceReporter).
 var _ persistence.Store = (*Store)(nil)
 
 // Store is an in-memory persistence.Store. It is safe for concurrent use.

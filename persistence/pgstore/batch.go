@@ -10,10 +10,12 @@ import (
 	"github.com/activemq-go/broker/persistence/internal/oprec"
 )
 
-// Compile-time guards: a batch is a persistence.Batch with the AsyncBatch power.
+// Compile-time guards: a batch is a persistence.Batch with the AsyncBatch and
+// CancelableBatch powers.
 var (
-	_ persistence.Batch      = (*batch)(nil)
-	_ persistence.AsyncBatch = (*batch)(nil)
+	_ persistence.Batch           = (*batch)(nil)
+	_ persistence.AsyncBatch      = (*batch)(nil)
+	_ persistence.CancelableBatch = (*batch)(nil)
 )
 
 // op is one recorded batch operation. An Add carries the message already encoded

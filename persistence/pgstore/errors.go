@@ -3,7 +3,7 @@ package pgstore
 import "errors"
 
 var (
-	// ErrOption wraps (inside a *config.Error) every invalid option of the jdbc block,
+	// ErrOption wraps (inside a *setting.Error) every invalid option of the jdbc block,
 	// and is returned by Open for invalid Options.
 	ErrOption = errors.New("pgstore: invalid option")
 	// ErrInvalid is returned by Commit for a batch holding an operation the store cannot

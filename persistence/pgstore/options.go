@@ -15,7 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/activemq-go/broker/config"
+	"github.com/activemq-go/broker/internal/setting"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/internal/optparse"
 )
@@ -83,7 +83,7 @@ type Options struct {
 	// ConnectRetryInterval is the first pause of Open while the database is unreachable
 	// (default DefaultConnectRetryInterval), doubling up to 30s.
 	ConnectRetryInterval time.Duration
-	// Logger receives the store's events; nil means slog.Default().
+	// Logger receives the store's events; nil discards them.
 	Logger *slog.Logger
 }
 
@@ -133,7 +133,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.LeaseHolderID = "broker"
 	}
 	if o.Logger == nil {
-		o.Logger = slog.Default()
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o, nil
 }
@@ -324,12 +324,12 @@ var optionKeys = []optionKey{
 		set: func(o *Options, raw any) bool { s, ok := raw.(string); o.Password = s; return ok }},
 	{name: "maxConnections", allowed: "a whole number from 2 to 1000",
 		set: func(o *Options, raw any) bool {
-			n, err := config.WholeNumber(raw)
+			n, err := setting.WholeNumber(raw)
 			o.MaxConnections = int(n)
 			return err == nil && n >= 2 && n <= 1000
 		}},
 	{name: "createTablesOnStartup", allowed: "true or false",
-		set: func(o *Options, raw any) bool { b, ok := config.Bool(raw); o.SkipCreateTables = !b; return ok }},
+		set: func(o *Options, raw any) bool { b, ok := setting.Bool(raw); o.SkipCreateTables = !b; return ok }},
 	{name: "tablePrefix", allowed: fmt.Sprintf("letters, digits and _, at most %d, not starting with a digit (default %s)", maxPrefixLen, DefaultTablePrefix),
 		set: func(o *Options, raw any) bool {
 			s, ok := raw.(string)
@@ -347,9 +347,9 @@ var optionKeys = []optionKey{
 			return ok && len(s) <= 150
 		}},
 	{name: "concurrentStoreAndDispatchQueues", allowed: "true or false",
-		set: func(o *Options, raw any) bool { b, ok := config.Bool(raw); o.StoreBeforeDispatch = !b; return ok }},
+		set: func(o *Options, raw any) bool { b, ok := setting.Bool(raw); o.StoreBeforeDispatch = !b; return ok }},
 	{name: "useLock", allowed: "true or false",
-		set: func(o *Options, raw any) bool { b, ok := config.Bool(raw); o.DisableLock = !b; return ok }},
+		set: func(o *Options, raw any) bool { b, ok := setting.Bool(raw); o.DisableLock = !b; return ok }},
 	// ActiveMQ's cleanupPeriod removes acknowledged rows in the background; this
 	// adapter deletes them in the acknowledging transaction, so it is accepted (a file
 	// written for ActiveMQ keeps working) and has no effect.
@@ -361,10 +361,10 @@ const durationAllowed = `a positive duration such as "5s" or "500ms" (a number i
 
 // ParseOptions turns the broker's jdbc block into Options. Keys are matched
 // case-insensitively (viper lower-cases them); an unknown key or a bad value is a
-// *config.Error naming the key, the value (never a password) and what is allowed,
+// *setting.Error naming the key, the value (never a password) and what is allowed,
 // wrapping ErrOption. The URL is checked here too, so a bad one is reported at start.
 func ParseOptions(p persistence.Options) (Options, error) {
-	var o Options
+	o := Options{Logger: p.Logger}
 	keys := make([]string, 0, len(p.Raw))
 	for k := range p.Raw {
 		keys = append(keys, k)
@@ -392,7 +392,7 @@ func ParseOptions(p persistence.Options) (Options, error) {
 		return Options{}, optionError("url", nil, o.Password, "missing", optionKeys[0].allowed)
 	}
 	if _, _, err := o.poolConfig(); err != nil {
-		return Options{}, &config.Error{Key: keyPath + ".url", Value: redactText(o.URL, o.Password),
+		return Options{}, &setting.Error{Key: keyPath + ".url", Value: redactText(o.URL, o.Password),
 			Problem: strings.TrimPrefix(err.Error(), ErrOption.Error()+": url: "), Err: ErrOption}
 	}
 	return o, nil
@@ -407,7 +407,7 @@ func findKey(keys []string, name string) string {
 	return ""
 }
 
-// optionError builds the error the broker prints: a *config.Error naming the key,
+// optionError builds the error the broker prints: a *setting.Error naming the key,
 // the value (redacted) and what is allowed, wrapping ErrOption.
 func optionError(key string, raw any, password, problem, allowed string) error {
 	val := ""
@@ -417,7 +417,7 @@ func optionError(key string, raw any, password, problem, allowed string) error {
 	if strings.EqualFold(key, "password") {
 		val = "xxxxx"
 	}
-	return &config.Error{Key: keyPath + "." + key, Value: val, Problem: problem, Allowed: allowed, Err: ErrOption}
+	return &setting.Error{Key: keyPath + "." + key, Value: val, Problem: problem, Allowed: allowed, Err: ErrOption}
 }
 
 // duration reads a duration given as a string ("5s") or a number of milliseconds.

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"errors"
+	"log/slog"
 	"net/url"
 	"testing"
 	"time"
@@ -9,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/activemq-go/broker/config"
+	"github.com/activemq-go/broker/internal/setting"
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -147,8 +148,10 @@ func TestParseOptions(t *testing.T) {
 		StoreBeforeDispatch: true,
 	}, o)
 
-	o, err = ParseOptions(persistence.Options{Raw: map[string]any{"url": "postgres://h/db"}})
+	log := slog.New(slog.DiscardHandler)
+	o, err = ParseOptions(persistence.Options{Raw: map[string]any{"url": "postgres://h/db"}, Logger: log})
 	require.NoError(t, err)
+	assert.Same(t, log, o.Logger, "the store logs through the broker's logger")
 	o, err = o.withDefaults()
 	require.NoError(t, err)
 	assert.Equal(t, DefaultTablePrefix, o.TablePrefix)
@@ -184,8 +187,8 @@ func TestParseOptionsErrors(t *testing.T) {
 			_, err := ParseOptions(persistence.Options{Raw: c.raw})
 			require.Error(t, err)
 			require.ErrorIs(t, err, ErrOption)
-			var ce *config.Error
-			require.True(t, errors.As(err, &ce), "a *config.Error: %T", err)
+			var ce *setting.Error
+			require.True(t, errors.As(err, &ce), "a *setting.Error: %T", err)
 			assert.Equal(t, c.key, ce.Key)
 			assert.Contains(t, err.Error(), c.problem)
 			noSecret(t, err.Error())

@@ -34,7 +34,7 @@ func open(ctx context.Context, po persistence.Options) (persistence.Store, error
 	return s, nil
 }
 
-// Compile-time guards.
+// Compile-time guards: a Store is a persistence.Store with the Locker power.
 var (
 	_ persistence.Store  = (*Store)(nil)
 	_ persistence.Locker = (*Store)(nil)

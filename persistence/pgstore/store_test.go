@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/activemq-go/broker/config"
 	"github.com/activemq-go/broker/internal/pgtest"
+	"github.com/activemq-go/broker/internal/setting"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/pgstore"
 )
@@ -33,7 +33,7 @@ func TestOpenByName(t *testing.T) {
 	require.NoError(t, s.Close())
 
 	_, err = persistence.Open(t.Context(), "jdbc", persistence.Options{Raw: map[string]any{"url": dsn, "pool": 3}})
-	var ce *config.Error
+	var ce *setting.Error
 	require.True(t, errors.As(err, &ce), "%v", err)
 	require.Equal(t, "persistenceAdapter.jdbc.pool", ce.Key)
 }

@@ -63,7 +63,7 @@ func (c Config) withDefaults() Config {
 		c.WriteTimeout = 60 * time.Second
 	}
 	if c.Logger == nil {
-		c.Logger = slog.Default()
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
 }

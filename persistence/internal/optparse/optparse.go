@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/activemq-go/broker/config"
+	"github.com/activemq-go/broker/internal/setting"
 )
 
 // Key is one key of an adapter's block.
@@ -64,9 +64,9 @@ func Apply[T any](o *T, raw map[string]any, keys []Key[T], fail FailFunc) error 
 // Size reads a size given as a string ("32mb") or a whole number of bytes.
 func Size(raw any) (int64, error) {
 	if s, ok := raw.(string); ok {
-		return config.ParseSize(s)
+		return setting.ParseSize(s)
 	}
-	return config.WholeNumber(raw)
+	return setting.WholeNumber(raw)
 }
 
 // MaxDuration is the longest duration Duration accepts.
@@ -78,11 +78,11 @@ func Duration(raw any) (time.Duration, string) {
 	var d time.Duration
 	if s, ok := raw.(string); ok {
 		var err error
-		if d, err = config.ParseDuration(s); err != nil {
+		if d, err = setting.ParseDuration(s); err != nil {
 			return 0, "not a duration"
 		}
 	} else {
-		ms, err := config.WholeNumber(raw)
+		ms, err := setting.WholeNumber(raw)
 		if err != nil || ms > int64(MaxDuration/time.Millisecond) {
 			return 0, "not a valid duration"
 		}

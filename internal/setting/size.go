@@ -1,4 +1,4 @@
-package config
+package setting
 
 import (
 	"math"
@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// sizeAllowed describes what ParseSize accepts.
-const sizeAllowed = `a whole number of bytes, optionally followed by kb, mb, gb or tb ` +
+// SizeAllowed describes what ParseSize accepts, for Error.Allowed.
+const SizeAllowed = `a whole number of bytes, optionally followed by kb, mb, gb or tb ` +
 	`(1024-based; "k", "kib" and any case also accepted), e.g. 10485760, "64mb", "1 GiB"`
 
 // ParseSize parses a byte size as ActiveMQ writes them: a plain integer number of
@@ -26,18 +26,18 @@ func ParseSize(s string) (int64, error) {
 		end++
 	}
 	if end == 0 {
-		return 0, newError("", s, "not a size", sizeAllowed)
+		return 0, NewError("", s, "not a size", SizeAllowed)
 	}
 	n, err := strconv.ParseInt(t[:end], 10, 64)
 	if err != nil {
-		return 0, newError("", s, "size out of range", sizeAllowed)
+		return 0, NewError("", s, "size out of range", SizeAllowed)
 	}
 	shift, ok := sizeUnit(strings.ToLower(strings.TrimSpace(t[end:])))
 	if !ok {
-		return 0, newError("", s, "not a size", sizeAllowed)
+		return 0, NewError("", s, "not a size", SizeAllowed)
 	}
 	if n > math.MaxInt64>>shift {
-		return 0, newError("", s, "size out of range", sizeAllowed)
+		return 0, NewError("", s, "size out of range", SizeAllowed)
 	}
 	return n << shift, nil
 }
@@ -66,8 +66,8 @@ func sizeUnit(u string) (shift uint, ok bool) {
 	return 0, false
 }
 
-// durationAllowed describes what ParseDuration accepts.
-const durationAllowed = `an integer number of milliseconds (ActiveMQ style, e.g. 30000) ` +
+// DurationAllowed describes what ParseDuration accepts, for Error.Allowed.
+const DurationAllowed = `an integer number of milliseconds (ActiveMQ style, e.g. 30000) ` +
 	`or a Go duration such as "30s", "1m30s", "500ms"`
 
 // ParseDuration parses a duration as ActiveMQ users write them: a plain integer
@@ -80,15 +80,15 @@ func ParseDuration(s string) (time.Duration, error) {
 	t := strings.TrimSpace(s)
 	if ms, err := strconv.ParseInt(t, 10, 64); err == nil {
 		if ms > math.MaxInt64/int64(time.Millisecond) || ms < math.MinInt64/int64(time.Millisecond) {
-			return 0, newError("", s, "duration out of range", durationAllowed)
+			return 0, NewError("", s, "duration out of range", DurationAllowed)
 		}
 		return time.Duration(ms) * time.Millisecond, nil
 	} else if isInteger(t) {
-		return 0, newError("", s, "duration out of range", durationAllowed)
+		return 0, NewError("", s, "duration out of range", DurationAllowed)
 	}
 	d, err := time.ParseDuration(t)
 	if err != nil {
-		return 0, newError("", s, "not a duration", durationAllowed)
+		return 0, NewError("", s, "not a duration", DurationAllowed)
 	}
 	return d, nil
 }

@@ -1,4 +1,4 @@
-package config
+package setting
 
 import (
 	"errors"
@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// Adapters receive their block of the file raw (Persistence.Options): values are what
-// YAML decoding gave (bool, int, float64, string) or, when set from the environment,
-// strings. These read such values the same way for every adapter.
+// Adapters receive their block of the file raw (persistence.Options.Raw): values are
+// what YAML decoding gave (bool, int, float64, string) or, when set from the
+// environment, strings. These read such values the same way for every adapter.
 
 // errNotWhole is WholeNumber's error.
 var errNotWhole = errors.New("not a whole non-negative number")

@@ -1,0 +1,173 @@
+// Package policy defines the parts of a destination's policy (ActiveMQ's policyEntry)
+// that say what happens to a message its consumers fail on: the redelivery policy, with
+// the delay before each redelivery, and the dead-letter strategy. They are defined once,
+// here: config fills them in from the file, the broker applies them. The package imports
+// only the standard library, so config can use it without depending on the broker.
+package policy
+
+import (
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// Defaults of a redelivery policy and a dead-letter strategy, as in ActiveMQ.
+const (
+	DefaultMaximumRedeliveries      = 6
+	DefaultInitialRedeliveryDelay   = time.Second
+	DefaultRedeliveryDelay          = time.Second
+	DefaultBackOffMultiplier        = 5.0
+	DefaultCollisionAvoidanceFactor = 0.15
+
+	// SharedDLQ is the dead-letter queue of every destination whose strategy is not
+	// individual (ActiveMQ's sharedDeadLetterStrategy).
+	SharedDLQ = "ActiveMQ.DLQ"
+	// DefaultDLQQueuePrefix and DefaultDLQTopicPrefix name the dead-letter queue of an
+	// individual strategy: prefix + the destination's name.
+	DefaultDLQQueuePrefix = "ActiveMQ.DLQ.Queue."
+	DefaultDLQTopicPrefix = "ActiveMQ.DLQ.Topic."
+)
+
+// Redelivery is a destination's redelivery policy (ActiveMQ's redeliveryPolicy). In
+// ActiveMQ it is a client-side JMS setting (or the broker's redeliveryPlugin); STOMP
+// clients have none, so the broker applies it: to messages redelivered after a
+// connection or subscription ends unacknowledged, a transaction aborts, or a NACK under
+// the redeliver NACK policy.
+type Redelivery struct {
+	// MaximumRedeliveries is how many times a message is redelivered before it goes to
+	// the dead-letter destination (default 6; -1: unlimited; 0: never redelivered).
+	MaximumRedeliveries int
+	// InitialRedeliveryDelay is the delay of the first redelivery (default 1s); when 0,
+	// RedeliveryDelay is used instead.
+	InitialRedeliveryDelay time.Duration
+	// RedeliveryDelay is the delay of later redeliveries without exponential back-off,
+	// and of the first when InitialRedeliveryDelay is 0 (default 1s).
+	RedeliveryDelay time.Duration
+	// UseExponentialBackOff multiplies each delay by BackOffMultiplier (default false).
+	UseExponentialBackOff bool
+	// BackOffMultiplier is the factor of exponential back-off (default 5; back-off needs
+	// more than 1).
+	BackOffMultiplier float64
+	// MaximumRedeliveryDelay caps the delays of exponential back-off (0: no cap;
+	// ActiveMQ writes no cap as -1).
+	MaximumRedeliveryDelay time.Duration
+	// UseCollisionAvoidance moves each delay after the first by a random fraction of
+	// itself, up to CollisionAvoidanceFactor either way, so that messages failed
+	// together are not all redelivered at the same instant (default false).
+	UseCollisionAvoidance bool
+	// CollisionAvoidanceFactor is the largest fraction collision avoidance moves a
+	// delay by (default 0.15, from 0 to 1).
+	CollisionAvoidanceFactor float64
+}
+
+// DefaultRedelivery returns ActiveMQ's default redelivery policy.
+func DefaultRedelivery() Redelivery {
+	return Redelivery{
+		MaximumRedeliveries:      DefaultMaximumRedeliveries,
+		InitialRedeliveryDelay:   DefaultInitialRedeliveryDelay,
+		RedeliveryDelay:          DefaultRedeliveryDelay,
+		BackOffMultiplier:        DefaultBackOffMultiplier,
+		CollisionAvoidanceFactor: DefaultCollisionAvoidanceFactor,
+	}
+}
+
+// Exceeded reports whether a message delivered deliveries times may not be delivered
+// again: it was redelivered MaximumRedeliveries times already.
+func (p Redelivery) Exceeded(deliveries int) bool {
+	return p.MaximumRedeliveries >= 0 && deliveries > p.MaximumRedeliveries
+}
+
+// Delay is how long to wait before redelivery number attempt (1 for the first), as
+// ActiveMQ's RedeliveryPolicy computes it (its redeliveryPlugin starts from the initial
+// delay and applies getNextRedeliveryDelay once per earlier redelivery):
+//
+//   - The first waits InitialRedeliveryDelay, or RedeliveryDelay when that is 0.
+//   - Each later one waits RedeliveryDelay; with UseExponentialBackOff and a
+//     BackOffMultiplier above 1 it waits instead the first delay times
+//     BackOffMultiplier^(attempt-1), and when that is above a positive
+//     MaximumRedeliveryDelay, the larger of MaximumRedeliveryDelay and RedeliveryDelay.
+//   - With UseCollisionAvoidance each later one is then moved by a uniformly random
+//     fraction of itself between -CollisionAvoidanceFactor and +CollisionAvoidanceFactor.
+//
+// An attempt below 1 waits 0; a delay too long for a time.Duration is the longest one.
+// Delay does not look at MaximumRedeliveries (see Exceeded).
+func (p Redelivery) Delay(attempt int) time.Duration {
+	return p.delay(attempt, rand.Float64())
+}
+
+// delay is Delay with the random number of collision avoidance, u in [0, 1), given.
+func (p Redelivery) delay(attempt int, u float64) time.Duration {
+	if attempt < 1 {
+		return 0
+	}
+	first := p.InitialRedeliveryDelay
+	if first == 0 {
+		first = p.RedeliveryDelay
+	}
+	if attempt == 1 {
+		return first
+	}
+	d := float64(p.RedeliveryDelay)
+	if p.UseExponentialBackOff && p.BackOffMultiplier > 1 && first > 0 {
+		d = float64(first) * math.Pow(p.BackOffMultiplier, float64(attempt-1))
+		if p.MaximumRedeliveryDelay > 0 && d > float64(p.MaximumRedeliveryDelay) {
+			d = float64(max(p.MaximumRedeliveryDelay, p.RedeliveryDelay))
+		}
+	}
+	if p.UseCollisionAvoidance {
+		d += d * p.CollisionAvoidanceFactor * (2*u - 1)
+	}
+	switch {
+	case d >= math.MaxInt64: // also +Inf; float64(math.MaxInt64) is 2^63
+		return math.MaxInt64
+	case d <= 0: // also NaN
+		return 0
+	}
+	return time.Duration(d)
+}
+
+// DeadLetter is a destination's dead-letter strategy (ActiveMQ's deadLetterStrategy):
+// where messages go that expired, or were redelivered too often or NACKed.
+type DeadLetter struct {
+	// Individual gives each destination its own dead-letter queue, named by QueuePrefix
+	// or TopicPrefix (ActiveMQ's individualDeadLetterStrategy); when false (the default)
+	// every destination shares SharedDLQ (ActiveMQ's sharedDeadLetterStrategy).
+	Individual bool
+	// QueuePrefix and TopicPrefix start the name of a queue's or a topic's individual
+	// dead-letter queue (defaults "ActiveMQ.DLQ.Queue." and "ActiveMQ.DLQ.Topic.").
+	QueuePrefix string
+	TopicPrefix string
+	// ProcessExpired dead-letters expired messages instead of dropping them (default
+	// true).
+	ProcessExpired bool
+	// ProcessNonPersistent dead-letters non-persistent messages too; when false (the
+	// default), they are dropped instead.
+	ProcessNonPersistent bool
+	// Discard drops every message instead of dead-lettering it, ActiveMQ's
+	// <discarding/> (default false). DLQName does not look at it.
+	Discard bool
+}
+
+// DefaultDeadLetter returns ActiveMQ's default dead-letter strategy: shared, expired
+// messages dead-lettered, non-persistent ones dropped.
+func DefaultDeadLetter() DeadLetter {
+	return DeadLetter{
+		QueuePrefix:    DefaultDLQQueuePrefix,
+		TopicPrefix:    DefaultDLQTopicPrefix,
+		ProcessExpired: true,
+	}
+}
+
+// DLQName is the name of the dead-letter queue of the queue, or when topic is set the
+// topic, called name: SharedDLQ unless the strategy is individual, else QueuePrefix or
+// TopicPrefix followed by name. The dead-letter destination is a queue in every case, as
+// ActiveMQ's defaults have it.
+func (s DeadLetter) DLQName(topic bool, name string) string {
+	switch {
+	case !s.Individual:
+		return SharedDLQ
+	case topic:
+		return s.TopicPrefix + name
+	}
+	return s.QueuePrefix + name
+}
