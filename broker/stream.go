@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/kafkalog"
@@ -92,6 +93,15 @@ func (b *Broker) streamOf(t *topic) (*stream, error) {
 	}
 	t.st.Store(st)
 	return st, nil
+}
+
+// streamNow is the time by the clock of the stream log, which stamps stream messages as
+// they are appended.
+func (b *Broker) streamNow() time.Time {
+	if b.streams != nil {
+		return b.streams.Now()
+	}
+	return time.Now()
 }
 
 // streamTopic returns the topic a resolved destination names if it is a stream, else nil.
@@ -301,13 +311,17 @@ func (st *stream) stats() DestinationStats {
 	return ds
 }
 
-// Record layout of a stream message (version 1): Value is the body, Timestamp the
-// message's timestamp, Key the partition key (nil without one). The first header is the
-// broker's: name recMeta, value "1;<priority>;<expires>;<persistent 0|1>;<message-id>"
-// (one header rather than four keeps reading cheap); the application headers follow as
-// sent. The broker's header is recognised by position, so an application header may
-// use the same name without confusion; a record without it (written by another kafkalog
-// user) is delivered with defaults and an id made of its position.
+// Record layout of a stream message (version 2): Value is the body, Timestamp the time
+// of the append by the log's clock (the broker's: retention and timestamp starts go by
+// it), Key the partition key (nil without one). The first header is the broker's: name
+// recMeta, value "2;<priority>;<expires>;<persistent 0|1>;<timestamp>;<message-id>"
+// (one header rather than five keeps reading cheap), where timestamp is the message's
+// own (JMSTimestamp: the producer's if it sent one, else the time of the SEND); the
+// application headers follow as sent. Version 1, written before, has no timestamp
+// field ("1;<priority>;<expires>;<persistent>;<message-id>"): the record's Timestamp
+// was the message's. The broker's header is recognised by position, so an application
+// header may use the same name without confusion; a record without it (written by
+// another kafkalog user) is delivered with defaults and an id made of its position.
 const recMeta = "amq"
 
 func encodeRecord(m *persistence.Message, key string) kafkalog.Record {
@@ -317,7 +331,7 @@ func encodeRecord(m *persistence.Message, key string) kafkalog.Record {
 
 // appendMeta appends the value of the broker's record header of r to dst.
 func (r *appendReq) appendMeta(dst []byte) []byte {
-	dst = append(dst, "1;"...)
+	dst = append(dst, "2;"...)
 	dst = strconv.AppendUint(dst, uint64(r.priority), 10)
 	dst = append(dst, ';')
 	dst = strconv.AppendInt(dst, r.expires, 10)
@@ -326,6 +340,8 @@ func (r *appendReq) appendMeta(dst []byte) []byte {
 	} else {
 		dst = append(dst, ";0;"...)
 	}
+	dst = strconv.AppendInt(dst, r.timestamp, 10)
+	dst = append(dst, ';')
 	return append(dst, r.id...)
 }
 
@@ -405,13 +421,18 @@ func (st *stream) decodeRecordInto(m *persistence.Message, r *kafkalog.Record, p
 	m.Dest, m.Body, m.Timestamp, m.Priority = st.t.dest, r.Value, r.Timestamp, 4
 	hs := r.Headers
 	if len(hs) > 0 && hs[0][0] == recMeta {
-		if f, ok := splitMeta(hs[0][1]); ok && f[0] == "1" {
+		if f, n := splitMeta(hs[0][1]); n > 0 {
 			if p, err := strconv.Atoi(f[1]); err == nil && p >= 0 && p <= 9 {
 				m.Priority = uint8(p)
 			}
 			m.Expires, _ = strconv.ParseInt(f[2], 10, 64)
 			m.Persistent = f[3] == "1"
-			m.ID = f[4]
+			m.ID = f[n-1]
+			if n == 6 {
+				if ts, err := strconv.ParseInt(f[4], 10, 64); err == nil {
+					m.Timestamp = ts
+				}
+			}
 			hs = hs[1:]
 		}
 	}
@@ -424,18 +445,28 @@ func (st *stream) decodeRecordInto(m *persistence.Message, r *kafkalog.Record, p
 	}
 }
 
-// splitMeta splits the broker's record header into its five fields, as
-// strings.SplitN(v, ";", 5) does, without allocating; false if it has fewer.
-func splitMeta(v string) (f [5]string, ok bool) {
-	for i := range 4 {
+// splitMeta splits the broker's record header into its fields, as
+// strings.SplitN(v, ";", n) does, without allocating: n is 5 for version 1, 6 for
+// version 2 (the message id, last, may hold ';'), 0 for another version or too few
+// fields.
+func splitMeta(v string) (f [6]string, n int) {
+	switch {
+	case strings.HasPrefix(v, "1;"):
+		n = 5
+	case strings.HasPrefix(v, "2;"):
+		n = 6
+	default:
+		return f, 0
+	}
+	for i := range n - 1 {
 		j := strings.IndexByte(v, ';')
 		if j < 0 {
-			return f, false
+			return f, 0
 		}
 		f[i], v = v[:j], v[j+1:]
 	}
-	f[4] = v
-	return f, true
+	f[n-1] = v
+	return f, n
 }
 
 // logTopicName maps a broker topic name to a kafkalog topic name, reversibly: letters,

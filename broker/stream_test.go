@@ -25,14 +25,34 @@ import (
 type streamEnv struct {
 	t         *testing.T
 	fs        vfs.FS
+	clock     *skewClock // the log's clock: the broker's for streams
 	parts     int
 	retention time.Duration
 	log       *kafkalog.Log
 	b         *Broker
 }
 
+// skewClock is the wall clock moved by a settable offset.
+type skewClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *skewClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Set moves the clock to the wall clock plus d.
+func (c *skewClock) Set(d time.Duration) {
+	c.mu.Lock()
+	c.offset = d
+	c.mu.Unlock()
+}
+
 func newStreamEnv(t *testing.T, parts int) *streamEnv {
-	e := &streamEnv{t: t, fs: vfs.NewMem(), parts: parts}
+	e := &streamEnv{t: t, fs: vfs.NewMem(), clock: &skewClock{}, parts: parts}
 	e.open()
 	t.Cleanup(e.shut)
 	return e
@@ -42,7 +62,7 @@ func (e *streamEnv) open() {
 	e.t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	l, err := kafkalog.Open(kafkalog.Options{FS: e.fs, Dir: "/streams", Flush: kafkalog.FlushBatch,
-		SegmentBytes: 64 << 10, RetentionCheckInterval: -1, Logger: quiet})
+		SegmentBytes: 64 << 10, RetentionCheckInterval: -1, Now: e.clock.Now, Logger: quiet})
 	require.NoError(e.t, err)
 	b, err := New(context.Background(), Options{Name: "t", Store: memstore.New(), Streams: l, Logger: quiet, Scheduler: true,
 		Policies: func(k destinations.Kind, name string) Policy {
@@ -135,16 +155,19 @@ func TestStreamStartOffsets(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.offset, func(t *testing.T) {
 			dest := "/topic/s.a" + strconv.Itoa(i)
-			// Five messages two hours old, five half an hour old.
+			// Five messages appended two hours ago, five half an hour ago, by the
+			// broker's clock; what their producer says does not count.
 			for j := range 10 {
 				age := 2 * time.Hour
 				if j >= 5 {
 					age = 30 * time.Minute
 				}
+				e.clock.Set(-age)
 				m := msg("body-" + strconv.Itoa(j))
-				m.Timestamp = now.Add(-age).UnixMilli()
+				m.Timestamp = now.Add(age).UnixMilli()
 				p.sendMsg(dest, m)
 			}
+			e.clock.Set(0)
 			c := newClient(t, e.b, "")
 			c.subscribeReq(SubscribeRequest{ID: "s", Dest: topicName(dest[len("/topic/"):]), StreamOffset: tc.offset})
 			got := c.recvN(len(tc.want))
@@ -598,6 +621,8 @@ func TestStreamRecordRoundTrip(t *testing.T) {
 		Timestamp: 456, Headers: persistence.Headers{"amq", "app's own", "k", "v"}}
 	r := encodeRecord(m, "key")
 	require.Equal(t, []byte("key"), r.Key)
+	require.Zero(t, r.Timestamp, "the log stamps the record with the broker's clock")
+	r.Timestamp = 999
 	r.Offset = 7
 	got := st.decodeRecord(&r, 2)
 	require.Equal(t, m.ID, got.ID)
@@ -618,13 +643,39 @@ func TestStreamRecordRoundTrip(t *testing.T) {
 }
 
 func TestSplitMeta(t *testing.T) {
-	for _, v := range []string{"", "1", "1;4;0;1", "1;4;0;1;", "1;4;0;1;ID:a;b;c", ";;;;", "1;4;0;0;ID:x"} {
-		want := strings.SplitN(v, ";", 5)
-		got, ok := splitMeta(v)
-		if ok != (len(want) == 5) || ok && [5]string(want) != got {
-			t.Errorf("splitMeta(%q) = %q, %v; SplitN: %q", v, got, ok, want)
+	for _, v := range []string{"", "1", "1;4;0;1", "1;4;0;1;", "1;4;0;1;ID:a;b;c", ";;;;", "1;4;0;0;ID:x",
+		"2;4;0;1", "2;4;0;1;5", "2;4;0;1;5;", "2;4;0;1;5;ID:a;b", "3;4;0;1;5;ID:x", "21;4;0;1;5;ID:x"} {
+		n := 0
+		switch {
+		case strings.HasPrefix(v, "1;"):
+			n = 5
+		case strings.HasPrefix(v, "2;"):
+			n = 6
+		}
+		want := strings.SplitN(v, ";", max(n, 1))
+		got, gotN := splitMeta(v)
+		if n > 0 && len(want) < n {
+			n = 0
+		}
+		if gotN != n || n > 0 && [6]string(append(want, make([]string, 6-n)...)) != got {
+			t.Errorf("splitMeta(%q) = %q, %d; SplitN: %q", v, got, gotN, want)
 		}
 	}
+}
+
+// Records written before the message's timestamp had a field of its own (version 1)
+// still read, with the record's timestamp.
+func TestStreamRecordVersion1(t *testing.T) {
+	st := &stream{t: newTopic(nil, "s.x"), logTopic: "s.x"}
+	r := kafkalog.Record{Offset: 1, Timestamp: 1234, Value: []byte("v"),
+		Headers: [][2]string{{"amq", "1;7;99;1;ID:a;b"}, {"k", "v"}}}
+	got := st.decodeRecord(&r, 0)
+	require.Equal(t, "ID:a;b", got.ID)
+	require.Equal(t, uint8(7), got.Priority)
+	require.Equal(t, int64(99), got.Expires)
+	require.True(t, got.Persistent)
+	require.Equal(t, int64(1234), got.Timestamp)
+	require.Equal(t, persistence.Headers{"k", "v"}, got.Headers)
 }
 
 // A batch's records share storage, and each decodes to its own message.

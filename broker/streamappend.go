@@ -25,12 +25,16 @@ const (
 // appendReq is one message waiting for its partition's appender: what its record is
 // made of (recordBuilder makes the record when the batch is written).
 type appendReq struct {
-	rec     kafkalog.Record     // Key, Value and Timestamp; no Headers yet
+	// Key and Value; no Headers yet, and no Timestamp: the log stamps the record with
+	// its clock, the broker's, which time retention, the time index and timestamp
+	// starts go by (a producer's timestamp in the future must not keep a segment).
+	rec     kafkalog.Record
 	headers persistence.Headers // the application headers (the message's, only read)
 	// the fields of the broker's header (appendMeta)
 	priority   uint8
 	persistent bool
 	expires    int64
+	timestamp  int64 // the message's (JMSTimestamp: the producer's, if it set one)
 	id         string
 
 	size int // approximately the bytes the record takes in a batch
@@ -39,17 +43,17 @@ type appendReq struct {
 
 func newAppendReq(m *persistence.Message, key string, done func(error)) appendReq {
 	r := appendReq{
-		rec:      kafkalog.Record{Timestamp: m.Timestamp, Value: m.Body},
+		rec:      kafkalog.Record{Value: m.Body},
 		headers:  m.Headers,
-		priority: m.Priority, persistent: m.Persistent, expires: m.Expires, id: m.ID,
+		priority: m.Priority, persistent: m.Persistent, expires: m.Expires, timestamp: m.Timestamp, id: m.ID,
 		done: done,
 	}
 	if key != "" {
 		r.rec.Key = []byte(key)
 	}
-	// The broker's header: its name, its value (at most 28 bytes besides the id), and
+	// The broker's header: its name, its value (at most 48 bytes besides the id), and
 	// 4 bytes of lengths.
-	r.size = len(r.rec.Value) + len(r.rec.Key) + 16 + len(recMeta) + 28 + len(r.id) + 4
+	r.size = len(r.rec.Value) + len(r.rec.Key) + 16 + len(recMeta) + 48 + len(r.id) + 4
 	for i := 0; i+1 < len(r.headers); i += 2 {
 		r.size += len(r.headers[i]) + len(r.headers[i+1]) + 4
 	}

@@ -42,7 +42,8 @@ type streamStart struct {
 }
 
 // parseStreamStart reads an x-stream-offset header: first | last | next | an offset |
-// timestamp=<ms since the epoch> | an interval back from now such as 1h or 30m.
+// timestamp=<ms since the epoch> | an interval back from now such as 1h or 30m. Times
+// are compared with the time each message was appended (by the broker's clock, now's).
 func parseStreamStart(v string, now time.Time) (streamStart, error) {
 	s := strings.TrimSpace(v)
 	switch strings.ToLower(s) {
@@ -151,7 +152,7 @@ const handoverWait = 10 * time.Second
 // partitions (the members that lose them to it stopped reading them), so from its
 // RECEIPT on every partition has one reader.
 func (c *Conn) subscribeStream(ctx context.Context, r SubscribeRequest, s *Subscription, t *topic) error {
-	start, err := parseStreamStart(r.StreamOffset, time.Now())
+	start, err := parseStreamStart(r.StreamOffset, c.b.streamNow())
 	if err != nil {
 		return err
 	}
