@@ -253,7 +253,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		return nil
 	}
 	if len(streams) > 0 {
-		rest, err := c.b.appendStreams(ctx, streams, m, len(dests) > 0, done)
+		rest, err := c.b.appendStreams(streams, m, len(dests) > 0, done)
 		if err != nil || len(dests) == 0 {
 			return err
 		}

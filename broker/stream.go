@@ -24,7 +24,9 @@ import (
 //     header, else of its JMSXGroupID, else round-robin. Appends are handed to one
 //     goroutine per partition (appender), which writes everything queued meanwhile as one
 //     batch, so with the batch flush policy one fsync covers many messages and the
-//     connection never waits for it; the RECEIPT follows once the batch is durable.
+//     connection never waits for it; the RECEIPT follows once the batch is durable. A
+//     SEND that finds its partition's queue full is held by the transport (producer
+//     flow control), never by blocking the connection.
 //   - SUBSCRIBE reads the partitions from x-stream-offset (streamsub.go), alone or as a
 //     member of a consumer group that shares the partitions and commits its offsets
 //     (streamgroup.go). Order holds within a partition.
@@ -212,30 +214,49 @@ func (b *Broker) splitStreams(dests []destinations.Name) ([]*stream, []destinati
 
 // appendStreams queues m for each stream. done is called once every append is durable
 // (or failed); with more, the caller has other destinations to serve, and gets the
-// callback to call for them. It may block while a partition's queue is full (flow
-// control), never on the disk.
-func (b *Broker) appendStreams(ctx context.Context, streams []*stream, m *persistence.Message, more bool, done func(error)) (func(error), error) {
+// callback to call for them. It never waits: when a partition's queue is full it
+// queues nothing and returns the Error of a full queue, with Retry set (the transport
+// holds the SEND and sends it again, so nothing may have been queued for it before).
+func (b *Broker) appendStreams(streams []*stream, m *persistence.Message, more bool, done func(error)) (func(error), error) {
 	if len(streams) == 1 && !more {
-		return nil, streams[0].append(ctx, m, false, done)
+		return nil, streams[0].append(m, done)
 	}
 	parts := len(streams)
 	if more {
 		parts++
 	}
 	j := newJoin(parts, done)
-	for _, st := range streams {
-		if err := st.append(ctx, m, false, j.part); err != nil {
+	if len(streams) == 1 {
+		if err := streams[0].append(m, j.part); err != nil {
+			return nil, err
+		}
+		return j.part, nil
+	}
+	// Several streams: room in every one first, then each is queued whatever its queue
+	// holds by then (others may have queued meanwhile: the overshoot is bounded by the
+	// producers at work).
+	reqs := make([]appendReq, len(streams))
+	apps := make([]*appender, len(streams))
+	for i, st := range streams {
+		p, key := st.partitionFor(m)
+		reqs[i], apps[i] = newAppendReq(m, key, j.part), st.apps[p]
+		if err := apps[i].full(reqs[i].size); err != nil {
+			return nil, err
+		}
+	}
+	for i, a := range apps {
+		if err := a.enqueue(reqs[i], true); err != nil {
 			j.part(err)
 		}
 	}
 	return j.part, nil
 }
 
-// append queues m for its partition; done follows the write. See appender.enqueue for
-// force.
-func (st *stream) append(ctx context.Context, m *persistence.Message, force bool, done func(error)) error {
+// append queues m for its partition, or returns the Error of a full queue (see
+// appendStreams); done follows the write.
+func (st *stream) append(m *persistence.Message, done func(error)) error {
 	p, key := st.partitionFor(m)
-	return st.apps[p].enqueue(ctx, newAppendReq(m, key, done), force)
+	return st.apps[p].enqueue(newAppendReq(m, key, done), false)
 }
 
 // partitionFor picks m's partition and returns the key that chose it ("" for
@@ -618,7 +639,8 @@ func (b *Broker) streamsAfterCommit(ctx context.Context, t *txState, done func(e
 		// an appender's queue; the transaction's size limit bounds what it adds.
 		j := newJoin(len(sends)+len(acks), done)
 		for _, s := range sends {
-			if err := s.st.append(ctx, s.m, true, j.part); err != nil {
+			p, key := s.st.partitionFor(s.m)
+			if err := s.st.apps[p].enqueue(newAppendReq(s.m, key, j.part), true); err != nil {
 				j.part(err)
 			}
 		}
