@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -30,7 +29,9 @@ import (
 //   - SUBSCRIBE reads the partitions from x-stream-offset (streamsub.go), alone or as a
 //     member of a consumer group that shares the partitions and commits its offsets
 //     (streamgroup.go). Order holds within a partition.
-//   - Transacted SENDs are appended at COMMIT, after the transaction's store batch.
+//   - A SEND to a stream inside a transaction is refused: the append could not be part
+//     of the COMMIT atomically. Transacted ACKs are settled at COMMIT, after the
+//     transaction's store batch.
 //   - A wildcard subscription that matches a stream gets its new messages as a plain
 //     topic subscriber does (live, no replay, no offsets).
 //
@@ -608,26 +609,16 @@ func (b *Broker) closeStreams() {
 }
 
 // streamsAfterCommit returns the done of a transaction's COMMIT that, once the store
-// part succeeded, appends the transaction's stream messages and settles its stream
-// acknowledgements, and only then calls done. Without stream work it returns done.
-func (b *Broker) streamsAfterCommit(ctx context.Context, t *txState, done func(error)) func(error) {
-	type streamSend struct {
-		st *stream
-		m  *persistence.Message
-	}
-	var sends []streamSend
-	for _, s := range t.sends {
-		for _, st := range s.streams {
-			sends = append(sends, streamSend{st, s.msg})
-		}
-	}
+// part succeeded, settles the transaction's stream acknowledgements, and only then
+// calls done. Without any it returns done.
+func (b *Broker) streamsAfterCommit(t *txState, done func(error)) func(error) {
 	var acks []txSettle
 	for _, st := range t.settles {
 		if st.sub.stream != nil {
 			acks = append(acks, st)
 		}
 	}
-	if len(sends) == 0 && len(acks) == 0 {
+	if len(acks) == 0 {
 		return done
 	}
 	return func(err error) {
@@ -635,15 +626,7 @@ func (b *Broker) streamsAfterCommit(ctx context.Context, t *txState, done func(e
 			done(err)
 			return
 		}
-		// This may run in the store's commit goroutine, which must not wait for room in
-		// an appender's queue; the transaction's size limit bounds what it adds.
-		j := newJoin(len(sends)+len(acks), done)
-		for _, s := range sends {
-			p, key := s.st.partitionFor(s.m)
-			if err := s.st.apps[p].enqueue(newAppendReq(s.m, key, j.part), true); err != nil {
-				j.part(err)
-			}
-		}
+		j := newJoin(len(acks), done)
 		for _, a := range acks {
 			a.sub.stream.ack(a.ds, j.part)
 		}

@@ -370,3 +370,30 @@ func TestStreamStatsAndSurvivesRestart(t *testing.T) {
 	require.True(t, found, "a stream known from before the restart is in /stats")
 	readAllFromFirst(t, b.Addr, "/topic/s.stats", 30)
 }
+
+// TestStreamSendInTransactionIsRefused: a stream append cannot be part of a COMMIT
+// atomically (the stream log is not the store), so a transacted SEND to a stream, alone
+// or in a composite destination, gets an ERROR that says so; the connection and the
+// transaction go on, and nothing reaches the stream or the other destinations.
+func TestStreamSendInTransactionIsRefused(t *testing.T) {
+	b := streamBroker(t, 2, "")
+	c := jmsDial(t, b.Addr)
+	c.do("BEGIN", "transaction", "tx1")
+	for _, dest := range []string{"/topic/s.tx", "/queue/tx.plain,/topic/s.tx"} {
+		e := c.refused("SEND", "destination", dest, "transaction", "tx1", "persistent", "true")
+		require.Contains(t, e.Header.Get("message"), "stream destinations do not take part in transactions")
+		require.Contains(t, e.Header.Get("message"), "/topic/s.tx")
+	}
+	c.send("/queue/tx.plain", "in-tx", "transaction", "tx1")
+	c.do("COMMIT", "transaction", "tx1")
+
+	// Outside a transaction the same SEND works.
+	c.send("/topic/s.tx", "plain", "persistent", "true")
+	r := jmsDial(t, b.Addr)
+	sub := r.subscribe("/topic/s.tx", "x-stream-offset", "first")
+	require.Equal(t, "plain", string(r.next(sub).Body))
+	r.expectNone(sub, 100*time.Millisecond)
+	q := r.subscribe("/queue/tx.plain")
+	require.Equal(t, "in-tx", string(r.next(q).Body))
+	r.expectNone(q, 100*time.Millisecond)
+}
