@@ -59,9 +59,11 @@ type stream struct {
 	log      *kafkalog.Log
 	logTopic string
 	nparts   int
-	apps     []*appender
-	rr       atomic.Uint32
-	appWG    sync.WaitGroup
+	// rebalanceTimeout bounds the handover of a partition between group members.
+	rebalanceTimeout time.Duration
+	apps             []*appender
+	rr               atomic.Uint32
+	appWG            sync.WaitGroup
 
 	mu     sync.Mutex
 	subs   map[*streamSub]struct{}
@@ -153,8 +155,11 @@ func (b *Broker) openStream(t *topic, p Policy) (*stream, error) {
 	if err := b.streams.CreateTopicWith(ln, n, cfg); err != nil {
 		return nil, &Error{Message: "stream " + t.stomp + " cannot be opened: " + err.Error(), Err: fmt.Errorf("%w: %w", ErrStore, err)}
 	}
-	st := &stream{b: b, t: t, log: b.streams, logTopic: ln, nparts: n,
+	st := &stream{b: b, t: t, log: b.streams, logTopic: ln, nparts: n, rebalanceTimeout: p.RebalanceTimeout,
 		subs: map[*streamSub]struct{}{}, groups: map[string]*groupState{}}
+	if st.rebalanceTimeout <= 0 {
+		st.rebalanceTimeout = DefaultRebalanceTimeout
+	}
 	for i := range n {
 		a := newAppender(st, i)
 		st.apps = append(st.apps, a)

@@ -28,6 +28,7 @@ type streamEnv struct {
 	clock     *skewClock // the log's clock: the broker's for streams
 	parts     int
 	retention time.Duration
+	rebalance time.Duration // the streams' RebalanceTimeout (0: the default)
 	log       *kafkalog.Log
 	b         *Broker
 }
@@ -68,7 +69,7 @@ func (e *streamEnv) open() {
 		Policies: func(k destinations.Kind, name string) Policy {
 			p := DefaultPolicy(k.IsTopic())
 			if k == destinations.Topic && destinations.Match("s.>", name) {
-				p.Stream, p.Partitions, p.Retention = true, e.parts, e.retention
+				p.Stream, p.Partitions, p.Retention, p.RebalanceTimeout = true, e.parts, e.retention, e.rebalance
 			}
 			return p
 		}})
@@ -575,7 +576,9 @@ func TestPartTracker(t *testing.T) {
 	p, _ = tr.ack(16)
 	require.Equal(t, int64(17), p)
 	tr.skip(17)
-	require.Equal(t, int64(18), tr.retire())
+	point, unsettled := tr.retire()
+	require.Equal(t, int64(18), point)
+	require.Zero(t, unsettled, "everything handed out was acknowledged")
 	_, moved = tr.ack(17)
 	require.False(t, moved)
 }
