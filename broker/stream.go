@@ -343,21 +343,24 @@ func (st *stream) stats() DestinationStats {
 // it), Key the partition key (nil without one). The first header is the broker's: name
 // recMeta, value "2;<priority>;<expires>;<persistent 0|1>;<timestamp>;<message-id>"
 // (one header rather than five keeps reading cheap), where timestamp is the message's
-// own (JMSTimestamp: the producer's if it sent one, else the time of the SEND); the
-// application headers follow as sent. Version 1, written before, has no timestamp
+// own (JMSTimestamp: the producer's if it sent one, else the time of the SEND) minus
+// the record's Timestamp, in ms (a few digits, usually); the application headers
+// follow as sent. Version 1, written before, has no timestamp
 // field ("1;<priority>;<expires>;<persistent>;<message-id>"): the record's Timestamp
 // was the message's. The broker's header is recognised by position, so an application
 // header may use the same name without confusion; a record without it (written by
 // another kafkalog user) is delivered with defaults and an id made of its position.
 const recMeta = "amq"
 
-func encodeRecord(m *persistence.Message, key string) kafkalog.Record {
+// encodeRecord is the record of m appended at now (ms).
+func encodeRecord(m *persistence.Message, key string, now int64) kafkalog.Record {
 	var b recordBuilder
-	return b.build([]appendReq{newAppendReq(m, key, nil)})[0]
+	return b.build([]appendReq{newAppendReq(m, key, nil)}, now)[0]
 }
 
-// appendMeta appends the value of the broker's record header of r to dst.
-func (r *appendReq) appendMeta(dst []byte) []byte {
+// appendMeta appends the value of the broker's record header of r, appended at now, to
+// dst.
+func (r *appendReq) appendMeta(dst []byte, now int64) []byte {
 	dst = append(dst, "2;"...)
 	dst = strconv.AppendUint(dst, uint64(r.priority), 10)
 	dst = append(dst, ';')
@@ -367,7 +370,7 @@ func (r *appendReq) appendMeta(dst []byte) []byte {
 	} else {
 		dst = append(dst, ";0;"...)
 	}
-	dst = strconv.AppendInt(dst, r.timestamp, 10)
+	dst = strconv.AppendInt(dst, r.timestamp-now, 10)
 	dst = append(dst, ';')
 	return append(dst, r.id...)
 }
@@ -388,11 +391,12 @@ const (
 	builderKeepHdrs = 4096
 )
 
-func (b *recordBuilder) build(reqs []appendReq) []kafkalog.Record {
+// build makes the records of reqs, appended at now (ms since the epoch).
+func (b *recordBuilder) build(reqs []appendReq, now int64) []kafkalog.Record {
 	b.meta, b.ends = b.meta[:0], b.ends[:0]
 	n := 0
 	for i := range reqs {
-		b.meta = reqs[i].appendMeta(b.meta)
+		b.meta = reqs[i].appendMeta(b.meta, now)
 		b.ends = append(b.ends, len(b.meta))
 		n += 1 + len(reqs[i].headers)/2
 	}
@@ -415,6 +419,7 @@ func (b *recordBuilder) build(reqs []appendReq) []kafkalog.Record {
 		}
 		start = b.ends[i]
 		rec := r.rec
+		rec.Timestamp = now
 		rec.Headers = hdrs[first:h:h]
 		b.recs = append(b.recs, rec)
 	}
@@ -456,8 +461,8 @@ func (st *stream) decodeRecordInto(m *persistence.Message, r *kafkalog.Record, p
 			m.Persistent = f[3] == "1"
 			m.ID = f[n-1]
 			if n == 6 {
-				if ts, err := strconv.ParseInt(f[4], 10, 64); err == nil {
-					m.Timestamp = ts
+				if d, err := strconv.ParseInt(f[4], 10, 64); err == nil {
+					m.Timestamp = r.Timestamp + d
 				}
 			}
 			hs = hs[1:]

@@ -622,10 +622,9 @@ func TestStreamRecordRoundTrip(t *testing.T) {
 	st := &stream{t: newTopic(nil, "s.x"), logTopic: "s.x"}
 	m := &persistence.Message{ID: "ID:a;b", Body: []byte("body"), Priority: 9, Expires: 123, Persistent: true,
 		Timestamp: 456, Headers: persistence.Headers{"amq", "app's own", "k", "v"}}
-	r := encodeRecord(m, "key")
+	r := encodeRecord(m, "key", 999)
 	require.Equal(t, []byte("key"), r.Key)
-	require.Zero(t, r.Timestamp, "the log stamps the record with the broker's clock")
-	r.Timestamp = 999
+	require.Equal(t, int64(999), r.Timestamp, "the record has the time of the append")
 	r.Offset = 7
 	got := st.decodeRecord(&r, 2)
 	require.Equal(t, m.ID, got.ID)
@@ -696,15 +695,16 @@ func TestStreamRecordBuilder(t *testing.T) {
 		for i, m := range msgs {
 			reqs = append(reqs, newAppendReq(m, []string{"", "key", ""}[i], nil))
 		}
-		recs := b.build(reqs)
+		recs := b.build(reqs, 1000)
 		require.Len(t, recs, len(msgs))
 		for i, m := range msgs {
-			require.Equal(t, encodeRecord(m, []string{"", "key", ""}[i]), recs[i], "round %d, message %d", round, i)
+			require.Equal(t, encodeRecord(m, []string{"", "key", ""}[i], 1000), recs[i], "round %d, message %d", round, i)
 			got := st.decodeRecord(&recs[i], 0)
 			require.Equal(t, m.ID, got.ID)
 			require.Equal(t, m.Priority, got.Priority)
 			require.Equal(t, m.Expires, got.Expires)
 			require.Equal(t, m.Persistent, got.Persistent)
+			require.Equal(t, m.Timestamp, got.Timestamp)
 			require.Equal(t, len(m.Headers), len(got.Headers))
 			if len(m.Headers) > 0 {
 				require.Equal(t, m.Headers, got.Headers)

@@ -26,9 +26,10 @@ const (
 // appendReq is one message waiting for its partition's appender: what its record is
 // made of (recordBuilder makes the record when the batch is written).
 type appendReq struct {
-	// Key and Value; no Headers yet, and no Timestamp: the log stamps the record with
-	// its clock, the broker's, which time retention, the time index and timestamp
-	// starts go by (a producer's timestamp in the future must not keep a segment).
+	// Key and Value; no Headers yet, and no Timestamp: the appender stamps the records
+	// of a batch with the time by the log's clock, the broker's, which time retention,
+	// the time index and timestamp starts go by (a producer's timestamp in the future
+	// must not keep a segment).
 	rec     kafkalog.Record
 	headers persistence.Headers // the application headers (the message's, only read)
 	// the fields of the broker's header (appendMeta)
@@ -202,7 +203,7 @@ func (a *appender) write(batch []appendReq) {
 		}
 		chunk := batch[:n]
 		batch = batch[n:]
-		recs := a.recs.build(chunk)
+		recs := a.recs.build(chunk, a.st.log.Now().UnixMilli())
 		base, err := a.st.log.Append(a.st.logTopic, a.part, recs)
 		if err != nil {
 			a.st.b.log.Error("stream append failed", slog.String("dest", a.st.t.stomp),
