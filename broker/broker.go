@@ -16,9 +16,10 @@
 // Lock order: broker.mu, then a destination's mu, then a subscription's mu, then conn.mu.
 //
 // Streams (stream.go) have goroutines of their own: an appender per partition, which
-// writes what producers queued and calls their done callbacks, and a reader per
-// partition a subscription reads, which pushes Deliveries like a dispatch does. A
-// topic's streamMu is taken before broker.mu.
+// writes what producers queued and calls their done callbacks, a reader per partition
+// a subscription reads, which pushes Deliveries like a dispatch does, and one per
+// partition a group member is handing over, which waits for its messages to be settled
+// (streamgroup.go). A topic's streamMu is taken before broker.mu.
 package broker
 
 import (

@@ -281,6 +281,12 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if len(streams) > 0 && c.b.sched != nil && c.b.sched.wants(m) {
 		return errorf(ErrInvalidDestination, "scheduled delivery (AMQ_SCHEDULED_*) is not supported on streams: %s keeps messages in order of arrival", streams[0].t.stomp)
 	}
+	if len(streams) > 0 && tx != "" {
+		// The stream log is not the store: an append cannot be part of the COMMIT's
+		// atomic batch, so it is refused rather than done half-way.
+		return errorf(ErrInvalidDestination, "stream destinations do not take part in transactions: %s cannot be appended to atomically with COMMIT; send to it outside transaction %s",
+			streams[0].t.stomp, tx)
+	}
 	if err := c.b.checkRoom(dests, m, tx != ""); err != nil {
 		return err
 	}
@@ -294,12 +300,12 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 			return &Error{Message: fmt.Sprintf("transaction %s is over its size limit (systemUsage maxTransactionSize %d bytes): message not added; COMMIT or ABORT it", tx, c.b.maxTxBytes), Err: ErrStoreFull}
 		}
 		t.bytes += size
-		t.sends = append(t.sends, txSend{dests: dests, streams: streams, msg: m})
+		t.sends = append(t.sends, txSend{dests: dests, msg: m})
 		done(nil)
 		return nil
 	}
 	if len(streams) > 0 {
-		rest, err := c.b.appendStreams(ctx, streams, m, len(dests) > 0, done)
+		rest, err := c.b.appendStreams(streams, m, len(dests) > 0, done)
 		if err != nil || len(dests) == 0 {
 			return err
 		}

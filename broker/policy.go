@@ -48,10 +48,15 @@ type Policy struct {
 	// Streams (topics): Stream keeps the topic's messages in the stream log, in
 	// Partitions partitions (at least 1), for Retention (0: whatever their age) and
 	// within RetentionBytes per partition (0: no size limit). See stream.go.
-	Stream         bool
-	Partitions     int
-	Retention      time.Duration
-	RetentionBytes int64
+	// RebalanceTimeout bounds how long a consumer group member that loses a partition
+	// in a rebalance may take to settle the messages of it it holds before the
+	// partition goes to its new owner anyway, which gets them again (0:
+	// DefaultRebalanceTimeout). See streamgroup.go.
+	Stream           bool
+	Partitions       int
+	Retention        time.Duration
+	RetentionBytes   int64
+	RebalanceTimeout time.Duration
 }
 
 // DefaultPolicy is what applies to a destination no configured entry matches:

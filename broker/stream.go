@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/kafkalog"
@@ -23,11 +23,15 @@ import (
 //     header, else of its JMSXGroupID, else round-robin. Appends are handed to one
 //     goroutine per partition (appender), which writes everything queued meanwhile as one
 //     batch, so with the batch flush policy one fsync covers many messages and the
-//     connection never waits for it; the RECEIPT follows once the batch is durable.
+//     connection never waits for it; the RECEIPT follows once the batch is durable. A
+//     SEND that finds its partition's queue full is held by the transport (producer
+//     flow control), never by blocking the connection.
 //   - SUBSCRIBE reads the partitions from x-stream-offset (streamsub.go), alone or as a
 //     member of a consumer group that shares the partitions and commits its offsets
 //     (streamgroup.go). Order holds within a partition.
-//   - Transacted SENDs are appended at COMMIT, after the transaction's store batch.
+//   - A SEND to a stream inside a transaction is refused: the append could not be part
+//     of the COMMIT atomically. Transacted ACKs are settled at COMMIT, after the
+//     transaction's store batch.
 //   - A wildcard subscription that matches a stream gets its new messages as a plain
 //     topic subscriber does (live, no replay, no offsets).
 //
@@ -55,9 +59,11 @@ type stream struct {
 	log      *kafkalog.Log
 	logTopic string
 	nparts   int
-	apps     []*appender
-	rr       atomic.Uint32
-	appWG    sync.WaitGroup
+	// rebalanceTimeout bounds the handover of a partition between group members.
+	rebalanceTimeout time.Duration
+	apps             []*appender
+	rr               atomic.Uint32
+	appWG            sync.WaitGroup
 
 	mu     sync.Mutex
 	subs   map[*streamSub]struct{}
@@ -92,6 +98,15 @@ func (b *Broker) streamOf(t *topic) (*stream, error) {
 	}
 	t.st.Store(st)
 	return st, nil
+}
+
+// streamNow is the time by the clock of the stream log, which stamps stream messages as
+// they are appended.
+func (b *Broker) streamNow() time.Time {
+	if b.streams != nil {
+		return b.streams.Now()
+	}
+	return time.Now()
 }
 
 // streamTopic returns the topic a resolved destination names if it is a stream, else nil.
@@ -140,8 +155,11 @@ func (b *Broker) openStream(t *topic, p Policy) (*stream, error) {
 	if err := b.streams.CreateTopicWith(ln, n, cfg); err != nil {
 		return nil, &Error{Message: "stream " + t.stomp + " cannot be opened: " + err.Error(), Err: fmt.Errorf("%w: %w", ErrStore, err)}
 	}
-	st := &stream{b: b, t: t, log: b.streams, logTopic: ln, nparts: n,
+	st := &stream{b: b, t: t, log: b.streams, logTopic: ln, nparts: n, rebalanceTimeout: p.RebalanceTimeout,
 		subs: map[*streamSub]struct{}{}, groups: map[string]*groupState{}}
+	if st.rebalanceTimeout <= 0 {
+		st.rebalanceTimeout = DefaultRebalanceTimeout
+	}
 	for i := range n {
 		a := newAppender(st, i)
 		st.apps = append(st.apps, a)
@@ -202,30 +220,49 @@ func (b *Broker) splitStreams(dests []destinations.Name) ([]*stream, []destinati
 
 // appendStreams queues m for each stream. done is called once every append is durable
 // (or failed); with more, the caller has other destinations to serve, and gets the
-// callback to call for them. It may block while a partition's queue is full (flow
-// control), never on the disk.
-func (b *Broker) appendStreams(ctx context.Context, streams []*stream, m *persistence.Message, more bool, done func(error)) (func(error), error) {
+// callback to call for them. It never waits: when a partition's queue is full it
+// queues nothing and returns the Error of a full queue, with Retry set (the transport
+// holds the SEND and sends it again, so nothing may have been queued for it before).
+func (b *Broker) appendStreams(streams []*stream, m *persistence.Message, more bool, done func(error)) (func(error), error) {
 	if len(streams) == 1 && !more {
-		return nil, streams[0].append(ctx, m, false, done)
+		return nil, streams[0].append(m, done)
 	}
 	parts := len(streams)
 	if more {
 		parts++
 	}
 	j := newJoin(parts, done)
-	for _, st := range streams {
-		if err := st.append(ctx, m, false, j.part); err != nil {
+	if len(streams) == 1 {
+		if err := streams[0].append(m, j.part); err != nil {
+			return nil, err
+		}
+		return j.part, nil
+	}
+	// Several streams: room in every one first, then each is queued whatever its queue
+	// holds by then (others may have queued meanwhile: the overshoot is bounded by the
+	// producers at work).
+	reqs := make([]appendReq, len(streams))
+	apps := make([]*appender, len(streams))
+	for i, st := range streams {
+		p, key := st.partitionFor(m)
+		reqs[i], apps[i] = newAppendReq(m, key, j.part), st.apps[p]
+		if err := apps[i].full(reqs[i].size); err != nil {
+			return nil, err
+		}
+	}
+	for i, a := range apps {
+		if err := a.enqueue(reqs[i], true); err != nil {
 			j.part(err)
 		}
 	}
 	return j.part, nil
 }
 
-// append queues m for its partition; done follows the write. See appender.enqueue for
-// force.
-func (st *stream) append(ctx context.Context, m *persistence.Message, force bool, done func(error)) error {
+// append queues m for its partition, or returns the Error of a full queue (see
+// appendStreams); done follows the write.
+func (st *stream) append(m *persistence.Message, done func(error)) error {
 	p, key := st.partitionFor(m)
-	return st.apps[p].enqueue(ctx, newAppendReq(m, key, done), force)
+	return st.apps[p].enqueue(newAppendReq(m, key, done), false)
 }
 
 // partitionFor picks m's partition and returns the key that chose it ("" for
@@ -301,23 +338,30 @@ func (st *stream) stats() DestinationStats {
 	return ds
 }
 
-// Record layout of a stream message (version 1): Value is the body, Timestamp the
-// message's timestamp, Key the partition key (nil without one). The first header is the
-// broker's: name recMeta, value "1;<priority>;<expires>;<persistent 0|1>;<message-id>"
-// (one header rather than four keeps reading cheap); the application headers follow as
-// sent. The broker's header is recognised by position, so an application header may
-// use the same name without confusion; a record without it (written by another kafkalog
-// user) is delivered with defaults and an id made of its position.
+// Record layout of a stream message (version 2): Value is the body, Timestamp the time
+// of the append by the log's clock (the broker's: retention and timestamp starts go by
+// it), Key the partition key (nil without one). The first header is the broker's: name
+// recMeta, value "2;<priority>;<expires>;<persistent 0|1>;<timestamp>;<message-id>"
+// (one header rather than five keeps reading cheap), where timestamp is the message's
+// own (JMSTimestamp: the producer's if it sent one, else the time of the SEND) minus
+// the record's Timestamp, in ms (a few digits, usually); the application headers
+// follow as sent. Version 1, written before, has no timestamp
+// field ("1;<priority>;<expires>;<persistent>;<message-id>"): the record's Timestamp
+// was the message's. The broker's header is recognised by position, so an application
+// header may use the same name without confusion; a record without it (written by
+// another kafkalog user) is delivered with defaults and an id made of its position.
 const recMeta = "amq"
 
-func encodeRecord(m *persistence.Message, key string) kafkalog.Record {
+// encodeRecord is the record of m appended at now (ms).
+func encodeRecord(m *persistence.Message, key string, now int64) kafkalog.Record {
 	var b recordBuilder
-	return b.build([]appendReq{newAppendReq(m, key, nil)})[0]
+	return b.build([]appendReq{newAppendReq(m, key, nil)}, now)[0]
 }
 
-// appendMeta appends the value of the broker's record header of r to dst.
-func (r *appendReq) appendMeta(dst []byte) []byte {
-	dst = append(dst, "1;"...)
+// appendMeta appends the value of the broker's record header of r, appended at now, to
+// dst.
+func (r *appendReq) appendMeta(dst []byte, now int64) []byte {
+	dst = append(dst, "2;"...)
 	dst = strconv.AppendUint(dst, uint64(r.priority), 10)
 	dst = append(dst, ';')
 	dst = strconv.AppendInt(dst, r.expires, 10)
@@ -326,6 +370,8 @@ func (r *appendReq) appendMeta(dst []byte) []byte {
 	} else {
 		dst = append(dst, ";0;"...)
 	}
+	dst = strconv.AppendInt(dst, r.timestamp-now, 10)
+	dst = append(dst, ';')
 	return append(dst, r.id...)
 }
 
@@ -345,11 +391,12 @@ const (
 	builderKeepHdrs = 4096
 )
 
-func (b *recordBuilder) build(reqs []appendReq) []kafkalog.Record {
+// build makes the records of reqs, appended at now (ms since the epoch).
+func (b *recordBuilder) build(reqs []appendReq, now int64) []kafkalog.Record {
 	b.meta, b.ends = b.meta[:0], b.ends[:0]
 	n := 0
 	for i := range reqs {
-		b.meta = reqs[i].appendMeta(b.meta)
+		b.meta = reqs[i].appendMeta(b.meta, now)
 		b.ends = append(b.ends, len(b.meta))
 		n += 1 + len(reqs[i].headers)/2
 	}
@@ -372,6 +419,7 @@ func (b *recordBuilder) build(reqs []appendReq) []kafkalog.Record {
 		}
 		start = b.ends[i]
 		rec := r.rec
+		rec.Timestamp = now
 		rec.Headers = hdrs[first:h:h]
 		b.recs = append(b.recs, rec)
 	}
@@ -405,13 +453,18 @@ func (st *stream) decodeRecordInto(m *persistence.Message, r *kafkalog.Record, p
 	m.Dest, m.Body, m.Timestamp, m.Priority = st.t.dest, r.Value, r.Timestamp, 4
 	hs := r.Headers
 	if len(hs) > 0 && hs[0][0] == recMeta {
-		if f, ok := splitMeta(hs[0][1]); ok && f[0] == "1" {
+		if f, n := splitMeta(hs[0][1]); n > 0 {
 			if p, err := strconv.Atoi(f[1]); err == nil && p >= 0 && p <= 9 {
 				m.Priority = uint8(p)
 			}
 			m.Expires, _ = strconv.ParseInt(f[2], 10, 64)
 			m.Persistent = f[3] == "1"
-			m.ID = f[4]
+			m.ID = f[n-1]
+			if n == 6 {
+				if d, err := strconv.ParseInt(f[4], 10, 64); err == nil {
+					m.Timestamp = r.Timestamp + d
+				}
+			}
 			hs = hs[1:]
 		}
 	}
@@ -424,18 +477,28 @@ func (st *stream) decodeRecordInto(m *persistence.Message, r *kafkalog.Record, p
 	}
 }
 
-// splitMeta splits the broker's record header into its five fields, as
-// strings.SplitN(v, ";", 5) does, without allocating; false if it has fewer.
-func splitMeta(v string) (f [5]string, ok bool) {
-	for i := range 4 {
+// splitMeta splits the broker's record header into its fields, as
+// strings.SplitN(v, ";", n) does, without allocating: n is 5 for version 1, 6 for
+// version 2 (the message id, last, may hold ';'), 0 for another version or too few
+// fields.
+func splitMeta(v string) (f [6]string, n int) {
+	switch {
+	case strings.HasPrefix(v, "1;"):
+		n = 5
+	case strings.HasPrefix(v, "2;"):
+		n = 6
+	default:
+		return f, 0
+	}
+	for i := range n - 1 {
 		j := strings.IndexByte(v, ';')
 		if j < 0 {
-			return f, false
+			return f, 0
 		}
 		f[i], v = v[:j], v[j+1:]
 	}
-	f[4] = v
-	return f, true
+	f[n-1] = v
+	return f, n
 }
 
 // logTopicName maps a broker topic name to a kafkalog topic name, reversibly: letters,
@@ -556,26 +619,16 @@ func (b *Broker) closeStreams() {
 }
 
 // streamsAfterCommit returns the done of a transaction's COMMIT that, once the store
-// part succeeded, appends the transaction's stream messages and settles its stream
-// acknowledgements, and only then calls done. Without stream work it returns done.
-func (b *Broker) streamsAfterCommit(ctx context.Context, t *txState, done func(error)) func(error) {
-	type streamSend struct {
-		st *stream
-		m  *persistence.Message
-	}
-	var sends []streamSend
-	for _, s := range t.sends {
-		for _, st := range s.streams {
-			sends = append(sends, streamSend{st, s.msg})
-		}
-	}
+// part succeeded, settles the transaction's stream acknowledgements, and only then
+// calls done. Without any it returns done.
+func (b *Broker) streamsAfterCommit(t *txState, done func(error)) func(error) {
 	var acks []txSettle
 	for _, st := range t.settles {
 		if st.sub.stream != nil {
 			acks = append(acks, st)
 		}
 	}
-	if len(sends) == 0 && len(acks) == 0 {
+	if len(acks) == 0 {
 		return done
 	}
 	return func(err error) {
@@ -583,14 +636,7 @@ func (b *Broker) streamsAfterCommit(ctx context.Context, t *txState, done func(e
 			done(err)
 			return
 		}
-		// This may run in the store's commit goroutine, which must not wait for room in
-		// an appender's queue; the transaction's size limit bounds what it adds.
-		j := newJoin(len(sends)+len(acks), done)
-		for _, s := range sends {
-			if err := s.st.append(ctx, s.m, true, j.part); err != nil {
-				j.part(err)
-			}
-		}
+		j := newJoin(len(acks), done)
 		for _, a := range acks {
 			a.sub.stream.ack(a.ds, j.part)
 		}

@@ -21,7 +21,7 @@ func BenchmarkStreamRecordEncode(b *testing.B) {
 	for b.Loop() {
 		reqs = append(reqs, newAppendReq(m, "", nil))
 		if len(reqs) == batch {
-			recs := rb.build(reqs)
+			recs := rb.build(reqs, 1_700_000_000_000)
 			if len(recs) != batch || len(recs[0].Headers) != 5 {
 				b.Fatal(recs)
 			}
@@ -34,7 +34,8 @@ func BenchmarkStreamRecordEncode(b *testing.B) {
 
 func BenchmarkStreamRecordDecode(b *testing.B) {
 	st := benchStream()
-	r := encodeRecord(storetest.BenchMessage(), "")
+	m := storetest.BenchMessage()
+	r := encodeRecord(m, "", m.Timestamp+3)
 	r.Offset = 42
 	b.ReportAllocs()
 	for b.Loop() {

@@ -25,14 +25,35 @@ import (
 type streamEnv struct {
 	t         *testing.T
 	fs        vfs.FS
+	clock     *skewClock // the log's clock: the broker's for streams
 	parts     int
 	retention time.Duration
+	rebalance time.Duration // the streams' RebalanceTimeout (0: the default)
 	log       *kafkalog.Log
 	b         *Broker
 }
 
+// skewClock is the wall clock moved by a settable offset.
+type skewClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *skewClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Set moves the clock to the wall clock plus d.
+func (c *skewClock) Set(d time.Duration) {
+	c.mu.Lock()
+	c.offset = d
+	c.mu.Unlock()
+}
+
 func newStreamEnv(t *testing.T, parts int) *streamEnv {
-	e := &streamEnv{t: t, fs: vfs.NewMem(), parts: parts}
+	e := &streamEnv{t: t, fs: vfs.NewMem(), clock: &skewClock{}, parts: parts}
 	e.open()
 	t.Cleanup(e.shut)
 	return e
@@ -42,13 +63,13 @@ func (e *streamEnv) open() {
 	e.t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	l, err := kafkalog.Open(kafkalog.Options{FS: e.fs, Dir: "/streams", Flush: kafkalog.FlushBatch,
-		SegmentBytes: 64 << 10, RetentionCheckInterval: -1, Logger: quiet})
+		SegmentBytes: 64 << 10, RetentionCheckInterval: -1, Now: e.clock.Now, Logger: quiet})
 	require.NoError(e.t, err)
 	b, err := New(context.Background(), Options{Name: "t", Store: memstore.New(), Streams: l, Logger: quiet, Scheduler: true,
 		Policies: func(k destinations.Kind, name string) Policy {
 			p := DefaultPolicy(k.IsTopic())
 			if k == destinations.Topic && destinations.Match("s.>", name) {
-				p.Stream, p.Partitions, p.Retention = true, e.parts, e.retention
+				p.Stream, p.Partitions, p.Retention, p.RebalanceTimeout = true, e.parts, e.retention, e.rebalance
 			}
 			return p
 		}})
@@ -135,16 +156,19 @@ func TestStreamStartOffsets(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.offset, func(t *testing.T) {
 			dest := "/topic/s.a" + strconv.Itoa(i)
-			// Five messages two hours old, five half an hour old.
+			// Five messages appended two hours ago, five half an hour ago, by the
+			// broker's clock; what their producer says does not count.
 			for j := range 10 {
 				age := 2 * time.Hour
 				if j >= 5 {
 					age = 30 * time.Minute
 				}
+				e.clock.Set(-age)
 				m := msg("body-" + strconv.Itoa(j))
-				m.Timestamp = now.Add(-age).UnixMilli()
+				m.Timestamp = now.Add(age).UnixMilli()
 				p.sendMsg(dest, m)
 			}
+			e.clock.Set(0)
 			c := newClient(t, e.b, "")
 			c.subscribeReq(SubscribeRequest{ID: "s", Dest: topicName(dest[len("/topic/"):]), StreamOffset: tc.offset})
 			got := c.recvN(len(tc.want))
@@ -393,32 +417,32 @@ func TestStreamSelectorAndNackAndPrefetch(t *testing.T) {
 	require.Equal(t, int64(5), off, "passed-over messages count as done")
 }
 
-func TestStreamTransactionAppendsAtCommit(t *testing.T) {
+// A SEND to a stream cannot be part of a COMMIT atomically: inside a transaction it is
+// refused, also as part of a composite destination, and the transaction goes on.
+func TestStreamTransactionSendIsRefused(t *testing.T) {
 	e := newStreamEnv(t, 2)
 	c := newClient(t, e.b, "")
 	c.subscribeReq(SubscribeRequest{ID: "s", Dest: topicName("s.tx")})
 	p := newClient(t, e.b, "")
-	ns := []destinations.Name{topicName("s.tx"), q("plain")}
 	p.do(func() {
 		require.NoError(t, p.conn.Begin("t1"))
-		for i := range 3 {
-			require.NoError(t, p.conn.Send(context.Background(), ns, msg("tx-"+strconv.Itoa(i)), "t1", func(error) {}))
+		for _, ns := range [][]destinations.Name{{topicName("s.tx")}, {q("plain"), topicName("s.tx")}} {
+			err := p.conn.Send(context.Background(), ns, msg("tx"), "t1", func(error) {})
+			require.ErrorIs(t, err, ErrInvalidDestination)
+			require.Contains(t, err.Error(), "stream destinations do not take part in transactions")
+			var be *Error
+			require.ErrorAs(t, err, &be)
+			require.False(t, be.Fatal)
 		}
+		require.NoError(t, p.conn.Send(context.Background(), []destinations.Name{q("plain")}, msg("in-tx"), "t1", func(error) {}))
 	})
-	c.expectNone(50 * time.Millisecond)
 	res := make(chan error, 1)
 	p.do(func() { require.NoError(t, p.conn.Commit(context.Background(), "t1", func(err error) { res <- err })) })
 	require.NoError(t, <-res)
-	require.ElementsMatch(t, []string{"tx-0", "tx-1", "tx-2"}, bodies(c.recvN(3)))
 	st, ok := e.b.QueueStats("plain")
 	require.True(t, ok)
-	require.Equal(t, 3, st.Pending, "the queue part of the composite sends too")
-	// Aborted: nothing.
-	p.do(func() {
-		require.NoError(t, p.conn.Begin("t2"))
-		require.NoError(t, p.conn.Send(context.Background(), ns[:1], msg("never"), "t2", func(error) {}))
-		require.NoError(t, p.conn.Abort("t2"))
-	})
+	require.Equal(t, 1, st.Pending, "only the queue SEND of the transaction")
+	c.expectNone(50 * time.Millisecond)
 	p.sendMsg("/topic/s.tx", msg("after"))
 	require.Equal(t, "after", string(c.recv().Msg.Body))
 }
@@ -552,7 +576,9 @@ func TestPartTracker(t *testing.T) {
 	p, _ = tr.ack(16)
 	require.Equal(t, int64(17), p)
 	tr.skip(17)
-	require.Equal(t, int64(18), tr.retire())
+	point, unsettled := tr.retire()
+	require.Equal(t, int64(18), point)
+	require.Zero(t, unsettled, "everything handed out was acknowledged")
 	_, moved = tr.ack(17)
 	require.False(t, moved)
 }
@@ -596,8 +622,9 @@ func TestStreamRecordRoundTrip(t *testing.T) {
 	st := &stream{t: newTopic(nil, "s.x"), logTopic: "s.x"}
 	m := &persistence.Message{ID: "ID:a;b", Body: []byte("body"), Priority: 9, Expires: 123, Persistent: true,
 		Timestamp: 456, Headers: persistence.Headers{"amq", "app's own", "k", "v"}}
-	r := encodeRecord(m, "key")
+	r := encodeRecord(m, "key", 999)
 	require.Equal(t, []byte("key"), r.Key)
+	require.Equal(t, int64(999), r.Timestamp, "the record has the time of the append")
 	r.Offset = 7
 	got := st.decodeRecord(&r, 2)
 	require.Equal(t, m.ID, got.ID)
@@ -618,13 +645,39 @@ func TestStreamRecordRoundTrip(t *testing.T) {
 }
 
 func TestSplitMeta(t *testing.T) {
-	for _, v := range []string{"", "1", "1;4;0;1", "1;4;0;1;", "1;4;0;1;ID:a;b;c", ";;;;", "1;4;0;0;ID:x"} {
-		want := strings.SplitN(v, ";", 5)
-		got, ok := splitMeta(v)
-		if ok != (len(want) == 5) || ok && [5]string(want) != got {
-			t.Errorf("splitMeta(%q) = %q, %v; SplitN: %q", v, got, ok, want)
+	for _, v := range []string{"", "1", "1;4;0;1", "1;4;0;1;", "1;4;0;1;ID:a;b;c", ";;;;", "1;4;0;0;ID:x",
+		"2;4;0;1", "2;4;0;1;5", "2;4;0;1;5;", "2;4;0;1;5;ID:a;b", "3;4;0;1;5;ID:x", "21;4;0;1;5;ID:x"} {
+		n := 0
+		switch {
+		case strings.HasPrefix(v, "1;"):
+			n = 5
+		case strings.HasPrefix(v, "2;"):
+			n = 6
+		}
+		want := strings.SplitN(v, ";", max(n, 1))
+		got, gotN := splitMeta(v)
+		if n > 0 && len(want) < n {
+			n = 0
+		}
+		if gotN != n || n > 0 && [6]string(append(want, make([]string, 6-n)...)) != got {
+			t.Errorf("splitMeta(%q) = %q, %d; SplitN: %q", v, got, gotN, want)
 		}
 	}
+}
+
+// Records written before the message's timestamp had a field of its own (version 1)
+// still read, with the record's timestamp.
+func TestStreamRecordVersion1(t *testing.T) {
+	st := &stream{t: newTopic(nil, "s.x"), logTopic: "s.x"}
+	r := kafkalog.Record{Offset: 1, Timestamp: 1234, Value: []byte("v"),
+		Headers: [][2]string{{"amq", "1;7;99;1;ID:a;b"}, {"k", "v"}}}
+	got := st.decodeRecord(&r, 0)
+	require.Equal(t, "ID:a;b", got.ID)
+	require.Equal(t, uint8(7), got.Priority)
+	require.Equal(t, int64(99), got.Expires)
+	require.True(t, got.Persistent)
+	require.Equal(t, int64(1234), got.Timestamp)
+	require.Equal(t, persistence.Headers{"k", "v"}, got.Headers)
 }
 
 // A batch's records share storage, and each decodes to its own message.
@@ -642,15 +695,16 @@ func TestStreamRecordBuilder(t *testing.T) {
 		for i, m := range msgs {
 			reqs = append(reqs, newAppendReq(m, []string{"", "key", ""}[i], nil))
 		}
-		recs := b.build(reqs)
+		recs := b.build(reqs, 1000)
 		require.Len(t, recs, len(msgs))
 		for i, m := range msgs {
-			require.Equal(t, encodeRecord(m, []string{"", "key", ""}[i]), recs[i], "round %d, message %d", round, i)
+			require.Equal(t, encodeRecord(m, []string{"", "key", ""}[i], 1000), recs[i], "round %d, message %d", round, i)
 			got := st.decodeRecord(&recs[i], 0)
 			require.Equal(t, m.ID, got.ID)
 			require.Equal(t, m.Priority, got.Priority)
 			require.Equal(t, m.Expires, got.Expires)
 			require.Equal(t, m.Persistent, got.Persistent)
+			require.Equal(t, m.Timestamp, got.Timestamp)
 			require.Equal(t, len(m.Headers), len(got.Headers))
 			if len(m.Headers) > 0 {
 				require.Equal(t, m.Headers, got.Headers)

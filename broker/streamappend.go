@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,9 +12,11 @@ import (
 )
 
 // Appender limits. A partition's queue holds at most appendQueueMsgs messages or
-// appendQueueBytes bytes; a producer that would pass either waits (flow control) until
-// the appender has taken the queue. One Append writes at most appendBatchBytes, well
-// under kafkalog's batch limit, so a queue drains in a few batches.
+// appendQueueBytes bytes; a SEND that would pass either is held (producer flow control,
+// flowcontrol.go) until the appender has taken the queue: the transport keeps the frame
+// and sends it again then, and the connection goes on delivering and heart-beating
+// meanwhile. One Append writes at most appendBatchBytes, well under kafkalog's batch
+// limit, so a queue drains in a few batches.
 const (
 	appendQueueMsgs  = 16384
 	appendQueueBytes = 16 << 20
@@ -25,12 +26,17 @@ const (
 // appendReq is one message waiting for its partition's appender: what its record is
 // made of (recordBuilder makes the record when the batch is written).
 type appendReq struct {
-	rec     kafkalog.Record     // Key, Value and Timestamp; no Headers yet
+	// Key and Value; no Headers yet, and no Timestamp: the appender stamps the records
+	// of a batch with the time by the log's clock, the broker's, which time retention,
+	// the time index and timestamp starts go by (a producer's timestamp in the future
+	// must not keep a segment).
+	rec     kafkalog.Record
 	headers persistence.Headers // the application headers (the message's, only read)
 	// the fields of the broker's header (appendMeta)
 	priority   uint8
 	persistent bool
 	expires    int64
+	timestamp  int64 // the message's (JMSTimestamp: the producer's, if it set one)
 	id         string
 
 	size int // approximately the bytes the record takes in a batch
@@ -39,17 +45,17 @@ type appendReq struct {
 
 func newAppendReq(m *persistence.Message, key string, done func(error)) appendReq {
 	r := appendReq{
-		rec:      kafkalog.Record{Timestamp: m.Timestamp, Value: m.Body},
+		rec:      kafkalog.Record{Value: m.Body},
 		headers:  m.Headers,
-		priority: m.Priority, persistent: m.Persistent, expires: m.Expires, id: m.ID,
+		priority: m.Priority, persistent: m.Persistent, expires: m.Expires, timestamp: m.Timestamp, id: m.ID,
 		done: done,
 	}
 	if key != "" {
 		r.rec.Key = []byte(key)
 	}
-	// The broker's header: its name, its value (at most 28 bytes besides the id), and
+	// The broker's header: its name, its value (at most 48 bytes besides the id), and
 	// 4 bytes of lengths.
-	r.size = len(r.rec.Value) + len(r.rec.Key) + 16 + len(recMeta) + 28 + len(r.id) + 4
+	r.size = len(r.rec.Value) + len(r.rec.Key) + 16 + len(recMeta) + 48 + len(r.id) + 4
 	for i := 0; i+1 < len(r.headers); i += 2 {
 		r.size += len(r.headers[i]) + len(r.headers[i+1]) + 4
 	}
@@ -79,39 +85,64 @@ func newAppender(st *stream, part int) *appender {
 	return &appender{st: st, part: part, wake: make(chan struct{}, 1)}
 }
 
-// enqueue adds r to the queue, waiting while it is full unless force is set (callers
-// that may not block, with a bound of their own). It fails once the appender is closed
-// or ctx ends.
-func (a *appender) enqueue(ctx context.Context, r appendReq, force bool) error {
-	size := r.size
-	for {
-		a.mu.Lock()
-		if a.closed {
-			a.mu.Unlock()
-			return &Error{Message: "broker is shutting down: message not stored", Err: ErrClosed}
-		}
-		if force || len(a.queue) == 0 || len(a.queue) < appendQueueMsgs && a.bytes+size <= appendQueueBytes {
-			a.queue = append(a.queue, r)
-			a.bytes += size
-			first := len(a.queue) == 1
-			a.mu.Unlock()
-			if first {
-				a.signal()
-			}
-			return nil
-		}
-		if a.room == nil {
-			a.room = make(chan struct{})
-		}
-		room := a.room
+// enqueue adds r to the queue. When the queue has no room for it, it adds nothing and
+// returns the Error of a full queue, whose Retry closes once the appender took the
+// queue; with force it adds r whatever the queue holds (for callers with a bound of
+// their own, or that checked the room first). It fails once the appender is closed.
+func (a *appender) enqueue(r appendReq, force bool) error {
+	a.mu.Lock()
+	if a.closed {
 		a.mu.Unlock()
-		select {
-		case <-room:
-		case <-ctx.Done():
-			return &Error{Message: "message not stored: " + ctx.Err().Error(), Err: ctx.Err()}
-		}
+		return &Error{Message: "broker is shutting down: message not stored", Err: ErrClosed}
 	}
+	if !force && !a.fitsLocked(r.size) {
+		room := a.roomLocked()
+		a.mu.Unlock()
+		return a.fullError(room)
+	}
+	a.queue = append(a.queue, r)
+	a.bytes += r.size
+	first := len(a.queue) == 1
+	a.mu.Unlock()
+	if first {
+		a.signal()
+	}
+	return nil
 }
+
+// full returns nil if a message of size bytes fits in the queue now, else the Error
+// of a full queue (see enqueue).
+func (a *appender) full(size int) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed || a.fitsLocked(size) {
+		return nil // enqueue reports the closing
+	}
+	return a.fullError(a.roomLocked())
+}
+
+// fitsLocked reports whether a message of size bytes fits in the queue; an empty queue
+// takes any message. The caller holds a.mu.
+func (a *appender) fitsLocked(size int) bool {
+	return len(a.queue) == 0 || len(a.queue) < appendQueueMsgs && a.bytes+size <= appendQueueBytes
+}
+
+// roomLocked returns the channel closed when the appender takes the queue. The caller
+// holds a.mu.
+func (a *appender) roomLocked() <-chan struct{} {
+	if a.room == nil {
+		a.room = make(chan struct{})
+	}
+	return a.room
+}
+
+func (a *appender) fullError(room <-chan struct{}) error {
+	return &Error{Message: fmt.Sprintf("stream %s cannot take more now: the append queue of its partition %d is full (%d messages waiting for the disk)",
+		a.st.t.stomp, a.part, len(a.queue)), Err: errStreamBusy, Retry: room}
+}
+
+// errStreamBusy: a stream partition's append queue is full; the SEND is held.
+var errStreamBusy = errors.New("broker: stream append queue full")
 
 func (a *appender) signal() {
 	select {
@@ -172,7 +203,7 @@ func (a *appender) write(batch []appendReq) {
 		}
 		chunk := batch[:n]
 		batch = batch[n:]
-		recs := a.recs.build(chunk)
+		recs := a.recs.build(chunk, a.st.log.Now().UnixMilli())
 		base, err := a.st.log.Append(a.st.logTopic, a.part, recs)
 		if err != nil {
 			a.st.b.log.Error("stream append failed", slog.String("dest", a.st.t.stomp),

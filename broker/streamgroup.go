@@ -25,24 +25,36 @@ import (
 // written at most every autoCommitInterval, as Kafka's auto.commit.interval.ms does, and
 // at close: after a crash an auto-ack group may see up to that much again.
 
-// groupState is one consumer group's positions in one stream, and which member reads
+// groupState is one consumer group's positions in one stream, and which member holds
 // each partition. kafkalog assigns partitions; a member that is assigned one still held
-// by another (whose rebalance has not run yet) waits for it to be released, so that a
-// partition never has two readers and the new one starts where the old one stopped.
+// by another waits for it to be released, so that a partition never has two readers and
+// the new one starts where the old one got to. The member losing a partition (revoked
+// in a rebalance) stops reading it at once, marks it quiet, and releases it only once it
+// settled (acknowledged, NACKed) every message of it it holds, or left, or the stream's
+// rebalance timeout passed (as Kafka's cooperative rebalancing commits on revoke): so
+// the new owner starts after what the old one consumed rather than delivering it twice.
 type groupState struct {
 	name string
 
-	mu       sync.Mutex
-	pos      map[int]int64 // per partition: the highest position asked for
-	owners   map[int]*streamSub
-	released chan struct{} // closed (and replaced) whenever a partition is released
+	mu     sync.Mutex
+	pos    map[int]int64 // per partition: the highest position asked for
+	owners map[int]*streamSub
+	// quiet holds the partitions whose holder stopped reading them and is settling
+	// what it handed out before it releases them.
+	quiet map[int]bool
+	// redeliver is, per partition, the offset below which messages were handed to a
+	// member that let go of the partition without settling them all: a new reader
+	// flags those redelivered.
+	redeliver map[int]int64
+	changed   chan struct{} // closed (and replaced) whenever a partition is released or quiet
 }
 
 // groupLocked returns the state of group name in st. The caller holds st.mu.
 func (st *stream) groupLocked(name string) *groupState {
 	g := st.groups[name]
 	if g == nil {
-		g = &groupState{name: name, pos: map[int]int64{}, owners: map[int]*streamSub{}, released: make(chan struct{})}
+		g = &groupState{name: name, pos: map[int]int64{}, owners: map[int]*streamSub{}, quiet: map[int]bool{},
+			redeliver: map[int]int64{}, changed: make(chan struct{})}
 		st.groups[name] = g
 	}
 	return g
@@ -59,8 +71,9 @@ func (g *groupState) claim(p int, ss *streamSub) bool {
 	return true
 }
 
-// awaitClaim waits until ss could claim partition p, or ctx ends.
-func (g *groupState) awaitClaim(ctx context.Context, p int, ss *streamSub) error {
+// awaitClaim waits until ss could claim partition p, or ctx ends. It calls quiet (if
+// not nil) once the holder stopped reading p and only settles what it holds.
+func (g *groupState) awaitClaim(ctx context.Context, p int, ss *streamSub, quiet func()) error {
 	for {
 		g.mu.Lock()
 		if o := g.owners[p]; o == nil || o == ss {
@@ -68,7 +81,11 @@ func (g *groupState) awaitClaim(ctx context.Context, p int, ss *streamSub) error
 			g.mu.Unlock()
 			return nil
 		}
-		ch := g.released
+		if g.quiet[p] && quiet != nil {
+			quiet()
+			quiet = nil
+		}
+		ch := g.changed
 		g.mu.Unlock()
 		select {
 		case <-ch:
@@ -78,16 +95,47 @@ func (g *groupState) awaitClaim(ctx context.Context, p int, ss *streamSub) error
 	}
 }
 
-// release lets go of partition p if ss holds it.
-func (g *groupState) release(p int, ss *streamSub) {
+// setQuiet records whether ss, the holder of p, stopped reading it to hand it over.
+func (g *groupState) setQuiet(p int, ss *streamSub, quiet bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.owners[p] != ss || g.quiet[p] == quiet {
+		return
+	}
+	if quiet {
+		g.quiet[p] = true
+	} else {
+		delete(g.quiet, p)
+	}
+	g.changedLocked()
+}
+
+// release lets go of partition p if ss holds it; messages below unsettledBelow (if
+// not 0) were handed out and not settled, and come again.
+func (g *groupState) release(p int, ss *streamSub, unsettledBelow int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.owners[p] != ss {
 		return
 	}
 	delete(g.owners, p)
-	close(g.released)
-	g.released = make(chan struct{})
+	delete(g.quiet, p)
+	if unsettledBelow > g.redeliver[p] {
+		g.redeliver[p] = unsettledBelow
+	}
+	g.changedLocked()
+}
+
+// redeliverBelow is the offset below which messages of p come again (0: none).
+func (g *groupState) redeliverBelow(p int) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.redeliver[p]
+}
+
+func (g *groupState) changedLocked() {
+	close(g.changed)
+	g.changed = make(chan struct{})
 }
 
 // position is the group's position in partition p: the highest asked for since start,
@@ -115,6 +163,77 @@ func (g *groupState) advance(p int, off int64) bool {
 	}
 	g.pos[p] = off
 	return true
+}
+
+// DefaultRebalanceTimeout is how long a consumer group member that loses a partition
+// in a rebalance has to settle the messages of it it holds, when the stream's policy
+// does not say (Policy.RebalanceTimeout).
+const DefaultRebalanceTimeout = 30 * time.Second
+
+// drain is a partition revoked from a member and not yet released: the member stopped
+// reading it and waits for what it handed out to be settled.
+type drain struct {
+	track *partTracker
+	stop  chan struct{} // closed when the drain ends otherwise: given back, or closed
+}
+
+// revokeLocked stops reading a partition the group gave to another member. The
+// partition is released (finishPartition) at once if every message of it this member
+// handed out is settled, else once they are, or the member leaves, or the stream's
+// rebalance timeout passes, whichever comes first; the new owner then starts at the
+// group's position. The caller holds ss.mu.
+func (ss *streamSub) revokeLocked(r *partReader) {
+	r.cancel()
+	<-r.done
+	delete(ss.readers, r.part)
+	if r.track == nil {
+		return // it never held the partition
+	}
+	settled := r.track.whenSettled()
+	select {
+	case <-settled:
+		ss.finishPartition(r.part, r.track)
+		return
+	default:
+	}
+	d := &drain{track: r.track, stop: make(chan struct{})}
+	ss.draining[r.part] = d
+	ss.group.setQuiet(r.part, ss, true)
+	go ss.awaitSettled(r.part, d, settled)
+}
+
+// awaitSettled ends the drain of partition p: it releases the partition once the
+// member settled what it holds of it, or at the rebalance timeout.
+func (ss *streamSub) awaitSettled(p int, d *drain, settled <-chan struct{}) {
+	timer := time.NewTimer(ss.st.rebalanceTimeout)
+	defer timer.Stop()
+	timedOut := false
+	select {
+	case <-settled:
+	case <-timer.C:
+		timedOut = true
+	case <-d.stop:
+		return
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.draining[p] != d {
+		return // given back or closed meanwhile
+	}
+	delete(ss.draining, p)
+	if timedOut {
+		ss.st.b.log.Warn("stream group member did not settle its messages of a revoked partition within the rebalance timeout: they go to the partition's new owner again",
+			slog.String("dest", ss.st.t.stomp), slog.String("group", ss.group.name), slog.String("member", ss.member),
+			slog.Int("partition", p), slog.Duration("rebalanceTimeout", ss.st.rebalanceTimeout))
+	}
+	ss.finishPartition(p, d.track)
+}
+
+// undrainLocked ends the drain of p without releasing it. The caller holds ss.mu.
+func (ss *streamSub) undrainLocked(p int, d *drain) {
+	close(d.stop)
+	delete(ss.draining, p)
+	ss.group.setQuiet(p, ss, false)
 }
 
 // autoCommitInterval bounds how often positions nobody waits for are written.

@@ -42,7 +42,8 @@ type streamStart struct {
 }
 
 // parseStreamStart reads an x-stream-offset header: first | last | next | an offset |
-// timestamp=<ms since the epoch> | an interval back from now such as 1h or 30m.
+// timestamp=<ms since the epoch> | an interval back from now such as 1h or 30m. Times
+// are compared with the time each message was appended (by the broker's clock, now's).
 func parseStreamStart(v string, now time.Time) (streamStart, error) {
 	s := strings.TrimSpace(v)
 	switch strings.ToLower(s) {
@@ -126,21 +127,30 @@ type streamSub struct {
 	creditCh chan struct{}
 	armed    bool
 
-	mu        sync.Mutex // guards readers and closed; serialises rebalances with close
+	mu        sync.Mutex // guards readers, draining and closed; serialises rebalances with close
 	readers   map[int]*partReader
+	draining  map[int]*drain // partitions revoked, not yet released (streamgroup.go)
 	closed    bool
 	coordDone chan struct{} // closed when the group coordinator ends
 }
 
 // partReader reads one partition for a subscription.
 type partReader struct {
-	part    int
-	cancel  context.CancelFunc
-	claimed chan struct{} // closed once the reader holds the partition and knows its start
-	done    chan struct{} // closed when the goroutine ends
-	track   *partTracker  // set before claimed is closed; nil if it never was
-	buf     []*Delivery
+	part   int
+	cancel context.CancelFunc
+	// ready is closed once no other member reads the partition: this reader holds it,
+	// or the member holding it stopped reading it and only settles what it holds.
+	ready     chan struct{}
+	readyOnce sync.Once
+	done      chan struct{} // closed when the goroutine ends
+	track     *partTracker  // set once it holds the partition; nil if it never did
+	// Messages below redeliverBelow were handed to a member that let go of the
+	// partition without settling them: they go out flagged redelivered.
+	redeliverBelow int64
+	buf            []*Delivery
 }
+
+func (r *partReader) setReady() { r.readyOnce.Do(func() { close(r.ready) }) }
 
 // handoverWait bounds how long SUBSCRIBE of a group member waits for the members that
 // lose partitions to it to let go of them.
@@ -151,7 +161,7 @@ const handoverWait = 10 * time.Second
 // partitions (the members that lose them to it stopped reading them), so from its
 // RECEIPT on every partition has one reader.
 func (c *Conn) subscribeStream(ctx context.Context, r SubscribeRequest, s *Subscription, t *topic) error {
-	start, err := parseStreamStart(r.StreamOffset, time.Now())
+	start, err := parseStreamStart(r.StreamOffset, c.b.streamNow())
 	if err != nil {
 		return err
 	}
@@ -166,7 +176,8 @@ func (c *Conn) subscribeStream(ctx context.Context, r SubscribeRequest, s *Subsc
 		}
 		group = r.DurableName
 	}
-	ss := &streamSub{st: st, sub: s, start: start, creditCh: make(chan struct{}), readers: map[int]*partReader{}}
+	ss := &streamSub{st: st, sub: s, start: start, creditCh: make(chan struct{}), readers: map[int]*partReader{},
+		draining: map[int]*drain{}}
 	ss.ctx, ss.cancel = context.WithCancel(context.Background())
 	st.mu.Lock()
 	if st.closed {
@@ -277,7 +288,7 @@ func (ss *streamSub) applyLocked(a kafkalog.Assignment) {
 	}
 	for p, r := range ss.readers {
 		if !want[p] {
-			ss.stopPartition(r)
+			ss.revokeLocked(r)
 		}
 	}
 	for p := range want {
@@ -297,7 +308,16 @@ func (ss *streamSub) applyLocked(a kafkalog.Assignment) {
 // go and then starts at the group's position. The caller holds ss.mu.
 func (ss *streamSub) startPartition(p int) error {
 	ctx, cancel := context.WithCancel(ss.ctx)
-	r := &partReader{part: p, cancel: cancel, claimed: make(chan struct{}), done: make(chan struct{})}
+	r := &partReader{part: p, cancel: cancel, ready: make(chan struct{}), done: make(chan struct{})}
+	if d := ss.draining[p]; d != nil {
+		// Given back while it was being handed over: read on where it stopped.
+		ss.undrainLocked(p, d)
+		r.track = d.track
+		r.setReady()
+		ss.readers[p] = r
+		go ss.read(ctx, r, d.track.resumeAt())
+		return nil
+	}
 	if ss.group != nil && !ss.group.claim(p, ss) {
 		ss.readers[p] = r
 		go ss.readAfterHandover(ctx, r)
@@ -307,12 +327,15 @@ func (ss *streamSub) startPartition(p int) error {
 	if err != nil {
 		cancel()
 		if ss.group != nil {
-			ss.group.release(p, ss)
+			ss.group.release(p, ss, 0)
 		}
 		return err
 	}
+	if ss.group != nil {
+		r.redeliverBelow = ss.group.redeliverBelow(p)
+	}
 	r.track = newPartTracker(off)
-	close(r.claimed)
+	r.setReady()
 	ss.readers[p] = r
 	go ss.read(ctx, r, off)
 	return nil
@@ -321,7 +344,7 @@ func (ss *streamSub) startPartition(p int) error {
 // readAfterHandover is the goroutine of a reader whose partition another member still
 // held when it was assigned: it waits for it, then reads.
 func (ss *streamSub) readAfterHandover(ctx context.Context, r *partReader) {
-	if err := ss.group.awaitClaim(ctx, r.part, ss); err != nil {
+	if err := ss.group.awaitClaim(ctx, r.part, ss, r.setReady); err != nil {
 		close(r.done)
 		return
 	}
@@ -329,12 +352,13 @@ func (ss *streamSub) readAfterHandover(ctx context.Context, r *partReader) {
 	if err != nil {
 		ss.st.b.log.Error("stream partition not read: cannot find where to start", slog.String("dest", ss.st.t.stomp),
 			slog.Int("partition", r.part), slog.String("group", ss.group.name), slog.Any("err", err))
-		ss.group.release(r.part, ss)
+		ss.group.release(r.part, ss, 0)
 		close(r.done)
 		return
 	}
+	r.redeliverBelow = ss.group.redeliverBelow(r.part)
 	r.track = newPartTracker(off)
-	close(r.claimed)
+	r.setReady()
 	ss.read(ctx, r, off)
 }
 
@@ -361,7 +385,10 @@ func (ss *streamSub) startOffset(p int) (int64, error) {
 	return off, err
 }
 
-// awaitHandover waits (within handoverWait) until every reader holds its partition.
+// awaitHandover waits (within handoverWait) until no other member reads any of the
+// subscription's partitions: each reader holds its partition, or the member losing it
+// stopped reading it (it may still be settling what it holds; the reader starts once
+// that is done).
 func (ss *streamSub) awaitHandover(ctx context.Context) {
 	ss.mu.Lock()
 	readers := make([]*partReader, 0, len(ss.readers))
@@ -373,7 +400,7 @@ func (ss *streamSub) awaitHandover(ctx context.Context) {
 	defer timer.Stop()
 	for _, r := range readers {
 		select {
-		case <-r.claimed:
+		case <-r.ready:
 		case <-r.done:
 		case <-ctx.Done():
 			return
@@ -385,26 +412,38 @@ func (ss *streamSub) awaitHandover(ctx context.Context) {
 	}
 }
 
-// stopPartition stops a reader and records how far its partition was acknowledged;
-// deliveries of it still unacknowledged no longer count. Then the partition is free for
-// the member it goes to, which starts from there. The caller holds ss.mu.
+// stopPartition stops a reader and lets go of its partition at once (finishPartition).
+// The caller holds ss.mu.
 func (ss *streamSub) stopPartition(r *partReader) {
 	r.cancel()
 	<-r.done
 	delete(ss.readers, r.part)
-	if r.track == nil {
-		return // it never held the partition
-	}
-	point := r.track.retire()
-	if ss.group != nil {
-		ss.commit([]int{r.part}, []int64{point}, nil)
-		ss.group.release(r.part, ss)
+	if r.track != nil { // else it never held the partition
+		ss.finishPartition(r.part, r.track)
 	}
 }
 
+// finishPartition records how far partition p was acknowledged; deliveries of it still
+// unacknowledged no longer count. Then the partition is free for the member it goes
+// to, which starts from there (and flags redelivered what this one left unsettled).
+func (ss *streamSub) finishPartition(p int, track *partTracker) {
+	point, unsettledBelow := track.retire()
+	if ss.group != nil {
+		ss.commit([]int{p}, []int64{point}, nil)
+		ss.group.release(p, ss, unsettledBelow)
+	}
+}
+
+// stopAllLocked stops every reader and lets go of every partition, also those being
+// handed over. The caller holds ss.mu.
 func (ss *streamSub) stopAllLocked() {
 	for _, r := range ss.readers {
 		ss.stopPartition(r)
+	}
+	for p, d := range ss.draining {
+		close(d.stop)
+		delete(ss.draining, p)
+		ss.finishPartition(p, d.track)
 	}
 }
 
@@ -524,6 +563,9 @@ func (ss *streamSub) deliver(ctx context.Context, r *partReader, recs []kafkalog
 		r.track.add(rec.Offset)
 		dm.d = Delivery{Sub: s, Msg: m, Destination: st.t.stomp, DeliveryCount: 1,
 			Stream: true, StreamPartition: r.part, StreamOffset: rec.Offset, track: r.track}
+		if rec.Offset < r.redeliverBelow {
+			dm.d.Redelivered, dm.d.DeliveryCount = true, 2
+		}
 		out = append(out, &dm.d)
 		dm = nil
 	}

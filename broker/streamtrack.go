@@ -13,7 +13,9 @@ type partTracker struct {
 	entries []trackEntry // handed out, in offset order, from head on
 	head    int
 	next    int64 // after the last offset handed out or passed over
-	retired bool  // the partition was revoked or the subscription closed
+	pending int   // handed out and not acknowledged
+	settled chan struct{}
+	retired bool // the partition was handed over or the subscription closed
 }
 
 type trackEntry struct {
@@ -36,6 +38,7 @@ func (t *partTracker) add(off int64) {
 	t.mu.Lock()
 	t.entries = append(t.entries, trackEntry{off: off})
 	t.next = off + 1
+	t.pending++
 	t.mu.Unlock()
 }
 
@@ -69,6 +72,10 @@ func (t *partTracker) ack(off int64) (int64, bool) {
 		return 0, false
 	}
 	live[i].acked = true
+	if t.pending--; t.pending == 0 && t.settled != nil {
+		close(t.settled)
+		t.settled = nil
+	}
 	if i != 0 {
 		return 0, false
 	}
@@ -86,10 +93,39 @@ func (t *partTracker) ack(off int64) (int64, bool) {
 	return t.point(), true
 }
 
-// retire ends the tracker and returns its final commit point; later acks are ignored.
-func (t *partTracker) retire() int64 {
+// whenSettled returns a channel closed once every message handed out is acknowledged
+// (closed already if they are).
+func (t *partTracker) whenSettled() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pending == 0 {
+		return closedChan
+	}
+	if t.settled == nil {
+		t.settled = make(chan struct{})
+	}
+	return t.settled
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// resumeAt is where reading continues with this tracker: after the last message handed
+// out or passed over.
+func (t *partTracker) resumeAt() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.next
+}
+
+// retire ends the tracker and returns its final commit point, and, if messages handed
+// out were still unacknowledged, the offset after the last one handed out (0 if none
+// was); later acks are ignored.
+func (t *partTracker) retire() (point, unsettledBelow int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.retired = true
-	return t.point()
+	if t.pending > 0 {
+		unsettledBelow = t.next
+	}
+	return t.point(), unsettledBelow
 }

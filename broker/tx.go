@@ -16,9 +16,8 @@ type txState struct {
 }
 
 type txSend struct {
-	dests   []destinations.Name
-	streams []*stream // appended at COMMIT, once the store part is durable
-	msg     *persistence.Message
+	dests []destinations.Name // never a stream: Send refuses those in a transaction
+	msg   *persistence.Message
 }
 
 type txSettle struct {
@@ -40,16 +39,17 @@ func (c *Conn) Begin(tx string) error {
 }
 
 // Commit applies a transaction's sends and acknowledgements as one store batch; done is
-// called when that batch is durable. Its stream messages and acknowledgements follow
-// once the batch is durable (a stream is not in the store, so the two parts are not
-// atomic together: a crash between them keeps the store part only).
+// called when that batch is durable. Its acknowledgements of stream messages follow
+// once the batch is durable (a stream's group offsets are not in the store, so the two
+// parts are not atomic together: a crash between them keeps the store part only, and
+// those stream messages come again). SENDs to streams are refused in a transaction.
 func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 	t := c.txs[tx]
 	if t == nil {
 		return errorf(ErrUnknownTransaction, "Invalid transaction id: %s", tx)
 	}
 	delete(c.txs, tx)
-	done = c.b.streamsAfterCommit(ctx, t, done)
+	done = c.b.streamsAfterCommit(t, done)
 	batch := c.b.store.Begin()
 	var applies []func(error)
 	for _, st := range t.settles {

@@ -141,6 +141,8 @@
 //	    partitions: 1                  # streams only; 1 to 1024
 //	    retention: 168h                # streams only; 0: whatever the age
 //	    retentionBytes: 0              # streams only, per partition; 0: unlimited
+//	    rebalanceTimeout: 30s          # streams only; a consumer group member losing a
+//	                                   # partition settles what it holds within this
 //	    pendingMessageLimitStrategy:   # topics only; none by default: nothing is dropped,
 //	                                   # a subscriber behind holds producers via memoryLimit
 //	      constantPendingMessageLimitStrategy: {limit: 1000}   # keep at most N waiting,
@@ -156,9 +158,9 @@
 //
 // Errors, besides values out of the ranges above: an entry matching nothing or
 // more than one kind, an empty pattern, ">" anywhere but as the last element, a
-// STOMP destination ("/queue/A") as a pattern, partitions, retention or
-// retentionBytes on an entry without type: stream, an empty or wildcard prefix
-// with individual: true. PolicyEntry.Set records which keys each entry wrote.
+// STOMP destination ("/queue/A") as a pattern, partitions, retention,
+// retentionBytes or rebalanceTimeout on an entry without type: stream, an empty
+// or wildcard prefix with individual: true. PolicyEntry.Set records which keys each entry wrote.
 //
 // # Placeholders
 //

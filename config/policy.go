@@ -31,6 +31,7 @@ const (
 	DefaultNackPolicy           = NackDLQ
 	DefaultPartitions           = 1 // of a stream
 	DefaultRetention            = 168 * time.Hour
+	DefaultRebalanceTimeout     = 30 * time.Second // of a stream's consumer groups
 	MaxPartitions               = 1024
 )
 
@@ -104,6 +105,12 @@ type PolicyEntry struct {
 	// RetentionBytes drops the oldest stream segments when a partition is larger
 	// than this (default 0: no size limit).
 	RetentionBytes int64
+	// RebalanceTimeout is how long a consumer group member that loses a partition
+	// in a rebalance may take to settle (ACK or NACK) the messages of it it holds;
+	// the partition goes to its new owner once they are settled, or after this,
+	// when the new owner gets the unsettled ones again (default 30s; more than 0;
+	// 0 when Type is not StreamType). Kafka's rebalance timeout plays this part.
+	RebalanceTimeout time.Duration
 
 	// Slow non-durable topic subscribers (topic entries only; see
 	// slowconsumer.go): by default none is dropped or aborted, producers are
@@ -175,6 +182,7 @@ type policyEntry struct {
 	RetentionBytes                  byteSize            `mapstructure:"retentionBytes"`
 	PendingMessageLimitStrategy     pendingLimitSection `mapstructure:"pendingMessageLimitStrategy"`
 	SlowConsumerStrategy            slowConsumerSection `mapstructure:"slowConsumerStrategy"`
+	RebalanceTimeout                time.Duration       `mapstructure:"rebalanceTimeout"`
 }
 
 const (
@@ -332,7 +340,7 @@ func (c *checker) buildStreamPolicy(at string, e policyEntry, set map[string]boo
 		p.Type = v
 	}
 	if !p.IsStream() {
-		for _, k := range []string{"partitions", "retention", "retentionBytes"} {
+		for _, k := range []string{"partitions", "retention", "retentionBytes", "rebalanceTimeout"} {
 			if set[k] {
 				return c.invalid(key(k), k+" applies only to streams, and this entry is not one",
 					"add type: "+StreamType+" to the entry (a topic entry), or remove "+k)
@@ -350,7 +358,7 @@ func (c *checker) buildStreamPolicy(at string, e policyEntry, set map[string]boo
 		return c.invalid(key("type"), "a stream is a topic, and this is "+kind,
 			`type: `+StreamType+` on a topic: entry; "" (the default) here`)
 	}
-	p.Partitions, p.Retention = DefaultPartitions, DefaultRetention
+	p.Partitions, p.Retention, p.RebalanceTimeout = DefaultPartitions, DefaultRetention, DefaultRebalanceTimeout
 	if set["partitions"] {
 		if err := c.intRange(key("partitions"), int64(e.Partitions), 1, MaxPartitions, ""); err != nil {
 			return err
@@ -362,6 +370,12 @@ func (c *checker) buildStreamPolicy(at string, e policyEntry, set map[string]boo
 	}
 	take(set, "retention", &p.Retention, e.Retention)
 	take(set, "retentionBytes", &p.RetentionBytes, int64(e.RetentionBytes))
+	if set["rebalanceTimeout"] {
+		if err := c.positive(key("rebalanceTimeout"), e.RebalanceTimeout); err != nil {
+			return err
+		}
+		p.RebalanceTimeout = e.RebalanceTimeout
+	}
 	return nil
 }
 

@@ -86,7 +86,7 @@ func TestPolicyEntryDefaults(t *testing.T) {
 	assert.Equal(t, want, c.DestinationPolicy[3])
 
 	want = DefaultPolicy(true)
-	want.Topic, want.Type, want.Partitions, want.Retention, want.Set = "LOG", "stream", 1, 168*time.Hour, keys("topic", "type")
+	want.Topic, want.Type, want.Partitions, want.Retention, want.RebalanceTimeout, want.Set = "LOG", "stream", 1, 168*time.Hour, 30*time.Second, keys("topic", "type")
 	assert.Equal(t, want, c.DestinationPolicy[4])
 	assert.True(t, c.DestinationPolicy[4].IsStream())
 
@@ -152,9 +152,9 @@ func TestPolicyExample(t *testing.T) {
 	assert.Equal(t, "DLQ.PRICES.IBM", c.DestinationPolicy[1].DeadLetter.DLQName(true, "PRICES.IBM"))
 
 	events := DefaultPolicy(true)
-	events.Topic, events.Type, events.Partitions, events.Retention, events.RetentionBytes =
-		"EVENTS.*.audit", "stream", 8, 720*time.Hour, 50<<30
-	events.Set = keys("topic", "type", "partitions", "retention", "retentionBytes")
+	events.Topic, events.Type, events.Partitions, events.Retention, events.RetentionBytes, events.RebalanceTimeout =
+		"EVENTS.*.audit", "stream", 8, 720*time.Hour, 50<<30, time.Minute
+	events.Set = keys("topic", "type", "partitions", "retention", "retentionBytes", "rebalanceTimeout")
 	assert.Equal(t, events, c.DestinationPolicy[2])
 
 	temp := DefaultPolicy(false)
@@ -343,5 +343,7 @@ func TestPolicyErrors(t *testing.T) {
 		{"retentionBytes without stream", entry("{topic: B, retentionBytes: 1gb}"), "destinationPolicy[1].retentionBytes", "only to streams", "type: stream", "1gb"},
 		{"negative retention", entry("{topic: B, type: stream, retention: -1h}"), "destinationPolicy[1].retention", "must not be negative", "", "-1h"},
 		{"negative retentionBytes", entry("{topic: B, type: stream, retentionBytes: -1}"), "destinationPolicy[1].retentionBytes", "must not be negative", "", "-1"},
+		{"rebalanceTimeout 0", entry("{topic: B, type: stream, rebalanceTimeout: 0s}"), "destinationPolicy[1].rebalanceTimeout", "more than 0", "", "0s"},
+		{"rebalanceTimeout without stream", entry("{topic: B, rebalanceTimeout: 5s}"), "destinationPolicy[1].rebalanceTimeout", "only to streams", "type: stream", "5s"},
 	})
 }

@@ -1,7 +1,6 @@
 package kafkalog
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 )
@@ -23,35 +22,23 @@ func (l *Log) DeleteBefore(topic string, partition int, offset int64) (deleted i
 
 // deleteBefore removes the prefix of sealed segments that end at or below offset.
 func (p *partition) deleteBefore(offset int64) (int, error) {
-	p.syncMu.Lock() // no sync may be running on a segment being removed
-	defer p.syncMu.Unlock()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return 0, ErrClosed
-	}
-	n := 0
 	// A sealed segment's records are [base, next base); the active one is never a
 	// candidate, whatever offset says.
-	for n < len(p.segs)-1 && p.segs[n+1].base <= offset {
-		n++
+	doomed, oldest, err := p.detach(func(segs []*segment) int {
+		n := 0
+		for n < len(segs)-1 && segs[n+1].base <= offset {
+			n++
+		}
+		return n
+	})
+	if err != nil || len(doomed) == 0 {
+		return 0, err
 	}
-	if n == 0 {
-		return 0, nil
-	}
-	doomed := p.segs[:n]
-	// Readers hold mu too, so none is inside a segment being removed; dropping them from
-	// the list first keeps a failed removal from leaving a half-removed segment visible.
-	p.segs = append([]*segment(nil), p.segs[n:]...)
-	var errs []error
-	for _, s := range doomed {
-		errs = append(errs, s.remove())
-	}
-	errs = append(errs, p.fs.SyncDir(p.dir))
-	if err := errors.Join(errs...); err != nil {
+	n := len(doomed)
+	if err := p.removeSegments(doomed); err != nil {
 		return n, fmt.Errorf("kafkalog: delete before %d in %s: %w", offset, p.name(), err)
 	}
 	p.opts.Logger.Info("kafkalog: deleted segments below offset", slog.String("partition", p.name()),
-		slog.Int("segments", n), slog.Int64("before", offset), slog.Int64("oldest_offset", p.segs[0].base))
+		slog.Int("segments", n), slog.Int64("before", offset), slog.Int64("oldest_offset", oldest))
 	return n, nil
 }

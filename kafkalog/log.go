@@ -303,6 +303,10 @@ func (l *Log) OldestOffset(topic string, partition int) (int64, error) {
 	return oldest, nil
 }
 
+// Now returns the time by the Log's clock (Options.Now): what Append stamps records
+// without a Timestamp with, and what retention and segment age go by.
+func (l *Log) Now() time.Time { return l.opts.Now() }
+
 // Stats returns counters of a partition.
 func (l *Log) Stats(topic string, partition int) (PartitionStats, error) {
 	p, err := l.partition(topic, partition)

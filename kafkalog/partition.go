@@ -17,8 +17,15 @@ import (
 // partition is one partition's log: an ordered list of segments, the last of which is
 // active (appended to).
 //
-// Locking: syncMu serializes fsyncs of the active segment (group commit) and segment
-// removal; mu guards everything else. syncMu is taken before mu.
+// Locking: appendMu serializes appends, with the roll an append may do, and close.
+// syncMu serializes fsyncs of segments (the group commit of the active one, the sealing
+// of a rolled one) and the detaching of segments to delete. mu guards everything else;
+// readers take only mu. Order: appendMu, syncMu, mu. Work that waits on the disk (fsync,
+// file creation and removal, directory sync, the checkpoint's atomic rewrite) is done
+// holding appendMu or syncMu at most, never mu, so a slow disk does not hold readers:
+// a roll prepares the new segment and swaps it in under mu; retention and DeleteBefore
+// detach segments under mu and delete their files afterwards. Appends write the batch
+// (to the page cache) under mu.
 type partition struct {
 	opts  *Options
 	fs    vfs.FS
@@ -28,6 +35,9 @@ type partition struct {
 	// topicCfg is the topic's settings (retention), shared by its partitions.
 	topicCfg *atomic.Pointer[TopicConfig]
 
+	appendMu sync.Mutex
+	marked   bool // the checkpoint says "unclean" since this open; guarded by appendMu
+
 	syncMu sync.Mutex
 
 	mu      sync.RWMutex
@@ -36,7 +46,6 @@ type partition struct {
 	hw      int64 // records below are visible to readers
 	synced  int64 // records below are fsynced
 	failed  error // the first write or sync error; the partition refuses writes after it
-	marked  bool  // the checkpoint says "unclean" since this open
 	waitCh  chan struct{}
 	closed  bool
 	metrics struct{ appends, syncs int64 }
@@ -68,44 +77,72 @@ func (p *partition) append(recs []Record) (int64, error) {
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(frame), p.opts.MaxBatchBytes)
 	}
 
-	p.mu.Lock()
-	if err := p.writable(); err != nil {
-		p.mu.Unlock()
+	base, end, err := p.write(frame, &h, nowMs)
+	if err != nil {
 		return 0, err
 	}
+	if p.opts.Flush == FlushBatch {
+		return base, p.syncTo(end)
+	}
+	return base, nil
+}
+
+// write stamps frame (header h) with the next offset and writes it to the active
+// segment, rolling it first if the frame does not belong in it. It returns the frame's
+// first offset and the offset after it.
+func (p *partition) write(frame []byte, h *batchHeader, nowMs int64) (base, end int64, err error) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	// Under appendMu only this goroutine changes next and the active segment.
+	p.mu.RLock()
+	err = p.writable()
+	active := p.active()
+	base = p.next
+	p.mu.RUnlock()
+	if err != nil {
+		return 0, 0, err
+	}
 	if !p.marked {
-		if err := writeCheckpoint(p.fs, p.dir, checkpoint{point: p.active().base}); err != nil {
-			p.mu.Unlock()
-			return 0, err
+		if err := writeCheckpoint(p.fs, p.dir, checkpoint{point: active.base}); err != nil {
+			return 0, 0, err // nothing written: the next append tries again
 		}
 		p.marked = true
 	}
-	base := p.next
 	h.BaseOffset = base
 	binary.BigEndian.PutUint64(frame[bhBaseOffset:], uint64(base))
-	if p.shouldRoll(len(frame), h.lastOffset(), nowMs) {
+	p.mu.RLock()
+	roll := p.shouldRoll(len(frame), h.lastOffset(), nowMs)
+	p.mu.RUnlock()
+	if roll {
 		if err := p.roll(); err != nil {
-			p.failed = err
-			p.mu.Unlock()
-			return 0, err
+			return 0, 0, p.fail(err)
 		}
 	}
-	if err := p.active().append(frame, &h, nowMs); err != nil {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.writable(); err != nil { // a sync may have failed meanwhile
+		return 0, 0, err
+	}
+	if err := p.active().append(frame, h, nowMs); err != nil {
 		p.failed = err
-		p.mu.Unlock()
-		return 0, err
+		return 0, 0, err
 	}
 	p.next = h.lastOffset() + 1
 	p.metrics.appends++
 	if p.opts.Flush != FlushBatch {
 		p.advance(p.next)
 	}
-	end := p.next
-	p.mu.Unlock()
-	if p.opts.Flush == FlushBatch {
-		return base, p.syncTo(end)
+	return base, p.next, nil
+}
+
+// fail records err as the partition's failure, unless it failed before, and returns it.
+func (p *partition) fail(err error) error {
+	p.mu.Lock()
+	if p.failed == nil {
+		p.failed = err
 	}
-	return base, nil
+	p.mu.Unlock()
+	return err
 }
 
 // writable returns why the partition cannot take writes, if so. The caller holds mu.
@@ -131,14 +168,20 @@ func (p *partition) shouldRoll(n int, last int64, nowMs int64) bool {
 		p.opts.SegmentAge > 0 && nowMs-s.firstTs >= p.opts.SegmentAge.Milliseconds()
 }
 
-// roll seals the active segment (fsyncing it) and starts a new one at p.next. The caller
-// holds mu.
+// roll seals the active segment (fsyncing it) and starts a new one at p.next. The
+// caller holds appendMu, so neither changes meanwhile, and not mu: the disk work is done
+// while readers read on, and the new segment is swapped in under mu at the end.
 func (p *partition) roll() error {
-	old := p.active()
-	if err := old.seal(); err != nil {
+	p.syncMu.Lock() // no group-commit fsync of the segment while it is sealed
+	defer p.syncMu.Unlock()
+	p.mu.Lock()
+	old, base := p.active(), p.next
+	old.sealIndex()
+	p.mu.Unlock()
+	if err := old.syncSealed(); err != nil {
 		return err
 	}
-	s, err := createSegment(p.fs, p.dir, p.next, p.opts.IndexIntervalBytes)
+	s, err := createSegment(p.fs, p.dir, base, p.opts.IndexIntervalBytes)
 	if err != nil {
 		return err
 	}
@@ -146,15 +189,19 @@ func (p *partition) roll() error {
 		s.close()
 		return err
 	}
+	// Everything before the new segment is durable: recovery may start there.
+	if err := writeCheckpoint(p.fs, p.dir, checkpoint{point: base}); err != nil {
+		s.close()
+		return err
+	}
+	p.mu.Lock()
+	old.tail.drop() // readers of a sealed segment are behind: they read the file
 	p.segs = append(p.segs, s)
-	p.synced = max(p.synced, p.next)
+	p.synced = max(p.synced, base)
 	if p.opts.Flush == FlushBatch {
 		p.advance(p.synced)
 	}
-	// Everything before the new segment is durable: recovery may start there.
-	if err := writeCheckpoint(p.fs, p.dir, checkpoint{point: s.base}); err != nil {
-		return err
-	}
+	p.mu.Unlock()
 	p.opts.Logger.Debug("kafkalog: segment rolled", slog.String("partition", p.name()), slog.Int64("base", s.base))
 	return nil
 }
@@ -302,13 +349,16 @@ func (p *partition) bounds() (oldest, hw, next int64) {
 	return p.segs[0].base, p.hw, p.next
 }
 
-// close seals the active segment and writes a clean-shutdown checkpoint.
+// close seals the active segment and writes a clean-shutdown checkpoint. Readers see
+// ErrClosed from the start; the disk work follows outside mu.
 func (p *partition) close() error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
 	p.syncMu.Lock()
 	defer p.syncMu.Unlock()
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return nil
 	}
 	p.closed = true
@@ -316,15 +366,21 @@ func (p *partition) close() error {
 		close(p.waitCh)
 		p.waitCh = nil
 	}
+	failed, segs, next := p.failed, p.segs, p.next
+	if failed == nil {
+		p.active().sealIndex()
+		p.active().tail.drop()
+	}
+	p.mu.Unlock()
 	var errs []error
-	if p.failed == nil {
-		if err := p.active().seal(); err != nil {
+	if failed == nil {
+		if err := segs[len(segs)-1].syncSealed(); err != nil {
 			errs = append(errs, err)
-		} else if err := writeCheckpoint(p.fs, p.dir, checkpoint{point: p.next, clean: true}); err != nil {
+		} else if err := writeCheckpoint(p.fs, p.dir, checkpoint{point: next, clean: true}); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	for _, s := range p.segs {
+	for _, s := range segs {
 		errs = append(errs, s.close())
 	}
 	if err := errors.Join(errs...); err != nil {

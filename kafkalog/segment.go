@@ -368,15 +368,19 @@ func (s *segment) offsetForTime(ts, hw int64, maxBatch int) (int64, bool, error)
 	}
 }
 
-// seal adds a final time index entry and syncs the segment's three files (on roll and
-// close).
-func (s *segment) seal() error {
+// sealIndex adds the final time index entry, in memory: the first step of sealing a
+// segment (on roll and close), with the partition's lock held for writing (readers look
+// the index up). The readers' in-memory tail is dropped too, then or later.
+func (s *segment) sealIndex() {
 	if s.maxTs != math.MinInt64 {
-		if err := s.tidx.maybeAdd(s.maxTs, uint32(s.maxTsOff-s.base)); err != nil {
-			return err
-		}
+		s.tidx.note(s.maxTs, uint32(s.maxTsOff-s.base))
 	}
-	s.tail.drop() // readers of a sealed segment are behind: they read the file
+}
+
+// syncSealed writes the index entries still in memory and fsyncs the segment's three
+// files: the second step of sealing, without the partition's lock (only the writer
+// touches the files and the entries not yet written).
+func (s *segment) syncSealed() error {
 	if err := s.flushIndexes(); err != nil {
 		return err
 	}

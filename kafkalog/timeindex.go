@@ -29,16 +29,22 @@ type timeIndex struct {
 
 // maybeAdd appends (ts, rel) if ts is larger than the last entry's timestamp.
 func (x *timeIndex) maybeAdd(ts int64, rel uint32) error {
+	if x.note(ts, rel) && len(x.pending) >= indexWriteBytes {
+		return x.flush()
+	}
+	return nil
+}
+
+// note is maybeAdd without writing to the file: the entry waits in pending. It reports
+// whether it added the entry.
+func (x *timeIndex) note(ts int64, rel uint32) bool {
 	if n := len(x.entries); n > 0 && ts <= x.entries[n-1].ts {
-		return nil
+		return false
 	}
 	x.pending = binary.BigEndian.AppendUint64(x.pending, uint64(ts))
 	x.pending = binary.BigEndian.AppendUint32(x.pending, rel)
 	x.entries = append(x.entries, timeEntry{ts, rel})
-	if len(x.pending) >= indexWriteBytes {
-		return x.flush()
-	}
-	return nil
+	return true
 }
 
 // flush writes the entries not yet in the file.

@@ -59,11 +59,16 @@ func posOf(t testing.TB, h interface{ Get(string) string }) streamPos {
 	return streamPos{p, o}
 }
 
+// TestStreamOffsetForms: every x-stream-offset form. Times are those of the appends by
+// the broker's clock; the producer's timestamp header rides along to consumers but does
+// not place a message in time (it says two hours ago here, for messages sent now).
 func TestStreamOffsetForms(t *testing.T) {
 	b := streamBroker(t, 1, "")
 	prod := dial(t, b.Addr)
-	now := time.Now()
-	ago := func(d time.Duration) string { return strconv.FormatInt(now.Add(-d).UnixMilli(), 10) }
+	start := time.Now()
+	ms := func(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+	claimed := ms(start.Add(-2 * time.Hour))
+	const mid = "timestamp=<between the two sends>"
 	cases := []struct {
 		offset string
 		want   []int // message numbers, also their offsets
@@ -73,23 +78,29 @@ func TestStreamOffsetForms(t *testing.T) {
 		{"", nil},
 		{"last", []int{9}},
 		{"6", seq(6, 4)},
-		{"timestamp=" + ago(time.Hour), seq(5, 5)},
-		{"timestamp=" + ago(3*time.Hour), seq(0, 10)},
-		{"1h", seq(5, 5)},
-		{"90m", seq(5, 5)},
-		{"3h", seq(0, 10)},
+		{mid, seq(5, 5)},
+		{"timestamp=" + ms(start.Add(-time.Hour)), seq(0, 10)},
+		{"timestamp=" + ms(start.Add(time.Hour)), nil},
+		{"1h", seq(0, 10)},
+		{"90m", seq(0, 10)},
 	}
 	for i, tc := range cases {
 		t.Run(tc.offset, func(t *testing.T) {
 			dest := "/topic/s.forms" + strconv.Itoa(i)
-			// Five messages two hours old, five half an hour old (the producer's
-			// timestamp header is kept).
-			streamSend(t, prod, dest, numbered("m", 0, 5), "timestamp", ago(2*time.Hour))
-			streamSend(t, prod, dest, numbered("m", 5, 10), "timestamp", ago(30*time.Minute))
+			streamSend(t, prod, dest, numbered("m", 0, 5), "timestamp", claimed)
+			// A millisecond boundary after the first five were appended (their RECEIPT
+			// came) and before the next five are.
+			between := time.Now().UnixMilli() + 1
+			eventually(t, time.Second, "the clock to pass the boundary", func() bool { return time.Now().UnixMilli() > between })
+			streamSend(t, prod, dest, numbered("m", 5, 10), "timestamp", claimed)
+			offset := tc.offset
+			if offset == mid {
+				offset = "timestamp=" + strconv.FormatInt(between, 10)
+			}
 			c := dial(t, b.Addr)
 			var hdrs []string
-			if tc.offset != "" {
-				hdrs = []string{"x-stream-offset", tc.offset}
+			if offset != "" {
+				hdrs = []string{"x-stream-offset", offset}
 			}
 			sub := goSubscribe(t, c, dest, stomp.AckAuto, hdrs...)
 			syncSubscriptions(t, c)
@@ -100,6 +111,7 @@ func TestStreamOffsetForms(t *testing.T) {
 				require.Equal(t, dest, m.Header.Get("destination"))
 				require.Equal(t, "true", m.Header.Get("persistent"))
 				require.NotEmpty(t, m.Header.Get("message-id"))
+				require.Equal(t, claimed, m.Header.Get("timestamp"), "the producer's timestamp rides along")
 			}
 			// Then the live ones, whatever the start.
 			streamSend(t, prod, dest, []string{"live"})
@@ -357,4 +369,31 @@ func TestStreamStatsAndSurvivesRestart(t *testing.T) {
 	}
 	require.True(t, found, "a stream known from before the restart is in /stats")
 	readAllFromFirst(t, b.Addr, "/topic/s.stats", 30)
+}
+
+// TestStreamSendInTransactionIsRefused: a stream append cannot be part of a COMMIT
+// atomically (the stream log is not the store), so a transacted SEND to a stream, alone
+// or in a composite destination, gets an ERROR that says so; the connection and the
+// transaction go on, and nothing reaches the stream or the other destinations.
+func TestStreamSendInTransactionIsRefused(t *testing.T) {
+	b := streamBroker(t, 2, "")
+	c := jmsDial(t, b.Addr)
+	c.do("BEGIN", "transaction", "tx1")
+	for _, dest := range []string{"/topic/s.tx", "/queue/tx.plain,/topic/s.tx"} {
+		e := c.refused("SEND", "destination", dest, "transaction", "tx1", "persistent", "true")
+		require.Contains(t, e.Header.Get("message"), "stream destinations do not take part in transactions")
+		require.Contains(t, e.Header.Get("message"), "/topic/s.tx")
+	}
+	c.send("/queue/tx.plain", "in-tx", "transaction", "tx1")
+	c.do("COMMIT", "transaction", "tx1")
+
+	// Outside a transaction the same SEND works.
+	c.send("/topic/s.tx", "plain", "persistent", "true")
+	r := jmsDial(t, b.Addr)
+	sub := r.subscribe("/topic/s.tx", "x-stream-offset", "first")
+	require.Equal(t, "plain", string(r.next(sub).Body))
+	r.expectNone(sub, 100*time.Millisecond)
+	q := r.subscribe("/queue/tx.plain")
+	require.Equal(t, "in-tx", string(r.next(q).Body))
+	r.expectNone(q, 100*time.Millisecond)
 }

@@ -96,6 +96,7 @@ func toPolicy(e config.PolicyEntry) broker.Policy {
 	p.Partitions = e.Partitions
 	p.Retention = e.Retention
 	p.RetentionBytes = e.RetentionBytes
+	p.RebalanceTimeout = e.RebalanceTimeout
 	return p
 }
 
