@@ -91,7 +91,7 @@ func (b *Broker) newView(key persistence.SubKey, t *topic) *queue {
 	q.sub = &k
 	p := b.policyFor(destinations.Topic, t.name)
 	q.policy.Redelivery, q.policy.DeadLetter, q.policy.Nack = p.Redelivery, p.DeadLetter, p.Nack
-	q.policy.MemoryLimit, q.memLimit = p.MemoryLimit, p.MemoryLimit
+	q.policy.MemoryLimit, q.memLimit = p.MemoryLimit, memoryLimitOf(p)
 	return q
 }
 

@@ -77,6 +77,15 @@ const pageBatch = 2000
 // consumer can take (selectors, groups, delays), as ActiveMQ's maxPageSize does.
 const maxScan = 1000
 
+// memoryLimitOf is the memory limit a policy gives a destination: its MemoryLimit, or
+// none of its own for 0 (the broker-wide memoryUsage still applies).
+func memoryLimitOf(p Policy) int64 {
+	if p.MemoryLimit <= 0 {
+		return math.MaxInt64
+	}
+	return p.MemoryLimit
+}
+
 func newQueue(b *Broker, name string) *queue {
 	n := destinations.Name{Kind: destinations.Queue, Name: name}
 	p := b.policyFor(destinations.Queue, name)
@@ -88,7 +97,7 @@ func newQueue(b *Broker, name string) *queue {
 		policy:   p,
 		pending:  destinations.NewPending(p.Prioritized),
 		nextSeq:  1,
-		memLimit: p.MemoryLimit,
+		memLimit: memoryLimitOf(p),
 		inflight: map[uint64]struct{}{},
 		groups:   map[string]*Subscription{},
 	}
@@ -129,8 +138,10 @@ func (q *queue) accept(m *persistence.Message, ready bool) (*destinations.Entry,
 			q.pageAfter = m.Seq - 1
 			if now := time.Now(); now.Sub(q.pagingLogged) > time.Minute {
 				q.pagingLogged = now
+				used, limit := q.b.mem.Used()
 				q.b.log.Info("queue over its memory limit: paging new messages to the store",
-					slog.String("dest", q.stomp), slog.Int64("memoryLimit", q.memLimit))
+					slog.String("dest", q.stomp), slog.Int64("memoryLimit", q.policy.MemoryLimit),
+					slog.Int64("memoryUsed", used), slog.Int64("memoryUsage", limit))
 			}
 		}
 		q.inflight[m.Seq] = struct{}{}
@@ -425,7 +436,8 @@ func (q *queue) pageIn() {
 		bound = min(bound, s)
 	}
 	accepts := q.pagedAccepts
-	budget := max(q.memLimit/2-q.memBytes, 1)
+	used, limit := q.b.mem.Used()
+	budget := max(min(q.memLimit/2-q.memBytes, limit/4*3-used), 1)
 	hwm := q.recoveredHWM
 	q.mu.Unlock()
 

@@ -1,0 +1,55 @@
+package broker
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/persistence/memstore"
+)
+
+// newPolicyBroker starts a broker whose every destination has the policy edit makes of
+// the default.
+func newLimitsBroker(t testing.TB, o Options, edit func(kind destinations.Kind, name string, p *Policy)) *Broker {
+	t.Helper()
+	if o.Store == nil {
+		o.Store = memstore.New()
+	}
+	if edit != nil {
+		o.Policies = func(kind destinations.Kind, name string) Policy {
+			p := DefaultPolicy(kind.IsTopic())
+			edit(kind, name, &p)
+			return p
+		}
+	}
+	b, err := New(context.Background(), o)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	return b
+}
+
+// TestMemoryLimitZeroIsNoDestinationLimit: a policy memoryLimit of 0 means the
+// destination has no limit of its own (only memoryUsage applies): non-persistent
+// messages are accepted and persistent ones stay in memory instead of being paged.
+func TestMemoryLimitZeroIsNoDestinationLimit(t *testing.T) {
+	b := newLimitsBroker(t, Options{MemoryUsage: 64 << 20}, func(_ destinations.Kind, _ string, p *Policy) {
+		p.MemoryLimit = 0
+	})
+	p := newClient(t, b, "")
+	for i := 0; i < 10; i++ {
+		p.send("/queue/nolimit", "non-persistent", false)
+		p.send("/queue/nolimit", "persistent", true)
+	}
+	st, ok := b.QueueStats("nolimit")
+	require.True(t, ok)
+	assert.Equal(t, 20, st.Pending)
+	q := b.queues["nolimit"]
+	q.mu.Lock()
+	paged := q.paged
+	q.mu.Unlock()
+	assert.False(t, paged, "persistent messages were paged out under a limit of 0")
+	assert.Positive(t, st.MemoryBytes)
+}
