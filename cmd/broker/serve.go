@@ -229,6 +229,10 @@ func connectors(cfg *config.Config, log *slog.Logger) ([]transport.Connector, er
 		lim.MaxFrameSize = min(c.MaxFrameSize, c.MaxDataLength)
 		lim.MaxHeaders = c.MaxHeaders
 		lim.MaxHeaderLine = c.MaxHeaderLength
+		connectTimeout := c.ConnectTimeout
+		if connectTimeout == 0 {
+			connectTimeout = -1 // connectTimeout=0: no limit
+		}
 		out = append(out, transport.Connector{
 			Name:           c.Name,
 			Addr:           c.Addr,
@@ -236,7 +240,7 @@ func connectors(cfg *config.Config, log *slog.Logger) ([]transport.Connector, er
 			WebSocket:      c.WebSocket,
 			Session: stomp.Config{
 				Limits:           lim,
-				ConnectTimeout:   c.ConnectTimeout,
+				ConnectTimeout:   connectTimeout,
 				HeartBeatGrace:   c.HeartBeatGrace,
 				DefaultHeartBeat: c.DefaultHeartBeat,
 				Logger:           log,

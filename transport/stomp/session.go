@@ -37,7 +37,7 @@ const ServerName = "activemq-go/0.1"
 // Config holds a connector's per-connection settings.
 type Config struct {
 	Limits           codec.Limits
-	ConnectTimeout   time.Duration    // time allowed to send CONNECT; default 30s
+	ConnectTimeout   time.Duration    // time allowed to send CONNECT; 0: 30s, negative: no limit
 	HeartBeatGrace   float64          // read timeout = client's beat interval × this; default 1.5
 	DefaultHeartBeat [2]time.Duration // used when CONNECT has no heart-beat header
 	MinHeartBeat     time.Duration    // floor for both directions; default 100ms
@@ -46,7 +46,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.ConnectTimeout <= 0 {
+	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = 30 * time.Second
 	}
 	if c.HeartBeatGrace < 1 {
@@ -146,7 +146,9 @@ func Serve(ctx context.Context, nc net.Conn, b *broker.Broker, cfg Config) {
 		readErr:   make(chan error, 1),
 		connected: make(chan struct{}),
 	}
-	s.readTimeout.Store(int64(cfg.ConnectTimeout))
+	if cfg.ConnectTimeout > 0 {
+		s.readTimeout.Store(int64(cfg.ConnectTimeout))
+	}
 	go s.readLoop()
 	s.run(ctx)
 }
