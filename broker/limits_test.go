@@ -53,3 +53,33 @@ func TestMemoryLimitZeroIsNoDestinationLimit(t *testing.T) {
 	assert.False(t, paged, "persistent messages were paged out under a limit of 0")
 	assert.Positive(t, st.MemoryBytes)
 }
+
+// TestTempDestinationPolicies: temporary destinations take the policy of their own kind
+// (tempQueue / tempTopic entries), not that of the queue or topic patterns.
+func TestTempDestinationPolicies(t *testing.T) {
+	b := newLimitsBroker(t, Options{}, func(kind destinations.Kind, _ string, p *Policy) {
+		switch kind {
+		case destinations.TempQueue:
+			p.Prefetch, p.MemoryLimit = 7, 1<<20
+		case destinations.TempTopic:
+			p.Prefetch = 9
+		}
+	})
+	c := newClient(t, b, "")
+	var subs []*Subscription
+	for _, dest := range []string{"/temp-queue/r", "/temp-topic/r", "/queue/q", "/topic/t"} {
+		n, err := destinations.ParseOne(dest)
+		require.NoError(t, err)
+		c.do(func() {
+			s, err := c.conn.Subscribe(context.Background(), SubscribeRequest{ID: dest, Dest: n})
+			require.NoError(t, err)
+			subs = append(subs, s)
+		})
+	}
+	assert.EqualValues(t, 7, subs[0].Prefetch)
+	assert.EqualValues(t, 9, subs[1].Prefetch)
+	assert.EqualValues(t, DefaultQueuePrefetch, subs[2].Prefetch)
+	assert.EqualValues(t, DefaultTopicPrefetch, subs[3].Prefetch)
+	assert.EqualValues(t, 1<<20, subs[0].q.memLimit)
+	assert.EqualValues(t, 1<<20, subs[0].q.policy.MemoryLimit)
+}

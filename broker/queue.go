@@ -87,8 +87,12 @@ func memoryLimitOf(p Policy) int64 {
 }
 
 func newQueue(b *Broker, name string) *queue {
+	return newQueueWith(b, name, b.policyFor(destinations.Queue, name))
+}
+
+// newQueueWith makes a queue with policy p (a temporary queue's is its own kind's).
+func newQueueWith(b *Broker, name string, p Policy) *queue {
 	n := destinations.Name{Kind: destinations.Queue, Name: name}
-	p := b.policyFor(destinations.Queue, name)
 	return &queue{
 		b:        b,
 		name:     name,

@@ -116,10 +116,11 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	if err != nil {
 		return nil, err
 	}
+	policyKind := r.Dest.Kind // a temporary destination has its own kind's policy
 	r.Dest = dest
 	prefetch := r.Prefetch
 	if prefetch <= 0 {
-		p := c.b.policyFor(r.Dest.Kind, r.Dest.Name)
+		p := c.b.policyFor(policyKind, r.Dest.Name)
 		prefetch = p.Prefetch
 		if r.DurableName != "" {
 			prefetch = p.DurableTopicPrefetch

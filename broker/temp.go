@@ -53,7 +53,7 @@ func (c *Conn) resolve(d destinations.Name, consume bool) (destinations.Name, er
 			t.stomp = d.String()
 			c.b.topics[real] = t
 		} else {
-			q := newQueue(c.b, real)
+			q := newQueueWith(c.b, real, c.b.policyFor(destinations.TempQueue, real))
 			q.stomp = d.String()
 			c.b.queues[real] = q
 		}

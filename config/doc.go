@@ -102,7 +102,9 @@
 // destinations by exactly one of queue: or topic:, a pattern with ActiveMQ's
 // wildcards ("." between elements, "*" for one element, ">" as the whole last
 // element for one or more), or tempQueue: true or tempTopic: true for every
-// temporary queue or topic. A pattern starting with ">" or "*" must be quoted:
+// temporary queue or topic (the first such entry applies; queue: and topic:
+// patterns never match a temporary destination, as in ActiveMQ, so one no temp
+// entry matches has the defaults). A pattern starting with ">" or "*" must be quoted:
 // unquoted, YAML reads ">" as a folded block and "*" as an alias. Matching is the
 // broker's: it applies the single most specific matching entry whole; entries are
 // not merged. A key an entry leaves out has the default shown here, which is also

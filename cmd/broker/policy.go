@@ -12,8 +12,18 @@ import (
 // policies turns the configured destinationPolicy entries into the broker's policy
 // lookup: among the entries whose pattern matches, the most specific wins (literal path
 // elements beat *, which beats >), and a destination no entry matches gets the defaults.
+// A temporary destination takes the first tempQueue or tempTopic entry; queue and topic
+// patterns never match one (as in ActiveMQ, whose ">" matches no temporary destination).
 func policies(entries []config.PolicyEntry) broker.PolicyFunc {
 	return func(kind destinations.Kind, name string) broker.Policy {
+		if kind == destinations.TempQueue || kind == destinations.TempTopic {
+			for _, e := range entries {
+				if (kind == destinations.TempQueue && e.TempQueue) || (kind == destinations.TempTopic && e.TempTopic) {
+					return toPolicy(e)
+				}
+			}
+			return toPolicy(config.DefaultPolicy(kind.IsTopic()))
+		}
 		best, bestScore := -1, -1
 		for i, e := range entries {
 			pattern := e.Queue

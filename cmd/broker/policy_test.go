@@ -1,0 +1,37 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/destinations"
+)
+
+// TestTempPolicies: tempQueue and tempTopic entries apply to temporary destinations, and
+// queue and topic patterns do not (as in ActiveMQ, where ">" matches no temporary
+// destination); without a temp entry a temporary destination has the defaults.
+func TestTempPolicies(t *testing.T) {
+	cfg := parseConfig(t, `destinationPolicy:
+  - queue: ">"
+    prefetch: 11
+  - topic: ">"
+    prefetch: 12
+  - tempQueue: true
+    prefetch: 21
+    memoryLimit: 1mb
+  - tempTopic: true
+    prefetch: 22
+`)
+	pf := policies(cfg.DestinationPolicy)
+	assert.Equal(t, 11, pf(destinations.Queue, "a").Prefetch)
+	assert.Equal(t, 12, pf(destinations.Topic, "a").Prefetch)
+	assert.Equal(t, 21, pf(destinations.TempQueue, "ID:x:c1:a").Prefetch)
+	assert.EqualValues(t, 1<<20, pf(destinations.TempQueue, "ID:x:c1:a").MemoryLimit)
+	assert.Equal(t, 22, pf(destinations.TempTopic, "ID:x:c1:a").Prefetch)
+
+	pf = policies(parseConfig(t, "destinationPolicy:\n  - queue: \">\"\n    prefetch: 11\n").DestinationPolicy)
+	assert.Equal(t, broker.DefaultPolicy(false), pf(destinations.TempQueue, "ID:x:c1:a"))
+	assert.Equal(t, broker.DefaultPolicy(true), pf(destinations.TempTopic, "ID:x:c1:a"))
+}

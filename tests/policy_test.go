@@ -1,0 +1,39 @@
+package tests
+
+// Destination policy keys that apply to destinations beyond plain queues: tempQueue and
+// tempTopic entries, defaultTimeToLive and expiry on topics, per-destination
+// expireMessagesPeriod.
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestTempQueuePolicyEntry: a tempQueue entry is what applies to temporary queues (not
+// the queue ">" entry): its deadLetterStrategy keeps a NACKed non-persistent message of
+// a temporary queue, which the queue ">" entry would drop.
+func TestTempQueuePolicyEntry(t *testing.T) {
+	b := startBroker(t, brokerConfig{Extra: `destinationPolicy:
+  - queue: ">"
+    deadLetterStrategy: {processNonPersistent: false}
+  - tempQueue: true
+    deadLetterStrategy: {processNonPersistent: true}
+`})
+	c := jmsDial(t, b.Addr)
+	dlq := c.subscribe("/queue/ActiveMQ.DLQ")
+	sub := c.subscribe("/temp-queue/replies", "ack", "client-individual")
+	c.send("/temp-queue/replies", "answer")
+	c.nack(c.next(sub))
+	m := c.next(dlq)
+	assert.Equal(t, "answer", string(m.Body))
+	assert.Equal(t, "/temp-queue/replies", m.Header.Get("original-destination"))
+
+	// A plain queue keeps the queue ">" entry: its NACKed non-persistent message is dropped.
+	q := c.subscribe("/queue/plain", "ack", "client-individual")
+	c.send("/queue/plain", "dropped")
+	c.nack(c.next(q))
+	c.sync()
+	c.expectNone(dlq, 200*time.Millisecond)
+}
