@@ -83,8 +83,9 @@ type Options struct {
 	// DurableSweep is how often offline durable subscriptions are checked against their
 	// offline timeout (offlineDurableSubscriberTaskSchedule); default 5m.
 	DurableSweep time.Duration
-	// ExpirySweep is how often expired messages are removed from queues; default 30s
-	// (ActiveMQ's expireMessagesPeriod), negative to disable.
+	// ExpirySweep is how often the expiry sweeper wakes; each destination is swept on
+	// its own policy's ExpirePeriod (ActiveMQ's expireMessagesPeriod), so this should be
+	// the shortest of them. Default 30s (DefaultPolicy's period), negative to disable.
 	ExpirySweep time.Duration
 	// Streams is the log behind stream topics (policies with Stream set; see
 	// stream.go). The caller opens it and closes it after the broker; nil refuses
@@ -146,8 +147,9 @@ type Broker struct {
 	conns         map[*Conn]struct{}
 	closed        bool
 
-	msgSeq  atomic.Uint64
-	connSeq atomic.Uint64
+	msgSeq       atomic.Uint64
+	connSeq      atomic.Uint64
+	expirySweeps atomic.Int64 // passes of the expiry sweeper, for tests
 }
 
 // New recovers the store's destinations and returns a running broker.

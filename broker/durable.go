@@ -92,6 +92,7 @@ func (b *Broker) newView(key persistence.SubKey, t *topic) *queue {
 	p := b.policyFor(destinations.Topic, t.name)
 	q.policy.Redelivery, q.policy.DeadLetter, q.policy.Nack = p.Redelivery, p.DeadLetter, p.Nack
 	q.policy.MemoryLimit, q.memLimit = p.MemoryLimit, memoryLimitOf(p)
+	q.policy.ExpirePeriod = p.ExpirePeriod
 	return q
 }
 

@@ -3,11 +3,13 @@ package broker
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
 
@@ -82,4 +84,35 @@ func TestTempDestinationPolicies(t *testing.T) {
 	assert.EqualValues(t, DefaultTopicPrefetch, subs[3].Prefetch)
 	assert.EqualValues(t, 1<<20, subs[0].q.memLimit)
 	assert.EqualValues(t, 1<<20, subs[0].q.policy.MemoryLimit)
+}
+
+// TestExpireMessagesPeriodPerDestination: each queue is swept for expired messages on its
+// own policy's period, and a period of 0 means that queue is never swept (its expired
+// messages are dropped only when a consumer would get them).
+func TestExpireMessagesPeriodPerDestination(t *testing.T) {
+	b := newLimitsBroker(t, Options{ExpirySweep: 10 * time.Millisecond}, func(_ destinations.Kind, name string, p *Policy) {
+		switch name {
+		case "fast":
+			p.ExpirePeriod = 30 * time.Millisecond
+		case "never":
+			p.ExpirePeriod = 0
+		}
+	})
+	c := newClient(t, b, "")
+	past := time.Now().Add(-time.Second).UnixMilli()
+	for _, q := range []string{"fast", "never"} {
+		n, err := destinations.Parse("/queue/" + q)
+		require.NoError(t, err)
+		res := make(chan error, 1)
+		c.do(func() {
+			require.NoError(t, c.conn.Send(context.Background(), n, &persistence.Message{Body: []byte("x"), Priority: 4, Expires: past}, "", func(err error) { res <- err }))
+		})
+		require.NoError(t, <-res)
+	}
+	pending := func(q string) int { st, _ := b.QueueStats(q); return st.Pending }
+	eventually(t, func() bool { return pending("fast") == 0 })
+	// Two more sweeper passes have looked at /queue/never.
+	start := b.expirySweeps.Load()
+	eventually(t, func() bool { return b.expirySweeps.Load() >= start+2 })
+	assert.Equal(t, 1, pending("never"), "a queue with expireMessagesPeriod 0 was swept")
 }

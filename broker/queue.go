@@ -68,6 +68,8 @@ type queue struct {
 	inflight     map[uint64]struct{}
 	pagedOut     int64 // messages in the store only
 	pagingLogged time.Time
+
+	lastSwept time.Time // of the expiry sweeper (sweepExpired), which alone uses it
 }
 
 // pageBatch is the most messages one page-in reads.

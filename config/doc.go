@@ -116,7 +116,8 @@
 //	    memoryLimit: 64mb              # within systemUsage.memoryUsage; 0: no limit of its own
 //	    prioritizedMessages: true      # ActiveMQ's default is false
 //	    defaultTimeToLive: 0           # for messages sent without expires; 0: never
-//	    expireMessagesPeriod: 30s      # the expiry sweep; 0: none
+//	    expireMessagesPeriod: 30s      # how often this destination is swept for expired
+//	                                   # messages; 0: never (dropped at dispatch instead)
 //	    nackPolicy: dlq                # dlq (ActiveMQ's poison ack) | redeliver | discard
 //	    redeliveryPolicy:
 //	      maximumRedeliveries: 6       # -1: unlimited; then to the dead-letter queue

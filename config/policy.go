@@ -59,8 +59,8 @@ type PolicyEntry struct {
 	// DefaultTimeToLive expires messages sent without an expires header this
 	// long after they arrive (default 0: never).
 	DefaultTimeToLive time.Duration
-	// ExpireMessagesPeriod is the period of the sweep for expired messages
-	// (default 30s; 0: no sweep, expiry is then noticed only at dispatch).
+	// ExpireMessagesPeriod is how often the destination is swept for expired
+	// messages (default 30s; 0: never, expiry is then noticed only at dispatch).
 	ExpireMessagesPeriod time.Duration
 	// NackPolicy is what a NACK does: NackDLQ (default, as ActiveMQ),
 	// NackRedeliver or NackDiscard.

@@ -44,8 +44,9 @@ func policies(entries []config.PolicyEntry) broker.PolicyFunc {
 	}
 }
 
-// expirySweep is the shortest expireMessagesPeriod configured (ActiveMQ sweeps each
-// destination on its own period; one sweeper at the shortest is a close equivalent).
+// expirySweep is how often the broker's expiry sweeper wakes: the shortest
+// expireMessagesPeriod configured (or the default's, for destinations no entry matches).
+// Each destination is swept on its own period; one of 0 is never swept.
 func expirySweep(entries []config.PolicyEntry) time.Duration {
 	d := config.DefaultPolicy(false).ExpireMessagesPeriod
 	for _, e := range entries {
