@@ -351,7 +351,8 @@ func (b *Broker) topic(name string) *topic {
 	if t == nil {
 		t = newTopic(b, name)
 		// Decided once: temporary topics (made elsewhere) are never streams.
-		t.isStream = b.policyFor(destinations.Topic, name).Stream
+		p := b.policyFor(destinations.Topic, name)
+		t.isStream, t.ttl = p.Stream, p.DefaultTimeToLive
 		for _, s := range b.wildSubs {
 			if destinations.Match(s.Dest.Name, name) {
 				t.subs = append(t.subs, s)

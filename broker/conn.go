@@ -119,14 +119,15 @@ func (c *Conn) push(d *Delivery) {
 	}
 }
 
-// Take moves the waiting deliveries into buf (which it may reuse) and returns it.
+// Take moves the waiting deliveries into buf (which it may reuse) and returns it. Topic
+// messages that expired while they waited are left out (see dropExpired).
 func (c *Conn) Take(buf []*Delivery) []*Delivery {
 	c.mu.Lock()
 	buf = append(buf[:0], c.out...)
 	clear(c.out)
 	c.out = c.out[:0]
 	c.mu.Unlock()
-	return buf
+	return dropExpired(buf)
 }
 
 // Delivered tells the broker these deliveries are written to the client. Auto-ack
@@ -334,13 +335,16 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *
 	var batch persistence.Batch
 	var entries []queuedEntry
 	var refused error
+	expires := m.Expires // as sent: each destination applies its own defaultTimeToLive
 	for i, d := range dests {
 		msg := m
 		if i > 0 {
 			msg = m.Clone()
+			msg.Expires = expires
 		}
 		if d.Kind.IsTopic() {
 			t := b.topic(d.Name)
+			expireAfter(msg, t.ttl)
 			entries = append(entries, t.accept(msg, func() persistence.Batch {
 				if batch == nil {
 					batch = b.store.Begin()

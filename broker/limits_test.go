@@ -116,3 +116,54 @@ func TestExpireMessagesPeriodPerDestination(t *testing.T) {
 	eventually(t, func() bool { return b.expirySweeps.Load() >= start+2 })
 	assert.Equal(t, 1, pending("never"), "a queue with expireMessagesPeriod 0 was swept")
 }
+
+// TestTopicTimeToLiveAndExpiry: a topic's defaultTimeToLive gives its messages an
+// expiry (also the durable subscriptions' stored copies), and a topic message that has
+// expired before it reaches the subscriber is not delivered; its prefetch credit goes to
+// the next message.
+func TestTopicTimeToLiveAndExpiry(t *testing.T) {
+	const ttl = time.Hour
+	b := newLimitsBroker(t, Options{}, func(kind destinations.Kind, name string, p *Policy) {
+		if kind == destinations.Topic && name == "ttl" {
+			p.DefaultTimeToLive = ttl
+		}
+	})
+	c := newClient(t, b, "")
+	c.subscribe("s", "/topic/ttl", AckAuto, 0)
+	before := time.Now()
+	c.send("/topic/ttl", "a", false)
+	d := c.recv()
+	assert.GreaterOrEqual(t, d.Msg.Expires, before.Add(ttl).UnixMilli())
+	assert.LessOrEqual(t, d.Msg.Expires, time.Now().Add(ttl).UnixMilli())
+
+	// A composite send gives each destination its own policy's expiry.
+	c.subscribe("q", "/queue/no-ttl", AckAuto, 0)
+	c.send("/topic/ttl,/queue/no-ttl", "b", false)
+	for i := 0; i < 2; i++ {
+		d := c.recv()
+		if d.Destination == "/queue/no-ttl" {
+			assert.Zero(t, d.Msg.Expires, "the queue got the topic's expiry")
+		} else {
+			assert.NotZero(t, d.Msg.Expires)
+		}
+	}
+
+	// Messages expiring while they wait for a slow subscriber are not delivered.
+	slow := newClient(t, b, "")
+	slow.subscribe("slow", "/topic/exp", AckClientIndividual, 1)
+	p := newClient(t, b, "")
+	soon := time.Now().Add(50 * time.Millisecond).UnixMilli()
+	for _, body := range []string{"first", "expiring-1", "expiring-2"} {
+		n, err := destinations.Parse("/topic/exp")
+		require.NoError(t, err)
+		p.do(func() {
+			require.NoError(t, p.conn.Send(context.Background(), n, &persistence.Message{Body: []byte(body), Priority: 4, Expires: soon}, "", func(error) {}))
+		})
+	}
+	first := slow.recv()
+	require.Equal(t, "first", string(first.Msg.Body))
+	eventually(t, func() bool { return time.Now().UnixMilli() > soon })
+	p.send("/topic/exp", "fresh", false)
+	require.NoError(t, slow.ack(first))
+	assert.Equal(t, "fresh", string(slow.recv().Msg.Body), "an expired topic message was delivered")
+}

@@ -124,9 +124,7 @@ var errMemoryFull = errors.New("broker: memory limit reached")
 // memory at all: accept returns a nil entry and the message's sequence is settled with
 // pagedDone.
 func (q *queue) accept(m *persistence.Message, ready bool) (*destinations.Entry, error) {
-	if m.Expires == 0 && q.policy.DefaultTimeToLive > 0 {
-		m.Expires = time.Now().Add(q.policy.DefaultTimeToLive).UnixMilli()
-	}
+	expireAfter(m, q.policy.DefaultTimeToLive)
 	size := int64(m.Size())
 	q.mu.Lock()
 	defer q.mu.Unlock()

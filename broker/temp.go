@@ -51,6 +51,7 @@ func (c *Conn) resolve(d destinations.Name, consume bool) (destinations.Name, er
 		if topic {
 			t := newTopic(c.b, real)
 			t.stomp = d.String()
+			t.ttl = c.b.policyFor(destinations.TempTopic, real).DefaultTimeToLive
 			c.b.topics[real] = t
 		} else {
 			q := newQueueWith(c.b, real, c.b.policyFor(destinations.TempQueue, real))

@@ -68,13 +68,16 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 			scheduled = append(scheduled, s)
 			continue
 		}
+		expires := s.msg.Expires
 		for i, d := range s.dests {
 			msg := s.msg
 			if i > 0 {
 				msg = msg.Clone()
+				msg.Expires = expires
 			}
 			if d.Kind.IsTopic() {
 				t := c.b.topic(d.Name)
+				expireAfter(msg, t.ttl)
 				entries = append(entries, t.accept(msg, func() persistence.Batch { return batch })...)
 				topicSends = append(topicSends, topicSend{t, msg})
 				continue

@@ -115,7 +115,9 @@
 //	    prefetch: 1000                 # topics: 32767; 0 means the default
 //	    memoryLimit: 64mb              # within systemUsage.memoryUsage; 0: no limit of its own
 //	    prioritizedMessages: true      # ActiveMQ's default is false
-//	    defaultTimeToLive: 0           # for messages sent without expires; 0: never
+//	    defaultTimeToLive: 0           # for messages sent without expires, queues and
+//	                                   # topics alike; 0: never. An expired topic message
+//	                                   # is not delivered
 //	    expireMessagesPeriod: 30s      # how often this destination is swept for expired
 //	                                   # messages; 0: never (dropped at dispatch instead)
 //	    nackPolicy: dlq                # dlq (ActiveMQ's poison ack) | redeliver | discard

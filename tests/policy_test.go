@@ -5,10 +5,12 @@ package tests
 // expireMessagesPeriod.
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestTempQueuePolicyEntry: a tempQueue entry is what applies to temporary queues (not
@@ -36,4 +38,25 @@ func TestTempQueuePolicyEntry(t *testing.T) {
 	c.nack(c.next(q))
 	c.sync()
 	c.expectNone(dlq, 200*time.Millisecond)
+}
+
+// TestTopicDefaultTimeToLive: a topic entry's defaultTimeToLive gives the topic's
+// messages an expires header, and a topic message that has expired is not delivered.
+func TestTopicDefaultTimeToLive(t *testing.T) {
+	b := startBroker(t, brokerConfig{Extra: `destinationPolicy:
+  - topic: "prices.>"
+    defaultTimeToLive: 1h
+`})
+	c := jmsDial(t, b.Addr)
+	sub := c.subscribe("/topic/prices.eur")
+	before := time.Now()
+	c.send("/topic/prices.eur", "1.08")
+	m := c.next(sub)
+	expires, err := strconv.ParseInt(m.Header.Get("expires"), 10, 64)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, expires, before.Add(time.Hour).UnixMilli(), "expires header %q", m.Header.Get("expires"))
+
+	c.send("/topic/prices.eur", "stale", "expires", strconv.FormatInt(time.Now().Add(-time.Minute).UnixMilli(), 10))
+	c.send("/topic/prices.eur", "1.09")
+	assert.Equal(t, "1.09", string(c.next(sub).Body), "an expired topic message was delivered")
 }
