@@ -230,9 +230,11 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	}
 	b.wg.Add(1)
 	go b.runDurableSweeper(sctx, o.DurableSweep)
-	if sr, ok := b.store.(persistence.SpaceReporter); ok && b.storeUsage > 0 {
+	if sz, ok := b.store.(persistence.Sizer); ok && b.storeUsage > 0 {
 		b.wg.Add(1)
-		go b.watchStoreUsage(sctx, sr)
+		go b.watchStoreUsage(sctx, sz)
+	} else if b.storeUsage > 0 {
+		b.log.Warn("storeUsage is not enforced: the store cannot report its size", slog.Int64("storeUsage", b.storeUsage))
 	}
 	return b, nil
 }
@@ -443,14 +445,23 @@ func (b *Broker) Close() error {
 }
 
 // watchStoreUsage keeps storeFull current: the store's size is read a few times a
-// second rather than on every message.
-func (b *Broker) watchStoreUsage(ctx context.Context, sr persistence.SpaceReporter) {
+// second rather than on every message. A size that cannot be read leaves storeFull as
+// it was, with a log line when that starts.
+func (b *Broker) watchStoreUsage(ctx context.Context, sz persistence.Sizer) {
 	defer b.wg.Done()
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
+	var failing bool
 	for {
-		used := sr.DiskUsage()
-		full := used >= b.storeUsage
+		used, err := sz.Size(ctx)
+		if err != nil && ctx.Err() == nil && !failing {
+			b.log.Error("cannot read the store's size for storeUsage", slog.Any("err", err))
+		}
+		failing = err != nil
+		full := b.storeFull.Load()
+		if err == nil {
+			full = used >= b.storeUsage
+		}
 		if full != b.storeFull.Load() {
 			b.storeFull.Store(full)
 			if full {

@@ -34,9 +34,9 @@ type topic struct {
 	// subscribers (wildcards) get them once appended. See stream.go.
 	isStream bool
 	streamMu sync.Mutex // serialises opening the stream
+	st       atomic.Pointer[stream]
 
 	ttl time.Duration // the policy's defaultTimeToLive, for messages sent without expires
-	st  atomic.Pointer[stream]
 }
 
 func newTopic(b *Broker, name string) *topic {

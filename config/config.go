@@ -122,8 +122,10 @@ type SystemUsage struct {
 	// MemoryUsage caps the bytes of messages held in memory, broker-wide
 	// (default 1gb; at least 1mb).
 	MemoryUsage int64
-	// StoreUsage caps the disk the persistent store may use (default 100gb; at
-	// least 1mb).
+	// StoreUsage caps the room the persistent store may use (default 100gb; at
+	// least 1mb): the files of kahaDB and kafkaLog, the pages of the bbolt file in
+	// use, an estimate of the jdbc rows (their bodies plus about 256 bytes each), the
+	// messages the memory adapter holds.
 	StoreUsage int64
 	// SendFailIfNoSpace fails a send over a limit instead of making the producer
 	// wait (default true; ActiveMQ's default is false, whose producers then stall

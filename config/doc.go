@@ -24,7 +24,10 @@
 //	systemUsage:                 # ActiveMQ's <systemUsage>
 //	  maxTransactionSize: 64mb   # bytes one open transaction may hold until COMMIT
 //	  memoryUsage: 1gb           # bytes of messages held in memory, broker-wide; >= 1mb
-//	  storeUsage: 100gb          # disk the persistent store may use; >= 1mb
+//	  storeUsage: 100gb          # room the persistent store may use; >= 1mb. kahaDB and
+//	                             # kafkaLog count their files, bbolt the pages of its
+//	                             # file in use, jdbc its rows (bodies + ~256 bytes each),
+//	                             # memory the messages it holds
 //	  sendFailIfNoSpace: true    # over a limit, the producer gets an ERROR at once;
 //	                             # false: its SEND waits for room (ActiveMQ's default)
 //	  sendFailIfNoSpaceAfterTimeout: 0   # > 0: wait this long for space, then ERROR
