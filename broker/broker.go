@@ -65,6 +65,10 @@ type Options struct {
 	Policies PolicyFunc
 	// Scheduler honours AMQ_SCHEDULED_* headers (ActiveMQ's schedulerSupport).
 	Scheduler bool
+	// SchedulerMemoryLimit bounds the bytes of persistent scheduled messages held in
+	// memory (the soonest; the others wait in the store); default
+	// DefaultSchedulerMemoryLimit.
+	SchedulerMemoryLimit int64
 	// VirtualTopics configures virtual topics; the zero value turns them off (use
 	// DefaultVirtualTopics for ActiveMQ's behaviour).
 	VirtualTopics VirtualTopics
@@ -198,7 +202,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		b.maxTxBytes = 64 << 20
 	}
 	if o.Scheduler {
-		b.sched = newScheduler(b)
+		b.sched = newScheduler(b, o.SchedulerMemoryLimit)
 	}
 	if err := b.recover(ctx); err != nil {
 		return nil, err

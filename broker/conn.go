@@ -244,6 +244,12 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		if t == nil {
 			return errorf(ErrUnknownTransaction, "Invalid transaction id: %s", tx)
 		}
+		if c.b.sched != nil && c.b.sched.wants(m) {
+			// Checked now, scheduled at COMMIT (in its store batch).
+			if _, err := c.b.sched.parse(m); err != nil {
+				return err
+			}
+		}
 		size := int64(m.Size())
 		if t.bytes+size > c.b.maxTxBytes {
 			return &Error{Message: fmt.Sprintf("transaction %s is over its size limit (systemUsage maxTransactionSize %d bytes): message not added; COMMIT or ABORT it", tx, c.b.maxTxBytes), Err: ErrStoreFull}
@@ -261,8 +267,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		done = rest
 	}
 	if c.b.sched != nil && c.b.sched.wants(m) {
-		_, err := c.b.sched.maybeSchedule(dests, m, done)
-		return err
+		return c.b.sched.maybeSchedule(ctx, dests, m, done)
 	}
 	batch, entries, refused := c.b.route(dests, m, c)
 	if batch == nil {

@@ -1,7 +1,13 @@
 package broker
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -166,4 +172,180 @@ func TestTopicTimeToLiveAndExpiry(t *testing.T) {
 	p.send("/topic/exp", "fresh", false)
 	require.NoError(t, slow.ack(first))
 	assert.Equal(t, "fresh", string(slow.recv().Msg.Body), "an expired topic message was delivered")
+}
+
+// TestTransactedScheduledSendInCommitBatch: a scheduled message sent in a transaction is
+// stored in the COMMIT's own batch, so once COMMIT is answered the job is in the store
+// (a crash right after the RECEIPT cannot lose it).
+func TestTransactedScheduledSendInCommitBatch(t *testing.T) {
+	store := newFaultStore()
+	b := newLimitsBroker(t, Options{Store: store, Scheduler: true}, nil)
+	c := newClient(t, b, "")
+	dests, err := destinations.Parse("/queue/later")
+	require.NoError(t, err)
+	hold := make(chan struct{})
+	store.set(func(s *faultStore) { s.hold = hold })
+	jobsAtReceipt := make(chan int, 1)
+	c.do(func() {
+		require.NoError(t, c.conn.Begin("tx"))
+		m := &persistence.Message{Body: []byte("later"), Persistent: true, Priority: 4,
+			Headers: persistence.Headers{HeaderScheduledDelay, "3600000"}}
+		require.NoError(t, c.conn.Send(context.Background(), dests, m, "tx", func(err error) { require.NoError(t, err) }))
+		require.NoError(t, c.conn.Commit(context.Background(), "tx", func(err error) {
+			assert.NoError(t, err)
+			n, _ := store.Stats(schedulerDest)
+			jobsAtReceipt <- int(n)
+		}))
+	})
+	close(hold)
+	select {
+	case n := <-jobsAtReceipt:
+		assert.Equal(t, 1, n, "jobs stored when COMMIT was answered")
+	case <-time.After(10 * time.Second):
+		t.Fatal("COMMIT was not answered")
+	}
+	store.heldCommit.Wait()
+}
+
+// TestSchedulerPagesJobs: with more persistent scheduled messages than the scheduler's
+// memory limit holds, the soonest stay in memory and the rest in the store, read back
+// as time passes: every message is delivered once, in the order of its due time, and
+// the memory held stays within the limit (plus one message).
+func TestSchedulerPagesJobs(t *testing.T) {
+	const (
+		limit = 16 << 10
+		n     = 300
+		gap   = 3 // ms between two due times
+	)
+	store := memstore.New()
+	b := newLimitsBroker(t, Options{Store: store, Scheduler: true, SchedulerMemoryLimit: limit}, nil)
+	c := newClient(t, b, "")
+	c.subscribe("s", "/queue/paged", AckAuto, 0)
+	p := newClient(t, b, "")
+	dests, err := destinations.Parse("/queue/paged")
+	require.NoError(t, err)
+	body := make([]byte, 1000)
+	// Due times in a shuffled order, each gap ms apart, starting well after the sends.
+	order := rand.Perm(n)
+	start := time.Now().Add(1500 * time.Millisecond)
+	for _, i := range order {
+		due := start.Add(time.Duration(i*gap) * time.Millisecond)
+		m := &persistence.Message{Body: append([]byte(strconv.Itoa(i)+":"), body...), Persistent: true, Priority: 4,
+			Headers: persistence.Headers{HeaderScheduledDelay, strconv.FormatInt(time.Until(due).Milliseconds(), 10)}}
+		res := make(chan error, 1)
+		p.do(func() {
+			require.NoError(t, p.conn.Send(context.Background(), dests, m, "", func(err error) { res <- err }))
+		})
+		require.NoError(t, <-res)
+	}
+	require.True(t, time.Now().Before(start), "sending took too long for the test's due times")
+	want := storedJobOrder(t, store)
+	require.Len(t, want, n)
+	_, peak := b.sched.memory()
+	assert.LessOrEqual(t, peak, int64(limit+1200), "memory held while scheduling")
+	for i := 0; i < n; i++ {
+		d := c.recv()
+		got, _, _ := strings.Cut(string(d.Msg.Body), ":")
+		require.Equal(t, want[i], got, "delivery %d out of order", i)
+	}
+	_, peak = b.sched.memory()
+	assert.LessOrEqual(t, peak, int64(limit+1200), "memory held while delivering")
+	eventually(t, func() bool { n, _ := store.Stats(schedulerDest); return n == 0 })
+}
+
+// TestSchedulerPagedRestart: a restart with more stored jobs than the memory limit
+// holds loads only the soonest; every job is still delivered, in order.
+func TestSchedulerPagedRestart(t *testing.T) {
+	const limit, n = 8 << 10, 100
+	store := memstore.New()
+	b1, err := New(context.Background(), Options{Name: "t", Store: store, Scheduler: true, SchedulerMemoryLimit: limit})
+	require.NoError(t, err)
+	p := newClient(t, b1, "")
+	dests, err := destinations.Parse("/queue/restarted")
+	require.NoError(t, err)
+	start := time.Now().Add(time.Second)
+	for i := n - 1; i >= 0; i-- {
+		due := start.Add(time.Duration(i*3) * time.Millisecond)
+		m := &persistence.Message{Body: append([]byte(strconv.Itoa(i)+":"), make([]byte, 500)...), Persistent: true, Priority: 4,
+			Headers: persistence.Headers{HeaderScheduledDelay, strconv.FormatInt(time.Until(due).Milliseconds(), 10)}}
+		res := make(chan error, 1)
+		p.do(func() {
+			require.NoError(t, p.conn.Send(context.Background(), dests, m, "", func(err error) { res <- err }))
+		})
+		require.NoError(t, <-res)
+	}
+	p.close()
+	require.NoError(t, b1.closeForTest())
+	want := storedJobOrder(t, store)
+	require.Len(t, want, n)
+
+	b2 := newLimitsBroker(t, Options{Store: store, Scheduler: true, SchedulerMemoryLimit: limit}, nil)
+	now, _ := b2.sched.memory()
+	assert.LessOrEqual(t, now, int64(limit), "memory held after the restart")
+	c := newClient(t, b2, "")
+	c.subscribe("s", "/queue/restarted", AckAuto, 0)
+	for i := 0; i < n; i++ {
+		got, _, _ := strings.Cut(string(c.recv().Msg.Body), ":")
+		require.Equal(t, want[i], got, "delivery %d out of order", i)
+	}
+}
+
+// storedJobOrder returns the "<i>" prefixes of the bodies of the stored scheduled jobs
+// in key order, the order of their due times: the order of their delivery. (The test's
+// intended due times are only nearly the broker's: the delay is counted from when the
+// broker got the message.)
+func storedJobOrder(t *testing.T, store persistence.Store) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, store.Scan(context.Background(), schedulerDest, 0, 0, func(m *persistence.Message) error {
+		i, _, _ := strings.Cut(string(m.Body), ":")
+		out = append(out, i)
+		return nil
+	}))
+	return out
+}
+
+// logBuffer is a slog handler's destination that tests can read while the broker writes.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func bufferLogger() (*slog.Logger, *logBuffer) {
+	lb := &logBuffer{}
+	return slog.New(slog.NewTextHandler(lb, nil)), lb
+}
+
+// TestUndeliverableScheduledJobDeleted: a stored job whose destination no longer parses
+// is deleted at start, with a log line, instead of staying in the store for good; the
+// good ones are still delivered.
+func TestUndeliverableScheduledJobDeleted(t *testing.T) {
+	store := memstore.New()
+	due := time.Now().Add(-time.Second).UnixMilli()
+	batch := store.Begin()
+	for i, dests := range []string{"/queue/", "/queue/good"} {
+		batch.Add(&persistence.Message{Dest: schedulerDest, Seq: jobKey(due, uint64(i)), ID: "job" + strconv.Itoa(i),
+			Body: []byte(dests), Persistent: true, Priority: 4,
+			Headers: persistence.Headers{hdrJobDests, dests, hdrJobDue, strconv.FormatInt(due, 10), hdrJobRemaining, "0", hdrJobPeriod, "0"}})
+	}
+	require.NoError(t, batch.Commit(context.Background(), persistence.Sync))
+	log, lines := bufferLogger()
+	b := newLimitsBroker(t, Options{Store: store, Scheduler: true, Logger: log}, nil)
+	assert.Contains(t, lines.String(), "scheduled message deleted: its destination no longer parses")
+	c := newClient(t, b, "")
+	c.subscribe("s", "/queue/good", AckAuto, 0)
+	assert.Equal(t, "/queue/good", string(c.recv().Msg.Body))
+	eventually(t, func() bool { n, _ := store.Stats(schedulerDest); return n == 0 })
 }

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"log/slog"
 
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
@@ -62,10 +61,35 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 	}
 	var entries []queuedEntry
 	var topicSends []topicSend
-	var scheduled []txSend
+	var jobs []*job
+	// fail undoes what the transaction did so far: what it queued is dropped, what it
+	// acknowledged is given back, the keys of its scheduled messages are released.
+	fail := func(err error) {
+		batch.Rollback()
+		settleEntries(entries, err)
+		for _, f := range applies {
+			f(err)
+		}
+		for _, j := range jobs {
+			c.b.sched.written(j, err)
+		}
+	}
 	for _, s := range t.sends {
 		if c.b.sched != nil && c.b.sched.wants(s.msg) {
-			scheduled = append(scheduled, s)
+			// Stored in this batch: once COMMIT is answered the job survives a crash.
+			sc, err := c.b.sched.parse(s.msg)
+			var j *job
+			if err == nil {
+				j, err = c.b.sched.newJob(ctx, s.dests, s.msg, sc)
+			}
+			if err != nil {
+				fail(err)
+				return err
+			}
+			jobs = append(jobs, j)
+			if j.msg.Persistent {
+				batch.Add(c.b.sched.stored(j))
+			}
 			continue
 		}
 		expires := s.msg.Expires
@@ -85,13 +109,7 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 			q := c.b.queue(d.Name)
 			e, err := q.accept(msg, false)
 			if err != nil {
-				// The whole transaction fails: what it queued is dropped, what it
-				// acknowledged is given back.
-				batch.Rollback()
-				settleEntries(entries, err)
-				for _, f := range applies {
-					f(err)
-				}
+				fail(err) // the whole transaction fails
 				return c.b.memoryFull(q, err)
 			}
 			entries = append(entries, queuedEntry{q, e, msg.Seq})
@@ -105,14 +123,12 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 		for _, f := range applies {
 			f(err)
 		}
+		for _, j := range jobs {
+			c.b.sched.written(j, err)
+		}
 		if err == nil {
 			for _, ts := range topicSends {
 				ts.t.publish(ts.msg, c)
-			}
-			for _, s := range scheduled {
-				if _, err := c.b.sched.maybeSchedule(s.dests, s.msg, func(error) {}); err != nil {
-					c.b.log.Warn("scheduling a transacted message failed", slog.Any("err", err))
-				}
 			}
 		}
 	}, done)

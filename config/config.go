@@ -38,6 +38,10 @@ const (
 	DefaultSendFailIfNoSpace  = true      // ActiveMQ: false (the producer blocks); see SystemUsage
 	// MinUsageLimit is the smallest systemUsage.memoryUsage or storeUsage accepted.
 	MinUsageLimit = 1 << 20 // 1mb
+	// DefaultSchedulerMemoryLimit bounds the persistent scheduled messages held in
+	// memory; MinSchedulerMemoryLimit is the smallest limit accepted.
+	DefaultSchedulerMemoryLimit = 64 << 20 // 64mb
+	MinSchedulerMemoryLimit     = 64 << 10 // 64kb
 
 	DefaultStreamsFlush       = FlushBatch
 	DefaultFlushInterval      = time.Second
@@ -137,6 +141,10 @@ type SystemUsage struct {
 	// MaxTransactionSize caps the bytes of messages one open transaction may hold
 	// until its COMMIT (default 64mb; at least 1kb); past it the SEND gets an ERROR.
 	MaxTransactionSize int64
+	// SchedulerMemoryLimit caps the bytes of persistent scheduled messages held in
+	// memory, the soonest due; the others wait in the store (default 64mb; at least
+	// 64kb). Non-persistent scheduled messages count against MemoryUsage.
+	SchedulerMemoryLimit int64
 }
 
 // Streams is the streams section: the partitioned log behind destinations whose

@@ -23,6 +23,8 @@
 //	    uri: stomp://127.0.0.1:61613?maxFrameSize=10485760&maxConnections=1000
 //	systemUsage:                 # ActiveMQ's <systemUsage>
 //	  maxTransactionSize: 64mb   # bytes one open transaction may hold until COMMIT
+//	  schedulerMemoryLimit: 64mb # persistent scheduled messages held in memory, the
+//	                             # soonest; the others wait in the store; >= 64kb
 //	  memoryUsage: 1gb           # bytes of messages held in memory, broker-wide; >= 1mb
 //	  storeUsage: 100gb          # room the persistent store may use; >= 1mb. kahaDB and
 //	                             # kafkaLog count their files, bbolt the pages of its

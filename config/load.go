@@ -74,6 +74,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault(key("systemUsage", "storeUsage"), int64(DefaultStoreUsage))
 	v.SetDefault(key("systemUsage", "sendFailIfNoSpace"), DefaultSendFailIfNoSpace)
 	v.SetDefault(key("systemUsage", "sendFailIfNoSpaceAfterTimeout"), time.Duration(0))
+	v.SetDefault(key("systemUsage", "schedulerMemoryLimit"), int64(DefaultSchedulerMemoryLimit))
 	v.SetDefault(key("streams", "flush"), DefaultStreamsFlush)
 	v.SetDefault(key("streams", "flushInterval"), DefaultFlushInterval)
 	v.SetDefault(key("streams", "segmentBytes"), int64(DefaultSegmentBytes))

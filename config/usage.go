@@ -9,6 +9,7 @@ type systemUsageSection struct {
 	SendFailIfNoSpace             bool          `mapstructure:"sendFailIfNoSpace"`
 	SendFailIfNoSpaceAfterTimeout time.Duration `mapstructure:"sendFailIfNoSpaceAfterTimeout"`
 	MaxTransactionSize            byteSize      `mapstructure:"maxTransactionSize"`
+	SchedulerMemoryLimit          byteSize      `mapstructure:"schedulerMemoryLimit"`
 }
 
 // buildSystemUsage validates the systemUsage section (defaults are viper's).
@@ -26,11 +27,15 @@ func (c *checker) buildSystemUsage(s systemUsageSection) (SystemUsage, *Error) {
 	if err := c.nonNegative(joinKey(path, "sendFailIfNoSpaceAfterTimeout"), s.SendFailIfNoSpaceAfterTimeout, "no waiting"); err != nil {
 		return SystemUsage{}, err
 	}
+	if err := c.sizeAtLeast(joinKey(path, "schedulerMemoryLimit"), int64(s.SchedulerMemoryLimit), MinSchedulerMemoryLimit); err != nil {
+		return SystemUsage{}, err
+	}
 	return SystemUsage{
 		MemoryUsage:                   int64(s.MemoryUsage),
 		StoreUsage:                    int64(s.StoreUsage),
 		SendFailIfNoSpace:             s.SendFailIfNoSpace,
 		SendFailIfNoSpaceAfterTimeout: s.SendFailIfNoSpaceAfterTimeout,
 		MaxTransactionSize:            int64(s.MaxTransactionSize),
+		SchedulerMemoryLimit:          int64(s.SchedulerMemoryLimit),
 	}, nil
 }

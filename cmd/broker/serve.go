@@ -151,10 +151,11 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 			Name:    cfg.VirtualTopics.Name,
 			Prefix:  cfg.VirtualTopics.Prefix,
 		},
-		Scheduler:    cfg.Broker.SchedulerSupport,
-		DurableSweep: cfg.Broker.OfflineDurableSubscriberTaskSchedule,
-		LinkStealing: cfg.Broker.AllowLinkStealing,
-		Streams:      streams,
+		Scheduler:            cfg.Broker.SchedulerSupport,
+		SchedulerMemoryLimit: cfg.SystemUsage.SchedulerMemoryLimit,
+		DurableSweep:         cfg.Broker.OfflineDurableSubscriberTaskSchedule,
+		LinkStealing:         cfg.Broker.AllowLinkStealing,
+		Streams:              streams,
 	})
 	if err != nil {
 		_ = store.Close()
