@@ -77,6 +77,9 @@ type Options struct {
 	StoreUsage int64
 	// MaxTransactionSize bounds the bytes one open transaction holds until COMMIT.
 	MaxTransactionSize int64
+	// MaxTransactionsPerConnection bounds the transactions one connection may have open
+	// at once; default DefaultMaxTransactionsPerConnection.
+	MaxTransactionsPerConnection int
 	// NoSpaceWait is how long a SEND that finds no room under MemoryUsage, a queue's
 	// memory limit or StoreUsage is held before it is refused: 0 (default) not at all,
 	// negative until there is room (producer flow control; see flowcontrol.go).
@@ -96,6 +99,9 @@ type Options struct {
 	// stream topics.
 	Streams *kafkalog.Log
 }
+
+// DefaultMaxTransactionsPerConnection is Options.MaxTransactionsPerConnection's default.
+const DefaultMaxTransactionsPerConnection = 64
 
 // Default memory limits: ActiveMQ's per-destination 64 MiB, and 1 GiB overall.
 const (
@@ -130,6 +136,7 @@ type Broker struct {
 	noSpaceWait       time.Duration
 	space             spaceSignal // wakes SENDs held for room
 	maxTxBytes        int64
+	maxTxs            int
 	sched             *scheduler
 	stopSweeper       context.CancelFunc
 	mem               usage
@@ -200,6 +207,10 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	b.maxTxBytes = o.MaxTransactionSize
 	if b.maxTxBytes <= 0 {
 		b.maxTxBytes = 64 << 20
+	}
+	b.maxTxs = o.MaxTransactionsPerConnection
+	if b.maxTxs <= 0 {
+		b.maxTxs = DefaultMaxTransactionsPerConnection
 	}
 	if o.Scheduler {
 		b.sched = newScheduler(b, o.SchedulerMemoryLimit)

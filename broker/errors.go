@@ -44,6 +44,9 @@ var (
 	ErrClientIDInUse = errors.New("broker: client-id already connected")
 	// ErrStore: the store failed to make a message or acknowledgement durable.
 	ErrStore = errors.New("broker: store write failed")
+	// ErrTooManyTransactions: BEGIN on a connection that has as many transactions open
+	// as Options.MaxTransactionsPerConnection allows.
+	ErrTooManyTransactions = errors.New("broker: too many open transactions")
 	// ErrInvalidStreamOffset: SUBSCRIBE to a stream with an x-stream-offset header that
 	// is none of the accepted forms.
 	ErrInvalidStreamOffset = errors.New("broker: invalid x-stream-offset")

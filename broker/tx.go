@@ -34,6 +34,10 @@ func (c *Conn) Begin(tx string) error {
 	if c.txs[tx] != nil {
 		return errorf(ErrDuplicateTransaction, "Transaction %s is already started", tx)
 	}
+	if len(c.txs) >= c.b.maxTxs {
+		return errorf(ErrTooManyTransactions, "BEGIN %s refused: this connection has %d transactions open, the most allowed (systemUsage maxTransactionsPerConnection); COMMIT or ABORT one first",
+			tx, len(c.txs))
+	}
 	c.txs[tx] = &txState{}
 	return nil
 }

@@ -38,6 +38,12 @@ const (
 	DefaultSendFailIfNoSpace  = true      // ActiveMQ: false (the producer blocks); see SystemUsage
 	// MinUsageLimit is the smallest systemUsage.memoryUsage or storeUsage accepted.
 	MinUsageLimit = 1 << 20 // 1mb
+	// DefaultMaxTransactionsPerConnection bounds the transactions one connection may
+	// have open at once.
+	DefaultMaxTransactionsPerConnection = 64
+	// DefaultMaxDestinations bounds the destinations clients may create (ActiveMQ has
+	// no limit by default).
+	DefaultMaxDestinations = 10000
 	// DefaultSchedulerMemoryLimit bounds the persistent scheduled messages held in
 	// memory; MinSchedulerMemoryLimit is the smallest limit accepted.
 	DefaultSchedulerMemoryLimit = 64 << 20 // 64mb
@@ -141,6 +147,14 @@ type SystemUsage struct {
 	// MaxTransactionSize caps the bytes of messages one open transaction may hold
 	// until its COMMIT (default 64mb; at least 1kb); past it the SEND gets an ERROR.
 	MaxTransactionSize int64
+	// MaxTransactionsPerConnection caps the transactions one connection may have
+	// open at once (default 64; at least 1); a BEGIN past it gets an ERROR.
+	MaxTransactionsPerConnection int
+	// MaxDestinations caps the queues and topics (temporary ones included) that
+	// clients' SENDs and SUBSCRIBEs may create (default 10000; at least 1); past it
+	// the frame gets an ERROR. Destinations the broker makes itself (dead-letter
+	// queues) and those recovered from the store are never refused, but count.
+	MaxDestinations int
 	// SchedulerMemoryLimit caps the bytes of persistent scheduled messages held in
 	// memory, the soonest due; the others wait in the store (default 64mb; at least
 	// 64kb). Non-persistent scheduled messages count against MemoryUsage.

@@ -23,6 +23,11 @@
 //	    uri: stomp://127.0.0.1:61613?maxFrameSize=10485760&maxConnections=1000
 //	systemUsage:                 # ActiveMQ's <systemUsage>
 //	  maxTransactionSize: 64mb   # bytes one open transaction may hold until COMMIT
+//	  maxTransactionsPerConnection: 64   # transactions one connection may have open
+//	                             # at once; a BEGIN past it gets an ERROR; >= 1
+//	  maxDestinations: 10000     # queues and topics (temporary ones too) clients may
+//	                             # create; a SEND or SUBSCRIBE past it gets an ERROR
+//	                             # (dead-letter queues are still made); >= 1
 //	  schedulerMemoryLimit: 64mb # persistent scheduled messages held in memory, the
 //	                             # soonest; the others wait in the store; >= 64kb
 //	  memoryUsage: 1gb           # bytes of messages held in memory, broker-wide; >= 1mb

@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // systemUsageSection is systemUsage as written.
 type systemUsageSection struct {
@@ -9,6 +12,8 @@ type systemUsageSection struct {
 	SendFailIfNoSpace             bool          `mapstructure:"sendFailIfNoSpace"`
 	SendFailIfNoSpaceAfterTimeout time.Duration `mapstructure:"sendFailIfNoSpaceAfterTimeout"`
 	MaxTransactionSize            byteSize      `mapstructure:"maxTransactionSize"`
+	MaxTransactionsPerConnection  int64         `mapstructure:"maxTransactionsPerConnection"`
+	MaxDestinations               int64         `mapstructure:"maxDestinations"`
 	SchedulerMemoryLimit          byteSize      `mapstructure:"schedulerMemoryLimit"`
 }
 
@@ -27,6 +32,12 @@ func (c *checker) buildSystemUsage(s systemUsageSection) (SystemUsage, *Error) {
 	if err := c.nonNegative(joinKey(path, "sendFailIfNoSpaceAfterTimeout"), s.SendFailIfNoSpaceAfterTimeout, "no waiting"); err != nil {
 		return SystemUsage{}, err
 	}
+	if err := c.intRange(joinKey(path, "maxTransactionsPerConnection"), s.MaxTransactionsPerConnection, 1, math.MaxInt32, ""); err != nil {
+		return SystemUsage{}, err
+	}
+	if err := c.intRange(joinKey(path, "maxDestinations"), s.MaxDestinations, 1, math.MaxInt32, ""); err != nil {
+		return SystemUsage{}, err
+	}
 	if err := c.sizeAtLeast(joinKey(path, "schedulerMemoryLimit"), int64(s.SchedulerMemoryLimit), MinSchedulerMemoryLimit); err != nil {
 		return SystemUsage{}, err
 	}
@@ -36,6 +47,8 @@ func (c *checker) buildSystemUsage(s systemUsageSection) (SystemUsage, *Error) {
 		SendFailIfNoSpace:             s.SendFailIfNoSpace,
 		SendFailIfNoSpaceAfterTimeout: s.SendFailIfNoSpaceAfterTimeout,
 		MaxTransactionSize:            int64(s.MaxTransactionSize),
+		MaxTransactionsPerConnection:  int(s.MaxTransactionsPerConnection),
+		MaxDestinations:               int(s.MaxDestinations),
 		SchedulerMemoryLimit:          int64(s.SchedulerMemoryLimit),
 	}, nil
 }

@@ -103,3 +103,20 @@ func TestTransactionSizeLimit(t *testing.T) {
 		require.Equal(t, "MESSAGE", rc.read().Command)
 	}
 }
+
+// TestMaxTransactionsPerConnection: a connection may have at most
+// systemUsage.maxTransactionsPerConnection transactions open; a BEGIN past it gets an
+// ERROR (the connection stays open), and once one ends another may begin.
+func TestMaxTransactionsPerConnection(t *testing.T) {
+	b := startBroker(t, brokerConfig{Extra: "systemUsage: {maxTransactionsPerConnection: 2}\n"})
+	c := jmsDial(t, b.Addr)
+	c.do("BEGIN", "transaction", "a")
+	c.do("BEGIN", "transaction", "b")
+	e := c.refused("BEGIN", "transaction", "c")
+	assert.Contains(t, e.Header.Get("message"), "maxTransactionsPerConnection")
+	c.do("COMMIT", "transaction", "a")
+	c.do("BEGIN", "transaction", "c")
+	// Another connection has its own count.
+	c2 := jmsDial(t, b.Addr)
+	c2.do("BEGIN", "transaction", "a")
+}

@@ -137,15 +137,16 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 		return streams.Close()
 	}
 	b, err := broker.New(ctx, broker.Options{
-		Name:               cfg.Broker.BrokerName,
-		Store:              store,
-		Logger:             log,
-		MemoryUsage:        cfg.SystemUsage.MemoryUsage,
-		StoreUsage:         cfg.SystemUsage.StoreUsage,
-		MaxTransactionSize: cfg.SystemUsage.MaxTransactionSize,
-		NoSpaceWait:        noSpaceWait(cfg.SystemUsage),
-		Policies:           policies(cfg.DestinationPolicy),
-		ExpirySweep:        expirySweep(cfg.DestinationPolicy),
+		Name:                         cfg.Broker.BrokerName,
+		Store:                        store,
+		Logger:                       log,
+		MemoryUsage:                  cfg.SystemUsage.MemoryUsage,
+		StoreUsage:                   cfg.SystemUsage.StoreUsage,
+		MaxTransactionSize:           cfg.SystemUsage.MaxTransactionSize,
+		MaxTransactionsPerConnection: cfg.SystemUsage.MaxTransactionsPerConnection,
+		NoSpaceWait:                  noSpaceWait(cfg.SystemUsage),
+		Policies:                     policies(cfg.DestinationPolicy),
+		ExpirySweep:                  expirySweep(cfg.DestinationPolicy),
 		VirtualTopics: broker.VirtualTopics{
 			Enabled: cfg.VirtualTopics.Enabled,
 			Name:    cfg.VirtualTopics.Name,
