@@ -80,6 +80,12 @@ type Options struct {
 	// MaxTransactionsPerConnection bounds the transactions one connection may have open
 	// at once; default DefaultMaxTransactionsPerConnection.
 	MaxTransactionsPerConnection int
+	// MaxDestinations bounds the queues and topics clients' SENDs and SUBSCRIBEs may
+	// create; default DefaultMaxDestinations. See gc.go.
+	MaxDestinations int
+	// DestinationGCPeriod is how often destinations are checked against their policy's
+	// GCInactive and InactiveTimeout: 0 for DefaultDestinationGCPeriod, negative never.
+	DestinationGCPeriod time.Duration
 	// NoSpaceWait is how long a SEND that finds no room under MemoryUsage, a queue's
 	// memory limit or StoreUsage is held before it is refused: 0 (default) not at all,
 	// negative until there is room (producer flow control; see flowcontrol.go).
@@ -137,6 +143,9 @@ type Broker struct {
 	space             spaceSignal // wakes SENDs held for room
 	maxTxBytes        int64
 	maxTxs            int
+	maxDests          int
+	destsLogged       time.Time // the last "destination limit reached" line; under mu
+	seqFloor          atomic.Uint64
 	sched             *scheduler
 	stopSweeper       context.CancelFunc
 	mem               usage
@@ -161,6 +170,7 @@ type Broker struct {
 	msgSeq       atomic.Uint64
 	connSeq      atomic.Uint64
 	expirySweeps atomic.Int64 // passes of the expiry sweeper, for tests
+	gcSweeps     atomic.Int64 // passes of the destination collector, for tests
 }
 
 // New recovers the store's destinations and returns a running broker.
@@ -212,11 +222,19 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	if b.maxTxs <= 0 {
 		b.maxTxs = DefaultMaxTransactionsPerConnection
 	}
+	b.maxDests = o.MaxDestinations
+	if b.maxDests <= 0 {
+		b.maxDests = DefaultMaxDestinations
+	}
 	if o.Scheduler {
 		b.sched = newScheduler(b, o.SchedulerMemoryLimit)
 	}
 	if err := b.recover(ctx); err != nil {
 		return nil, err
+	}
+	if n := len(b.queues) + len(b.topics); n > b.maxDests {
+		b.log.Warn("more destinations recovered than maxDestinations allows: clients cannot create more until some are removed",
+			slog.Int("destinations", n), slog.Int("maxDestinations", b.maxDests))
 	}
 	if b.sched != nil {
 		if err := b.sched.recover(ctx); err != nil {
@@ -245,6 +263,14 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	}
 	b.wg.Add(1)
 	go b.runDurableSweeper(sctx, o.DurableSweep)
+	if o.DestinationGCPeriod == 0 {
+		o.DestinationGCPeriod = DefaultDestinationGCPeriod
+	}
+	if o.DestinationGCPeriod > 0 {
+		b.wg.Add(1)
+		go b.runDestinationGC(sctx, o.DestinationGCPeriod)
+	}
+
 	if sz, ok := b.store.(persistence.Sizer); ok && b.storeUsage > 0 {
 		b.wg.Add(1)
 		go b.watchStoreUsage(sctx, sz)
@@ -348,6 +374,7 @@ func (b *Broker) queue(name string) *queue {
 	q := b.queues[name]
 	b.mu.RUnlock()
 	if q != nil {
+		q.gc.touch()
 		return q
 	}
 	b.mu.Lock()
@@ -360,16 +387,27 @@ func (b *Broker) topic(name string) *topic {
 	t := b.topics[name]
 	b.mu.RUnlock()
 	if t != nil {
+		t.gc.touch()
 		return t
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	t = b.topics[name]
+	return b.topicLocked(name)
+}
+
+// topicLocked returns the topic called name, creating it on first use. The caller holds
+// b.mu for writing.
+func (b *Broker) topicLocked(name string) *topic {
+	t := b.topics[name]
 	if t == nil {
 		t = newTopic(b, name)
+		t.seq.Store(b.seqFloor.Load())
 		// Decided once: temporary topics (made elsewhere) are never streams.
 		p := b.policyFor(destinations.Topic, name)
 		t.isStream, t.ttl = p.Stream, p.DefaultTimeToLive
+		if p.GCInactive {
+			t.gcTimeout = p.InactiveTimeout
+		}
 		for _, s := range b.wildSubs {
 			if destinations.Match(s.Dest.Name, name) {
 				t.subs = append(t.subs, s)

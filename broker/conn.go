@@ -222,6 +222,9 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if err != nil {
 		return err
 	}
+	if err := c.b.admitDestinations(dests); err != nil {
+		return err
+	}
 	if err := c.rewriteReplyTo(m.Headers); err != nil {
 		return err
 	}
@@ -359,8 +362,7 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *
 			t.publish(msg, from)
 			continue
 		}
-		q := b.queue(d.Name)
-		e, err := q.accept(msg, !msg.Persistent)
+		q, e, err := b.acceptQueue(d.Name, msg, !msg.Persistent)
 		if err != nil {
 			// Other parts of a composite send go ahead; the producer hears of this one.
 			refused = b.memoryFull(q, err)

@@ -57,10 +57,9 @@ func (b *Broker) retire(q *queue, es []*destinations.Entry, reason string, toDLQ
 		}
 		var entries []queuedEntry
 		if len(copies) > 0 {
-			dq := b.queue(dlqName)
 			for _, c := range copies {
 				c.Persistent = true // a dead-letter copy is kept, also of a non-persistent message
-				e, _ := dq.accept(c, false)
+				dq, e, _ := b.acceptQueue(dlqName, c, false)
 				entries = append(entries, queuedEntry{dq, e, c.Seq})
 				batch.Add(c)
 			}

@@ -47,6 +47,9 @@ var (
 	// ErrTooManyTransactions: BEGIN on a connection that has as many transactions open
 	// as Options.MaxTransactionsPerConnection allows.
 	ErrTooManyTransactions = errors.New("broker: too many open transactions")
+	// ErrTooManyDestinations: a SEND or SUBSCRIBE would create a destination past
+	// Options.MaxDestinations.
+	ErrTooManyDestinations = errors.New("broker: too many destinations")
 	// ErrInvalidStreamOffset: SUBSCRIBE to a stream with an x-stream-offset header that
 	// is none of the accepted forms.
 	ErrInvalidStreamOffset = errors.New("broker: invalid x-stream-offset")

@@ -349,3 +349,117 @@ func TestUndeliverableScheduledJobDeleted(t *testing.T) {
 	assert.Equal(t, "/queue/good", string(c.recv().Msg.Body))
 	eventually(t, func() bool { n, _ := store.Stats(schedulerDest); return n == 0 })
 }
+
+// sendErr sends on c's owner goroutine and returns Send's own error.
+func (c *client) sendErr(dest string, m *persistence.Message) error {
+	c.t.Helper()
+	ns, err := destinations.Parse(dest)
+	require.NoError(c.t, err)
+	var serr error
+	c.do(func() { serr = c.conn.Send(context.Background(), ns, m, "", func(error) {}) })
+	return serr
+}
+
+// subscribeTo subscribes on c's owner goroutine and returns Subscribe's error.
+func (c *client) subscribeTo(id, dest string) error {
+	c.t.Helper()
+	n, err := destinations.ParseOne(dest)
+	require.NoError(c.t, err)
+	return c.subscribeErr(SubscribeRequest{ID: id, Dest: n})
+}
+
+// TestMaxDestinations: clients may create at most MaxDestinations queues and topics
+// (temporary ones too); a SEND or SUBSCRIBE that would create one more gets an error
+// and creates nothing, existing destinations stay usable, and the broker's own
+// dead-letter queue is still made.
+func TestMaxDestinations(t *testing.T) {
+	log, lines := bufferLogger()
+	b := newLimitsBroker(t, Options{MaxDestinations: 3, Logger: log}, nil)
+	c := newClient(t, b, "")
+	c.send("/queue/a", "x", true)
+	c.subscribe("t", "/topic/b", AckAuto, 0)
+	c.subscribe("q", "/queue/a", AckClientIndividual, 0)
+	// Two more would be one too many: neither is made.
+	require.ErrorIs(t, c.sendErr("/queue/c,/queue/d", msg("x")), ErrTooManyDestinations)
+	c.send("/topic/c", "x", false) // the third
+	for _, err := range []error{
+		c.sendErr("/queue/d", msg("x")),
+		c.subscribeTo("c", "/queue/d"),
+		c.subscribeTo("d", "/topic/d"),
+		c.sendErr("/temp-queue/replies", msg("x")),
+	} {
+		require.ErrorIs(t, err, ErrTooManyDestinations)
+		assert.Contains(t, err.Error(), "maxDestinations 3")
+	}
+	assert.Len(t, b.Stats(), 3)
+	assert.Contains(t, lines.String(), "destination limit reached")
+
+	// Existing destinations work; a NACKed message still reaches the dead-letter queue.
+	c.send("/queue/a", "y", true)
+	d := c.recv()
+	c.do(func() {
+		require.NoError(t, c.conn.Nack(context.Background(), AckRef{Tag: d.Tag, HasTag: true}, "", func(error) {}))
+	})
+	eventually(t, func() bool { st, ok := b.QueueStats(DLQName); return ok && st.Pending == 1 })
+}
+
+// TestGCInactiveDestinations: a destination whose policy has GCInactive is removed once
+// it has had no messages, subscribers or sends for its InactiveTimeout; one in use, or
+// whose policy does not collect it, stays. A removed destination is made again on
+// its next use, with sequence numbers above its old ones.
+func TestGCInactiveDestinations(t *testing.T) {
+	log, lines := bufferLogger()
+	b := newLimitsBroker(t, Options{DestinationGCPeriod: 5 * time.Millisecond, Logger: log, MaxDestinations: 7},
+		func(_ destinations.Kind, name string, p *Policy) {
+			if strings.HasPrefix(name, "gc.") {
+				p.GCInactive, p.InactiveTimeout = true, 30*time.Millisecond
+			}
+		})
+	c := newClient(t, b, "")
+	c.subscribe("q", "/queue/gc.q", AckAuto, 0)
+	c.send("/queue/gc.q", "x", true)
+	first := c.recv()
+	// A topic with an offline durable subscription keeps it.
+	dc := newClient(t, b, "app")
+	n, err := destinations.ParseOne("/topic/gc.durable")
+	require.NoError(t, err)
+	require.NoError(t, dc.subscribeErr(SubscribeRequest{ID: "d", Dest: n, DurableName: "keep"}))
+	dc.close()
+	c.subscribe("t", "/topic/gc.t", AckAuto, 0)
+	c.do(func() {
+		require.NoError(t, c.conn.Unsubscribe(context.Background(), "q", ""))
+		require.NoError(t, c.conn.Unsubscribe(context.Background(), "t", ""))
+	})
+	c.send("/queue/gc.busy", "waiting", true)          // has a message
+	c.subscribe("c", "/queue/gc.consumed", AckAuto, 0) // has a consumer
+	c.send("/queue/keep", "x", false)                  // not collected by its policy
+	c.subscribe("k", "/queue/keep", AckAuto, 0)
+	c.recv()
+	c.do(func() { require.NoError(t, c.conn.Unsubscribe(context.Background(), "k", "")) })
+
+	has := func(name string) bool {
+		for _, st := range b.Stats() {
+			if st.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	eventually(t, func() bool { return !has("/queue/gc.q") && !has("/topic/gc.t") })
+	start := b.gcSweeps.Load()
+	eventually(t, func() bool { return b.gcSweeps.Load() >= start+10 })
+	for _, name := range []string{"/queue/gc.busy", "/queue/gc.consumed", "/queue/keep", "/topic/gc.durable"} {
+		assert.True(t, has(name), "%s was removed", name)
+	}
+	assert.Contains(t, lines.String(), "inactive destinations removed")
+
+	// Made again on its next use; its sequence numbers continue above the old ones.
+	c.subscribe("q2", "/queue/gc.q", AckAuto, 0)
+	c.send("/queue/gc.q", "again", true)
+	again := c.recv()
+	assert.Equal(t, "again", string(again.Msg.Body))
+	assert.Greater(t, again.Msg.Seq, first.Msg.Seq)
+	// The removed ones no longer count against MaxDestinations (7).
+	c.send("/queue/gc.new1", "x", false)
+	c.send("/queue/gc.new2", "x", false)
+}

@@ -90,6 +90,10 @@ type Policy struct {
 	Redelivery           RedeliveryPolicy
 	DeadLetter           DeadLetterStrategy
 	AllExclusive         bool
+	// GCInactive removes the destination after InactiveTimeout without messages,
+	// subscribers or sends (gcInactiveDestinations; see gc.go).
+	GCInactive      bool
+	InactiveTimeout time.Duration
 
 	// Durable subscriptions (topics).
 	MaxPendingMessages int64
@@ -126,6 +130,7 @@ func DefaultPolicy(topic bool) Policy {
 			TopicPrefix:    "ActiveMQ.DLQ.Topic.",
 			ProcessExpired: true,
 		},
+		InactiveTimeout: 60 * time.Second,
 	}
 	if topic {
 		p.Prefetch = DefaultTopicPrefetch

@@ -70,6 +70,7 @@ type queue struct {
 	pagingLogged time.Time
 
 	lastSwept time.Time // of the expiry sweeper (sweepExpired), which alone uses it
+	gc        gcState   // see gc.go
 }
 
 // pageBatch is the most messages one page-in reads.
@@ -102,7 +103,7 @@ func newQueueWith(b *Broker, name string, p Policy) *queue {
 		stomp:    n.String(),
 		policy:   p,
 		pending:  destinations.NewPending(p.Prioritized),
-		nextSeq:  1,
+		nextSeq:  max(1, b.seqFloor.Load()),
 		memLimit: memoryLimitOf(p),
 		inflight: map[uint64]struct{}{},
 		groups:   map[string]*Subscription{},
@@ -128,6 +129,10 @@ func (q *queue) accept(m *persistence.Message, ready bool) (*destinations.Entry,
 	size := int64(m.Size())
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.gc.removed.Load() {
+		return nil, errDestinationRemoved
+	}
+	q.gc.touch()
 	over := q.memBytes+size > q.memLimit || !q.b.mem.fits(size)
 	if over && !m.Persistent {
 		return nil, errMemoryFull
@@ -510,11 +515,29 @@ func (q *queue) pickLocked() *Subscription {
 	return nil
 }
 
-func (q *queue) addConsumer(s *Subscription) {
+// addConsumer adds s to the queue's consumers; false if the collector removed the queue
+// (the caller looks it up again).
+func (q *queue) addConsumer(s *Subscription) bool {
 	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.gc.removed.Load() {
+		return false
+	}
 	q.consumers = append(q.consumers, s)
 	q.dispatchLocked()
-	q.mu.Unlock()
+	return true
+}
+
+// acceptQueue queues m on the queue called name (see queue.accept), looking the name up
+// again if the collector removed the queue meanwhile.
+func (b *Broker) acceptQueue(name string, m *persistence.Message, ready bool) (*queue, *destinations.Entry, error) {
+	for {
+		q := b.queue(name)
+		e, err := q.accept(m, ready)
+		if err != errDestinationRemoved {
+			return q, e, err
+		}
+	}
 }
 
 func (q *queue) removeConsumer(s *Subscription) {

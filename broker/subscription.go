@@ -116,6 +116,9 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	if err != nil {
 		return nil, err
 	}
+	if err := c.b.admitDestinations([]destinations.Name{dest}); err != nil {
+		return nil, err
+	}
 	policyKind := r.Dest.Kind // a temporary destination has its own kind's policy
 	r.Dest = dest
 	prefetch := r.Prefetch
@@ -148,13 +151,20 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	case r.Dest.Kind == destinations.Queue && r.Dest.IsWildcard():
 		c.b.addWildcardQueue(s)
 	case r.Dest.Kind == destinations.Queue:
-		s.q = c.b.queue(r.Dest.Name)
-		s.q.addConsumer(s)
+		// Looked up again if the collector removed it meanwhile (gc.go).
+		for s.q = c.b.queue(r.Dest.Name); !s.q.addConsumer(s); s.q = c.b.queue(r.Dest.Name) {
+		}
 	case r.Dest.IsWildcard():
 		c.b.addWildcard(s)
 	default:
-		s.t = c.b.topic(r.Dest.Name)
-		s.t.add(s)
+		for {
+			s.t = c.b.topic(r.Dest.Name)
+			s.t.add(s)
+			if !s.t.gc.removed.Load() {
+				break
+			}
+			s.t.remove(s)
+		}
 	}
 	return s, nil
 }

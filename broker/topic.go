@@ -37,6 +37,9 @@ type topic struct {
 	st       atomic.Pointer[stream]
 
 	ttl time.Duration // the policy's defaultTimeToLive, for messages sent without expires
+
+	gc        gcState       // see gc.go
+	gcTimeout time.Duration // the policy's inactiveTimeoutBeforeGC if it collects the topic; 0: never
 }
 
 func newTopic(b *Broker, name string) *topic {

@@ -110,8 +110,7 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 				topicSends = append(topicSends, topicSend{t, msg})
 				continue
 			}
-			q := c.b.queue(d.Name)
-			e, err := q.accept(msg, false)
+			q, e, err := c.b.acceptQueue(d.Name, msg, false)
 			if err != nil {
 				fail(err) // the whole transaction fails
 				return c.b.memoryFull(q, err)

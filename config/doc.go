@@ -146,6 +146,9 @@
 //	      processNonPersistent: false  # non-persistent ones are dropped instead
 //	      discard: false               # ActiveMQ's <discarding/>: drop, never dead-letter
 //	    allConsumersExclusiveByDefault: false
+//	    gcInactiveDestinations: false  # remove the destination once it has had no
+//	                                   # messages, subscribers or sends for
+//	    inactiveTimeoutBeforeGC: 60s   # this long (> 0); never temporary ones or streams
 //	    durableTopicPrefetch: 100      # 0 means the default
 //	    maxPendingMessages: 0          # per offline durable subscription; 0: unlimited
 //	    maxPendingBytes: 0             # a size; 0: unlimited

@@ -27,9 +27,12 @@ const (
 	DefaultPrioritizedMessages  = true
 	DefaultExpireMessagesPeriod = 30 * time.Second
 	DefaultNackPolicy           = NackDLQ
-	DefaultPartitions           = 1 // of a stream
-	DefaultRetention            = 168 * time.Hour
-	MaxPartitions               = 1024
+	// DefaultInactiveTimeoutBeforeGC is how long a destination must be inactive
+	// before gcInactiveDestinations removes it (ActiveMQ's 60000 ms).
+	DefaultInactiveTimeoutBeforeGC = 60 * time.Second
+	DefaultPartitions              = 1 // of a stream
+	DefaultRetention               = 168 * time.Hour
+	MaxPartitions                  = 1024
 )
 
 // PolicyEntry is one element of destinationPolicy, ActiveMQ's <policyEntry>,
@@ -72,6 +75,14 @@ type PolicyEntry struct {
 	// AllConsumersExclusiveByDefault makes every subscription of a queue
 	// exclusive, as the activemq.exclusive header does for one (default false).
 	AllConsumersExclusiveByDefault bool
+	// GCInactiveDestinations removes a destination once it has had no messages,
+	// no subscribers and nothing sent to it for InactiveTimeoutBeforeGC (default
+	// false, as in ActiveMQ). Temporary destinations and streams are never removed
+	// this way.
+	GCInactiveDestinations bool
+	// InactiveTimeoutBeforeGC is how long a destination must be inactive before
+	// GCInactiveDestinations removes it (default 60s; more than 0).
+	InactiveTimeoutBeforeGC time.Duration
 
 	// Durable topic subscriptions:
 
@@ -131,6 +142,8 @@ func DefaultPolicy(topic bool) PolicyEntry {
 		Redelivery:           defaultRedeliveryPolicy(),
 		DeadLetter:           defaultDeadLetterStrategy(),
 		DurableTopicPrefetch: DefaultDurableTopicPrefetch,
+
+		InactiveTimeoutBeforeGC: DefaultInactiveTimeoutBeforeGC,
 	}
 	if topic {
 		p.Queue, p.Topic = "", ">"
@@ -154,6 +167,8 @@ type policyEntry struct {
 	RedeliveryPolicy                RedeliveryPolicy  `mapstructure:"redeliveryPolicy"`
 	DeadLetterStrategy              deadLetterSection `mapstructure:"deadLetterStrategy"`
 	AllConsumersExclusiveByDefault  bool              `mapstructure:"allConsumersExclusiveByDefault"`
+	GCInactiveDestinations          bool              `mapstructure:"gcInactiveDestinations"`
+	InactiveTimeoutBeforeGC         time.Duration     `mapstructure:"inactiveTimeoutBeforeGC"`
 	DurableTopicPrefetch            int               `mapstructure:"durableTopicPrefetch"`
 	MaxPendingMessages              int64             `mapstructure:"maxPendingMessages"`
 	MaxPendingBytes                 byteSize          `mapstructure:"maxPendingBytes"`
@@ -276,6 +291,13 @@ func (c *checker) buildPolicy(at string, e policyEntry, set map[string]bool) (Po
 		return PolicyEntry{}, err
 	}
 	take(set, "allConsumersExclusiveByDefault", &p.AllConsumersExclusiveByDefault, e.AllConsumersExclusiveByDefault)
+	take(set, "gcInactiveDestinations", &p.GCInactiveDestinations, e.GCInactiveDestinations)
+	if set["inactiveTimeoutBeforeGC"] {
+		if err := c.positive(key("inactiveTimeoutBeforeGC"), e.InactiveTimeoutBeforeGC); err != nil {
+			return PolicyEntry{}, err
+		}
+		p.InactiveTimeoutBeforeGC = e.InactiveTimeoutBeforeGC
+	}
 
 	if err := c.intRange(key("durableTopicPrefetch"), int64(e.DurableTopicPrefetch), 0, math.MaxInt32, prefetchNote); err != nil {
 		return PolicyEntry{}, err

@@ -34,6 +34,8 @@ func TestDefaultPolicy(t *testing.T) {
 			QueuePrefix: "ActiveMQ.DLQ.Queue.", TopicPrefix: "ActiveMQ.DLQ.Topic.", ProcessExpired: true,
 		},
 		DurableTopicPrefetch: 100,
+
+		InactiveTimeoutBeforeGC: time.Minute,
 	}, q)
 	assert.False(t, q.IsTopic())
 	assert.False(t, q.IsStream())
@@ -118,6 +120,8 @@ func TestPolicyExample(t *testing.T) {
 			ProcessExpired: false, ProcessNonPersistent: true, Discard: false,
 		},
 		AllConsumersExclusiveByDefault:  true,
+		GCInactiveDestinations:          true,
+		InactiveTimeoutBeforeGC:         5 * time.Minute,
 		DurableTopicPrefetch:            10,
 		MaxPendingMessages:              1000,
 		MaxPendingBytes:                 10 << 20,
@@ -129,7 +133,7 @@ func TestPolicyExample(t *testing.T) {
 			"redeliveryPolicy.backOffMultiplier", "redeliveryPolicy.maximumRedeliveryDelay",
 			"deadLetterStrategy.individual", "deadLetterStrategy.queuePrefix", "deadLetterStrategy.topicPrefix",
 			"deadLetterStrategy.processExpired", "deadLetterStrategy.processNonPersistent", "deadLetterStrategy.discard",
-			"allConsumersExclusiveByDefault", "durableTopicPrefetch", "maxPendingMessages", "maxPendingBytes",
+			"allConsumersExclusiveByDefault", "gcInactiveDestinations", "inactiveTimeoutBeforeGC", "durableTopicPrefetch", "maxPendingMessages", "maxPendingBytes",
 			"offlineDurableSubscriberTimeout"),
 	}, c.DestinationPolicy[0])
 
@@ -363,6 +367,8 @@ func TestPolicyErrors(t *testing.T) {
 
 		// values
 		{"unknown nackPolicy", entry("{queue: B, nackPolicy: requeue}"), "destinationPolicy[1].nackPolicy", "unknown value", nackAllowed, "requeue"},
+		{"inactiveTimeoutBeforeGC 0", entry("{queue: B, inactiveTimeoutBeforeGC: 0}"), "destinationPolicy[1].inactiveTimeoutBeforeGC", "more than 0", "", "0"},
+		{"gcInactiveDestinations not a boolean", entry("{queue: B, gcInactiveDestinations: often}"), "destinationPolicy[1].gcInactiveDestinations", "not a boolean", "true, false", "often"},
 		{"negative prefetch", entry("{queue: B, prefetch: -1}"), "destinationPolicy[1].prefetch", "-1 is out of range", "0 for the default", "-1"},
 		{"negative durable prefetch", entry("{topic: B, durableTopicPrefetch: -5}"), "destinationPolicy[1].durableTopicPrefetch", "out of range", "from 0", "-5"},
 		{"prefetch not a number", entry("{queue: B, prefetch: many}"), "destinationPolicy[1].prefetch", "not an integer", "whole number", "many"},

@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,4 +120,61 @@ func TestMaxTransactionsPerConnection(t *testing.T) {
 	// Another connection has its own count.
 	c2 := jmsDial(t, b.Addr)
 	c2.do("BEGIN", "transaction", "a")
+}
+
+// TestMaxDestinations: clients may create at most systemUsage.maxDestinations queues
+// and topics; a SEND or SUBSCRIBE that would create one more gets an ERROR (with the
+// receipt-id), the connection stays open and existing destinations still work.
+func TestMaxDestinations(t *testing.T) {
+	b := startBroker(t, brokerConfig{Extra: "systemUsage: {maxDestinations: 2}\n"})
+	c := jmsDial(t, b.Addr)
+	c.send("/queue/a", "1")
+	c.send("/topic/b", "1")
+	f := frame.New("SEND", "destination", "/queue/c")
+	f.Body = []byte("refused")
+	e := c.exchange(f)
+	require.Equal(t, "ERROR", e.Command)
+	assert.Contains(t, e.Header.Get("message"), "maxDestinations 2")
+	e = c.refused("SUBSCRIBE", "id", "s", "destination", "/topic/x")
+	assert.Contains(t, e.Header.Get("message"), "maxDestinations")
+	e = c.refused("SUBSCRIBE", "id", "s", "destination", "/temp-queue/replies")
+	assert.Contains(t, e.Header.Get("message"), "maxDestinations")
+	sub := c.subscribe("/queue/a")
+	assert.Equal(t, "1", string(c.next(sub).Body))
+	eventually(t, 5*time.Second, "the log line", func() bool { return strings.Contains(b.Log(), "destination limit reached") })
+}
+
+// TestGCInactiveDestinations: with gcInactiveDestinations, a destination that has had no
+// messages, subscribers or sends for inactiveTimeoutBeforeGC is removed (with a log
+// line), which makes room under maxDestinations; one that still holds a message stays.
+func TestGCInactiveDestinations(t *testing.T) {
+	b := startBroker(t, brokerConfig{Extra: `systemUsage: {maxDestinations: 2}
+destinationPolicy:
+  - queue: ">"
+    gcInactiveDestinations: true
+    inactiveTimeoutBeforeGC: 300ms
+  - topic: ">"
+    gcInactiveDestinations: true
+    inactiveTimeoutBeforeGC: 300ms
+`})
+	c := jmsDial(t, b.Addr)
+	c.send("/queue/kept", "waiting", "persistent", "true")
+	sub := c.subscribe("/queue/used")
+	c.send("/queue/used", "x")
+	c.next(sub)
+	c.do("UNSUBSCRIBE", "id", sub)
+	e := c.refused("SUBSCRIBE", "id", "t", "destination", "/topic/full")
+	assert.Contains(t, e.Header.Get("message"), "maxDestinations")
+
+	eventually(t, 10*time.Second, "the inactive queue removed", func() bool {
+		return strings.Contains(b.Log(), "inactive destinations removed")
+	})
+	// /queue/used is gone, so a new destination fits; /queue/kept stayed with its message.
+	tsub := c.subscribe("/topic/new")
+	c.send("/topic/new", "hello")
+	assert.Equal(t, "hello", string(c.next(tsub).Body))
+	e = c.refused("SUBSCRIBE", "id", "t2", "destination", "/topic/another")
+	assert.Contains(t, e.Header.Get("message"), "maxDestinations")
+	kept := c.subscribe("/queue/kept")
+	assert.Equal(t, "waiting", string(c.next(kept).Body))
 }

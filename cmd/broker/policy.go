@@ -57,6 +57,23 @@ func expirySweep(entries []config.PolicyEntry) time.Duration {
 	return d
 }
 
+// destinationGCPeriod is how often the broker looks for inactive destinations: never
+// when no entry has gcInactiveDestinations, otherwise every half of the shortest
+// inactiveTimeoutBeforeGC of those that do, at most every 10s.
+func destinationGCPeriod(entries []config.PolicyEntry) time.Duration {
+	d := time.Duration(-1)
+	for _, e := range entries {
+		if !e.GCInactiveDestinations {
+			continue
+		}
+		p := min(max(e.InactiveTimeoutBeforeGC/2, 10*time.Millisecond), broker.DefaultDestinationGCPeriod)
+		if d < 0 || p < d {
+			d = p
+		}
+	}
+	return d
+}
+
 func specificity(pattern string) int {
 	score := 0
 	for _, el := range strings.Split(pattern, ".") {
@@ -110,6 +127,8 @@ func toPolicy(e config.PolicyEntry) broker.Policy {
 		Discard:              d.Discard,
 	}
 	p.AllExclusive = e.AllConsumersExclusiveByDefault
+	p.GCInactive = e.GCInactiveDestinations
+	p.InactiveTimeout = e.InactiveTimeoutBeforeGC
 	p.MaxPendingMessages = e.MaxPendingMessages
 	p.MaxPendingBytes = e.MaxPendingBytes
 	p.OfflineTimeout = e.OfflineDurableSubscriberTimeout

@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -34,4 +35,21 @@ func TestTempPolicies(t *testing.T) {
 	pf = policies(parseConfig(t, "destinationPolicy:\n  - queue: \">\"\n    prefetch: 11\n").DestinationPolicy)
 	assert.Equal(t, broker.DefaultPolicy(false), pf(destinations.TempQueue, "ID:x:c1:a"))
 	assert.Equal(t, broker.DefaultPolicy(true), pf(destinations.TempTopic, "ID:x:c1:a"))
+}
+
+// TestDestinationGCPeriod: no collector without gcInactiveDestinations; with it, half the
+// shortest inactiveTimeoutBeforeGC of the entries that collect, at most 10s.
+func TestDestinationGCPeriod(t *testing.T) {
+	assert.Negative(t, destinationGCPeriod(nil))
+	cfg := parseConfig(t, `destinationPolicy:
+  - {queue: ">", inactiveTimeoutBeforeGC: 1s}
+  - {topic: ">", gcInactiveDestinations: true, inactiveTimeoutBeforeGC: 4s}
+  - {queue: "A.>", gcInactiveDestinations: true}
+`)
+	assert.Equal(t, 2*time.Second, destinationGCPeriod(cfg.DestinationPolicy))
+	cfg = parseConfig(t, "destinationPolicy:\n  - {queue: \">\", gcInactiveDestinations: true}\n")
+	assert.Equal(t, 10*time.Second, destinationGCPeriod(cfg.DestinationPolicy))
+	p := policies(cfg.DestinationPolicy)(destinations.Queue, "x")
+	assert.True(t, p.GCInactive)
+	assert.Equal(t, time.Minute, p.InactiveTimeout)
 }

@@ -144,6 +144,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 		StoreUsage:                   cfg.SystemUsage.StoreUsage,
 		MaxTransactionSize:           cfg.SystemUsage.MaxTransactionSize,
 		MaxTransactionsPerConnection: cfg.SystemUsage.MaxTransactionsPerConnection,
+		MaxDestinations:              cfg.SystemUsage.MaxDestinations,
+		DestinationGCPeriod:          destinationGCPeriod(cfg.DestinationPolicy),
 		NoSpaceWait:                  noSpaceWait(cfg.SystemUsage),
 		Policies:                     policies(cfg.DestinationPolicy),
 		ExpirySweep:                  expirySweep(cfg.DestinationPolicy),
