@@ -44,6 +44,9 @@ const DLQName = "ActiveMQ.DLQ"
 const (
 	DefaultQueuePrefetch = 1000
 	DefaultTopicPrefetch = 32767
+	// DefaultMaxPrefetch is the largest prefetch a subscription may ask for unless its
+	// policy says otherwise.
+	DefaultMaxPrefetch = 32767
 	// DefaultTopicPendingLimit bounds the messages kept for a slow non-durable topic
 	// subscriber beyond its prefetch; past it the oldest are dropped (ActiveMQ's
 	// constantPendingMessageLimitStrategy, which its shipped configuration sets).

@@ -50,6 +50,8 @@ var (
 	// ErrTooManyDestinations: a SEND or SUBSCRIBE would create a destination past
 	// Options.MaxDestinations.
 	ErrTooManyDestinations = errors.New("broker: too many destinations")
+	// ErrInvalidPrefetch: SUBSCRIBE asks for a prefetch over the policy's maximum.
+	ErrInvalidPrefetch = errors.New("broker: invalid prefetch")
 	// ErrInvalidStreamOffset: SUBSCRIBE to a stream with an x-stream-offset header that
 	// is none of the accepted forms.
 	ErrInvalidStreamOffset = errors.New("broker: invalid x-stream-offset")

@@ -81,6 +81,7 @@ func (s DeadLetterStrategy) queueName(dest destinations.Name) string {
 // Policy is the per-destination policy (ActiveMQ's policyEntry).
 type Policy struct {
 	Prefetch             int
+	MaxPrefetch          int // the largest prefetch a subscription may ask for
 	DurableTopicPrefetch int
 	MemoryLimit          int64
 	Prioritized          bool
@@ -114,6 +115,7 @@ type Policy struct {
 func DefaultPolicy(topic bool) Policy {
 	p := Policy{
 		Prefetch:             DefaultQueuePrefetch,
+		MaxPrefetch:          DefaultMaxPrefetch,
 		DurableTopicPrefetch: 100,
 		MemoryLimit:          DefaultDestinationMemoryLimit,
 		Prioritized:          true,

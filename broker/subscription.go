@@ -121,9 +121,13 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	}
 	policyKind := r.Dest.Kind // a temporary destination has its own kind's policy
 	r.Dest = dest
+	p := c.b.policyFor(policyKind, r.Dest.Name)
 	prefetch := r.Prefetch
+	if max := max(p.MaxPrefetch, 1); prefetch > max {
+		return nil, errorf(ErrInvalidPrefetch, "activemq.prefetchSize %d is over the most allowed on %s (destinationPolicy maxPrefetch %d)",
+			prefetch, r.Dest, max)
+	}
 	if prefetch <= 0 {
-		p := c.b.policyFor(policyKind, r.Dest.Name)
 		prefetch = p.Prefetch
 		if r.DurableName != "" {
 			prefetch = p.DurableTopicPrefetch

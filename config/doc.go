@@ -123,6 +123,10 @@
 //	destinationPolicy:
 //	  - queue: ">"
 //	    prefetch: 1000                 # topics: 32767; 0 means the default
+//	    maxPrefetch: 32767             # the largest activemq.prefetchSize a SUBSCRIBE may
+//	                                   # ask for (more gets an ERROR); a prefetch left at
+//	                                   # its default is lowered to it, a written one over
+//	                                   # it is an error
 //	    memoryLimit: 64mb              # within systemUsage.memoryUsage; 0: no limit of its own
 //	    prioritizedMessages: true      # ActiveMQ's default is false
 //	    defaultTimeToLive: 0           # for messages sent without expires, queues and

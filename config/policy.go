@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -21,7 +22,10 @@ const (
 	DefaultQueuePrefetch        = 1000
 	DefaultTopicPrefetch        = 32767
 	DefaultDurableTopicPrefetch = 100
-	DefaultMemoryLimit          = 64 << 20 // 64mb
+	// DefaultMaxPrefetch is the largest activemq.prefetchSize accepted: ActiveMQ's
+	// largest default prefetch (topics', Short.MAX_VALUE).
+	DefaultMaxPrefetch = 32767
+	DefaultMemoryLimit = 64 << 20 // 64mb
 	// DefaultPrioritizedMessages differs from ActiveMQ (false): STOMP clients set
 	// the priority header and expect it to matter.
 	DefaultPrioritizedMessages  = true
@@ -53,6 +57,10 @@ type PolicyEntry struct {
 	// (default 1000 for queues, 32767 for topics; 0 in the file means the
 	// default).
 	Prefetch int
+	// MaxPrefetch is the largest activemq.prefetchSize a SUBSCRIBE may ask for
+	// (default 32767); a larger one gets an ERROR. Prefetch and
+	// DurableTopicPrefetch may not exceed it.
+	MaxPrefetch int
 	// MemoryLimit caps the bytes of messages the destination holds in memory,
 	// within SystemUsage.MemoryUsage (default 64mb; 0: no limit of its own).
 	MemoryLimit int64
@@ -135,6 +143,7 @@ func DefaultPolicy(topic bool) PolicyEntry {
 	p := PolicyEntry{
 		Queue:                ">",
 		Prefetch:             DefaultQueuePrefetch,
+		MaxPrefetch:          DefaultMaxPrefetch,
 		MemoryLimit:          DefaultMemoryLimit,
 		PrioritizedMessages:  DefaultPrioritizedMessages,
 		ExpireMessagesPeriod: DefaultExpireMessagesPeriod,
@@ -159,6 +168,7 @@ type policyEntry struct {
 	TempQueue                       bool              `mapstructure:"tempQueue"`
 	TempTopic                       bool              `mapstructure:"tempTopic"`
 	Prefetch                        int               `mapstructure:"prefetch"`
+	MaxPrefetch                     int               `mapstructure:"maxPrefetch"`
 	MemoryLimit                     byteSize          `mapstructure:"memoryLimit"`
 	PrioritizedMessages             bool              `mapstructure:"prioritizedMessages"`
 	DefaultTimeToLive               time.Duration     `mapstructure:"defaultTimeToLive"`
@@ -304,6 +314,28 @@ func (c *checker) buildPolicy(at string, e policyEntry, set map[string]bool) (Po
 	}
 	if e.DurableTopicPrefetch != 0 {
 		p.DurableTopicPrefetch = e.DurableTopicPrefetch
+	}
+	if set["maxPrefetch"] {
+		if err := c.intRange(key("maxPrefetch"), int64(e.MaxPrefetch), 1, math.MaxInt32, ""); err != nil {
+			return PolicyEntry{}, err
+		}
+		p.MaxPrefetch = e.MaxPrefetch
+	}
+	// A default prefetch over maxPrefetch is lowered to it; a written one is an error.
+	for _, k := range []struct {
+		key     string
+		n       *int
+		written int // 0: the default
+	}{{"prefetch", &p.Prefetch, e.Prefetch}, {"durableTopicPrefetch", &p.DurableTopicPrefetch, e.DurableTopicPrefetch}} {
+		if *k.n <= p.MaxPrefetch {
+			continue
+		}
+		if k.written == 0 {
+			*k.n = p.MaxPrefetch
+			continue
+		}
+		return PolicyEntry{}, c.invalid(key(k.key), fmt.Sprintf("%d is over the entry's maxPrefetch %d", *k.n, p.MaxPrefetch),
+			fmt.Sprintf("at most maxPrefetch (%d); raise maxPrefetch for more", p.MaxPrefetch))
 	}
 	if err := c.intRange(key("maxPendingMessages"), e.MaxPendingMessages, 0, math.MaxInt64, "0 for unlimited"); err != nil {
 		return PolicyEntry{}, err

@@ -22,6 +22,7 @@ func TestDefaultPolicy(t *testing.T) {
 	assert.Equal(t, PolicyEntry{
 		Queue:                ">",
 		Prefetch:             1000,
+		MaxPrefetch:          32767,
 		MemoryLimit:          64 << 20,
 		PrioritizedMessages:  true,
 		ExpireMessagesPeriod: 30 * time.Second,
@@ -106,6 +107,7 @@ func TestPolicyExample(t *testing.T) {
 	assert.Equal(t, PolicyEntry{
 		Queue:                ">",
 		Prefetch:             500,
+		MaxPrefetch:          2000,
 		MemoryLimit:          32 << 20,
 		PrioritizedMessages:  false,
 		DefaultTimeToLive:    time.Hour,
@@ -126,7 +128,7 @@ func TestPolicyExample(t *testing.T) {
 		MaxPendingMessages:              1000,
 		MaxPendingBytes:                 10 << 20,
 		OfflineDurableSubscriberTimeout: 0, // -1: never
-		Set: keys("queue", "prefetch", "memoryLimit", "prioritizedMessages", "defaultTimeToLive",
+		Set: keys("queue", "prefetch", "maxPrefetch", "memoryLimit", "prioritizedMessages", "defaultTimeToLive",
 			"expireMessagesPeriod", "nackPolicy",
 			"redeliveryPolicy.maximumRedeliveries", "redeliveryPolicy.initialRedeliveryDelay",
 			"redeliveryPolicy.redeliveryDelay", "redeliveryPolicy.useExponentialBackOff",
@@ -367,6 +369,8 @@ func TestPolicyErrors(t *testing.T) {
 
 		// values
 		{"unknown nackPolicy", entry("{queue: B, nackPolicy: requeue}"), "destinationPolicy[1].nackPolicy", "unknown value", nackAllowed, "requeue"},
+		{"maxPrefetch 0", entry("{queue: B, maxPrefetch: 0}"), "destinationPolicy[1].maxPrefetch", "out of range", "from 1 to", "0"},
+		{"prefetch over maxPrefetch", entry("{queue: B, prefetch: 500, maxPrefetch: 100}"), "destinationPolicy[1].prefetch", "over the entry's maxPrefetch 100", "at most maxPrefetch", "500"},
 		{"inactiveTimeoutBeforeGC 0", entry("{queue: B, inactiveTimeoutBeforeGC: 0}"), "destinationPolicy[1].inactiveTimeoutBeforeGC", "more than 0", "", "0"},
 		{"gcInactiveDestinations not a boolean", entry("{queue: B, gcInactiveDestinations: often}"), "destinationPolicy[1].gcInactiveDestinations", "not a boolean", "true, false", "often"},
 		{"negative prefetch", entry("{queue: B, prefetch: -1}"), "destinationPolicy[1].prefetch", "-1 is out of range", "0 for the default", "-1"},
@@ -422,4 +426,16 @@ func TestPolicyErrors(t *testing.T) {
 		{"negative retention", entry("{topic: B, type: stream, retention: -1h}"), "destinationPolicy[1].retention", "must not be negative", "", "-1h"},
 		{"negative retentionBytes", entry("{topic: B, type: stream, retentionBytes: -1}"), "destinationPolicy[1].retentionBytes", "must not be negative", "", "-1"},
 	})
+}
+
+// TestMaxPrefetchLowersDefaults: a maxPrefetch below a default prefetch lowers that
+// default; a written prefetch over it is an error (TestPolicyErrors).
+func TestMaxPrefetchLowersDefaults(t *testing.T) {
+	c, err := Parse([]byte("destinationPolicy:\n  - {topic: \">\", maxPrefetch: 50}\n  - {queue: \">\", prefetch: 0, maxPrefetch: 50}\n"), nil)
+	require.NoError(t, err)
+	for _, p := range c.DestinationPolicy {
+		assert.Equal(t, 50, p.MaxPrefetch)
+		assert.Equal(t, 50, p.Prefetch)
+		assert.Equal(t, 50, p.DurableTopicPrefetch)
+	}
 }

@@ -178,3 +178,44 @@ destinationPolicy:
 	kept := c.subscribe("/queue/kept")
 	assert.Equal(t, "waiting", string(c.next(kept).Body))
 }
+
+// TestPrefetchSizeValidated: activemq.prefetchSize must be a whole number from 0 (the
+// default) to the destination policy's maxPrefetch (default 32767); anything else gets
+// an ERROR instead of being truncated or ignored, and the connection stays open.
+func TestPrefetchSizeValidated(t *testing.T) {
+	b := startBroker(t, brokerConfig{})
+	c := jmsDial(t, b.Addr)
+	for _, bad := range []struct{ prefetch, want string }{
+		{"4294967297", "maxPrefetch 32767"}, // 2^32+1: 1 once truncated to 32 bits
+		{"100000", "maxPrefetch 32767"},
+		{"-1", "activemq.prefetchSize"},
+		{"lots", "activemq.prefetchSize"},
+		{"99999999999999999999999", "activemq.prefetchSize"},
+	} {
+		e := c.refused("SUBSCRIBE", "id", "s", "destination", "/queue/a", "activemq.prefetchSize", bad.prefetch)
+		assert.Contains(t, e.Header.Get("message"), bad.want, "prefetch %s", bad.prefetch)
+	}
+	c.subscribe("/queue/a", "activemq.prefetchSize", "32767")
+}
+
+// TestMaxPrefetchPolicy: a destination policy's maxPrefetch caps activemq.prefetchSize
+// on its destinations.
+func TestMaxPrefetchPolicy(t *testing.T) {
+	b := startBroker(t, brokerConfig{Extra: `destinationPolicy:
+  - queue: "small.>"
+    maxPrefetch: 10
+`})
+	c := jmsDial(t, b.Addr)
+	e := c.refused("SUBSCRIBE", "id", "s", "destination", "/queue/small.x", "activemq.prefetchSize", "11")
+	assert.Contains(t, e.Header.Get("message"), "maxPrefetch 10")
+	sub := c.subscribe("/queue/small.x", "activemq.prefetchSize", "10", "ack", "client-individual")
+	for i := 0; i < 11; i++ {
+		c.send("/queue/small.x", strconv.Itoa(i))
+	}
+	for i := 0; i < 10; i++ {
+		c.next(sub)
+	}
+	c.sync()
+	c.expectNone(sub, 100*time.Millisecond)
+	c.subscribe("/queue/other", "activemq.prefetchSize", "1000")
+}

@@ -96,6 +96,9 @@ func toPolicy(e config.PolicyEntry) broker.Policy {
 	if e.DurableTopicPrefetch > 0 {
 		p.DurableTopicPrefetch = e.DurableTopicPrefetch
 	}
+	if e.MaxPrefetch > 0 {
+		p.MaxPrefetch = e.MaxPrefetch
+	}
 	p.MemoryLimit = e.MemoryLimit
 	p.Prioritized = e.PrioritizedMessages
 	p.DefaultTimeToLive = e.DefaultTimeToLive

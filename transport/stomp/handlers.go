@@ -2,6 +2,7 @@ package stomp
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -257,13 +258,13 @@ func (s *session) onSubscribe(ctx context.Context, f *frame.Frame, receipt strin
 		return requestError("invalid ack mode " + strconv.Quote(mode) + ": use auto, client or client-individual")
 	}
 	if v, ok := f.Header.Contains("activemq.prefetchSize"); ok {
-		n, err := strconv.Atoi(v)
+		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			return requestError("invalid activemq.prefetchSize " + strconv.Quote(v) + ": a non-negative integer")
+			return requestError("invalid activemq.prefetchSize " + strconv.Quote(v) + ": a whole number from 0 (the default) to the destination's maxPrefetch")
 		}
 		// ActiveMQ cannot serve 0 over STOMP (the consumer would never get anything);
-		// we treat it as "the default".
-		req.Prefetch = n
+		// we treat it as "the default". The broker refuses one over maxPrefetch.
+		req.Prefetch = int(min(n, math.MaxInt32+1))
 	}
 	req.DurableName = durableName(f, id)
 	req.StreamOffset = f.Header.Get(broker.HeaderStreamOffset)
