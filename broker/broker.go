@@ -150,6 +150,7 @@ type Broker struct {
 	destsLogged       time.Time // the last "destination limit reached" line; under mu
 	seqFloor          atomic.Uint64
 	sched             *scheduler
+	acks              ackRetrier // failed auto-ack store writes, written again
 	stopSweeper       context.CancelFunc
 	mem               usage
 	wg                sync.WaitGroup // background page-ins
@@ -169,6 +170,7 @@ type Broker struct {
 	clientIDs     map[string]*Conn
 	conns         map[*Conn]struct{}
 	closed        bool
+	stopping      atomic.Bool // set when Close starts: background retries end
 
 	msgSeq       atomic.Uint64
 	connSeq      atomic.Uint64
@@ -202,6 +204,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		virtual:           o.VirtualTopics,
 		conns:             map[*Conn]struct{}{},
 	}
+	b.acks.b = b
 	if b.topicPendingLimit <= 0 {
 		b.topicPendingLimit = DefaultTopicPendingLimit
 	}
@@ -308,7 +311,9 @@ func (b *Broker) recover(ctx context.Context) error {
 			msgs += d.Msgs
 		}
 	}
-	b.recoverDurables(rec.Subs)
+	if err := b.recoverDurables(ctx, rec.Subs); err != nil {
+		return err
+	}
 	for _, d := range rec.Destinations {
 		if !strings.HasPrefix(d.Name, markerPrefix) {
 			continue
@@ -484,6 +489,7 @@ func (b *Broker) Close() error {
 		return nil
 	}
 	b.closed = true
+	b.stopping.Store(true)
 	open := len(b.conns)
 	b.mu.Unlock()
 	if open > 0 {
@@ -496,7 +502,9 @@ func (b *Broker) Close() error {
 		b.sched.close()
 	}
 	b.closeStreams()
+	b.acks.stop()
 	b.wg.Wait()
+	b.acks.flush()
 	return b.store.Close()
 }
 

@@ -136,6 +136,7 @@ func (c *Conn) Take(buf []*Delivery) []*Delivery {
 func (c *Conn) Delivered(ds []*Delivery) {
 	var (
 		batch   persistence.Batch
+		acks    []storeAck // what batch acknowledges, should it fail
 		credits map[*Subscription]int32
 		counts  map[*queue]ackCount
 	)
@@ -176,7 +177,9 @@ func (c *Conn) Delivered(ds []*Delivery) {
 				if batch == nil {
 					batch = c.b.store.Begin()
 				}
-				d.q.storeAck(batch, d.Msg)
+				a := d.q.ackOf(d.Msg)
+				a.addTo(batch)
+				acks = append(acks, a)
 			}
 		} else if s.t != nil {
 			s.t.dequeued.Add(1)
@@ -185,7 +188,7 @@ func (c *Conn) Delivered(ds []*Delivery) {
 	if batch != nil {
 		c.b.commit(batch, persistence.Async, func(err error) {
 			if err != nil {
-				c.b.log.Error("auto-ack store write failed", slog.String("conn", c.ID), slog.Any("err", err))
+				c.b.acks.add(acks, err)
 			}
 		})
 	}

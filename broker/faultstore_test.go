@@ -13,9 +13,9 @@ import (
 type faultStore struct {
 	*memstore.Store
 	mu         sync.Mutex
-	commitErr  func(b persistence.Batch) error // non-nil error: the commit fails
-	scanErr    func(dest string) error         // also for ScanSub, with the sub's String
-	hold       chan struct{}                   // non-nil: async commits wait until it is closed
+	commitErr  func(b *faultBatch) error // non-nil error: the commit fails
+	scanErr    func(dest string) error   // also for ScanSub, with the sub's String
+	hold       chan struct{}             // non-nil: async commits wait until it is closed
 	heldCommit sync.WaitGroup
 }
 
@@ -55,7 +55,24 @@ func (s *faultStore) ScanSub(ctx context.Context, sub persistence.SubKey, after 
 
 type faultBatch struct {
 	persistence.Batch
-	s *faultStore
+	s    *faultStore
+	acks int      // Ack and AckSub operations
+	adds []string // the Dest of each Add
+}
+
+func (b *faultBatch) Add(m *persistence.Message) {
+	b.adds = append(b.adds, m.Dest)
+	b.Batch.Add(m)
+}
+
+func (b *faultBatch) Ack(dest string, seq uint64) {
+	b.acks++
+	b.Batch.Ack(dest, seq)
+}
+
+func (b *faultBatch) AckSub(sub persistence.SubKey, seq uint64) {
+	b.acks++
+	b.Batch.AckSub(sub, seq)
 }
 
 func (b *faultBatch) Commit(ctx context.Context, d persistence.Durability) error {
@@ -63,7 +80,7 @@ func (b *faultBatch) Commit(ctx context.Context, d persistence.Durability) error
 	f := b.s.commitErr
 	b.s.mu.Unlock()
 	if f != nil {
-		if err := f(b.Batch); err != nil {
+		if err := f(b); err != nil {
 			b.Batch.Rollback()
 			return err
 		}

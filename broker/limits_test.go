@@ -3,11 +3,13 @@ package broker
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -462,4 +464,84 @@ func TestGCInactiveDestinations(t *testing.T) {
 	// The removed ones no longer count against MaxDestinations (7).
 	c.send("/queue/gc.new1", "x", false)
 	c.send("/queue/gc.new2", "x", false)
+}
+
+// TestFailedAutoAckWriteRetried: when the store write acknowledging auto-acknowledged
+// messages fails, the broker logs it and writes the acknowledgements again until the
+// store takes them, instead of leaving the consumed messages in the store (to be
+// delivered again after a restart).
+func TestFailedAutoAckWriteRetried(t *testing.T) {
+	store := newFaultStore()
+	log, lines := bufferLogger()
+	b := newLimitsBroker(t, Options{Store: store, Logger: log}, nil)
+	p := newClient(t, b, "")
+	p.send("/queue/auto", "consumed", true)
+	var failures atomic.Int64
+	store.set(func(s *faultStore) {
+		s.commitErr = func(fb *faultBatch) error {
+			if fb.acks > 0 && failures.Load() < 3 {
+				failures.Add(1)
+				return errors.New("disk on fire")
+			}
+			return nil
+		}
+	})
+	c := newClient(t, b, "")
+	c.subscribe("s", "/queue/auto", AckAuto, 0)
+	assert.Equal(t, "consumed", string(c.recv().Msg.Body))
+	eventually(t, func() bool { return strings.Contains(lines.String(), "auto-ack store write failed") })
+	eventually(t, func() bool { n, _ := store.Stats("queue://auto"); return n == 0 })
+	assert.EqualValues(t, 3, failures.Load())
+}
+
+// TestDurableBacklogScanFailureFailsStart: counting a durable subscription's stored
+// backlog at start (for its offline pending limit) reads the store; if that read fails
+// the broker does not start with a wrong count, it reports the error.
+func TestDurableBacklogScanFailureFailsStart(t *testing.T) {
+	store := newFaultStore()
+	key := persistence.SubKey{ClientID: "app", Name: "sub"}
+	batch := store.Begin()
+	batch.AddSub(persistence.SubInfo{Key: key, Dest: "topic://prices", Created: 1})
+	batch.Add(&persistence.Message{Dest: "topic://prices", Seq: 1, ID: "m1", Persistent: true, Subs: []persistence.SubKey{key}})
+	require.NoError(t, batch.Commit(context.Background(), persistence.Sync))
+	store.set(func(s *faultStore) {
+		s.scanErr = func(string) error { return errors.New("disk on fire") }
+	})
+	_, err := New(context.Background(), Options{Name: "t", Store: store, Policies: func(k destinations.Kind, _ string) Policy {
+		p := DefaultPolicy(k.IsTopic())
+		p.MaxPendingMessages = 10
+		return p
+	}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "disk on fire")
+	assert.Contains(t, err.Error(), key.String())
+}
+
+// TestFailedDispatchMarkWriteRetried: a failed write of a queue's dispatch mark (which
+// flags messages possibly delivered before a crash as redelivered) is logged and tried
+// again after a pause, not at once in a loop, until the store takes it.
+func TestFailedDispatchMarkWriteRetried(t *testing.T) {
+	store := newFaultStore()
+	log, lines := bufferLogger()
+	b := newLimitsBroker(t, Options{Store: store, Logger: log}, nil)
+	p := newClient(t, b, "")
+	p.send("/queue/marked", "x", true)
+	var failures atomic.Int64
+	store.set(func(s *faultStore) {
+		s.commitErr = func(fb *faultBatch) error {
+			for _, d := range fb.adds {
+				if strings.HasPrefix(d, markerPrefix) && failures.Load() < 2 {
+					failures.Add(1)
+					return errors.New("disk on fire")
+				}
+			}
+			return nil
+		}
+	})
+	c := newClient(t, b, "")
+	c.subscribe("s", "/queue/marked", AckClientIndividual, 0)
+	c.recv()
+	eventually(t, func() bool { return strings.Contains(lines.String(), "dispatch mark") })
+	eventually(t, func() bool { n, _ := store.Stats(markerPrefix + "marked"); return n == 1 })
+	assert.EqualValues(t, 2, failures.Load())
 }

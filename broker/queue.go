@@ -48,6 +48,7 @@ type queue struct {
 	dispatchHWM    uint64
 	markerWritten  uint64
 	markerInFlight bool
+	markerLogged   time.Time // the last "dispatch mark failed" log line
 	recoveredHWM   uint64
 	hwmHint        atomic.Uint64
 	timer          *time.Timer // wakes dispatch for delayed redeliveries
@@ -656,10 +657,29 @@ func (q *queue) writeMarkerLocked() {
 		defer q.b.wg.Done()
 		q.mu.Lock()
 		defer q.mu.Unlock()
-		q.markerInFlight = false
-		if err == nil {
-			q.markerWritten = hwm
+		if err != nil {
+			// Tried again after a pause (with a log line at most once a minute); the
+			// write in flight meanwhile keeps others from starting.
+			if now := time.Now(); now.Sub(q.markerLogged) > time.Minute {
+				q.markerLogged = now
+				q.b.log.Error("storing a queue's dispatch mark failed; trying again", slog.String("dest", q.stomp),
+					slog.Duration("in", markerRetryDelay), slog.Any("err", err))
+			}
+			time.AfterFunc(markerRetryDelay, func() {
+				q.mu.Lock()
+				defer q.mu.Unlock()
+				q.markerInFlight = false
+				if !q.b.stopping.Load() {
+					q.writeMarkerLocked()
+				}
+			})
+			return
 		}
+		q.markerInFlight = false
+		q.markerWritten = hwm
 		q.writeMarkerLocked()
 	})
 }
+
+// markerRetryDelay is the pause before a failed dispatch mark write is tried again.
+const markerRetryDelay = 500 * time.Millisecond

@@ -373,6 +373,7 @@ func (s *session) browse(ctx context.Context, req broker.SubscribeRequest, recei
 	dest := req.Dest.String()
 	for _, m := range msgs {
 		if err := s.writeMessageFields(m, dest, req.ID, "", false, m.RedeliveryCount+1, false, nil); err != nil {
+			s.writeFailed(err)
 			return nil
 		}
 	}
@@ -382,7 +383,9 @@ func (s *session) browse(ctx context.Context, req broker.SubscribeRequest, recei
 	_ = s.w.Header("message-id", "0")
 	_ = s.w.Header("browser", "end")
 	_ = s.w.Header("content-length", "0")
-	_ = s.w.EndFrame(nil)
+	if err := s.w.EndFrame(nil); err != nil { // the writer's errors are sticky
+		s.writeFailed(err)
+	}
 	return nil
 }
 

@@ -267,10 +267,17 @@ func (s *session) run(ctx context.Context) {
 			hb = ticker.C
 		}
 		if err := s.pump(); err != nil {
-			s.log.Debug("write failed", slog.Any("err", err))
+			s.writeFailed(err)
 			return
 		}
 	}
+}
+
+// writeFailed ends a session whose socket could not be written: nothing more can reach
+// the client.
+func (s *session) writeFailed(err error) {
+	s.log.Debug("closing connection: write failed", slog.Any("err", err))
+	s.closing = true
 }
 
 // readFailed turns a reader error into the right ending.

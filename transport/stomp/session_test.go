@@ -1,8 +1,11 @@
 package stomp
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"sync"
 	"testing"
@@ -11,7 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
+	"github.com/activemq-go/broker/transport/stomp/codec"
 )
 
 // deadlineConn records the read deadlines set on it and says when the first Read starts.
@@ -67,4 +73,34 @@ func TestNoConnectTimeout(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return")
 	}
+}
+
+// failingConn is a connection whose writes fail.
+type failingConn struct{ net.Conn }
+
+func (failingConn) Write([]byte) (int, error) { return 0, errors.New("connection reset by peer") }
+
+// TestBrowseWriteErrorEndsSession: a queue browser whose MESSAGE frames cannot be
+// written stops writing and ends the session (with a log line) instead of carrying on
+// as if they had been sent.
+func TestBrowseWriteErrorEndsSession(t *testing.T) {
+	b, err := broker.New(context.Background(), broker.Options{Name: "t", Store: memstore.New()})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	conn, err := b.Connect(context.Background(), broker.ConnectInfo{})
+	require.NoError(t, err)
+	defer conn.Close()
+	dest, err := destinations.ParseOne("/queue/browsed")
+	require.NoError(t, err)
+	for i := 0; i < 5; i++ {
+		m := &persistence.Message{Body: make([]byte, 200), Priority: 4}
+		require.NoError(t, conn.Send(context.Background(), []destinations.Name{dest}, m, "", func(error) {}))
+	}
+	var logs bytes.Buffer
+	s := &session{cfg: Config{}.withDefaults(), w: codec.NewWriter(failingConn{}, 64), b: b, conn: conn,
+		version: codec.V12, log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	s.w.SetVersion(codec.V12)
+	require.NoError(t, s.browse(context.Background(), broker.SubscribeRequest{ID: "b", Dest: dest}, ""))
+	require.True(t, s.closing, "the session goes on after a failed write")
+	require.Contains(t, logs.String(), "write failed")
 }
