@@ -83,6 +83,9 @@ type Options struct {
 	// MaxTransactionsPerConnection bounds the transactions one connection may have open
 	// at once; default DefaultMaxTransactionsPerConnection.
 	MaxTransactionsPerConnection int
+	// MaxSubscriptionsPerConnection bounds the subscriptions one connection may have at
+	// once; default DefaultMaxSubscriptionsPerConnection.
+	MaxSubscriptionsPerConnection int
 	// MaxDestinations bounds the queues and topics clients' SENDs and SUBSCRIBEs may
 	// create; default DefaultMaxDestinations. See gc.go.
 	MaxDestinations int
@@ -109,8 +112,11 @@ type Options struct {
 	Streams *kafkalog.Log
 }
 
-// DefaultMaxTransactionsPerConnection is Options.MaxTransactionsPerConnection's default.
-const DefaultMaxTransactionsPerConnection = 64
+// Defaults of the per-connection limits of Options.
+const (
+	DefaultMaxTransactionsPerConnection  = 64
+	DefaultMaxSubscriptionsPerConnection = 10000
+)
 
 // Default memory limits: ActiveMQ's per-destination 64 MiB, and 1 GiB overall.
 const (
@@ -147,6 +153,7 @@ type Broker struct {
 	maxTxBytes        int64
 	maxTxs            int
 	maxDests          int
+	maxSubs           int
 	destsLogged       time.Time // the last "destination limit reached" line; under mu
 	seqFloor          atomic.Uint64
 	sched             *scheduler
@@ -227,6 +234,10 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	b.maxTxs = o.MaxTransactionsPerConnection
 	if b.maxTxs <= 0 {
 		b.maxTxs = DefaultMaxTransactionsPerConnection
+	}
+	b.maxSubs = o.MaxSubscriptionsPerConnection
+	if b.maxSubs <= 0 {
+		b.maxSubs = DefaultMaxSubscriptionsPerConnection
 	}
 	b.maxDests = o.MaxDestinations
 	if b.maxDests <= 0 {

@@ -47,6 +47,9 @@ var (
 	// ErrTooManyTransactions: BEGIN on a connection that has as many transactions open
 	// as Options.MaxTransactionsPerConnection allows.
 	ErrTooManyTransactions = errors.New("broker: too many open transactions")
+	// ErrTooManySubscriptions: SUBSCRIBE on a connection that has as many subscriptions
+	// as Options.MaxSubscriptionsPerConnection allows.
+	ErrTooManySubscriptions = errors.New("broker: too many subscriptions")
 	// ErrTooManyDestinations: a SEND or SUBSCRIBE would create a destination past
 	// Options.MaxDestinations.
 	ErrTooManyDestinations = errors.New("broker: too many destinations")

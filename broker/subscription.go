@@ -112,6 +112,9 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	if _, dup := c.subs[r.ID]; dup {
 		return nil, errorf(ErrDuplicateSubscription, "subscription id %q is already in use on this connection", r.ID)
 	}
+	if err := c.SubscriptionRoom(0); err != nil {
+		return nil, err
+	}
 	dest, err := c.resolve(r.Dest, true)
 	if err != nil {
 		return nil, err
@@ -171,6 +174,15 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 		}
 	}
 	return s, nil
+}
+
+// SubscriptionRoom reports an error if the connection, with others more subscriptions
+// than the broker knows of (the transport's queue browsers), may not have one more.
+func (c *Conn) SubscriptionRoom(others int) error {
+	if n := len(c.subs) + others; n >= c.b.maxSubs {
+		return errorf(ErrTooManySubscriptions, "SUBSCRIBE refused: this connection has %d subscriptions, the most allowed (systemUsage maxSubscriptionsPerConnection); UNSUBSCRIBE one first", n)
+	}
+	return nil
 }
 
 func (b *Broker) addWildcard(s *Subscription) {

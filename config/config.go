@@ -44,6 +44,9 @@ const (
 	// DefaultMaxDestinations bounds the destinations clients may create (ActiveMQ has
 	// no limit by default).
 	DefaultMaxDestinations = 10000
+	// DefaultMaxSubscriptionsPerConnection bounds the subscriptions (queue browsers
+	// included) one connection may have at once.
+	DefaultMaxSubscriptionsPerConnection = 10000
 	// DefaultSchedulerMemoryLimit bounds the persistent scheduled messages held in
 	// memory; MinSchedulerMemoryLimit is the smallest limit accepted.
 	DefaultSchedulerMemoryLimit = 64 << 20 // 64mb
@@ -155,6 +158,10 @@ type SystemUsage struct {
 	// the frame gets an ERROR. Destinations the broker makes itself (dead-letter
 	// queues) and those recovered from the store are never refused, but count.
 	MaxDestinations int
+	// MaxSubscriptionsPerConnection caps the subscriptions, queue browsers included,
+	// one connection may have at once (default 10000; at least 1); a SUBSCRIBE past
+	// it gets an ERROR.
+	MaxSubscriptionsPerConnection int
 	// SchedulerMemoryLimit caps the bytes of persistent scheduled messages held in
 	// memory, the soonest due; the others wait in the store (default 64mb; at least
 	// 64kb). Non-persistent scheduled messages count against MemoryUsage.

@@ -28,6 +28,8 @@
 //	  maxDestinations: 10000     # queues and topics (temporary ones too) clients may
 //	                             # create; a SEND or SUBSCRIBE past it gets an ERROR
 //	                             # (dead-letter queues are still made); >= 1
+//	  maxSubscriptionsPerConnection: 10000   # subscriptions (browsers too) one
+//	                             # connection may have; a SUBSCRIBE past it gets an ERROR
 //	  schedulerMemoryLimit: 64mb # persistent scheduled messages held in memory, the
 //	                             # soonest; the others wait in the store; >= 64kb
 //	  memoryUsage: 1gb           # bytes of messages held in memory, broker-wide; >= 1mb

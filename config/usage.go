@@ -14,6 +14,7 @@ type systemUsageSection struct {
 	MaxTransactionSize            byteSize      `mapstructure:"maxTransactionSize"`
 	MaxTransactionsPerConnection  int64         `mapstructure:"maxTransactionsPerConnection"`
 	MaxDestinations               int64         `mapstructure:"maxDestinations"`
+	MaxSubscriptionsPerConnection int64         `mapstructure:"maxSubscriptionsPerConnection"`
 	SchedulerMemoryLimit          byteSize      `mapstructure:"schedulerMemoryLimit"`
 }
 
@@ -38,6 +39,9 @@ func (c *checker) buildSystemUsage(s systemUsageSection) (SystemUsage, *Error) {
 	if err := c.intRange(joinKey(path, "maxDestinations"), s.MaxDestinations, 1, math.MaxInt32, ""); err != nil {
 		return SystemUsage{}, err
 	}
+	if err := c.intRange(joinKey(path, "maxSubscriptionsPerConnection"), s.MaxSubscriptionsPerConnection, 1, math.MaxInt32, ""); err != nil {
+		return SystemUsage{}, err
+	}
 	if err := c.sizeAtLeast(joinKey(path, "schedulerMemoryLimit"), int64(s.SchedulerMemoryLimit), MinSchedulerMemoryLimit); err != nil {
 		return SystemUsage{}, err
 	}
@@ -49,6 +53,7 @@ func (c *checker) buildSystemUsage(s systemUsageSection) (SystemUsage, *Error) {
 		MaxTransactionSize:            int64(s.MaxTransactionSize),
 		MaxTransactionsPerConnection:  int(s.MaxTransactionsPerConnection),
 		MaxDestinations:               int(s.MaxDestinations),
+		MaxSubscriptionsPerConnection: int(s.MaxSubscriptionsPerConnection),
 		SchedulerMemoryLimit:          int64(s.SchedulerMemoryLimit),
 	}, nil
 }

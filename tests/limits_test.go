@@ -219,3 +219,22 @@ func TestMaxPrefetchPolicy(t *testing.T) {
 	c.expectNone(sub, 100*time.Millisecond)
 	c.subscribe("/queue/other", "activemq.prefetchSize", "1000")
 }
+
+// TestMaxSubscriptionsPerConnection: a connection may have at most
+// systemUsage.maxSubscriptionsPerConnection subscriptions, queue browsers included; a
+// SUBSCRIBE past it gets an ERROR and the connection stays open.
+func TestMaxSubscriptionsPerConnection(t *testing.T) {
+	b := startBroker(t, brokerConfig{Extra: "systemUsage: {maxSubscriptionsPerConnection: 2}\n"})
+	c := jmsDial(t, b.Addr)
+	first := c.subscribe("/queue/a")
+	c.subscribe("/topic/b")
+	e := c.refused("SUBSCRIBE", "id", "x", "destination", "/queue/c")
+	assert.Contains(t, e.Header.Get("message"), "maxSubscriptionsPerConnection")
+	e = c.refused("SUBSCRIBE", "id", "y", "destination", "/queue/a", "browser", "true")
+	assert.Contains(t, e.Header.Get("message"), "maxSubscriptionsPerConnection")
+	c.do("UNSUBSCRIBE", "id", first)
+	c.browse("/queue/a")
+	sub := c.subscribe("/queue/c")
+	c.send("/queue/c", "ok")
+	assert.Equal(t, "ok", string(c.next(sub).Body))
+}

@@ -361,6 +361,9 @@ func (s *session) browse(ctx context.Context, req broker.SubscribeRequest, recei
 	if s.browsers[req.ID] {
 		return requestError("subscription id " + strconv.Quote(req.ID) + " is already in use on this connection")
 	}
+	if err := s.conn.SubscriptionRoom(len(s.browsers)); err != nil {
+		return err
+	}
 	msgs, err := s.conn.Browse(ctx, req.Dest, req.Selector, broker.DefaultBrowsePageSize)
 	if err != nil {
 		return err
