@@ -180,8 +180,7 @@ func (b *Broker) nackToDLQ(batch persistence.Batch, q *queue, ds []*Delivery) fu
 		}
 		c := b.deadLetter(d.Msg, q.stomp, "poison ack (NACK)")
 		c.Persistent = true
-		dq := b.queue(dlqName)
-		e, _ := dq.accept(c, false)
+		dq, e, _ := b.acceptQueue(dlqName, c, false)
 		entries = append(entries, queuedEntry{dq, e, c.Seq})
 		batch.Add(c)
 	}

@@ -46,6 +46,9 @@ const DLQName = policy.SharedDLQ
 const (
 	DefaultQueuePrefetch = 1000
 	DefaultTopicPrefetch = 32767
+	// DefaultMaxPrefetch is the largest prefetch a subscription may ask for unless its
+	// policy says otherwise.
+	DefaultMaxPrefetch = 32767
 )
 
 // Options configures a Broker.
@@ -61,6 +64,10 @@ type Options struct {
 	Policies PolicyFunc
 	// Scheduler honours AMQ_SCHEDULED_* headers (ActiveMQ's schedulerSupport).
 	Scheduler bool
+	// SchedulerMemoryLimit bounds the bytes of persistent scheduled messages held in
+	// memory (the soonest; the others wait in the store); default
+	// DefaultSchedulerMemoryLimit.
+	SchedulerMemoryLimit int64
 	// VirtualTopics configures virtual topics; the zero value turns them off (use
 	// DefaultVirtualTopics for ActiveMQ's behaviour).
 	VirtualTopics VirtualTopics
@@ -69,6 +76,18 @@ type Options struct {
 	StoreUsage int64
 	// MaxTransactionSize bounds the bytes one open transaction holds until COMMIT.
 	MaxTransactionSize int64
+	// MaxTransactionsPerConnection bounds the transactions one connection may have open
+	// at once; default DefaultMaxTransactionsPerConnection.
+	MaxTransactionsPerConnection int
+	// MaxSubscriptionsPerConnection bounds the subscriptions one connection may have at
+	// once; default DefaultMaxSubscriptionsPerConnection.
+	MaxSubscriptionsPerConnection int
+	// MaxDestinations bounds the queues and topics clients' SENDs and SUBSCRIBEs may
+	// create; default DefaultMaxDestinations. See gc.go.
+	MaxDestinations int
+	// DestinationGCPeriod is how often destinations are checked against their policy's
+	// GCInactive and InactiveTimeout: 0 for DefaultDestinationGCPeriod, negative never.
+	DestinationGCPeriod time.Duration
 	// NoSpaceWait is how long a SEND that finds no room under MemoryUsage, a queue's
 	// memory limit or StoreUsage is held before it is refused: 0 (default) not at all,
 	// negative until there is room (producer flow control; see flowcontrol.go).
@@ -79,14 +98,21 @@ type Options struct {
 	// DurableSweep is how often offline durable subscriptions are checked against their
 	// offline timeout (offlineDurableSubscriberTaskSchedule); default 5m.
 	DurableSweep time.Duration
-	// ExpirySweep is how often expired messages are removed from queues; default 30s
-	// (ActiveMQ's expireMessagesPeriod), negative to disable.
+	// ExpirySweep is how often the expiry sweeper wakes; each destination is swept on
+	// its own policy's ExpirePeriod (ActiveMQ's expireMessagesPeriod), so this should be
+	// the shortest of them. Default 30s (DefaultPolicy's period), negative to disable.
 	ExpirySweep time.Duration
 	// Streams is the log behind stream topics (policies with Stream set; see
 	// stream.go). The caller opens it and closes it after the broker; nil refuses
 	// stream topics.
 	Streams *kafkalog.Log
 }
+
+// Defaults of the per-connection limits of Options.
+const (
+	DefaultMaxTransactionsPerConnection  = 64
+	DefaultMaxSubscriptionsPerConnection = 10000
+)
 
 // Default memory limits: ActiveMQ's per-destination 64 MiB, and 1 GiB overall.
 const (
@@ -121,7 +147,13 @@ type Broker struct {
 	space           spaceSignal // wakes SENDs held for room
 	refusedLog      logLimit    // memoryFull's log line for scheduled messages
 	maxTxBytes      int64
+	maxTxs          int
+	maxDests        int
+	maxSubs         int
+	destsLogged     time.Time // the last "destination limit reached" line; under mu
+	seqFloor        atomic.Uint64
 	sched           *scheduler
+	acks            ackRetrier // failed auto-ack store writes, written again
 	stopSweeper     context.CancelFunc
 	done            chan struct{} // closed by Close
 	mem             usage
@@ -142,9 +174,12 @@ type Broker struct {
 	clientIDs     map[string]*Conn
 	conns         map[*Conn]struct{}
 	closed        bool
+	stopping      atomic.Bool // set when Close starts: background retries end
 
-	msgSeq  atomic.Uint64
-	connSeq atomic.Uint64
+	msgSeq       atomic.Uint64
+	connSeq      atomic.Uint64
+	expirySweeps atomic.Int64 // passes of the expiry sweeper, for tests
+	gcSweeps     atomic.Int64 // passes of the destination collector, for tests
 }
 
 // New recovers the store's destinations and returns a running broker.
@@ -173,6 +208,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		conns:     map[*Conn]struct{}{},
 		done:      make(chan struct{}),
 	}
+	b.acks.b = b
 	b.mem.limit = o.MemoryUsage
 	if b.mem.limit <= 0 {
 		b.mem.limit = DefaultMemoryUsage
@@ -189,11 +225,27 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	if b.maxTxBytes <= 0 {
 		b.maxTxBytes = 64 << 20
 	}
+	b.maxTxs = o.MaxTransactionsPerConnection
+	if b.maxTxs <= 0 {
+		b.maxTxs = DefaultMaxTransactionsPerConnection
+	}
+	b.maxSubs = o.MaxSubscriptionsPerConnection
+	if b.maxSubs <= 0 {
+		b.maxSubs = DefaultMaxSubscriptionsPerConnection
+	}
+	b.maxDests = o.MaxDestinations
+	if b.maxDests <= 0 {
+		b.maxDests = DefaultMaxDestinations
+	}
 	if o.Scheduler {
-		b.sched = newScheduler(b)
+		b.sched = newScheduler(b, o.SchedulerMemoryLimit)
 	}
 	if err := b.recover(ctx); err != nil {
 		return nil, err
+	}
+	if n := len(b.queues) + len(b.topics); n > b.maxDests {
+		b.log.Warn("more destinations recovered than maxDestinations allows: clients cannot create more until some are removed",
+			slog.Int("destinations", n), slog.Int("maxDestinations", b.maxDests))
 	}
 	if b.sched != nil {
 		if err := b.sched.recover(ctx); err != nil {
@@ -222,9 +274,19 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	}
 	b.wg.Add(1)
 	go b.runDurableSweeper(sctx, o.DurableSweep)
-	if sr, ok := b.store.(persistence.SpaceReporter); ok && b.storeUsage > 0 {
+	if o.DestinationGCPeriod == 0 {
+		o.DestinationGCPeriod = DefaultDestinationGCPeriod
+	}
+	if o.DestinationGCPeriod > 0 {
 		b.wg.Add(1)
-		go b.watchStoreUsage(sctx, sr)
+		go b.runDestinationGC(sctx, o.DestinationGCPeriod)
+	}
+
+	if sz, ok := b.store.(persistence.Sizer); ok && b.storeUsage > 0 {
+		b.wg.Add(1)
+		go b.watchStoreUsage(sctx, sz)
+	} else if b.storeUsage > 0 {
+		b.log.Warn("storeUsage is not enforced: the store cannot report its size", slog.Int64("storeUsage", b.storeUsage))
 	}
 	return b, nil
 }
@@ -254,7 +316,9 @@ func (b *Broker) recover(ctx context.Context) error {
 			msgs += d.Msgs
 		}
 	}
-	b.recoverDurables(rec.Subs)
+	if err := b.recoverDurables(ctx, rec.Subs); err != nil {
+		return err
+	}
 	for _, d := range rec.Destinations {
 		if !strings.HasPrefix(d.Name, markerPrefix) {
 			continue
@@ -323,6 +387,7 @@ func (b *Broker) queue(name string) *queue {
 	q := b.queues[name]
 	b.mu.RUnlock()
 	if q != nil {
+		q.gc.touch()
 		return q
 	}
 	b.mu.Lock()
@@ -335,13 +400,21 @@ func (b *Broker) topic(name string) *topic {
 	t := b.topics[name]
 	b.mu.RUnlock()
 	if t != nil {
+		t.gc.touch()
 		return t
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	t = b.topics[name]
+	return b.topicLocked(name)
+}
+
+// topicLocked returns the topic called name, creating it on first use. The caller holds
+// b.mu for writing.
+func (b *Broker) topicLocked(name string) *topic {
+	t := b.topics[name]
 	if t == nil {
 		t = newTopic(b, name)
+		t.seq.Store(b.seqFloor.Load())
 		p := b.policyFor(destinations.Topic, name)
 		t.applyPolicy(p)
 		// Decided once: temporary topics (made elsewhere) are never streams.
@@ -423,6 +496,7 @@ func (b *Broker) Close() error {
 		return nil
 	}
 	b.closed = true
+	b.stopping.Store(true)
 	open := len(b.conns)
 	b.mu.Unlock()
 	close(b.done)
@@ -436,19 +510,30 @@ func (b *Broker) Close() error {
 		b.sched.close()
 	}
 	b.closeStreams()
+	b.acks.stop()
 	b.wg.Wait()
+	b.acks.flush()
 	return b.store.Close()
 }
 
 // watchStoreUsage keeps storeFull current: the store's size is read a few times a
-// second rather than on every message.
-func (b *Broker) watchStoreUsage(ctx context.Context, sr persistence.SpaceReporter) {
+// second rather than on every message. A size that cannot be read leaves storeFull as
+// it was, with a log line when that starts.
+func (b *Broker) watchStoreUsage(ctx context.Context, sz persistence.Sizer) {
 	defer b.wg.Done()
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
+	var failing bool
 	for {
-		used := sr.DiskUsage()
-		full := used >= b.storeUsage
+		used, err := sz.Size(ctx)
+		if err != nil && ctx.Err() == nil && !failing {
+			b.log.Error("cannot read the store's size for storeUsage", slog.Any("err", err))
+		}
+		failing = err != nil
+		full := b.storeFull.Load()
+		if err == nil {
+			full = used >= b.storeUsage
+		}
 		if full != b.storeFull.Load() {
 			b.storeFull.Store(full)
 			if full {

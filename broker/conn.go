@@ -164,14 +164,15 @@ func (c *Conn) push(d *Delivery) {
 	}
 }
 
-// Take moves the waiting deliveries into buf (which it may reuse) and returns it.
+// Take moves the waiting deliveries into buf (which it may reuse) and returns it. Topic
+// messages that expired while they waited are left out (see dropExpired).
 func (c *Conn) Take(buf []*Delivery) []*Delivery {
 	c.mu.Lock()
 	buf = append(buf[:0], c.out...)
 	clear(c.out)
 	c.out = c.out[:0]
 	c.mu.Unlock()
-	return buf
+	return dropExpired(buf)
 }
 
 // Delivered tells the broker these deliveries are written to the client. Auto-ack
@@ -180,6 +181,7 @@ func (c *Conn) Take(buf []*Delivery) []*Delivery {
 func (c *Conn) Delivered(ds []*Delivery) {
 	var (
 		batch   persistence.Batch
+		acks    []storeAck // what batch acknowledges, should it fail
 		credits map[*Subscription]int32
 		counts  map[*queue]ackCount
 	)
@@ -221,7 +223,9 @@ func (c *Conn) Delivered(ds []*Delivery) {
 				if batch == nil {
 					batch = c.b.store.Begin()
 				}
-				d.q.storeAck(batch, d.Msg)
+				a := d.q.ackOf(d.Msg)
+				a.addTo(batch)
+				acks = append(acks, a)
 			}
 		} else if s.t != nil {
 			s.t.dequeued.Add(1)
@@ -230,7 +234,7 @@ func (c *Conn) Delivered(ds []*Delivery) {
 	if batch != nil {
 		c.b.commit(batch, persistence.Async, func(err error) {
 			if err != nil {
-				c.b.log.Error("auto-ack store write failed", slog.String("conn", c.ID), slog.Any("err", err))
+				c.b.acks.add(acks, err)
 			}
 		})
 	}
@@ -267,6 +271,9 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if err != nil {
 		return err
 	}
+	if err := c.b.admitDestinations(dests); err != nil {
+		return err
+	}
 	if err := c.rewriteReplyTo(m.Headers); err != nil {
 		return err
 	}
@@ -295,6 +302,12 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		if t == nil {
 			return errorf(ErrUnknownTransaction, "Invalid transaction id: %s", tx)
 		}
+		if c.b.sched != nil && c.b.sched.wants(m) {
+			// Checked now, scheduled at COMMIT (in its store batch).
+			if _, err := c.b.sched.parse(m); err != nil {
+				return err
+			}
+		}
 		size := int64(m.Size())
 		if t.bytes+size > c.b.maxTxBytes {
 			return &Error{Message: fmt.Sprintf("transaction %s is over its size limit (systemUsage maxTransactionSize %d bytes): message not added; COMMIT or ABORT it", tx, c.b.maxTxBytes), Err: ErrStoreFull}
@@ -312,8 +325,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		done = rest
 	}
 	if c.b.sched != nil && c.b.sched.wants(m) {
-		_, err := c.b.sched.maybeSchedule(dests, m, done)
-		return err
+		return c.b.sched.maybeSchedule(ctx, dests, m, done)
 	}
 	batch, entries, refused := c.b.route(dests, m, c)
 	if batch == nil {
@@ -386,13 +398,16 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *
 	var batch persistence.Batch
 	var entries []queuedEntry
 	var refused error
+	expires := m.Expires // as sent: each destination applies its own defaultTimeToLive
 	for i, d := range dests {
 		msg := m
 		if i > 0 {
 			msg = m.Clone()
+			msg.Expires = expires
 		}
 		if d.Kind.IsTopic() {
 			t := b.topic(d.Name)
+			expireAfter(msg, t.ttl)
 			entries = append(entries, t.accept(msg, func() persistence.Batch {
 				if batch == nil {
 					batch = b.store.Begin()
@@ -402,8 +417,7 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *
 			t.publish(msg, from)
 			continue
 		}
-		q := b.queue(d.Name)
-		e, err := q.accept(msg, !msg.Persistent)
+		q, e, err := b.acceptQueue(d.Name, msg, !msg.Persistent)
 		if err != nil {
 			// Other parts of a composite send go ahead; the producer hears of this one.
 			refused = b.memoryFull(from, q, err)

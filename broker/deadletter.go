@@ -57,10 +57,9 @@ func (b *Broker) retire(q *queue, es []*destinations.Entry, reason string, toDLQ
 		}
 		var entries []queuedEntry
 		if len(copies) > 0 {
-			dq := b.queue(dlqName)
 			for _, c := range copies {
 				c.Persistent = true // a dead-letter copy is kept, also of a non-persistent message
-				e, _ := dq.accept(c, false)
+				dq, e, _ := b.acceptQueue(dlqName, c, false)
 				entries = append(entries, queuedEntry{dq, e, c.Seq})
 				batch.Add(c)
 			}
@@ -89,22 +88,33 @@ func (b *Broker) deadLetter(m *persistence.Message, from, reason string) *persis
 	return c
 }
 
-// sweepExpired removes expired messages from every queue's waiting list, so they are
-// not kept (in memory or in the store) until a consumer comes. It runs every
-// expirePeriod of the shortest queue policy.
+// sweepExpired removes expired messages from the waiting lists of the queues (and the
+// durable subscriptions' views) whose policy's expireMessagesPeriod has passed since
+// their last sweep, so they are not kept (in memory or in the store) until a consumer
+// comes. A period of 0 means the destination is never swept: its expired messages are
+// dropped only when they would be dispatched.
 func (b *Broker) sweepExpired() {
 	b.mu.RLock()
-	qs := make([]*queue, 0, len(b.queues))
+	qs := make([]*queue, 0, len(b.queues)+len(b.durables))
 	for _, q := range b.queues {
 		qs = append(qs, q)
 	}
+	for _, d := range b.durables {
+		qs = append(qs, d.view)
+	}
 	b.mu.RUnlock()
-	now := time.Now().UnixMilli()
+	now := time.Now()
+	nowMs := now.UnixMilli()
 	for _, q := range qs {
+		// lastSwept is the sweeper's own: no other goroutine touches it.
+		if q.policy.ExpirePeriod <= 0 || now.Sub(q.lastSwept) < q.policy.ExpirePeriod {
+			continue
+		}
+		q.lastSwept = now
 		q.mu.Lock()
 		var dead []*destinations.Entry
 		q.pending.Each(func(e *destinations.Entry) bool {
-			if e.Ready && e.Msg.Expires != 0 && e.Msg.Expires <= now {
+			if e.Ready && e.Msg.Expires != 0 && e.Msg.Expires <= nowMs {
 				dead = append(dead, e)
 			}
 			return true
@@ -117,6 +127,7 @@ func (b *Broker) sweepExpired() {
 		}
 		q.mu.Unlock()
 	}
+	b.expirySweeps.Add(1)
 }
 
 func (b *Broker) runExpirySweeper(ctx context.Context, every time.Duration) {

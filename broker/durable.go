@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sort"
 	"strings"
@@ -91,7 +92,8 @@ func (b *Broker) newView(key persistence.SubKey, t *topic) *queue {
 	q.sub = &k
 	p := b.policyFor(destinations.Topic, t.name)
 	q.policy.Redelivery, q.policy.DeadLetter, q.policy.Nack = p.Redelivery, p.DeadLetter, p.Nack
-	q.policy.MemoryLimit, q.memLimit = p.MemoryLimit, p.MemoryLimit
+	q.policy.MemoryLimit, q.memLimit = p.MemoryLimit, memoryLimitOf(p)
+	q.policy.ExpirePeriod = p.ExpirePeriod
 	return q
 }
 
@@ -282,7 +284,7 @@ func (t *topic) removeDurable(d *durableSub) {
 
 // recoverDurables rebuilds the durable subscriptions from the store; their messages stay
 // in the store until their consumers come back (paged in through ScanSub).
-func (b *Broker) recoverDurables(subs []persistence.SubInfo) {
+func (b *Broker) recoverDurables(ctx context.Context, subs []persistence.SubInfo) error {
 	for _, info := range subs {
 		name := strings.TrimPrefix(info.Dest, persistence.TopicPrefix)
 		t := b.topic(name)
@@ -300,12 +302,15 @@ func (b *Broker) recoverDurables(subs []persistence.SubInfo) {
 		// up to that limit (beyond it the exact number does not change a decision).
 		if limit := b.policyFor(destinations.Topic, name).MaxPendingMessages; limit > 0 {
 			var n int64
-			_ = b.store.ScanSub(context.Background(), info.Key, 0, int(limit)+1, func(*persistence.Message) error { n++; return nil })
+			if err := b.store.ScanSub(ctx, info.Key, 0, int(limit)+1, func(*persistence.Message) error { n++; return nil }); err != nil {
+				return fmt.Errorf("broker: count the stored messages of durable subscription %s: %w", info.Key, err)
+			}
 			d.view.pagedOut = n
 		}
 		b.durables[info.Key] = d
 		t.durables = append(t.durables, d)
 	}
+	return nil
 }
 
 // expireOfflineDurables removes the subscriptions offline for longer than their policy's

@@ -44,6 +44,17 @@ var (
 	ErrClientIDInUse = errors.New("broker: client-id already connected")
 	// ErrStore: the store failed to make a message or acknowledgement durable.
 	ErrStore = errors.New("broker: store write failed")
+	// ErrTooManyTransactions: BEGIN on a connection that has as many transactions open
+	// as Options.MaxTransactionsPerConnection allows.
+	ErrTooManyTransactions = errors.New("broker: too many open transactions")
+	// ErrTooManySubscriptions: SUBSCRIBE on a connection that has as many subscriptions
+	// as Options.MaxSubscriptionsPerConnection allows.
+	ErrTooManySubscriptions = errors.New("broker: too many subscriptions")
+	// ErrTooManyDestinations: a SEND or SUBSCRIBE would create a destination past
+	// Options.MaxDestinations.
+	ErrTooManyDestinations = errors.New("broker: too many destinations")
+	// ErrInvalidPrefetch: SUBSCRIBE asks for a prefetch over the policy's maximum.
+	ErrInvalidPrefetch = errors.New("broker: invalid prefetch")
 	// ErrInvalidStreamOffset: SUBSCRIBE to a stream with an x-stream-offset header that
 	// is none of the accepted forms.
 	ErrInvalidStreamOffset = errors.New("broker: invalid x-stream-offset")

@@ -105,7 +105,7 @@ func (b *Broker) roomFor(dests []destinations.Name, m *persistence.Message) *Err
 		b.mu.RLock()
 		q := b.queues[d.Name]
 		b.mu.RUnlock()
-		limit, used := b.destMemoryLimit, int64(0)
+		limit, used := memoryLimitOf(b.policyFor(destinations.Queue, d.Name)), int64(0)
 		if q != nil {
 			q.mu.Lock()
 			limit, used = q.memLimit, q.memBytes

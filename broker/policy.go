@@ -22,6 +22,7 @@ const (
 // Policy is the per-destination policy (ActiveMQ's policyEntry).
 type Policy struct {
 	Prefetch             int
+	MaxPrefetch          int // the largest prefetch a subscription may ask for
 	DurableTopicPrefetch int
 	MemoryLimit          int64
 	Prioritized          bool
@@ -31,6 +32,10 @@ type Policy struct {
 	Redelivery           policy.Redelivery
 	DeadLetter           policy.DeadLetter
 	AllExclusive         bool
+	// GCInactive removes the destination after InactiveTimeout without messages,
+	// subscribers or sends (gcInactiveDestinations; see gc.go).
+	GCInactive      bool
+	InactiveTimeout time.Duration
 
 	// Durable subscriptions (topics).
 	MaxPendingMessages int64
@@ -64,6 +69,7 @@ type Policy struct {
 func DefaultPolicy(topic bool) Policy {
 	p := Policy{
 		Prefetch:             DefaultQueuePrefetch,
+		MaxPrefetch:          DefaultMaxPrefetch,
 		DurableTopicPrefetch: 100,
 		MemoryLimit:          DefaultDestinationMemoryLimit,
 		Prioritized:          true,
@@ -71,6 +77,7 @@ func DefaultPolicy(topic bool) Policy {
 		Nack:                 NackDLQ,
 		Redelivery:           policy.DefaultRedelivery(),
 		DeadLetter:           policy.DefaultDeadLetter(),
+		InactiveTimeout:      60 * time.Second,
 	}
 	if topic {
 		p.Prefetch = DefaultTopicPrefetch

@@ -48,6 +48,7 @@ type queue struct {
 	dispatchHWM    uint64
 	markerWritten  uint64
 	markerInFlight bool
+	markerLogged   time.Time // the last "dispatch mark failed" log line
 	recoveredHWM   uint64
 	hwmHint        atomic.Uint64
 	timer          *time.Timer // wakes dispatch for delayed redeliveries
@@ -68,6 +69,9 @@ type queue struct {
 	inflight     map[uint64]struct{}
 	pagedOut     int64 // messages in the store only
 	pagingLogged time.Time
+
+	lastSwept time.Time // of the expiry sweeper (sweepExpired), which alone uses it
+	gc        gcState   // see gc.go
 }
 
 // pageBatch is the most messages one page-in reads.
@@ -77,9 +81,22 @@ const pageBatch = 2000
 // consumer can take (selectors, groups, delays), as ActiveMQ's maxPageSize does.
 const maxScan = 1000
 
+// memoryLimitOf is the memory limit a policy gives a destination: its MemoryLimit, or
+// none of its own for 0 (the broker-wide memoryUsage still applies).
+func memoryLimitOf(p Policy) int64 {
+	if p.MemoryLimit <= 0 {
+		return math.MaxInt64
+	}
+	return p.MemoryLimit
+}
+
 func newQueue(b *Broker, name string) *queue {
+	return newQueueWith(b, name, b.policyFor(destinations.Queue, name))
+}
+
+// newQueueWith makes a queue with policy p (a temporary queue's is its own kind's).
+func newQueueWith(b *Broker, name string, p Policy) *queue {
 	n := destinations.Name{Kind: destinations.Queue, Name: name}
-	p := b.policyFor(destinations.Queue, name)
 	return &queue{
 		b:        b,
 		name:     name,
@@ -87,8 +104,8 @@ func newQueue(b *Broker, name string) *queue {
 		stomp:    n.String(),
 		policy:   p,
 		pending:  destinations.NewPending(p.Prioritized),
-		nextSeq:  1,
-		memLimit: p.MemoryLimit,
+		nextSeq:  max(1, b.seqFloor.Load()),
+		memLimit: memoryLimitOf(p),
 		inflight: map[uint64]struct{}{},
 		groups:   map[string]*Subscription{},
 	}
@@ -109,12 +126,14 @@ var errMemoryFull = errors.New("broker: memory limit reached")
 // memory at all: accept returns a nil entry and the message's sequence is settled with
 // pagedDone.
 func (q *queue) accept(m *persistence.Message, ready bool) (*destinations.Entry, error) {
-	if m.Expires == 0 && q.policy.DefaultTimeToLive > 0 {
-		m.Expires = time.Now().Add(q.policy.DefaultTimeToLive).UnixMilli()
-	}
+	expireAfter(m, q.policy.DefaultTimeToLive)
 	size := int64(m.Size())
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.gc.removed.Load() {
+		return nil, errDestinationRemoved
+	}
+	q.gc.touch()
 	over := q.memBytes+size > q.memLimit || !q.b.mem.fits(size)
 	if over && !m.Persistent {
 		return nil, errMemoryFull
@@ -129,8 +148,10 @@ func (q *queue) accept(m *persistence.Message, ready bool) (*destinations.Entry,
 			q.pageAfter = m.Seq - 1
 			if now := time.Now(); now.Sub(q.pagingLogged) > time.Minute {
 				q.pagingLogged = now
+				used, limit := q.b.mem.Used()
 				q.b.log.Info("queue over its memory limit: paging new messages to the store",
-					slog.String("dest", q.stomp), slog.Int64("memoryLimit", q.memLimit))
+					slog.String("dest", q.stomp), slog.Int64("memoryLimit", q.policy.MemoryLimit),
+					slog.Int64("memoryUsed", used), slog.Int64("memoryUsage", limit))
 			}
 		}
 		q.inflight[m.Seq] = struct{}{}
@@ -425,7 +446,8 @@ func (q *queue) pageIn() {
 		bound = min(bound, s)
 	}
 	accepts := q.pagedAccepts
-	budget := max(q.memLimit/2-q.memBytes, 1)
+	used, limit := q.b.mem.Used()
+	budget := max(min(q.memLimit/2-q.memBytes, limit/4*3-used), 1)
 	hwm := q.recoveredHWM
 	q.mu.Unlock()
 
@@ -494,11 +516,29 @@ func (q *queue) pickLocked() *Subscription {
 	return nil
 }
 
-func (q *queue) addConsumer(s *Subscription) {
+// addConsumer adds s to the queue's consumers; false if the collector removed the queue
+// (the caller looks it up again).
+func (q *queue) addConsumer(s *Subscription) bool {
 	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.gc.removed.Load() {
+		return false
+	}
 	q.consumers = append(q.consumers, s)
 	q.dispatchLocked()
-	q.mu.Unlock()
+	return true
+}
+
+// acceptQueue queues m on the queue called name (see queue.accept), looking the name up
+// again if the collector removed the queue meanwhile.
+func (b *Broker) acceptQueue(name string, m *persistence.Message, ready bool) (*queue, *destinations.Entry, error) {
+	for {
+		q := b.queue(name)
+		e, err := q.accept(m, ready)
+		if err != errDestinationRemoved {
+			return q, e, err
+		}
+	}
 }
 
 func (q *queue) removeConsumer(s *Subscription) {
@@ -617,10 +657,29 @@ func (q *queue) writeMarkerLocked() {
 		defer q.b.wg.Done()
 		q.mu.Lock()
 		defer q.mu.Unlock()
-		q.markerInFlight = false
-		if err == nil {
-			q.markerWritten = hwm
+		if err != nil {
+			// Tried again after a pause (with a log line at most once a minute); the
+			// write in flight meanwhile keeps others from starting.
+			if now := time.Now(); now.Sub(q.markerLogged) > time.Minute {
+				q.markerLogged = now
+				q.b.log.Error("storing a queue's dispatch mark failed; trying again", slog.String("dest", q.stomp),
+					slog.Duration("in", markerRetryDelay), slog.Any("err", err))
+			}
+			time.AfterFunc(markerRetryDelay, func() {
+				q.mu.Lock()
+				defer q.mu.Unlock()
+				q.markerInFlight = false
+				if !q.b.stopping.Load() {
+					q.writeMarkerLocked()
+				}
+			})
+			return
 		}
+		q.markerInFlight = false
+		q.markerWritten = hwm
 		q.writeMarkerLocked()
 	})
 }
+
+// markerRetryDelay is the pause before a failed dispatch mark write is tried again.
+const markerRetryDelay = 500 * time.Millisecond

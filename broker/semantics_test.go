@@ -267,6 +267,7 @@ func TestDefaultTimeToLiveAndSweep(t *testing.T) {
 		Policies: func(k destinations.Kind, name string) Policy {
 			p := DefaultPolicy(k.IsTopic())
 			p.DefaultTimeToLive = 30 * time.Millisecond
+			p.ExpirePeriod = 20 * time.Millisecond
 			p.DeadLetter.ProcessExpired = false
 			return p
 		}})

@@ -122,14 +122,25 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	if _, dup := c.subs[r.ID]; dup {
 		return nil, errorf(ErrDuplicateSubscription, "subscription id %q is already in use on this connection", r.ID)
 	}
+	if err := c.SubscriptionRoom(0); err != nil {
+		return nil, err
+	}
 	dest, err := c.resolve(r.Dest, true)
 	if err != nil {
 		return nil, err
 	}
+	if err := c.b.admitDestinations([]destinations.Name{dest}); err != nil {
+		return nil, err
+	}
+	policyKind := r.Dest.Kind // a temporary destination has its own kind's policy
 	r.Dest = dest
+	p := c.b.policyFor(policyKind, r.Dest.Name)
 	prefetch := r.Prefetch
+	if max := max(p.MaxPrefetch, 1); prefetch > max {
+		return nil, errorf(ErrInvalidPrefetch, "activemq.prefetchSize %d is over the most allowed on %s (destinationPolicy maxPrefetch %d)",
+			prefetch, r.Dest, max)
+	}
 	if prefetch <= 0 {
-		p := c.b.policyFor(r.Dest.Kind, r.Dest.Name)
 		prefetch = p.Prefetch
 		if r.DurableName != "" {
 			prefetch = p.DurableTopicPrefetch
@@ -157,15 +168,31 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	case r.Dest.Kind == destinations.Queue && r.Dest.IsWildcard():
 		c.b.addWildcardQueue(s)
 	case r.Dest.Kind == destinations.Queue:
-		s.q = c.b.queue(r.Dest.Name)
-		s.q.addConsumer(s)
+		// Looked up again if the collector removed it meanwhile (gc.go).
+		for s.q = c.b.queue(r.Dest.Name); !s.q.addConsumer(s); s.q = c.b.queue(r.Dest.Name) {
+		}
 	case r.Dest.IsWildcard():
 		c.b.addWildcard(s)
 	default:
-		s.t = c.b.topic(r.Dest.Name)
-		s.t.add(s)
+		for {
+			s.t = c.b.topic(r.Dest.Name)
+			s.t.add(s)
+			if !s.t.gc.removed.Load() {
+				break
+			}
+			s.t.remove(s)
+		}
 	}
 	return s, nil
+}
+
+// SubscriptionRoom reports an error if the connection, with others more subscriptions
+// than the broker knows of (the transport's queue browsers), may not have one more.
+func (c *Conn) SubscriptionRoom(others int) error {
+	if n := len(c.subs) + others; n >= c.b.maxSubs {
+		return errorf(ErrTooManySubscriptions, "SUBSCRIBE refused: this connection has %d subscriptions, the most allowed (systemUsage maxSubscriptionsPerConnection); UNSUBSCRIBE one first", n)
+	}
+	return nil
 }
 
 func (b *Broker) addWildcard(s *Subscription) {

@@ -46,15 +46,19 @@ func (c *Conn) resolve(d destinations.Name, consume bool) (destinations.Name, er
 	defer c.b.mu.Unlock()
 	key := tempKey{topic, real}
 	if c.b.temps[key] == nil {
+		if err := c.b.roomForDestinationsLocked(1, []destinations.Name{d}); err != nil {
+			return d, err
+		}
 		c.b.temps[key] = c
 		c.temps = append(c.temps, key)
 		if topic {
 			t := newTopic(c.b, real)
+			t.seq.Store(c.b.seqFloor.Load())
 			t.stomp = d.String()
-			t.applyPolicy(c.b.policyFor(destinations.Topic, real))
+			t.applyPolicy(c.b.policyFor(destinations.TempTopic, real))
 			c.b.topics[real] = t
 		} else {
-			q := newQueue(c.b, real)
+			q := newQueueWith(c.b, real, c.b.policyFor(destinations.TempQueue, real))
 			q.stomp = d.String()
 			c.b.queues[real] = q
 		}

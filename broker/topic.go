@@ -3,6 +3,7 @@ package broker
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
@@ -44,6 +45,11 @@ type topic struct {
 	isStream bool
 	streamMu sync.Mutex // serialises opening the stream
 	st       atomic.Pointer[stream]
+
+	ttl time.Duration // the policy's defaultTimeToLive, for messages sent without expires
+
+	gc        gcState       // see gc.go
+	gcTimeout time.Duration // the policy's inactiveTimeoutBeforeGC if it collects the topic; 0: never
 }
 
 func newTopic(b *Broker, name string) *topic {
@@ -61,8 +67,13 @@ func (t *topic) close() {
 	}
 }
 
-// applyPolicy takes what concerns subscribers that are behind from p.
+// applyPolicy takes from p the time-to-live, the collection of an inactive topic and
+// what concerns subscribers that are behind.
 func (t *topic) applyPolicy(p Policy) {
+	t.ttl = p.DefaultTimeToLive
+	if p.GCInactive {
+		t.gcTimeout = p.InactiveTimeout
+	}
 	t.memLimit, t.pending, t.slow = p.MemoryLimit, p.PendingLimit, p.SlowConsumer
 	if t.slow != nil {
 		go t.watchSlow()

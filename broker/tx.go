@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"log/slog"
 
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
@@ -34,6 +33,10 @@ func (c *Conn) Begin(tx string) error {
 	if c.txs[tx] != nil {
 		return errorf(ErrDuplicateTransaction, "Transaction %s is already started", tx)
 	}
+	if len(c.txs) >= c.b.maxTxs {
+		return errorf(ErrTooManyTransactions, "BEGIN %s refused: this connection has %d transactions open, the most allowed (systemUsage maxTransactionsPerConnection); COMMIT or ABORT one first",
+			tx, len(c.txs))
+	}
 	c.txs[tx] = &txState{}
 	return nil
 }
@@ -62,33 +65,54 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 	}
 	var entries []queuedEntry
 	var topicSends []topicSend
-	var scheduled []txSend
+	var jobs []*job
+	// fail undoes what the transaction did so far: what it queued is dropped, what it
+	// acknowledged is given back, the keys of its scheduled messages are released.
+	fail := func(err error) {
+		batch.Rollback()
+		settleEntries(entries, err)
+		for _, f := range applies {
+			f(err)
+		}
+		for _, j := range jobs {
+			c.b.sched.written(j, err)
+		}
+	}
 	for _, s := range t.sends {
 		if c.b.sched != nil && c.b.sched.wants(s.msg) {
-			scheduled = append(scheduled, s)
+			// Stored in this batch: once COMMIT is answered the job survives a crash.
+			sc, err := c.b.sched.parse(s.msg)
+			var j *job
+			if err == nil {
+				j, err = c.b.sched.newJob(ctx, s.dests, s.msg, sc)
+			}
+			if err != nil {
+				fail(err)
+				return err
+			}
+			jobs = append(jobs, j)
+			if j.msg.Persistent {
+				batch.Add(c.b.sched.stored(j))
+			}
 			continue
 		}
+		expires := s.msg.Expires
 		for i, d := range s.dests {
 			msg := s.msg
 			if i > 0 {
 				msg = msg.Clone()
+				msg.Expires = expires
 			}
 			if d.Kind.IsTopic() {
 				t := c.b.topic(d.Name)
+				expireAfter(msg, t.ttl)
 				entries = append(entries, t.accept(msg, func() persistence.Batch { return batch })...)
 				topicSends = append(topicSends, topicSend{t, msg})
 				continue
 			}
-			q := c.b.queue(d.Name)
-			e, err := q.accept(msg, false)
+			q, e, err := c.b.acceptQueue(d.Name, msg, false)
 			if err != nil {
-				// The whole transaction fails: what it queued is dropped, what it
-				// acknowledged is given back.
-				batch.Rollback()
-				settleEntries(entries, err)
-				for _, f := range applies {
-					f(err)
-				}
+				fail(err) // the whole transaction fails
 				return c.b.memoryFull(c, q, err)
 			}
 			entries = append(entries, queuedEntry{q, e, msg.Seq})
@@ -102,14 +126,12 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 		for _, f := range applies {
 			f(err)
 		}
+		for _, j := range jobs {
+			c.b.sched.written(j, err)
+		}
 		if err == nil {
 			for _, ts := range topicSends {
 				ts.t.publish(ts.msg, c)
-			}
-			for _, s := range scheduled {
-				if _, err := c.b.sched.maybeSchedule(s.dests, s.msg, func(error) {}); err != nil {
-					c.b.log.Warn("scheduling a transacted message failed", slog.Any("err", err))
-				}
 			}
 		}
 	}, done)

@@ -38,6 +38,19 @@ const (
 	DefaultSendFailIfNoSpace  = false     // as ActiveMQ: the producer is held until there is room
 	// MinUsageLimit is the smallest systemUsage.memoryUsage or storeUsage accepted.
 	MinUsageLimit = 1 << 20 // 1mb
+	// DefaultMaxTransactionsPerConnection bounds the transactions one connection may
+	// have open at once.
+	DefaultMaxTransactionsPerConnection = 64
+	// DefaultMaxDestinations bounds the destinations clients may create (ActiveMQ has
+	// no limit by default).
+	DefaultMaxDestinations = 10000
+	// DefaultMaxSubscriptionsPerConnection bounds the subscriptions (queue browsers
+	// included) one connection may have at once.
+	DefaultMaxSubscriptionsPerConnection = 10000
+	// DefaultSchedulerMemoryLimit bounds the persistent scheduled messages held in
+	// memory; MinSchedulerMemoryLimit is the smallest limit accepted.
+	DefaultSchedulerMemoryLimit = 64 << 20 // 64mb
+	MinSchedulerMemoryLimit     = 64 << 10 // 64kb
 
 	DefaultStreamsFlush       = FlushBatch
 	DefaultFlushInterval      = time.Second
@@ -122,8 +135,10 @@ type SystemUsage struct {
 	// MemoryUsage caps the bytes of messages held in memory, broker-wide
 	// (default 1gb; at least 1mb).
 	MemoryUsage int64
-	// StoreUsage caps the disk the persistent store may use (default 100gb; at
-	// least 1mb).
+	// StoreUsage caps the room the persistent store may use (default 100gb; at
+	// least 1mb): the files of kahaDB and kafkaLog, the pages of the bbolt file in
+	// use, an estimate of the jdbc rows (their bodies plus about 256 bytes each), the
+	// messages the memory adapter holds.
 	StoreUsage int64
 	// SendFailIfNoSpace fails a send over a limit instead of making the producer
 	// wait (default false, as ActiveMQ: the producer's SEND is held, and its
@@ -137,6 +152,22 @@ type SystemUsage struct {
 	// MaxTransactionSize caps the bytes of messages one open transaction may hold
 	// until its COMMIT (default 64mb; at least 1kb); past it the SEND gets an ERROR.
 	MaxTransactionSize int64
+	// MaxTransactionsPerConnection caps the transactions one connection may have
+	// open at once (default 64; at least 1); a BEGIN past it gets an ERROR.
+	MaxTransactionsPerConnection int
+	// MaxDestinations caps the queues and topics (temporary ones included) that
+	// clients' SENDs and SUBSCRIBEs may create (default 10000; at least 1); past it
+	// the frame gets an ERROR. Destinations the broker makes itself (dead-letter
+	// queues) and those recovered from the store are never refused, but count.
+	MaxDestinations int
+	// MaxSubscriptionsPerConnection caps the subscriptions, queue browsers included,
+	// one connection may have at once (default 10000; at least 1); a SUBSCRIBE past
+	// it gets an ERROR.
+	MaxSubscriptionsPerConnection int
+	// SchedulerMemoryLimit caps the bytes of persistent scheduled messages held in
+	// memory, the soonest due; the others wait in the store (default 64mb; at least
+	// 64kb). Non-persistent scheduled messages count against MemoryUsage.
+	SchedulerMemoryLimit int64
 }
 
 // Streams is the streams section: the partitioned log behind destinations whose

@@ -23,8 +23,20 @@
 //	    uri: stomp://127.0.0.1:61613?maxFrameSize=10485760&maxConnections=1000
 //	systemUsage:                 # ActiveMQ's <systemUsage>
 //	  maxTransactionSize: 64mb   # bytes one open transaction may hold until COMMIT
+//	  maxTransactionsPerConnection: 64   # transactions one connection may have open
+//	                             # at once; a BEGIN past it gets an ERROR; >= 1
+//	  maxDestinations: 10000     # queues and topics (temporary ones too) clients may
+//	                             # create; a SEND or SUBSCRIBE past it gets an ERROR
+//	                             # (dead-letter queues are still made); >= 1
+//	  maxSubscriptionsPerConnection: 10000   # subscriptions (browsers too) one
+//	                             # connection may have; a SUBSCRIBE past it gets an ERROR
+//	  schedulerMemoryLimit: 64mb # persistent scheduled messages held in memory, the
+//	                             # soonest; the others wait in the store; >= 64kb
 //	  memoryUsage: 1gb           # bytes of messages held in memory, broker-wide; >= 1mb
-//	  storeUsage: 100gb          # disk the persistent store may use; >= 1mb
+//	  storeUsage: 100gb          # room the persistent store may use; >= 1mb. kahaDB and
+//	                             # kafkaLog count their files, bbolt the pages of its
+//	                             # file in use, jdbc its rows (bodies + ~256 bytes each),
+//	                             # memory the messages it holds
 //	  sendFailIfNoSpace: false   # over a limit, the producer's SEND waits for room
 //	                             # (as ActiveMQ); true: it gets an ERROR at once
 //	  sendFailIfNoSpaceAfterTimeout: 0   # > 0: wait this long for space, then ERROR
@@ -102,7 +114,9 @@
 // destinations by exactly one of queue: or topic:, a pattern with ActiveMQ's
 // wildcards ("." between elements, "*" for one element, ">" as the whole last
 // element for one or more), or tempQueue: true or tempTopic: true for every
-// temporary queue or topic. A pattern starting with ">" or "*" must be quoted:
+// temporary queue or topic (the first such entry applies; queue: and topic:
+// patterns never match a temporary destination, as in ActiveMQ, so one no temp
+// entry matches has the defaults). A pattern starting with ">" or "*" must be quoted:
 // unquoted, YAML reads ">" as a folded block and "*" as an alias. Matching is the
 // broker's: it applies the single most specific matching entry whole; entries are
 // not merged. A key an entry leaves out has the default shown here, which is also
@@ -111,10 +125,17 @@
 //	destinationPolicy:
 //	  - queue: ">"
 //	    prefetch: 1000                 # topics: 32767; 0 means the default
+//	    maxPrefetch: 32767             # the largest activemq.prefetchSize a SUBSCRIBE may
+//	                                   # ask for (more gets an ERROR); a prefetch left at
+//	                                   # its default is lowered to it, a written one over
+//	                                   # it is an error
 //	    memoryLimit: 64mb              # within systemUsage.memoryUsage; 0: no limit of its own
 //	    prioritizedMessages: true      # ActiveMQ's default is false
-//	    defaultTimeToLive: 0           # for messages sent without expires; 0: never
-//	    expireMessagesPeriod: 30s      # the expiry sweep; 0: none
+//	    defaultTimeToLive: 0           # for messages sent without expires, queues and
+//	                                   # topics alike; 0: never. An expired topic message
+//	                                   # is not delivered
+//	    expireMessagesPeriod: 30s      # how often this destination is swept for expired
+//	                                   # messages; 0: never (dropped at dispatch instead)
 //	    nackPolicy: dlq                # dlq (ActiveMQ's poison ack) | redeliver | discard
 //	    redeliveryPolicy:
 //	      maximumRedeliveries: 6       # -1: unlimited; then to the dead-letter queue
@@ -133,6 +154,9 @@
 //	      processNonPersistent: false  # non-persistent ones are dropped instead
 //	      discard: false               # ActiveMQ's <discarding/>: drop, never dead-letter
 //	    allConsumersExclusiveByDefault: false
+//	    gcInactiveDestinations: false  # remove the destination once it has had no
+//	                                   # messages, subscribers or sends for
+//	    inactiveTimeoutBeforeGC: 60s   # this long (> 0); never temporary ones or streams
 //	    durableTopicPrefetch: 100      # 0 means the default
 //	    maxPendingMessages: 0          # per offline durable subscription; 0: unlimited
 //	    maxPendingBytes: 0             # a size; 0: unlimited

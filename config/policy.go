@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -23,16 +24,22 @@ const (
 	DefaultQueuePrefetch        = 1000
 	DefaultTopicPrefetch        = 32767
 	DefaultDurableTopicPrefetch = 100
-	DefaultMemoryLimit          = 64 << 20 // 64mb
+	// DefaultMaxPrefetch is the largest activemq.prefetchSize accepted: ActiveMQ's
+	// largest default prefetch (topics', Short.MAX_VALUE).
+	DefaultMaxPrefetch = 32767
+	DefaultMemoryLimit = 64 << 20 // 64mb
 	// DefaultPrioritizedMessages differs from ActiveMQ (false): STOMP clients set
 	// the priority header and expect it to matter.
 	DefaultPrioritizedMessages  = true
 	DefaultExpireMessagesPeriod = 30 * time.Second
 	DefaultNackPolicy           = NackDLQ
-	DefaultPartitions           = 1 // of a stream
-	DefaultRetention            = 168 * time.Hour
-	DefaultRebalanceTimeout     = 30 * time.Second // of a stream's consumer groups
-	MaxPartitions               = 1024
+	// DefaultInactiveTimeoutBeforeGC is how long a destination must be inactive
+	// before gcInactiveDestinations removes it (ActiveMQ's 60000 ms).
+	DefaultInactiveTimeoutBeforeGC = 60 * time.Second
+	DefaultPartitions              = 1 // of a stream
+	DefaultRetention               = 168 * time.Hour
+	DefaultRebalanceTimeout        = 30 * time.Second // of a stream's consumer groups
+	MaxPartitions                  = 1024
 )
 
 // PolicyEntry is one element of destinationPolicy, ActiveMQ's <policyEntry>,
@@ -53,6 +60,10 @@ type PolicyEntry struct {
 	// (default 1000 for queues, 32767 for topics; 0 in the file means the
 	// default).
 	Prefetch int
+	// MaxPrefetch is the largest activemq.prefetchSize a SUBSCRIBE may ask for
+	// (default 32767); a larger one gets an ERROR. Prefetch and
+	// DurableTopicPrefetch may not exceed it.
+	MaxPrefetch int
 	// MemoryLimit caps the bytes of messages the destination holds in memory,
 	// within SystemUsage.MemoryUsage (default 64mb; 0: no limit of its own).
 	MemoryLimit int64
@@ -62,8 +73,8 @@ type PolicyEntry struct {
 	// DefaultTimeToLive expires messages sent without an expires header this
 	// long after they arrive (default 0: never).
 	DefaultTimeToLive time.Duration
-	// ExpireMessagesPeriod is the period of the sweep for expired messages
-	// (default 30s; 0: no sweep, expiry is then noticed only at dispatch).
+	// ExpireMessagesPeriod is how often the destination is swept for expired
+	// messages (default 30s; 0: never, expiry is then noticed only at dispatch).
 	ExpireMessagesPeriod time.Duration
 	// NackPolicy is what a NACK does: NackDLQ (default, as ActiveMQ),
 	// NackRedeliver or NackDiscard.
@@ -75,6 +86,14 @@ type PolicyEntry struct {
 	// AllConsumersExclusiveByDefault makes every subscription of a queue
 	// exclusive, as the activemq.exclusive header does for one (default false).
 	AllConsumersExclusiveByDefault bool
+	// GCInactiveDestinations removes a destination once it has had no messages,
+	// no subscribers and nothing sent to it for InactiveTimeoutBeforeGC (default
+	// false, as in ActiveMQ). Temporary destinations and streams are never removed
+	// this way.
+	GCInactiveDestinations bool
+	// InactiveTimeoutBeforeGC is how long a destination must be inactive before
+	// GCInactiveDestinations removes it (default 60s; more than 0).
+	InactiveTimeoutBeforeGC time.Duration
 
 	// Durable topic subscriptions:
 
@@ -142,6 +161,7 @@ func DefaultPolicy(topic bool) PolicyEntry {
 	p := PolicyEntry{
 		Queue:                ">",
 		Prefetch:             DefaultQueuePrefetch,
+		MaxPrefetch:          DefaultMaxPrefetch,
 		MemoryLimit:          DefaultMemoryLimit,
 		PrioritizedMessages:  DefaultPrioritizedMessages,
 		ExpireMessagesPeriod: DefaultExpireMessagesPeriod,
@@ -149,6 +169,8 @@ func DefaultPolicy(topic bool) PolicyEntry {
 		Redelivery:           policy.DefaultRedelivery(),
 		DeadLetter:           policy.DefaultDeadLetter(),
 		DurableTopicPrefetch: DefaultDurableTopicPrefetch,
+
+		InactiveTimeoutBeforeGC: DefaultInactiveTimeoutBeforeGC,
 	}
 	if topic {
 		p.Queue, p.Topic = "", ">"
@@ -164,6 +186,7 @@ type policyEntry struct {
 	TempQueue                       bool                `mapstructure:"tempQueue"`
 	TempTopic                       bool                `mapstructure:"tempTopic"`
 	Prefetch                        int                 `mapstructure:"prefetch"`
+	MaxPrefetch                     int                 `mapstructure:"maxPrefetch"`
 	MemoryLimit                     byteSize            `mapstructure:"memoryLimit"`
 	PrioritizedMessages             bool                `mapstructure:"prioritizedMessages"`
 	DefaultTimeToLive               time.Duration       `mapstructure:"defaultTimeToLive"`
@@ -172,6 +195,8 @@ type policyEntry struct {
 	RedeliveryPolicy                redeliverySection   `mapstructure:"redeliveryPolicy"`
 	DeadLetterStrategy              deadLetterSection   `mapstructure:"deadLetterStrategy"`
 	AllConsumersExclusiveByDefault  bool                `mapstructure:"allConsumersExclusiveByDefault"`
+	GCInactiveDestinations          bool                `mapstructure:"gcInactiveDestinations"`
+	InactiveTimeoutBeforeGC         time.Duration       `mapstructure:"inactiveTimeoutBeforeGC"`
 	DurableTopicPrefetch            int                 `mapstructure:"durableTopicPrefetch"`
 	MaxPendingMessages              int64               `mapstructure:"maxPendingMessages"`
 	MaxPendingBytes                 byteSize            `mapstructure:"maxPendingBytes"`
@@ -302,12 +327,41 @@ func (c *checker) buildPolicy(at string, e policyEntry, set map[string]bool) (Po
 		return PolicyEntry{}, err
 	}
 	take(set, "allConsumersExclusiveByDefault", &p.AllConsumersExclusiveByDefault, e.AllConsumersExclusiveByDefault)
+	take(set, "gcInactiveDestinations", &p.GCInactiveDestinations, e.GCInactiveDestinations)
+	if set["inactiveTimeoutBeforeGC"] {
+		if err := c.positive(key("inactiveTimeoutBeforeGC"), e.InactiveTimeoutBeforeGC); err != nil {
+			return PolicyEntry{}, err
+		}
+		p.InactiveTimeoutBeforeGC = e.InactiveTimeoutBeforeGC
+	}
 
 	if err := c.intRange(key("durableTopicPrefetch"), int64(e.DurableTopicPrefetch), 0, math.MaxInt32, prefetchNote); err != nil {
 		return PolicyEntry{}, err
 	}
 	if e.DurableTopicPrefetch != 0 {
 		p.DurableTopicPrefetch = e.DurableTopicPrefetch
+	}
+	if set["maxPrefetch"] {
+		if err := c.intRange(key("maxPrefetch"), int64(e.MaxPrefetch), 1, math.MaxInt32, ""); err != nil {
+			return PolicyEntry{}, err
+		}
+		p.MaxPrefetch = e.MaxPrefetch
+	}
+	// A default prefetch over maxPrefetch is lowered to it; a written one is an error.
+	for _, k := range []struct {
+		key     string
+		n       *int
+		written int // 0: the default
+	}{{"prefetch", &p.Prefetch, e.Prefetch}, {"durableTopicPrefetch", &p.DurableTopicPrefetch, e.DurableTopicPrefetch}} {
+		if *k.n <= p.MaxPrefetch {
+			continue
+		}
+		if k.written == 0 {
+			*k.n = p.MaxPrefetch
+			continue
+		}
+		return PolicyEntry{}, c.invalid(key(k.key), fmt.Sprintf("%d is over the entry's maxPrefetch %d", *k.n, p.MaxPrefetch),
+			fmt.Sprintf("at most maxPrefetch (%d); raise maxPrefetch for more", p.MaxPrefetch))
 	}
 	if err := c.intRange(key("maxPendingMessages"), e.MaxPendingMessages, 0, math.MaxInt64, "0 for unlimited"); err != nil {
 		return PolicyEntry{}, err

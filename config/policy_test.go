@@ -24,6 +24,7 @@ func TestDefaultPolicy(t *testing.T) {
 	assert.Equal(t, PolicyEntry{
 		Queue:                ">",
 		Prefetch:             1000,
+		MaxPrefetch:          32767,
 		MemoryLimit:          64 << 20,
 		PrioritizedMessages:  true,
 		ExpireMessagesPeriod: 30 * time.Second,
@@ -36,6 +37,8 @@ func TestDefaultPolicy(t *testing.T) {
 			QueuePrefix: "ActiveMQ.DLQ.Queue.", TopicPrefix: "ActiveMQ.DLQ.Topic.", ProcessExpired: true,
 		},
 		DurableTopicPrefetch: 100,
+
+		InactiveTimeoutBeforeGC: time.Minute,
 	}, q)
 	assert.False(t, q.IsTopic())
 	assert.False(t, q.IsStream())
@@ -106,6 +109,7 @@ func TestPolicyExample(t *testing.T) {
 	assert.Equal(t, PolicyEntry{
 		Queue:                ">",
 		Prefetch:             500,
+		MaxPrefetch:          2000,
 		MemoryLimit:          32 << 20,
 		PrioritizedMessages:  false,
 		DefaultTimeToLive:    time.Hour,
@@ -121,11 +125,13 @@ func TestPolicyExample(t *testing.T) {
 			ProcessExpired: false, ProcessNonPersistent: true, Discard: false,
 		},
 		AllConsumersExclusiveByDefault:  true,
+		GCInactiveDestinations:          true,
+		InactiveTimeoutBeforeGC:         5 * time.Minute,
 		DurableTopicPrefetch:            10,
 		MaxPendingMessages:              1000,
 		MaxPendingBytes:                 10 << 20,
 		OfflineDurableSubscriberTimeout: 0, // -1: never
-		Set: keys("queue", "prefetch", "memoryLimit", "prioritizedMessages", "defaultTimeToLive",
+		Set: keys("queue", "prefetch", "maxPrefetch", "memoryLimit", "prioritizedMessages", "defaultTimeToLive",
 			"expireMessagesPeriod", "nackPolicy",
 			"redeliveryPolicy.maximumRedeliveries", "redeliveryPolicy.initialRedeliveryDelay",
 			"redeliveryPolicy.redeliveryDelay", "redeliveryPolicy.useExponentialBackOff",
@@ -133,7 +139,7 @@ func TestPolicyExample(t *testing.T) {
 			"redeliveryPolicy.useCollisionAvoidance", "redeliveryPolicy.collisionAvoidanceFactor",
 			"deadLetterStrategy.individual", "deadLetterStrategy.queuePrefix", "deadLetterStrategy.topicPrefix",
 			"deadLetterStrategy.processExpired", "deadLetterStrategy.processNonPersistent", "deadLetterStrategy.discard",
-			"allConsumersExclusiveByDefault", "durableTopicPrefetch", "maxPendingMessages", "maxPendingBytes",
+			"allConsumersExclusiveByDefault", "gcInactiveDestinations", "inactiveTimeoutBeforeGC", "durableTopicPrefetch", "maxPendingMessages", "maxPendingBytes",
 			"offlineDurableSubscriberTimeout"),
 	}, c.DestinationPolicy[0])
 
@@ -287,6 +293,10 @@ func TestPolicyErrors(t *testing.T) {
 
 		// values
 		{"unknown nackPolicy", entry("{queue: B, nackPolicy: requeue}"), "destinationPolicy[1].nackPolicy", "unknown value", nackAllowed, "requeue"},
+		{"maxPrefetch 0", entry("{queue: B, maxPrefetch: 0}"), "destinationPolicy[1].maxPrefetch", "out of range", "from 1 to", "0"},
+		{"prefetch over maxPrefetch", entry("{queue: B, prefetch: 500, maxPrefetch: 100}"), "destinationPolicy[1].prefetch", "over the entry's maxPrefetch 100", "at most maxPrefetch", "500"},
+		{"inactiveTimeoutBeforeGC 0", entry("{queue: B, inactiveTimeoutBeforeGC: 0}"), "destinationPolicy[1].inactiveTimeoutBeforeGC", "more than 0", "", "0"},
+		{"gcInactiveDestinations not a boolean", entry("{queue: B, gcInactiveDestinations: often}"), "destinationPolicy[1].gcInactiveDestinations", "not a boolean", "true, false", "often"},
 		{"negative prefetch", entry("{queue: B, prefetch: -1}"), "destinationPolicy[1].prefetch", "-1 is out of range", "0 for the default", "-1"},
 		{"negative durable prefetch", entry("{topic: B, durableTopicPrefetch: -5}"), "destinationPolicy[1].durableTopicPrefetch", "out of range", "from 0", "-5"},
 		{"prefetch not a number", entry("{queue: B, prefetch: many}"), "destinationPolicy[1].prefetch", "not an integer", "whole number", "many"},
@@ -346,4 +356,16 @@ func TestPolicyErrors(t *testing.T) {
 		{"rebalanceTimeout 0", entry("{topic: B, type: stream, rebalanceTimeout: 0s}"), "destinationPolicy[1].rebalanceTimeout", "more than 0", "", "0s"},
 		{"rebalanceTimeout without stream", entry("{topic: B, rebalanceTimeout: 5s}"), "destinationPolicy[1].rebalanceTimeout", "only to streams", "type: stream", "5s"},
 	})
+}
+
+// TestMaxPrefetchLowersDefaults: a maxPrefetch below a default prefetch lowers that
+// default; a written prefetch over it is an error (TestPolicyErrors).
+func TestMaxPrefetchLowersDefaults(t *testing.T) {
+	c, err := Parse([]byte("destinationPolicy:\n  - {topic: \">\", maxPrefetch: 50}\n  - {queue: \">\", prefetch: 0, maxPrefetch: 50}\n"), nil)
+	require.NoError(t, err)
+	for _, p := range c.DestinationPolicy {
+		assert.Equal(t, 50, p.MaxPrefetch)
+		assert.Equal(t, 50, p.Prefetch)
+		assert.Equal(t, 50, p.DurableTopicPrefetch)
+	}
 }

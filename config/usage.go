@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // systemUsageSection is systemUsage as written.
 type systemUsageSection struct {
@@ -9,6 +12,10 @@ type systemUsageSection struct {
 	SendFailIfNoSpace             bool          `mapstructure:"sendFailIfNoSpace"`
 	SendFailIfNoSpaceAfterTimeout time.Duration `mapstructure:"sendFailIfNoSpaceAfterTimeout"`
 	MaxTransactionSize            byteSize      `mapstructure:"maxTransactionSize"`
+	MaxTransactionsPerConnection  int64         `mapstructure:"maxTransactionsPerConnection"`
+	MaxDestinations               int64         `mapstructure:"maxDestinations"`
+	MaxSubscriptionsPerConnection int64         `mapstructure:"maxSubscriptionsPerConnection"`
+	SchedulerMemoryLimit          byteSize      `mapstructure:"schedulerMemoryLimit"`
 }
 
 // buildSystemUsage validates the systemUsage section (defaults are viper's).
@@ -26,11 +33,27 @@ func (c *checker) buildSystemUsage(s systemUsageSection) (SystemUsage, *Error) {
 	if err := c.nonNegative(joinKey(path, "sendFailIfNoSpaceAfterTimeout"), s.SendFailIfNoSpaceAfterTimeout, "no waiting"); err != nil {
 		return SystemUsage{}, err
 	}
+	if err := c.intRange(joinKey(path, "maxTransactionsPerConnection"), s.MaxTransactionsPerConnection, 1, math.MaxInt32, ""); err != nil {
+		return SystemUsage{}, err
+	}
+	if err := c.intRange(joinKey(path, "maxDestinations"), s.MaxDestinations, 1, math.MaxInt32, ""); err != nil {
+		return SystemUsage{}, err
+	}
+	if err := c.intRange(joinKey(path, "maxSubscriptionsPerConnection"), s.MaxSubscriptionsPerConnection, 1, math.MaxInt32, ""); err != nil {
+		return SystemUsage{}, err
+	}
+	if err := c.sizeAtLeast(joinKey(path, "schedulerMemoryLimit"), int64(s.SchedulerMemoryLimit), MinSchedulerMemoryLimit); err != nil {
+		return SystemUsage{}, err
+	}
 	return SystemUsage{
 		MemoryUsage:                   int64(s.MemoryUsage),
 		StoreUsage:                    int64(s.StoreUsage),
 		SendFailIfNoSpace:             s.SendFailIfNoSpace,
 		SendFailIfNoSpaceAfterTimeout: s.SendFailIfNoSpaceAfterTimeout,
 		MaxTransactionSize:            int64(s.MaxTransactionSize),
+		MaxTransactionsPerConnection:  int(s.MaxTransactionsPerConnection),
+		MaxDestinations:               int(s.MaxDestinations),
+		MaxSubscriptionsPerConnection: int(s.MaxSubscriptionsPerConnection),
+		SchedulerMemoryLimit:          int64(s.SchedulerMemoryLimit),
 	}, nil
 }

@@ -137,6 +137,15 @@ type SpaceReporter interface {
 	OldestSegment() (file, dest string, ok bool)
 }
 
+// Sizer is an optional power of a Store: the room it takes, which the broker holds
+// under systemUsage storeUsage (over it, persistent messages are refused). A file store
+// reports its files on disk, a database store its tables, the memory store the bytes of
+// the messages it holds. ctx bounds a store that must ask a server; the broker calls Size
+// a few times a second, so a store for which that is costly answers from a cache.
+type Sizer interface {
+	Size(ctx context.Context) (int64, error)
+}
+
 // Recovered is what Store.Recover reports.
 type Recovered struct {
 	Destinations []DestState

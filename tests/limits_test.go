@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,10 +15,28 @@ import (
 // TestStoreUsageLimit: with sendFailIfNoSpace: true, past systemUsage.storeUsage
 // persistent SENDs get an ERROR (with the receipt-id), the broker logs it, the
 // connection stays open, non-persistent messages still flow, and everything accepted
-// before is still delivered.
+// before is still delivered. Every adapter reports its size: the journal and the log
+// their files, bbolt the pages of its file in use, jdbc its rows, memory the messages
+// it holds.
 func TestStoreUsageLimit(t *testing.T) {
+	adapters := append([]struct {
+		name  string
+		store func(t testing.TB) string
+	}{{"memory", func(testing.TB) string { return "memory: {}" }}}, durableAdapters...)
+	for _, a := range adapters {
+		t.Run(a.name, func(t *testing.T) {
+			adapter := a.store(t)
+			if a.name == "kahadb" {
+				adapter = "kahaDB: {journalMaxFileLength: 256kb}"
+			}
+			storeUsageRun(t, adapter)
+		})
+	}
+}
+
+func storeUsageRun(t *testing.T, adapter string) {
 	b := startBroker(t, brokerConfig{
-		Adapter: "kahaDB: {journalMaxFileLength: 256kb}",
+		Adapter: adapter,
 		Extra:   "systemUsage: {storeUsage: 1mb, sendFailIfNoSpace: true}\n",
 	})
 	rc := dialRaw(t, b.Addr)
@@ -25,7 +44,10 @@ func TestStoreUsageLimit(t *testing.T) {
 	body := bytes.Repeat([]byte("x"), 8<<10)
 	accepted := 0
 	var refusal *frame.Frame
-	for i := 0; i < 2000 && refusal == nil; i++ {
+	// The broker reads the store's size a few times a second: a fast store takes many
+	// messages past the limit before the first refusal.
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; refusal == nil && time.Now().Before(deadline); i++ {
 		f := frame.New("SEND", "destination", "/queue/full", "persistent", "true", "receipt", strconv.Itoa(i))
 		f.Body = body
 		rc.send(f)
@@ -38,6 +60,7 @@ func TestStoreUsageLimit(t *testing.T) {
 		}
 	}
 	require.NotNil(t, refusal, "no ERROR after %d × 8 KiB persistent messages with storeUsage 1mb", accepted)
+	t.Logf("%d messages accepted", accepted)
 	assert.Contains(t, refusal.Header.Get("message"), "store is full")
 	assert.NotEmpty(t, refusal.Header.Get("receipt-id"))
 	eventually(t, 5*time.Second, "the log line", func() bool { return bytes.Contains([]byte(b.Log()), []byte("persistent store is full")) })
@@ -81,4 +104,138 @@ func TestTransactionSizeLimit(t *testing.T) {
 	for i := 0; i < sent; i++ {
 		require.Equal(t, "MESSAGE", rc.read().Command)
 	}
+}
+
+// TestMaxTransactionsPerConnection: a connection may have at most
+// systemUsage.maxTransactionsPerConnection transactions open; a BEGIN past it gets an
+// ERROR (the connection stays open), and once one ends another may begin.
+func TestMaxTransactionsPerConnection(t *testing.T) {
+	b := startBroker(t, brokerConfig{Extra: "systemUsage: {maxTransactionsPerConnection: 2}\n"})
+	c := jmsDial(t, b.Addr)
+	c.do("BEGIN", "transaction", "a")
+	c.do("BEGIN", "transaction", "b")
+	e := c.refused("BEGIN", "transaction", "c")
+	assert.Contains(t, e.Header.Get("message"), "maxTransactionsPerConnection")
+	c.do("COMMIT", "transaction", "a")
+	c.do("BEGIN", "transaction", "c")
+	// Another connection has its own count.
+	c2 := jmsDial(t, b.Addr)
+	c2.do("BEGIN", "transaction", "a")
+}
+
+// TestMaxDestinations: clients may create at most systemUsage.maxDestinations queues
+// and topics; a SEND or SUBSCRIBE that would create one more gets an ERROR (with the
+// receipt-id), the connection stays open and existing destinations still work.
+func TestMaxDestinations(t *testing.T) {
+	b := startBroker(t, brokerConfig{Extra: "systemUsage: {maxDestinations: 2}\n"})
+	c := jmsDial(t, b.Addr)
+	c.send("/queue/a", "1")
+	c.send("/topic/b", "1")
+	f := frame.New("SEND", "destination", "/queue/c")
+	f.Body = []byte("refused")
+	e := c.exchange(f)
+	require.Equal(t, "ERROR", e.Command)
+	assert.Contains(t, e.Header.Get("message"), "maxDestinations 2")
+	e = c.refused("SUBSCRIBE", "id", "s", "destination", "/topic/x")
+	assert.Contains(t, e.Header.Get("message"), "maxDestinations")
+	e = c.refused("SUBSCRIBE", "id", "s", "destination", "/temp-queue/replies")
+	assert.Contains(t, e.Header.Get("message"), "maxDestinations")
+	sub := c.subscribe("/queue/a")
+	assert.Equal(t, "1", string(c.next(sub).Body))
+	eventually(t, 5*time.Second, "the log line", func() bool { return strings.Contains(b.Log(), "destination limit reached") })
+}
+
+// TestGCInactiveDestinations: with gcInactiveDestinations, a destination that has had no
+// messages, subscribers or sends for inactiveTimeoutBeforeGC is removed (with a log
+// line), which makes room under maxDestinations; one that still holds a message stays.
+func TestGCInactiveDestinations(t *testing.T) {
+	b := startBroker(t, brokerConfig{Extra: `systemUsage: {maxDestinations: 2}
+destinationPolicy:
+  - queue: ">"
+    gcInactiveDestinations: true
+    inactiveTimeoutBeforeGC: 300ms
+  - topic: ">"
+    gcInactiveDestinations: true
+    inactiveTimeoutBeforeGC: 300ms
+`})
+	c := jmsDial(t, b.Addr)
+	c.send("/queue/kept", "waiting", "persistent", "true")
+	sub := c.subscribe("/queue/used")
+	c.send("/queue/used", "x")
+	c.next(sub)
+	c.do("UNSUBSCRIBE", "id", sub)
+	e := c.refused("SUBSCRIBE", "id", "t", "destination", "/topic/full")
+	assert.Contains(t, e.Header.Get("message"), "maxDestinations")
+
+	eventually(t, 10*time.Second, "the inactive queue removed", func() bool {
+		return strings.Contains(b.Log(), "inactive destinations removed")
+	})
+	// /queue/used is gone, so a new destination fits; /queue/kept stayed with its message.
+	tsub := c.subscribe("/topic/new")
+	c.send("/topic/new", "hello")
+	assert.Equal(t, "hello", string(c.next(tsub).Body))
+	e = c.refused("SUBSCRIBE", "id", "t2", "destination", "/topic/another")
+	assert.Contains(t, e.Header.Get("message"), "maxDestinations")
+	kept := c.subscribe("/queue/kept")
+	assert.Equal(t, "waiting", string(c.next(kept).Body))
+}
+
+// TestPrefetchSizeValidated: activemq.prefetchSize must be a whole number from 0 (the
+// default) to the destination policy's maxPrefetch (default 32767); anything else gets
+// an ERROR instead of being truncated or ignored, and the connection stays open.
+func TestPrefetchSizeValidated(t *testing.T) {
+	b := startBroker(t, brokerConfig{})
+	c := jmsDial(t, b.Addr)
+	for _, bad := range []struct{ prefetch, want string }{
+		{"4294967297", "maxPrefetch 32767"}, // 2^32+1: 1 once truncated to 32 bits
+		{"100000", "maxPrefetch 32767"},
+		{"-1", "activemq.prefetchSize"},
+		{"lots", "activemq.prefetchSize"},
+		{"99999999999999999999999", "activemq.prefetchSize"},
+	} {
+		e := c.refused("SUBSCRIBE", "id", "s", "destination", "/queue/a", "activemq.prefetchSize", bad.prefetch)
+		assert.Contains(t, e.Header.Get("message"), bad.want, "prefetch %s", bad.prefetch)
+	}
+	c.subscribe("/queue/a", "activemq.prefetchSize", "32767")
+}
+
+// TestMaxPrefetchPolicy: a destination policy's maxPrefetch caps activemq.prefetchSize
+// on its destinations.
+func TestMaxPrefetchPolicy(t *testing.T) {
+	b := startBroker(t, brokerConfig{Extra: `destinationPolicy:
+  - queue: "small.>"
+    maxPrefetch: 10
+`})
+	c := jmsDial(t, b.Addr)
+	e := c.refused("SUBSCRIBE", "id", "s", "destination", "/queue/small.x", "activemq.prefetchSize", "11")
+	assert.Contains(t, e.Header.Get("message"), "maxPrefetch 10")
+	sub := c.subscribe("/queue/small.x", "activemq.prefetchSize", "10", "ack", "client-individual")
+	for i := 0; i < 11; i++ {
+		c.send("/queue/small.x", strconv.Itoa(i))
+	}
+	for i := 0; i < 10; i++ {
+		c.next(sub)
+	}
+	c.sync()
+	c.expectNone(sub, 100*time.Millisecond)
+	c.subscribe("/queue/other", "activemq.prefetchSize", "1000")
+}
+
+// TestMaxSubscriptionsPerConnection: a connection may have at most
+// systemUsage.maxSubscriptionsPerConnection subscriptions, queue browsers included; a
+// SUBSCRIBE past it gets an ERROR and the connection stays open.
+func TestMaxSubscriptionsPerConnection(t *testing.T) {
+	b := startBroker(t, brokerConfig{Extra: "systemUsage: {maxSubscriptionsPerConnection: 2}\n"})
+	c := jmsDial(t, b.Addr)
+	first := c.subscribe("/queue/a")
+	c.subscribe("/topic/b")
+	e := c.refused("SUBSCRIBE", "id", "x", "destination", "/queue/c")
+	assert.Contains(t, e.Header.Get("message"), "maxSubscriptionsPerConnection")
+	e = c.refused("SUBSCRIBE", "id", "y", "destination", "/queue/a", "browser", "true")
+	assert.Contains(t, e.Header.Get("message"), "maxSubscriptionsPerConnection")
+	c.do("UNSUBSCRIBE", "id", first)
+	c.browse("/queue/a")
+	sub := c.subscribe("/queue/c")
+	c.send("/queue/c", "ok")
+	assert.Equal(t, "ok", string(c.next(sub).Body))
 }

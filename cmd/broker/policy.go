@@ -12,8 +12,18 @@ import (
 // policies turns the configured destinationPolicy entries into the broker's policy
 // lookup: among the entries whose pattern matches, the most specific wins (literal path
 // elements beat *, which beats >), and a destination no entry matches gets the defaults.
+// A temporary destination takes the first tempQueue or tempTopic entry; queue and topic
+// patterns never match one (as in ActiveMQ, whose ">" matches no temporary destination).
 func policies(entries []config.PolicyEntry) broker.PolicyFunc {
 	return func(kind destinations.Kind, name string) broker.Policy {
+		if kind == destinations.TempQueue || kind == destinations.TempTopic {
+			for _, e := range entries {
+				if (kind == destinations.TempQueue && e.TempQueue) || (kind == destinations.TempTopic && e.TempTopic) {
+					return toPolicy(e)
+				}
+			}
+			return toPolicy(config.DefaultPolicy(kind.IsTopic()))
+		}
 		best, bestScore := -1, -1
 		for i, e := range entries {
 			pattern := e.Queue
@@ -34,13 +44,31 @@ func policies(entries []config.PolicyEntry) broker.PolicyFunc {
 	}
 }
 
-// expirySweep is the shortest expireMessagesPeriod configured (ActiveMQ sweeps each
-// destination on its own period; one sweeper at the shortest is a close equivalent).
+// expirySweep is how often the broker's expiry sweeper wakes: the shortest
+// expireMessagesPeriod configured (or the default's, for destinations no entry matches).
+// Each destination is swept on its own period; one of 0 is never swept.
 func expirySweep(entries []config.PolicyEntry) time.Duration {
 	d := config.DefaultPolicy(false).ExpireMessagesPeriod
 	for _, e := range entries {
 		if e.ExpireMessagesPeriod > 0 && e.ExpireMessagesPeriod < d {
 			d = e.ExpireMessagesPeriod
+		}
+	}
+	return d
+}
+
+// destinationGCPeriod is how often the broker looks for inactive destinations: never
+// when no entry has gcInactiveDestinations, otherwise every half of the shortest
+// inactiveTimeoutBeforeGC of those that do, at most every 10s.
+func destinationGCPeriod(entries []config.PolicyEntry) time.Duration {
+	d := time.Duration(-1)
+	for _, e := range entries {
+		if !e.GCInactiveDestinations {
+			continue
+		}
+		p := min(max(e.InactiveTimeoutBeforeGC/2, 10*time.Millisecond), broker.DefaultDestinationGCPeriod)
+		if d < 0 || p < d {
+			d = p
 		}
 	}
 	return d
@@ -68,6 +96,9 @@ func toPolicy(e config.PolicyEntry) broker.Policy {
 	if e.DurableTopicPrefetch > 0 {
 		p.DurableTopicPrefetch = e.DurableTopicPrefetch
 	}
+	if e.MaxPrefetch > 0 {
+		p.MaxPrefetch = e.MaxPrefetch
+	}
 	p.MemoryLimit = e.MemoryLimit
 	p.Prioritized = e.PrioritizedMessages
 	p.DefaultTimeToLive = e.DefaultTimeToLive
@@ -83,6 +114,8 @@ func toPolicy(e config.PolicyEntry) broker.Policy {
 	p.Redelivery = e.Redelivery
 	p.DeadLetter = e.DeadLetter
 	p.AllExclusive = e.AllConsumersExclusiveByDefault
+	p.GCInactive = e.GCInactiveDestinations
+	p.InactiveTimeout = e.InactiveTimeoutBeforeGC
 	p.MaxPendingMessages = e.MaxPendingMessages
 	p.MaxPendingBytes = e.MaxPendingBytes
 	p.OfflineTimeout = e.OfflineDurableSubscriberTimeout

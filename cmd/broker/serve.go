@@ -142,24 +142,29 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 		return streams.Close()
 	}
 	b, err := broker.New(ctx, broker.Options{
-		Name:               cfg.Broker.BrokerName,
-		Store:              store,
-		Logger:             log,
-		MemoryUsage:        cfg.SystemUsage.MemoryUsage,
-		StoreUsage:         cfg.SystemUsage.StoreUsage,
-		MaxTransactionSize: cfg.SystemUsage.MaxTransactionSize,
-		NoSpaceWait:        noSpaceWait(cfg.SystemUsage),
-		Policies:           policies(cfg.DestinationPolicy),
-		ExpirySweep:        expirySweep(cfg.DestinationPolicy),
+		Name:                          cfg.Broker.BrokerName,
+		Store:                         store,
+		Logger:                        log,
+		MemoryUsage:                   cfg.SystemUsage.MemoryUsage,
+		StoreUsage:                    cfg.SystemUsage.StoreUsage,
+		MaxTransactionSize:            cfg.SystemUsage.MaxTransactionSize,
+		MaxTransactionsPerConnection:  cfg.SystemUsage.MaxTransactionsPerConnection,
+		MaxDestinations:               cfg.SystemUsage.MaxDestinations,
+		MaxSubscriptionsPerConnection: cfg.SystemUsage.MaxSubscriptionsPerConnection,
+		DestinationGCPeriod:           destinationGCPeriod(cfg.DestinationPolicy),
+		NoSpaceWait:                   noSpaceWait(cfg.SystemUsage),
+		Policies:                      policies(cfg.DestinationPolicy),
+		ExpirySweep:                   expirySweep(cfg.DestinationPolicy),
 		VirtualTopics: broker.VirtualTopics{
 			Enabled: cfg.VirtualTopics.Enabled,
 			Name:    cfg.VirtualTopics.Name,
 			Prefix:  cfg.VirtualTopics.Prefix,
 		},
-		Scheduler:    cfg.Broker.SchedulerSupport,
-		DurableSweep: cfg.Broker.OfflineDurableSubscriberTaskSchedule,
-		LinkStealing: cfg.Broker.AllowLinkStealing,
-		Streams:      streams,
+		Scheduler:            cfg.Broker.SchedulerSupport,
+		SchedulerMemoryLimit: cfg.SystemUsage.SchedulerMemoryLimit,
+		DurableSweep:         cfg.Broker.OfflineDurableSubscriberTaskSchedule,
+		LinkStealing:         cfg.Broker.AllowLinkStealing,
+		Streams:              streams,
 	})
 	if err != nil {
 		_ = store.Close()
@@ -250,6 +255,10 @@ func connectors(cfg *config.Config, log *slog.Logger) ([]transport.Connector, er
 		lim.MaxFrameSize = min(c.MaxFrameSize, c.MaxDataLength)
 		lim.MaxHeaders = c.MaxHeaders
 		lim.MaxHeaderLine = c.MaxHeaderLength
+		connectTimeout := c.ConnectTimeout
+		if connectTimeout == 0 {
+			connectTimeout = -1 // connectTimeout=0: no limit
+		}
 		out = append(out, transport.Connector{
 			Name:           c.Name,
 			Addr:           c.Addr,
@@ -257,7 +266,7 @@ func connectors(cfg *config.Config, log *slog.Logger) ([]transport.Connector, er
 			WebSocket:      c.WebSocket,
 			Session: stomp.Config{
 				Limits:           lim,
-				ConnectTimeout:   c.ConnectTimeout,
+				ConnectTimeout:   connectTimeout,
 				HeartBeatGrace:   c.HeartBeatGrace,
 				DefaultHeartBeat: c.DefaultHeartBeat,
 				Logger:           log,

@@ -353,3 +353,37 @@ func TestRegisteredOpener(t *testing.T) {
 	require.ErrorIs(t, err, boltstore.ErrOption)
 	require.ErrorContains(t, err, "persistenceAdapter.bbolt.bogus")
 }
+
+// TestSizeIsPagesInUse: Size, which the broker holds under storeUsage, counts the pages
+// in use: it drops once messages are deleted although the file keeps its length, so a
+// store that was full once is not full for good.
+func TestSizeIsPagesInUse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "broker.db")
+	s := openPath(t, path)
+	defer s.Close()
+	const q = "queue://size"
+	body := make([]byte, 8<<10)
+	commit(t, s, func(b persistence.Batch) {
+		for i := uint64(1); i <= 256; i++ {
+			m := msg(q, i)
+			m.Body = body
+			b.Add(m)
+		}
+	})
+	full, err := s.Size(t.Context())
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, full, int64(256*len(body)))
+	commit(t, s, func(b persistence.Batch) {
+		for i := uint64(1); i <= 256; i++ {
+			b.Ack(q, i)
+		}
+	})
+	// Pages freed by a commit are reusable (and counted free) from the next one on.
+	commit(t, s, func(b persistence.Batch) { b.Add(msg("queue://other", 1)) })
+	empty, err := s.Size(t.Context())
+	require.NoError(t, err)
+	assert.Less(t, empty, full/4, "Size after every message was deleted")
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, st.Size(), full, "the file keeps its length")
+}

@@ -34,9 +34,11 @@ func open(ctx context.Context, po persistence.Options) (persistence.Store, error
 	return s, nil
 }
 
-// Compile-time guard: a Store is a persistence.Store, with none of the optional
-// Store powers (Locker, SpaceReporter).
-var _ persistence.Store = (*Store)(nil)
+// Compile-time guards.
+var (
+	_ persistence.Store = (*Store)(nil)
+	_ persistence.Sizer = (*Store)(nil)
+)
 
 // Top-level buckets and meta keys of format version 1 (see the package comment).
 var (
@@ -266,6 +268,25 @@ func (s *Store) Stats(dest string) (msgs, bytes int64) {
 	defer s.mu.RUnlock()
 	st := s.stats[dest]
 	return st.msgs, st.bytes
+}
+
+// Size is the part of the database file in use, for systemUsage storeUsage: the file's
+// pages up to its high-water mark less those on the freelist. (The file itself never
+// shrinks: bbolt reuses freed pages but does not give them back, so its length would
+// keep a store that was full once full for good.)
+func (s *Store) Size(context.Context) (int64, error) {
+	if s.closed.Load() {
+		return 0, persistence.ErrClosed
+	}
+	var n int64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		n = tx.Size()
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("boltstore: size: %w", err)
+	}
+	return max(n-int64(s.db.Stats().FreeAlloc), 0), nil
 }
 
 // Close stops accepting commits, lets the writer commit what is queued and complete

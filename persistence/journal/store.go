@@ -38,6 +38,7 @@ func open(ctx context.Context, po persistence.Options) (persistence.Store, error
 var (
 	_ persistence.Store         = (*Store)(nil)
 	_ persistence.SpaceReporter = (*Store)(nil)
+	_ persistence.Sizer         = (*Store)(nil)
 )
 
 // Store is the journal persistence adapter. It is safe for concurrent use.
@@ -179,6 +180,9 @@ func (s *Store) DiskUsage() int64 {
 	s.ckptMu.Unlock()
 	return n
 }
+
+// Size is DiskUsage, for systemUsage storeUsage.
+func (s *Store) Size(context.Context) (int64, error) { return s.DiskUsage(), nil }
 
 // OldestSegment reports the oldest segment file that still holds a stored message, and
 // the destination of one such message: what keeps the journal from shrinking (a

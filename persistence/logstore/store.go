@@ -40,6 +40,7 @@ func open(ctx context.Context, po persistence.Options) (persistence.Store, error
 var (
 	_ persistence.Store         = (*Store)(nil)
 	_ persistence.SpaceReporter = (*Store)(nil)
+	_ persistence.Sizer         = (*Store)(nil)
 )
 
 // Layout inside Options.Dir.
@@ -233,6 +234,9 @@ func (s *Store) DiskUsage() int64 {
 	}
 	return n
 }
+
+// Size is DiskUsage, for systemUsage storeUsage.
+func (s *Store) Size(context.Context) (int64, error) { return s.DiskUsage(), nil }
 
 // OldestSegment reports the log segment file holding the low-water mark, which keeps
 // every later segment on disk, and the destination of the stored message that pins it:

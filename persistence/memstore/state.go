@@ -27,6 +27,7 @@ type destination struct {
 	lastSeq uint64 // highest seq ever added
 	msgs    int64
 	bytes   int64 // sum of len(Body)
+	size    int64 // sum of Message.Size, what the messages take in memory
 	log     seqLog
 	// subs holds the durable subscriptions registered on this topic; a message's
 	// Subs entries are resolved against it.
@@ -106,6 +107,7 @@ func (s *Store) add(e *entry) {
 	d.log.Put(m.Seq, e)
 	d.msgs++
 	d.bytes += int64(len(m.Body))
+	d.size += int64(e.msg.Size())
 }
 
 // drop deletes the stored entry e of d and takes it out of every subscription.
@@ -118,6 +120,7 @@ func (d *destination) drop(e *entry) {
 	d.log.Remove(seq)
 	d.msgs--
 	d.bytes -= int64(len(e.msg.Body))
+	d.size -= int64(e.msg.Size())
 }
 
 // release takes sub out of e's pending set and deletes e once nobody owes it.
@@ -134,7 +137,7 @@ func (d *destination) purge() {
 	for _, sub := range d.subs {
 		sub.log.Reset()
 	}
-	d.msgs, d.bytes = 0, 0
+	d.msgs, d.bytes, d.size = 0, 0, 0
 }
 
 func (s *Store) ackSub(key persistence.SubKey, seq uint64) {

@@ -43,9 +43,11 @@ func open(ctx context.Context, _ persistence.Options) (persistence.Store, error)
 	return New(), nil
 }
 
-// Compile-time guard: a Store is a persistence.Store, with none of the optional
-// Store powers (Locker, SpaceReporter).
-var _ persistence.Store = (*Store)(nil)
+// Compile-time guards.
+var (
+	_ persistence.Store = (*Store)(nil)
+	_ persistence.Sizer = (*Store)(nil)
+)
 
 // Store is an in-memory persistence.Store. It is safe for concurrent use.
 type Store struct {
@@ -217,6 +219,21 @@ func (s *Store) Stats(dest string) (msgs, bytes int64) {
 		return d.msgs, d.bytes
 	}
 	return 0, 0
+}
+
+// Size is what the stored messages take in memory (the sum of their Message.Size), for
+// systemUsage storeUsage. O(destinations).
+func (s *Store) Size(context.Context) (int64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, persistence.ErrClosed
+	}
+	var n int64
+	for _, d := range s.dests {
+		n += d.size
+	}
+	return n, nil
 }
 
 // Close releases everything the store holds. Later commits, scans and Recover fail with

@@ -14,9 +14,31 @@ import (
 var lifecycleCases = []testCase{
 	{name: "RecoverLastSeq", run: testRecoverLastSeq},
 	{name: "Close", run: testClose},
+	{name: "Size", run: testSize},
 	{name: "DurableReopen", durable: true, run: testDurableReopen},
 	{name: "DurableReopenCycles", durable: true, run: testDurableReopenCycles},
 	{name: "DurableAsyncFlushedByClose", durable: true, run: testDurableAsyncFlushed},
+}
+
+// testSize: a store that reports its size (persistence.Sizer, which the broker holds
+// under storeUsage) counts at least the bodies of what it holds.
+func testSize(t *testing.T, f *fixture) {
+	sz, ok := f.s.(persistence.Sizer)
+	if !ok {
+		t.Skip("the store does not implement persistence.Sizer")
+	}
+	const dest = "queue://storetest.size"
+	body := make([]byte, 16<<10)
+	var msgs []*persistence.Message
+	for seq := uint64(1); seq <= 64; seq++ {
+		m := newMsg(dest, seq)
+		m.Body = body
+		msgs = append(msgs, m)
+	}
+	f.add(msgs...)
+	n, err := sz.Size(t.Context())
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, n, int64(64*len(body)), "Size with 1 MiB of bodies stored")
 }
 
 func contextCanceled(t *testing.T) (context.Context, context.CancelFunc) {

@@ -2,6 +2,7 @@ package stomp
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -257,13 +258,13 @@ func (s *session) onSubscribe(ctx context.Context, f *frame.Frame, receipt strin
 		return requestError("invalid ack mode " + strconv.Quote(mode) + ": use auto, client or client-individual")
 	}
 	if v, ok := f.Header.Contains("activemq.prefetchSize"); ok {
-		n, err := strconv.Atoi(v)
+		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			return requestError("invalid activemq.prefetchSize " + strconv.Quote(v) + ": a non-negative integer")
+			return requestError("invalid activemq.prefetchSize " + strconv.Quote(v) + ": a whole number from 0 (the default) to the destination's maxPrefetch")
 		}
 		// ActiveMQ cannot serve 0 over STOMP (the consumer would never get anything);
-		// we treat it as "the default".
-		req.Prefetch = n
+		// we treat it as "the default". The broker refuses one over maxPrefetch.
+		req.Prefetch = int(min(n, math.MaxInt32+1))
 	}
 	req.DurableName = durableName(f, id)
 	req.StreamOffset = f.Header.Get(broker.HeaderStreamOffset)
@@ -360,6 +361,9 @@ func (s *session) browse(ctx context.Context, req broker.SubscribeRequest, recei
 	if s.browsers[req.ID] {
 		return requestError("subscription id " + strconv.Quote(req.ID) + " is already in use on this connection")
 	}
+	if err := s.conn.SubscriptionRoom(len(s.browsers)); err != nil {
+		return err
+	}
 	msgs, err := s.conn.Browse(ctx, req.Dest, req.Selector, broker.DefaultBrowsePageSize)
 	if err != nil {
 		return err
@@ -372,6 +376,7 @@ func (s *session) browse(ctx context.Context, req broker.SubscribeRequest, recei
 	dest := req.Dest.String()
 	for _, m := range msgs {
 		if err := s.writeMessageFields(m, dest, req.ID, "", false, m.RedeliveryCount+1, false, nil); err != nil {
+			s.writeFailed(err)
 			return nil
 		}
 	}
@@ -381,7 +386,9 @@ func (s *session) browse(ctx context.Context, req broker.SubscribeRequest, recei
 	_ = s.w.Header("message-id", "0")
 	_ = s.w.Header("browser", "end")
 	_ = s.w.Header("content-length", "0")
-	_ = s.w.EndFrame(nil)
+	if err := s.w.EndFrame(nil); err != nil { // the writer's errors are sticky
+		s.writeFailed(err)
+	}
 	return nil
 }
 

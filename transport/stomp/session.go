@@ -37,7 +37,7 @@ const ServerName = "activemq-go/0.1"
 // Config holds a connector's per-connection settings.
 type Config struct {
 	Limits           codec.Limits
-	ConnectTimeout   time.Duration    // time allowed to send CONNECT; default 30s
+	ConnectTimeout   time.Duration    // time allowed to send CONNECT; 0: 30s, negative: no limit
 	HeartBeatGrace   float64          // read timeout = client's beat interval × this; default 1.5
 	DefaultHeartBeat [2]time.Duration // used when CONNECT has no heart-beat header
 	MinHeartBeat     time.Duration    // floor for both directions; default 100ms
@@ -50,7 +50,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.ConnectTimeout <= 0 {
+	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = 30 * time.Second
 	}
 	if c.HeartBeatGrace < 1 {
@@ -151,7 +151,9 @@ func Serve(ctx context.Context, nc net.Conn, b *broker.Broker, cfg Config) {
 		connected: make(chan struct{}),
 	}
 	s.w.SetFrameEOL(!cfg.NoFrameEOL)
-	s.readTimeout.Store(int64(cfg.ConnectTimeout))
+	if cfg.ConnectTimeout > 0 {
+		s.readTimeout.Store(int64(cfg.ConnectTimeout))
+	}
 	go s.readLoop()
 	s.run(ctx)
 }
@@ -270,10 +272,17 @@ func (s *session) run(ctx context.Context) {
 			hb = ticker.C
 		}
 		if err := s.pump(); err != nil {
-			s.log.Debug("write failed", slog.Any("err", err))
+			s.writeFailed(err)
 			return
 		}
 	}
+}
+
+// writeFailed ends a session whose socket could not be written: nothing more can reach
+// the client.
+func (s *session) writeFailed(err error) {
+	s.log.Debug("closing connection: write failed", slog.Any("err", err))
+	s.closing = true
 }
 
 // readFailed turns a reader error into the right ending.
