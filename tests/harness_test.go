@@ -1,6 +1,10 @@
 // Package tests holds the black-box end-to-end tests: they build the real broker binary,
 // start it on 127.0.0.1:0 with a configuration written for the test, and drive it with
 // real STOMP clients over real sockets (go-stomp, raw frames, and stomp.py).
+//
+// The binary is built with the race detector (set E2E_RACE=0 for a plain build, e.g. to
+// time the suite without it), and a data race that any broker process reports fails the
+// test that started the process, with the report in the failure output.
 package tests
 
 import (
@@ -32,6 +36,9 @@ import (
 
 var brokerBin string
 
+// raceBuild: the broker binary is built with -race (unless E2E_RACE=0).
+var raceBuild = os.Getenv("E2E_RACE") != "0"
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "broker-e2e-")
 	if err != nil {
@@ -39,7 +46,11 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	brokerBin = filepath.Join(dir, "broker")
-	build := exec.Command("go", "build", "-o", brokerBin, "../cmd/broker")
+	args := []string{"build", "-o", brokerBin}
+	if raceBuild {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "../cmd/broker")...)
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building the broker:", err)
@@ -152,8 +163,42 @@ func spawnBrokerFile(t testing.TB, path, dataDir string, env ...string) *brokerP
 		p.err = p.cmd.Wait()
 		close(p.exited)
 	}()
-	t.Cleanup(func() { p.Stop() })
+	t.Cleanup(func() {
+		p.Stop()
+		p.checkRaces()
+	})
 	return p
+}
+
+// checkRaces fails the test if the broker, now ended, reported a data race: the race
+// detector writes each report to stderr, between lines of "=" signs.
+func (p *brokerProc) checkRaces() {
+	p.t.Helper()
+	if reports := raceReports(p.Log()); len(reports) > 0 {
+		p.t.Errorf("the broker reported %d data race(s):\n%s", len(reports), strings.Join(reports, "\n"))
+	}
+}
+
+// raceExitCode is the status a race-built program exits with after it reported a race
+// (GORACE exitcode, 66 by default).
+const raceExitCode = 66
+
+// raceReports returns the data race reports in a race-built program's output.
+func raceReports(out string) []string {
+	const sep = "=================="
+	var reports []string
+	for {
+		i := strings.Index(out, "WARNING: DATA RACE")
+		if i < 0 {
+			return reports
+		}
+		end := strings.Index(out[i:], sep)
+		if end < 0 {
+			end = len(out) - i
+		}
+		reports = append(reports, out[i:i+end])
+		out = out[i+end:]
+	}
 }
 
 // WaitListening waits up to d for the broker's "listening" log line and sets Addr. A
@@ -215,6 +260,10 @@ func (p *brokerProc) Stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
+		var ee *exec.ExitError
+		if errors.As(p.err, &ee) && ee.ExitCode() == raceExitCode && len(raceReports(p.Log())) > 0 {
+			return // the races fail the test (checkRaces), with the reports
+		}
 		if p.err != nil {
 			p.t.Errorf("broker exit after SIGTERM: %v\n%s", p.err, p.Log())
 		}
