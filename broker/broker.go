@@ -13,7 +13,9 @@
 // completion) and pushes Deliveries onto the consumer connection's outbound list, bounded
 // by the consumer's prefetch credit.
 //
-// Lock order: broker.mu, then a destination's mu, then a subscription's mu, then conn.mu.
+// Lock order: broker.durMu, then broker.mu, then a destination's mu (for a topic, pubMu
+// before a durable subscription's mu and its view's mu), then a subscription's mu, then
+// conn.mu.
 //
 // Streams (stream.go) have goroutines of their own: an appender per partition, which
 // writes what producers queued and calls their done callbacks, and a reader per
@@ -131,6 +133,10 @@ type Broker struct {
 	wg                sync.WaitGroup // background page-ins
 	streams           *kafkalog.Log
 	committer         *committer // group offsets of streams; nil without streams
+
+	// durMu serialises the lifecycle of durable subscriptions: creating, attaching,
+	// replacing, deleting and expiring them (durable.go). Taken before mu.
+	durMu sync.Mutex
 
 	mu       sync.RWMutex
 	queues   map[string]*queue // by destination name (without kind prefix)

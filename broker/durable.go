@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/activemq-go/broker/destinations"
@@ -24,15 +26,48 @@ import (
 // non-persistent messages reach it only while it is active (as in ActiveMQ).
 
 // durableSub is one durable subscription.
+//
+// Its lifecycle (create, attach, replace, delete, expire) is serialised by the broker's
+// durMu; detaching needs only mu. Publishers read whether it is attached with their
+// topic's pubMu held (pubMu before mu).
 type durableSub struct {
-	info         persistence.SubInfo
-	sel          *selector.Selector
-	topic        *topic
-	view         *queue
-	active       *Subscription
-	offlineSince time.Time
-	dropped      int64 // messages not kept because of the offline pending limits
-	dropLogged   time.Time
+	info  persistence.SubInfo
+	sel   *selector.Selector
+	topic *topic
+	view  *queue
+
+	mu           sync.Mutex
+	active       *Subscription // guarded by mu; nil while offline
+	offlineSince time.Time     // guarded by mu
+
+	dropped    atomic.Int64 // messages not kept because of the offline pending limits
+	dropLogged time.Time    // guarded by topic.pubMu
+}
+
+// attached returns the consumer attached to d (nil if none) and, when none is, since
+// when.
+func (d *durableSub) attached() (*Subscription, time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.active, d.offlineSince
+}
+
+// attach makes s d's consumer. The caller holds the broker's durMu and has checked that
+// none is attached.
+func (d *durableSub) attach(s *Subscription) {
+	d.mu.Lock()
+	d.active = s
+	d.mu.Unlock()
+}
+
+// deactivate detaches s; the subscription stays and keeps messages.
+func (d *durableSub) deactivate(s *Subscription) {
+	d.mu.Lock()
+	if d.active == s {
+		d.active = nil
+		d.offlineSince = time.Now()
+	}
+	d.mu.Unlock()
 }
 
 // DurableStats describes one durable subscription.
@@ -57,19 +92,20 @@ func (b *Broker) DurableSubscriptions() []DurableStats {
 	out := make([]DurableStats, 0, len(subs))
 	now := time.Now()
 	for _, d := range subs {
-		d.view.mu.Lock()
+		active, since := d.attached()
 		st := DurableStats{
 			ClientID: d.info.Key.ClientID, Name: d.info.Key.Name,
 			Topic: d.topic.stomp, Selector: d.info.Selector,
-			Active:       d.active != nil,
-			Backlog:      d.view.pending.Len() + int(d.view.pagedOut),
-			BacklogBytes: d.view.memBytes,
-			Created:      time.UnixMilli(d.info.Created),
-			Dropped:      d.dropped,
+			Active:  active != nil,
+			Created: time.UnixMilli(d.info.Created),
+			Dropped: d.dropped.Load(),
 		}
-		if d.active == nil {
-			st.OfflineFor = now.Sub(d.offlineSince)
+		if active == nil {
+			st.OfflineFor = now.Sub(since)
 		}
+		d.view.mu.Lock()
+		st.Backlog = d.view.pending.Len() + int(d.view.pagedOut)
+		st.BacklogBytes = d.view.memBytes
 		d.view.mu.Unlock()
 		out = append(out, st)
 	}
@@ -113,10 +149,12 @@ func (c *Conn) subscribeDurable(ctx context.Context, r SubscribeRequest, s *Subs
 		selText = r.Selector.String()
 	}
 	t := c.b.topic(r.Dest.Name)
-	c.b.mu.Lock()
+	c.b.durMu.Lock()
+	defer c.b.durMu.Unlock()
+	c.b.mu.RLock()
 	d := c.b.durables[key]
-	c.b.mu.Unlock()
-	if d != nil && d.active != nil {
+	c.b.mu.RUnlock()
+	if active, _ := d.attachedOrNil(); active != nil {
 		return errorf(ErrDuplicateSubscription, "Durable consumer is in use for client %s and subscriptionName %s", key.ClientID, key.Name)
 	}
 	if d != nil && (d.topic != t || d.info.Selector != selText) {
@@ -142,15 +180,17 @@ func (c *Conn) subscribeDurable(ctx context.Context, r SubscribeRequest, s *Subs
 	}
 	s.q = d.view
 	s.durable = d
-	d.active = s
+	d.attach(s)
 	d.view.addConsumer(s)
 	return nil
 }
 
-// deactivate detaches the consumer; the subscription stays and keeps messages.
-func (d *durableSub) deactivate() {
-	d.active = nil
-	d.offlineSince = time.Now()
+// attachedOrNil is attached for a subscription that may not exist (nil).
+func (d *durableSub) attachedOrNil() (*Subscription, time.Time) {
+	if d == nil {
+		return nil, time.Time{}
+	}
+	return d.attached()
 }
 
 // unsubscribeDurable deletes the durable subscription named name of this connection's
@@ -159,13 +199,15 @@ func (d *durableSub) deactivate() {
 // clients use).
 func (c *Conn) unsubscribeDurable(ctx context.Context, name string) error {
 	key := persistence.SubKey{ClientID: c.ClientID, Name: name}
-	c.b.mu.Lock()
+	c.b.durMu.Lock()
+	defer c.b.durMu.Unlock()
+	c.b.mu.RLock()
 	d := c.b.durables[key]
-	c.b.mu.Unlock()
+	c.b.mu.RUnlock()
 	if d == nil {
 		return errorf(ErrUnknownSubscription, "No durable subscription matched: client-id %s, name %s", key.ClientID, key.Name)
 	}
-	if s := d.active; s != nil {
+	if s, _ := d.attached(); s != nil {
 		if s.conn != c {
 			return errorf(ErrDuplicateSubscription, "Durable consumer is in use: detach it (UNSUBSCRIBE without the subscription name, or disconnect) before deleting it")
 		}
@@ -176,7 +218,8 @@ func (c *Conn) unsubscribeDurable(ctx context.Context, name string) error {
 	return c.b.removeDurable(ctx, d)
 }
 
-// removeDurable deletes a durable subscription and releases everything it held.
+// removeDurable deletes a durable subscription and releases everything it held. The
+// caller holds b.durMu, and no consumer is attached.
 func (b *Broker) removeDurable(ctx context.Context, d *durableSub) error {
 	batch := b.store.Begin()
 	batch.RemoveSub(d.info.Key)
@@ -208,10 +251,11 @@ func (t *topic) routeDurable(m *persistence.Message, batch func() persistence.Ba
 		if !d.sel.MatchesMessage(m, 1) {
 			continue
 		}
-		if !m.Persistent && d.active == nil {
+		active, _ := d.attached()
+		if !m.Persistent && active == nil {
 			continue // non-persistent messages are not kept for offline subscribers
 		}
-		if d.active == nil && d.overLimit(t.b, m) {
+		if active == nil && d.overLimit(t.b, m) {
 			continue
 		}
 		views = append(views, d)
@@ -237,7 +281,8 @@ func (t *topic) routeDurable(m *persistence.Message, batch func() persistence.Ba
 }
 
 // overLimit applies the policy's offline pending limits: past them a message is not
-// kept for this offline subscription, with a log line (at most once a minute).
+// kept for this offline subscription, with a log line (at most once a minute). The
+// caller holds the topic's pubMu.
 func (d *durableSub) overLimit(b *Broker, m *persistence.Message) bool {
 	p := b.policyFor(destinations.Topic, d.topic.name)
 	if p.MaxPendingMessages <= 0 && p.MaxPendingBytes <= 0 {
@@ -251,13 +296,13 @@ func (d *durableSub) overLimit(b *Broker, m *persistence.Message) bool {
 	over := (p.MaxPendingMessages > 0 && backlog >= p.MaxPendingMessages) ||
 		(p.MaxPendingBytes > 0 && bytes+int64(m.Size()) > p.MaxPendingBytes)
 	if over {
-		d.dropped++
+		dropped := d.dropped.Add(1)
 		if now := time.Now(); now.Sub(d.dropLogged) > time.Minute {
 			d.dropLogged = now
 			b.log.Warn("offline durable subscription over its pending limit: new messages are not kept for it",
 				slog.String("clientID", d.info.Key.ClientID), slog.String("name", d.info.Key.Name),
 				slog.Int64("backlog", backlog), slog.Int64("maxPendingMessages", p.MaxPendingMessages),
-				slog.Int64("maxPendingBytes", p.MaxPendingBytes), slog.Int64("dropped", d.dropped))
+				slog.Int64("maxPendingBytes", p.MaxPendingBytes), slog.Int64("dropped", dropped))
 		}
 	}
 	return over
@@ -311,20 +356,24 @@ func (b *Broker) recoverDurables(subs []persistence.SubInfo) {
 // expireOfflineDurables removes the subscriptions offline for longer than their policy's
 // offlineDurableSubscriberTimeout (ActiveMQ's offlineDurableSubscriberTimeout).
 func (b *Broker) expireOfflineDurables(ctx context.Context) {
+	b.durMu.Lock()
+	defer b.durMu.Unlock()
 	b.mu.RLock()
-	var victims []*durableSub
-	now := time.Now()
+	subs := make([]*durableSub, 0, len(b.durables))
 	for _, d := range b.durables {
-		to := b.policyFor(destinations.Topic, d.topic.name).OfflineTimeout
-		if d.active == nil && to > 0 && now.Sub(d.offlineSince) > to {
-			victims = append(victims, d)
-		}
+		subs = append(subs, d)
 	}
 	b.mu.RUnlock()
-	for _, d := range victims {
+	now := time.Now()
+	for _, d := range subs {
+		to := b.policyFor(destinations.Topic, d.topic.name).OfflineTimeout
+		active, since := d.attached()
+		if active != nil || to <= 0 || now.Sub(since) <= to {
+			continue
+		}
 		b.log.Warn("removing durable subscription offline past its timeout",
 			slog.String("clientID", d.info.Key.ClientID), slog.String("name", d.info.Key.Name),
-			slog.Duration("offlineFor", now.Sub(d.offlineSince)))
+			slog.Duration("offlineFor", now.Sub(since)))
 		if err := b.removeDurable(ctx, d); err != nil {
 			b.log.Error("removing offline durable subscription failed", slog.Any("err", err))
 		}

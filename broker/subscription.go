@@ -232,7 +232,7 @@ func (c *Conn) Unsubscribe(ctx context.Context, id, durableName string) error {
 	}
 	delete(c.subs, id)
 	if s.durable != nil {
-		s.durable.deactivate()
+		s.durable.deactivate(s)
 	}
 	switch {
 	case s.stream != nil:
