@@ -32,7 +32,7 @@ func (b *Broker) retire(q *queue, es []*destinations.Entry, reason string, toDLQ
 	q.release(bytes)
 	q.dequeued += int64(len(es))
 	strategy := q.policy.DeadLetter
-	from := destinations.Name{Kind: destinations.Queue, Name: q.name}
+	dlq := q.deadLetterDest()
 	msgs := make([]*persistence.Message, len(es))
 	for i, e := range es {
 		msgs[i] = e.Msg
@@ -51,20 +51,10 @@ func (b *Broker) retire(q *queue, es []*destinations.Entry, reason string, toDLQ
 			}
 			copies = append(copies, b.deadLetter(m, q.stomp, reason))
 		}
-		dlqName := strategy.queueName(from)
-		if dlqName == q.name {
+		if dlq == q.origin {
 			copies = nil // a dead message of a dead-letter queue is dropped, never looped
 		}
-		var entries []queuedEntry
-		if len(copies) > 0 {
-			dq := b.queue(dlqName)
-			for _, c := range copies {
-				c.Persistent = true // a dead-letter copy is kept, also of a non-persistent message
-				e, _ := dq.accept(c, false)
-				entries = append(entries, queuedEntry{dq, e, c.Seq})
-				batch.Add(c)
-			}
-		}
+		entries := b.sendToDeadLetter(batch, dlq, copies)
 		if batch.Len() == 0 {
 			batch.Rollback()
 			return
@@ -79,14 +69,49 @@ func (b *Broker) retire(q *queue, es []*destinations.Entry, reason string, toDLQ
 }
 
 // deadLetter makes the dead-letter copy of m: same id and body, the original destination
-// and the reason as headers, no expiry.
+// and the reason as headers, no expiry, persistent (a dead-letter copy is kept, also of
+// a non-persistent message).
 func (b *Broker) deadLetter(m *persistence.Message, from, reason string) *persistence.Message {
 	c := m.Clone()
 	c.Headers = append(c.Headers, "original-destination", from, "dlqDeliveryFailureCause", reason)
 	c.Subs = nil
 	c.Expires = 0
 	c.RedeliveryCount = 0
+	c.Persistent = true
 	return c
+}
+
+// deadLetterDest is where q's dead messages go, by its dead-letter strategy: a queue's
+// are the queue's, a durable subscription's view's are its topic's and the
+// subscription's.
+func (q *queue) deadLetterDest() destinations.Name {
+	return q.policy.DeadLetter.destination(q.origin, q.sub)
+}
+
+// sendToDeadLetter puts dead-letter copies on dlq, stored by batch, and returns the
+// entries to settle once batch commits. A dead-letter topic hands them to its
+// subscribers as a SEND to it does: its durable subscriptions keep them (stored by
+// batch), the others get them at once.
+func (b *Broker) sendToDeadLetter(batch persistence.Batch, dlq destinations.Name, copies []*persistence.Message) []queuedEntry {
+	if len(copies) == 0 {
+		return nil
+	}
+	var entries []queuedEntry
+	if dlq.Kind.IsTopic() {
+		t := b.topic(dlq.Name)
+		for _, c := range copies {
+			entries = append(entries, t.accept(c, func() persistence.Batch { return batch })...)
+			t.publish(c, nil)
+		}
+		return entries
+	}
+	dq := b.queue(dlq.Name)
+	for _, c := range copies {
+		e, _ := dq.accept(c, false)
+		entries = append(entries, queuedEntry{dq, e, c.Seq})
+		batch.Add(c)
+	}
+	return entries
 }
 
 // sweepExpired removes expired messages from every queue's waiting list, so they are

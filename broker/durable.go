@@ -123,6 +123,7 @@ func (b *Broker) newView(key persistence.SubKey, t *topic) *queue {
 	q := newQueue(b, "durable:"+key.String())
 	q.stomp = t.stomp
 	q.dest = t.dest
+	q.origin = destinations.Name{Kind: destinations.Topic, Name: t.name}
 	k := key
 	q.sub = &k
 	p := b.policyFor(destinations.Topic, t.name)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/persistence"
 )
 
 // NackPolicy is what a NACK does to a message.
@@ -57,25 +58,48 @@ func (p RedeliveryPolicy) exceeded(deliveries uint32) bool {
 	return p.MaximumRedeliveries >= 0 && int(deliveries) > p.MaximumRedeliveries
 }
 
-// DeadLetterStrategy says where dead messages go.
+// DeadLetterStrategy says where dead messages go: ActiveMQ's sharedDeadLetterStrategy
+// (the queue DLQName) unless Individual, its individualDeadLetterStrategy otherwise.
 type DeadLetterStrategy struct {
-	Individual           bool
-	QueuePrefix          string
-	TopicPrefix          string
-	ProcessExpired       bool
-	ProcessNonPersistent bool
-	Discard              bool
+	Individual bool
+	// An individual dead-letter destination is named prefix + the destination's name
+	// (+ the durable subscription, see DestinationPerDurableSubscriber) + suffix.
+	QueuePrefix, QueueSuffix string
+	TopicPrefix, TopicSuffix string
+	// UseTopicForQueueMessages and UseTopicForTopicMessages make the individual
+	// dead-letter destination a topic (ActiveMQ's useQueueForQueueMessages and
+	// useQueueForTopicMessages set to false).
+	UseTopicForQueueMessages bool
+	UseTopicForTopicMessages bool
+	// DestinationPerDurableSubscriber gives each durable subscription its own: the
+	// topic's name is followed by "." + client-id + ":" + subscription name.
+	DestinationPerDurableSubscriber bool
+	ProcessExpired                  bool
+	ProcessNonPersistent            bool
+	Discard                         bool
 }
 
-// queueName is the dead-letter queue for a message from dest.
-func (s DeadLetterStrategy) queueName(dest destinations.Name) string {
+// destination is where a dead message from dest goes; sub is the durable subscription
+// that gave it up (nil for a queue's message). It follows ActiveMQ's
+// IndividualDeadLetterStrategy.createDestination.
+func (s DeadLetterStrategy) destination(dest destinations.Name, sub *persistence.SubKey) destinations.Name {
 	if !s.Individual {
-		return DLQName
+		return destinations.Name{Kind: destinations.Queue, Name: DLQName}
 	}
+	prefix, suffix, useTopic := s.QueuePrefix, s.QueueSuffix, s.UseTopicForQueueMessages
 	if dest.Kind.IsTopic() {
-		return s.TopicPrefix + dest.Name
+		prefix, suffix, useTopic = s.TopicPrefix, s.TopicSuffix, s.UseTopicForTopicMessages
 	}
-	return s.QueuePrefix + dest.Name
+	name := prefix + dest.Name
+	if s.DestinationPerDurableSubscriber && sub != nil {
+		// ActiveMQ's SubscriptionKey.toString(): client-id, ":", name.
+		name += "." + sub.ClientID + ":" + sub.Name
+	}
+	name += suffix
+	if useTopic {
+		return destinations.Name{Kind: destinations.Topic, Name: name}
+	}
+	return destinations.Name{Kind: destinations.Queue, Name: name}
 }
 
 // Policy is the per-destination policy (ActiveMQ's policyEntry).

@@ -28,6 +28,9 @@ type queue struct {
 	name  string
 	dest  string // qualified store name
 	stomp string // "/queue/<name>"
+	// origin is where its messages were sent: the queue itself, or the topic of a
+	// durable subscription's view (the dead-letter strategy names the DLQ after it).
+	origin destinations.Name
 
 	mu        sync.Mutex
 	pending   *destinations.Pending
@@ -85,6 +88,7 @@ func newQueue(b *Broker, name string) *queue {
 		name:     name,
 		dest:     n.Qualified(),
 		stomp:    n.String(),
+		origin:   n,
 		policy:   p,
 		pending:  destinations.NewPending(p.Prioritized),
 		nextSeq:  1,

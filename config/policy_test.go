@@ -32,6 +32,7 @@ func TestDefaultPolicy(t *testing.T) {
 		},
 		DeadLetter: DeadLetterStrategy{
 			QueuePrefix: "ActiveMQ.DLQ.Queue.", TopicPrefix: "ActiveMQ.DLQ.Topic.", ProcessExpired: true,
+			UseQueueForQueueMessages: true, UseQueueForTopicMessages: true,
 		},
 		DurableTopicPrefetch: 100,
 	}, q)
@@ -115,6 +116,7 @@ func TestPolicyExample(t *testing.T) {
 		},
 		DeadLetter: DeadLetterStrategy{
 			Individual: true, QueuePrefix: "DLQ.Q.", TopicPrefix: "DLQ.T.",
+			UseQueueForQueueMessages: true, UseQueueForTopicMessages: true,
 			ProcessExpired: false, ProcessNonPersistent: true, Discard: false,
 		},
 		AllConsumersExclusiveByDefault:  true,
@@ -182,12 +184,39 @@ func TestDeadLetterPrefixAlias(t *testing.T) {
 	assert.Equal(t, SharedDLQ, c.DestinationPolicy[1].DeadLetter.DLQName("queue", "B"))
 }
 
+// The keys of ActiveMQ's individualDeadLetterStrategy beyond the prefixes.
+func TestDeadLetterIndividualKeys(t *testing.T) {
+	c, err := Parse([]byte(`destinationPolicy:
+  - topic: ">"
+    deadLetterStrategy:
+      individual: true
+      queueSuffix: .Q
+      topicSuffix: .T
+      useQueueForQueueMessages: false
+      useQueueForTopicMessages: false
+      destinationPerDurableSubscriber: true
+`), nil)
+	require.NoError(t, err)
+	d := c.DestinationPolicy[0].DeadLetter
+	want := defaultDeadLetterStrategy()
+	want.Individual, want.QueueSuffix, want.TopicSuffix = true, ".Q", ".T"
+	want.UseQueueForQueueMessages, want.UseQueueForTopicMessages, want.DestinationPerDurableSubscriber = false, false, true
+	assert.Equal(t, want, d)
+	assert.Equal(t, "ActiveMQ.DLQ.Topic.P.T", d.DLQName("topic", "P"))
+
+	_, err = Parse([]byte("destinationPolicy:\n  - queue: A\n    deadLetterStrategy: {individual: true, queueSuffix: .>}\n"), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "deadLetterStrategy.queueSuffix")
+}
+
 func TestDLQName(t *testing.T) {
 	shared := defaultDeadLetterStrategy()
 	individual := defaultDeadLetterStrategy()
 	individual.Individual = true
 	custom := DeadLetterStrategy{Individual: true, QueuePrefix: "DLQ.", TopicPrefix: "TDLQ."}
 	discard := DeadLetterStrategy{Discard: true}
+	suffixed := custom
+	suffixed.QueueSuffix, suffixed.TopicSuffix = ".q", ".t"
 	tests := []struct {
 		s          DeadLetterStrategy
 		kind, dest string
@@ -203,6 +232,8 @@ func TestDLQName(t *testing.T) {
 		{custom, "queue", "A", "DLQ.A"},
 		{custom, "topic", "B", "TDLQ.B"},
 		{discard, "queue", "A", "ActiveMQ.DLQ"}, // DLQName ignores Discard
+		{suffixed, "queue", "A", "DLQ.A.q"},
+		{suffixed, "topic", "B", "TDLQ.B.t"},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, tt.s.DLQName(tt.kind, tt.dest), "%+v %s %s", tt.s, tt.kind, tt.dest)

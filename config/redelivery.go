@@ -108,6 +108,19 @@ type DeadLetterStrategy struct {
 	// topicPrefix written beside it wins for its kind.
 	QueuePrefix string
 	TopicPrefix string
+	// QueueSuffix and TopicSuffix end those names (default none).
+	QueueSuffix string
+	TopicSuffix string
+	// UseQueueForQueueMessages and UseQueueForTopicMessages make the individual
+	// dead-letter destination of a queue's or a topic's messages a queue (both
+	// default true); false makes it a topic.
+	UseQueueForQueueMessages bool
+	UseQueueForTopicMessages bool
+	// DestinationPerDurableSubscriber gives each durable topic subscription its
+	// own individual dead-letter destination: the topic's name followed by
+	// "." + client-id + ":" + subscription name (default false), as ActiveMQ
+	// names it.
+	DestinationPerDurableSubscriber bool
 	// ProcessExpired dead-letters expired messages instead of dropping them
 	// (default true).
 	ProcessExpired bool
@@ -121,37 +134,45 @@ type DeadLetterStrategy struct {
 
 func defaultDeadLetterStrategy() DeadLetterStrategy {
 	return DeadLetterStrategy{
-		QueuePrefix:          DefaultDLQQueuePrefix,
-		TopicPrefix:          DefaultDLQTopicPrefix,
-		ProcessExpired:       true,
-		ProcessNonPersistent: false,
+		QueuePrefix:              DefaultDLQQueuePrefix,
+		TopicPrefix:              DefaultDLQTopicPrefix,
+		UseQueueForQueueMessages: true,
+		UseQueueForTopicMessages: true,
+		ProcessExpired:           true,
+		ProcessNonPersistent:     false,
 	}
 }
 
-// DLQName is the name of the dead-letter queue of destination dest, a queue or,
-// when kind is "topic" (or "tempTopic"), a topic: SharedDLQ unless the strategy
-// is individual, else QueuePrefix or TopicPrefix followed by dest. The
-// dead-letter destination is a queue in every case, as ActiveMQ's defaults have
-// it.
+// DLQName is the name of the dead-letter destination of destination dest, a
+// queue or, when kind is "topic" (or "tempTopic"), a topic: SharedDLQ unless the
+// strategy is individual, else QueuePrefix or TopicPrefix, dest, and QueueSuffix
+// or TopicSuffix. Whether it is a queue or a topic says UseQueueForQueueMessages
+// or UseQueueForTopicMessages; the name of a durable subscription's own one
+// (DestinationPerDurableSubscriber) is the broker's to make.
 func (s DeadLetterStrategy) DLQName(kind, dest string) string {
 	if !s.Individual {
 		return SharedDLQ
 	}
 	if strings.EqualFold(kind, "topic") || strings.EqualFold(kind, "tempTopic") {
-		return s.TopicPrefix + dest
+		return s.TopicPrefix + dest + s.TopicSuffix
 	}
-	return s.QueuePrefix + dest
+	return s.QueuePrefix + dest + s.QueueSuffix
 }
 
 // deadLetterSection is deadLetterStrategy as written, with the prefix alias.
 type deadLetterSection struct {
-	Individual           bool   `mapstructure:"individual"`
-	Prefix               string `mapstructure:"prefix"`
-	QueuePrefix          string `mapstructure:"queuePrefix"`
-	TopicPrefix          string `mapstructure:"topicPrefix"`
-	ProcessExpired       bool   `mapstructure:"processExpired"`
-	ProcessNonPersistent bool   `mapstructure:"processNonPersistent"`
-	Discard              bool   `mapstructure:"discard"`
+	Individual                      bool   `mapstructure:"individual"`
+	Prefix                          string `mapstructure:"prefix"`
+	QueuePrefix                     string `mapstructure:"queuePrefix"`
+	TopicPrefix                     string `mapstructure:"topicPrefix"`
+	QueueSuffix                     string `mapstructure:"queueSuffix"`
+	TopicSuffix                     string `mapstructure:"topicSuffix"`
+	UseQueueForQueueMessages        bool   `mapstructure:"useQueueForQueueMessages"`
+	UseQueueForTopicMessages        bool   `mapstructure:"useQueueForTopicMessages"`
+	DestinationPerDurableSubscriber bool   `mapstructure:"destinationPerDurableSubscriber"`
+	ProcessExpired                  bool   `mapstructure:"processExpired"`
+	ProcessNonPersistent            bool   `mapstructure:"processNonPersistent"`
+	Discard                         bool   `mapstructure:"discard"`
 }
 
 // buildRedelivery validates a redeliveryPolicy block at path and completes it
@@ -226,6 +247,19 @@ func (c *checker) buildDeadLetter(path string, d deadLetterSection, set map[stri
 		delete(set, in+"prefix")
 		set[in+"queuePrefix"], set[in+"topicPrefix"] = true, true
 	}
+	for _, p := range []struct {
+		key, written string
+		dst          *string
+	}{{"queueSuffix", d.QueueSuffix, &s.QueueSuffix}, {"topicSuffix", d.TopicSuffix, &s.TopicSuffix}} {
+		take(set, in+p.key, p.dst, p.written)
+		if strings.ContainsAny(*p.dst, "*>") {
+			return s, c.invalid(joinKey(path, p.key), "a dead-letter queue name cannot contain a wildcard",
+				"a destination name suffix without wildcards, e.g. .DLQ")
+		}
+	}
+	take(set, in+"useQueueForQueueMessages", &s.UseQueueForQueueMessages, d.UseQueueForQueueMessages)
+	take(set, in+"useQueueForTopicMessages", &s.UseQueueForTopicMessages, d.UseQueueForTopicMessages)
+	take(set, in+"destinationPerDurableSubscriber", &s.DestinationPerDurableSubscriber, d.DestinationPerDurableSubscriber)
 	take(set, in+"processExpired", &s.ProcessExpired, d.ProcessExpired)
 	take(set, in+"processNonPersistent", &s.ProcessNonPersistent, d.ProcessNonPersistent)
 	take(set, in+"discard", &s.Discard, d.Discard)

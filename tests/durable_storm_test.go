@@ -202,17 +202,3 @@ read:
 	}
 	return nil
 }
-
-// statsAddr waits for the broker's stats listener and returns its address.
-func statsAddr(t testing.TB, b *brokerProc) string {
-	t.Helper()
-	var addr string
-	eventually(t, 10*time.Second, "the stats listener", func() bool {
-		m := statsRE.FindStringSubmatch(b.Log())
-		if m != nil {
-			addr = m[1]
-		}
-		return m != nil
-	})
-	return addr
-}

@@ -91,12 +91,17 @@ func toPolicy(e config.PolicyEntry) broker.Policy {
 	}
 	d := e.DeadLetter
 	p.DeadLetter = broker.DeadLetterStrategy{
-		Individual:           d.Individual,
-		QueuePrefix:          d.QueuePrefix,
-		TopicPrefix:          d.TopicPrefix,
-		ProcessExpired:       d.ProcessExpired,
-		ProcessNonPersistent: d.ProcessNonPersistent,
-		Discard:              d.Discard,
+		Individual:                      d.Individual,
+		QueuePrefix:                     d.QueuePrefix,
+		QueueSuffix:                     d.QueueSuffix,
+		TopicPrefix:                     d.TopicPrefix,
+		TopicSuffix:                     d.TopicSuffix,
+		UseTopicForQueueMessages:        !d.UseQueueForQueueMessages,
+		UseTopicForTopicMessages:        !d.UseQueueForTopicMessages,
+		DestinationPerDurableSubscriber: d.DestinationPerDurableSubscriber,
+		ProcessExpired:                  d.ProcessExpired,
+		ProcessNonPersistent:            d.ProcessNonPersistent,
+		Discard:                         d.Discard,
 	}
 	p.AllExclusive = e.AllConsumersExclusiveByDefault
 	p.MaxPendingMessages = e.MaxPendingMessages
