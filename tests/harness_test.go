@@ -39,6 +39,31 @@ var brokerBin string
 // raceBuild: the broker binary is built with -race (unless E2E_RACE=0).
 var raceBuild = os.Getenv("E2E_RACE") != "0"
 
+// plainBin is the broker built without -race, for the tests that measure the broker's
+// memory (which the race detector multiplies); built on first use (plainBrokerBin).
+var plainBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// plainBrokerBin returns the path of the broker built without -race.
+func plainBrokerBin(t testing.TB) string {
+	t.Helper()
+	if !raceBuild {
+		return brokerBin
+	}
+	plainBin.once.Do(func() {
+		plainBin.path = filepath.Join(filepath.Dir(brokerBin), "broker-plain")
+		out, err := exec.Command("go", "build", "-o", plainBin.path, "../cmd/broker").CombinedOutput()
+		if err != nil {
+			plainBin.err = fmt.Errorf("building the broker without -race: %w\n%s", err, out)
+		}
+	})
+	require.NoError(t, plainBin.err)
+	return plainBin.path
+}
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "broker-e2e-")
 	if err != nil {
@@ -85,6 +110,9 @@ type brokerConfig struct {
 	DataDir  string // default a fresh temp dir
 	Extra    string // more YAML appended at the end
 	Env      []string
+	// Plain runs the broker built without -race: only for a test that measures the
+	// broker's memory use.
+	Plain bool
 }
 
 var listenRE = regexp.MustCompile(`msg=listening connector=\S+ addr=(\S+)`)
@@ -94,7 +122,15 @@ var listenRE = regexp.MustCompile(`msg=listening connector=\S+ addr=(\S+)`)
 func startBroker(t testing.TB, bc brokerConfig) *brokerProc {
 	t.Helper()
 	path := writeBrokerConfig(t, &bc)
-	return startBrokerFile(t, path, bc.DataDir, bc.Env...)
+	bin := brokerBin
+	if bc.Plain {
+		bin = plainBrokerBin(t)
+	}
+	p := spawnBrokerBin(t, bin, path, bc.DataDir, bc.Env...)
+	if err := p.WaitListening(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // writeBrokerConfig writes the configuration file for bc, filling in its defaults, and
@@ -138,8 +174,13 @@ func spawnBroker(t testing.TB, bc brokerConfig) *brokerProc {
 
 func spawnBrokerFile(t testing.TB, path, dataDir string, env ...string) *brokerProc {
 	t.Helper()
+	return spawnBrokerBin(t, brokerBin, path, dataDir, env...)
+}
+
+func spawnBrokerBin(t testing.TB, bin, path, dataDir string, env ...string) *brokerProc {
+	t.Helper()
 	p := &brokerProc{t: t, DataDir: dataDir, Config: path, exited: make(chan struct{}), addrCh: make(chan string, 1)}
-	p.cmd = exec.Command(brokerBin, "serve", "--config", path)
+	p.cmd = exec.Command(bin, "serve", "--config", path)
 	p.cmd.Env = append(os.Environ(), env...)
 	stderr, err := p.cmd.StderrPipe()
 	require.NoError(t, err)
