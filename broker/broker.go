@@ -267,37 +267,8 @@ func (b *Broker) recover(ctx context.Context) error {
 		}
 	}
 	b.recoverDurables(rec.Subs)
-	for _, d := range rec.Destinations {
-		if !strings.HasPrefix(d.Name, markerPrefix) {
-			continue
-		}
-		name := d.Name[len(markerPrefix):]
-		var q *queue
-		if strings.HasPrefix(name, "durable:") {
-			for _, ds := range b.durables {
-				if ds.view.name == name {
-					q = ds.view
-				}
-			}
-		} else if strings.HasPrefix(d.Name, markerPrefix) {
-			q = b.queues[name]
-		}
-		if q == nil {
-			continue
-		}
-		err := b.store.Scan(ctx, d.Name, 0, 1, func(m *persistence.Message) error {
-			hwm, _ := strconv.ParseUint(string(m.Body), 10, 64)
-			q.recoveredHWM, q.dispatchHWM, q.markerWritten = hwm, hwm, hwm
-			// A message consumed before its store write (concurrent store and
-			// dispatch) left no trace in the store but may be in the marker:
-			// sequences are never reused.
-			q.nextSeq = max(q.nextSeq, hwm+1)
-			q.hwmHint.Store(hwm)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("broker: recover %s: %w", d.Name, err)
-		}
+	if err := b.recoverMarkers(ctx, rec.Destinations); err != nil {
+		return err
 	}
 	if msgs > 0 {
 		b.log.Info("recovered stored messages", slog.Int64("messages", msgs), slog.Int("destinations", len(rec.Destinations)))

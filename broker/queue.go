@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -601,10 +600,6 @@ func (q *queue) written(seq uint64) {
 	q.mu.Unlock()
 }
 
-// markerPrefix names the store destinations that hold each queue's dispatch high-water
-// mark (one message, sequence 1, replaced as the mark moves).
-const markerPrefix = "meta://dispatched/"
-
 // writeMarkerLocked stores the dispatch high-water mark if it moved, one write in flight
 // per queue at a time; the write is asynchronous and batched with other store traffic.
 func (q *queue) writeMarkerLocked() {
@@ -614,8 +609,7 @@ func (q *queue) writeMarkerLocked() {
 	q.markerInFlight = true
 	hwm := q.dispatchHWM
 	batch := q.b.store.Begin()
-	batch.Add(&persistence.Message{Dest: markerPrefix + q.name, Seq: 1, ID: "marker",
-		Body: strconv.AppendUint(nil, hwm, 10), Persistent: true, Priority: 4})
+	batch.Add(markerMessage(q.markerDest(), hwm))
 	q.b.wg.Add(1)
 	go q.b.commit(batch, persistence.Async, func(err error) {
 		defer q.b.wg.Done()
