@@ -266,7 +266,7 @@ func (b *Broker) recover(ctx context.Context) error {
 			msgs += d.Msgs
 		}
 	}
-	b.recoverDurables(rec.Subs)
+	b.recoverDurables(ctx, rec.Subs)
 	if err := b.recoverMarkers(ctx, rec.Destinations); err != nil {
 		return err
 	}

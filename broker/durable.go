@@ -75,7 +75,7 @@ type DurableStats struct {
 	ClientID, Name, Topic, Selector string
 	Active                          bool
 	Backlog                         int   // messages waiting to be delivered to it
-	BacklogBytes                    int64 // of those held in memory
+	BacklogBytes                    int64 // their size (Message.Size), in memory or in the store only
 	Created                         time.Time
 	OfflineFor                      time.Duration // 0 while active
 	Dropped                         int64
@@ -105,7 +105,7 @@ func (b *Broker) DurableSubscriptions() []DurableStats {
 		}
 		d.view.mu.Lock()
 		st.Backlog = d.view.pending.Len() + int(d.view.pagedOut)
-		st.BacklogBytes = d.view.memBytes
+		st.BacklogBytes = d.view.memBytes + d.view.pagedOutBytes
 		d.view.mu.Unlock()
 		out = append(out, st)
 	}
@@ -234,7 +234,7 @@ func (b *Broker) removeDurable(ctx context.Context, d *durableSub) error {
 	q := d.view
 	q.mu.Lock()
 	q.pending.RemoveIf(func(e *destinations.Entry) bool { q.release(e.Size); return true })
-	q.paged, q.pagedOut = false, 0
+	q.paged, q.pagedOut, q.pagedOutBytes = false, 0, 0
 	q.mu.Unlock()
 	b.log.Info("durable subscription removed", slog.String("clientID", d.info.Key.ClientID), slog.String("name", d.info.Key.Name))
 	return nil
@@ -292,7 +292,7 @@ func (d *durableSub) overLimit(b *Broker, m *persistence.Message) bool {
 	q := d.view
 	q.mu.Lock()
 	backlog := int64(q.pending.Len()) + q.pagedOut
-	bytes := q.memBytes
+	bytes := q.memBytes + q.pagedOutBytes // the whole backlog, in memory or not
 	q.mu.Unlock()
 	over := (p.MaxPendingMessages > 0 && backlog >= p.MaxPendingMessages) ||
 		(p.MaxPendingBytes > 0 && bytes+int64(m.Size()) > p.MaxPendingBytes)
@@ -302,7 +302,7 @@ func (d *durableSub) overLimit(b *Broker, m *persistence.Message) bool {
 			d.dropLogged = now
 			b.log.Warn("offline durable subscription over its pending limit: new messages are not kept for it",
 				slog.String("clientID", d.info.Key.ClientID), slog.String("name", d.info.Key.Name),
-				slog.Int64("backlog", backlog), slog.Int64("maxPendingMessages", p.MaxPendingMessages),
+				slog.Int64("backlog", backlog), slog.Int64("backlogBytes", bytes), slog.Int64("maxPendingMessages", p.MaxPendingMessages),
 				slog.Int64("maxPendingBytes", p.MaxPendingBytes), slog.Int64("dropped", dropped))
 		}
 	}
@@ -328,7 +328,7 @@ func (t *topic) removeDurable(d *durableSub) {
 
 // recoverDurables rebuilds the durable subscriptions from the store; their messages stay
 // in the store until their consumers come back (paged in through ScanSub).
-func (b *Broker) recoverDurables(subs []persistence.SubInfo) {
+func (b *Broker) recoverDurables(ctx context.Context, subs []persistence.SubInfo) {
 	for _, info := range subs {
 		name := strings.TrimPrefix(info.Dest, persistence.TopicPrefix)
 		t := b.topic(name)
@@ -342,12 +342,21 @@ func (b *Broker) recoverDurables(subs []persistence.SubInfo) {
 		}
 		d := &durableSub{info: info, sel: sel, topic: t, view: b.newView(info.Key, t), offlineSince: time.Now()}
 		d.view.paged, d.view.pageAfter = true, 0
-		// The backlog count matters for the offline pending limit: count what is stored,
-		// up to that limit (beyond it the exact number does not change a decision).
-		if limit := b.policyFor(destinations.Topic, name).MaxPendingMessages; limit > 0 {
-			var n int64
-			_ = b.store.ScanSub(context.Background(), info.Key, 0, int(limit)+1, func(*persistence.Message) error { n++; return nil })
-			d.view.pagedOut = n
+		// The backlog matters for the offline pending limits: count what is stored, and
+		// its size. This reads the subscription's backlog once, which the limits bound
+		// while it is offline; without a limit it is not read.
+		if p := b.policyFor(destinations.Topic, name); p.MaxPendingMessages > 0 || p.MaxPendingBytes > 0 {
+			var n, bytes int64
+			err := b.store.ScanSub(ctx, info.Key, 0, 0, func(m *persistence.Message) error {
+				n++
+				bytes += int64(m.Size())
+				return nil
+			})
+			if err != nil {
+				b.log.Error("counting a durable subscription's stored backlog failed: its offline pending limits count only what it gets from now on",
+					slog.String("clientID", info.Key.ClientID), slog.String("name", info.Key.Name), slog.Any("err", err))
+			}
+			d.view.pagedOut, d.view.pagedOutBytes = n, bytes
 		}
 		b.durables[info.Key] = d
 		t.durables = append(t.durables, d)

@@ -67,9 +67,12 @@ type queue struct {
 	pageAfter    uint64
 	pagingNow    bool
 	pagedAccepts uint64
-	inflight     map[uint64]struct{}
-	pagedOut     int64 // messages in the store only
-	pagingLogged time.Time
+	inflight     map[uint64]int64 // sequence -> size
+	pagedOut     int64            // messages in the store only
+	// pagedOutBytes is the size of those (Message.Size): a durable subscription's
+	// offline maxPendingBytes counts them with memBytes.
+	pagedOutBytes int64
+	pagingLogged  time.Time
 }
 
 // pageBatch is the most messages one page-in reads.
@@ -92,7 +95,7 @@ func newQueue(b *Broker, name string) *queue {
 		pending:  destinations.NewPending(p.Prioritized),
 		nextSeq:  1,
 		memLimit: p.MemoryLimit,
-		inflight: map[uint64]struct{}{},
+		inflight: map[uint64]int64{},
 		groups:   map[string]*Subscription{},
 	}
 }
@@ -136,9 +139,10 @@ func (q *queue) accept(m *persistence.Message, ready bool) (*destinations.Entry,
 					slog.String("dest", q.stomp), slog.Int64("memoryLimit", q.memLimit))
 			}
 		}
-		q.inflight[m.Seq] = struct{}{}
+		q.inflight[m.Seq] = size
 		q.pagedAccepts++
 		q.pagedOut++
+		q.pagedOutBytes += size
 		return nil, nil
 	}
 	e := &destinations.Entry{Msg: m, Ready: ready, Size: size}
@@ -171,9 +175,10 @@ func (q *queue) acceptView(m *persistence.Message, ready bool) *destinations.Ent
 			q.paged = true
 			q.pageAfter = m.Seq - 1
 		}
-		q.inflight[m.Seq] = struct{}{}
+		q.inflight[m.Seq] = size
 		q.pagedAccepts++
 		q.pagedOut++
+		q.pagedOutBytes += size
 		return nil
 	}
 	e := &destinations.Entry{Msg: m, Ready: ready, Size: size}
@@ -226,10 +231,12 @@ func (q *queue) dispatchWhileStoring(e *destinations.Entry, withdraw func() bool
 // pagedDone settles a paged-out message whose store write finished.
 func (q *queue) pagedDone(seq uint64, err error) {
 	q.mu.Lock()
+	size := q.inflight[seq]
 	delete(q.inflight, seq)
 	if err != nil {
 		q.enqueued--
 		q.pagedOut--
+		q.pagedOutBytes -= size
 	}
 	q.maybePageInLocked()
 	q.mu.Unlock()
@@ -476,10 +483,11 @@ func (q *queue) pageIn() {
 		q.pending.Push(e)
 	}
 	q.pagedOut -= int64(len(got))
+	q.pagedOutBytes = max(q.pagedOutBytes-loaded, 0)
 	q.pageAfter = last
 	if complete && len(q.inflight) == 0 && q.pagedAccepts == accepts {
 		q.paged = false
-		q.pagedOut = 0
+		q.pagedOut, q.pagedOutBytes = 0, 0
 	}
 	q.dispatchLocked()
 }

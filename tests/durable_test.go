@@ -232,6 +232,16 @@ func durAwaitFree(t testing.TB, addr, clientID string) {
 	})
 }
 
+// padded returns each of bodies followed by ":" and n bytes of padding.
+func padded(bodies []string, n int) []string {
+	pad := strings.Repeat("x", n)
+	out := make([]string, len(bodies))
+	for i, b := range bodies {
+		out[i] = b + ":" + pad
+	}
+	return out
+}
+
 func numbered(prefix string, from, to int) []string {
 	out := make([]string, 0, to-from)
 	for i := from; i < to; i++ {
@@ -1095,6 +1105,51 @@ func TestDurableOfflineLimits(t *testing.T) {
 		require.NotEmpty(t, got, "nothing kept at all")
 		assert.LessOrEqual(t, len(got), 4, "%d messages of over 500 bytes kept under a 2 KiB limit", len(got))
 		assert.Equal(t, bodies[:len(got)], jmsBodies(got), "the first messages are kept")
+	})
+
+	// maxPendingBytes counts the whole backlog: also what is in the store only, paged
+	// out over the topic's memory limit (1 KiB here, a message or two) ...
+	t.Run("maxPendingBytes-paged-out", func(t *testing.T) {
+		b := startBroker(t, brokerConfig{Extra: "destinationPolicy:\n  - topic: \">\"\n    memoryLimit: 1kb\n    maxPendingBytes: 4kb\n"})
+		const topic = "/topic/limited.paged"
+		c := durConnect(t, b.Addr, "app-paged")
+		durAttach(c, topic, "sub")
+		c.leave()
+		bodies := padded(numbered("m", 0, 12), 400)
+		durPublish(jmsDial(t, b.Addr), topic, true, bodies)
+		awaitLogLine(t, b, 5*time.Second, "offline durable subscription over its pending limit", "clientID=app-paged")
+
+		c = durConnect(t, b.Addr, "app-paged")
+		id := durAttach(c, topic, "sub")
+		c.sync()
+		got := c.drain(id, 300*time.Millisecond)
+		// About 500 bytes a message (body, id, headers): 6 to 8 fit in 4 KiB.
+		assert.GreaterOrEqual(t, len(got), 6, "%d messages kept under 4 KiB", len(got))
+		assert.LessOrEqual(t, len(got), 8, "%d messages of over 400 bytes kept under a 4 KiB limit", len(got))
+		assert.Equal(t, bodies[:len(got)], jmsBodies(got), "the first messages are kept")
+	})
+
+	// ... and a backlog recovered from the store after a restart: the messages kept
+	// before it leave no room for more after it.
+	t.Run("maxPendingBytes-across-restart", func(t *testing.T) {
+		bc := brokerConfig{Adapter: "kahaDB: {}", DataDir: t.TempDir(), Extra: "destinationPolicy:\n  - topic: \">\"\n    maxPendingBytes: 2kb\n"}
+		const topic = "/topic/limited.bytes.restart"
+		b := startBroker(t, bc)
+		c := durConnect(t, b.Addr, "app-bytes")
+		durAttach(c, topic, "sub")
+		c.leave()
+		// About 500 bytes a message: 3 fit in 2 KiB, a 4th does not.
+		before := padded(numbered("before", 0, 3), 400)
+		durPublish(jmsDial(t, b.Addr), topic, true, before)
+		b.Stop()
+		b = startBroker(t, bc)
+		durPublish(jmsDial(t, b.Addr), topic, true, padded(numbered("after", 0, 3), 400))
+		awaitLogLine(t, b, 5*time.Second, "offline durable subscription over its pending limit", "clientID=app-bytes")
+		c = durConnect(t, b.Addr, "app-bytes")
+		id := durAttach(c, topic, "sub")
+		c.sync()
+		got := jmsBodies(c.drain(id, 300*time.Millisecond))
+		assert.Equal(t, before, got, "maxPendingBytes 2 KiB: only the 3 messages kept before the restart")
 	})
 
 	t.Run("offlineDurableSubscriberTimeout", func(t *testing.T) {
