@@ -24,6 +24,9 @@ import (
 //
 // While its consumer is away a subscription keeps every matching persistent message;
 // non-persistent messages reach it only while it is active (as in ActiveMQ).
+//
+// Clients of three brokers name durable subscriptions, each its own way (DurableStyle);
+// a subscription has at most one consumer attached at a time.
 
 // durableSub is one durable subscription.
 //
@@ -132,11 +135,41 @@ func (b *Broker) newView(key persistence.SubKey, t *topic) *queue {
 	return q
 }
 
+// DurableStyle is the convention of the broker whose clients name a durable subscription
+// the way a SUBSCRIBE or UNSUBSCRIBE does.
+type DurableStyle uint8
+
+const (
+	// DurableActiveMQ: activemq.subscriptionName, under the connection's client-id.
+	// UNSUBSCRIBE with the name deletes the subscription, leaving the subscription id
+	// alone; while a consumer is attached, also on this connection, it is refused
+	// ("Durable consumer is in use", ActiveMQ's TopicRegion.removeSubscription): a client
+	// detaches first (UNSUBSCRIBE with the id only, or DISCONNECT).
+	DurableActiveMQ DurableStyle = iota
+	// DurableArtemis: durable-subscription-name (or durable-subscriber-name), under the
+	// client-id. UNSUBSCRIBE with the name detaches the consumer of the id and deletes
+	// the subscription in one frame (Artemis' StompSession.unsubscribe).
+	DurableArtemis
+	// DurableRabbitMQ: durable:true with auto-delete:false; the subscription id is the
+	// name, under the client-id. UNSUBSCRIBE with those headers detaches and deletes in
+	// one frame, as RabbitMQ deletes the subscription's queue.
+	DurableRabbitMQ
+)
+
+// durableKey is the key of the durable subscription name of this connection in style.
+func (c *Conn) durableKey(name string, style DurableStyle) (persistence.SubKey, error) {
+	if c.ClientID == "" {
+		return persistence.SubKey{}, errorf(ErrInvalidDestination, "a durable subscription needs a client-id on CONNECT")
+	}
+	return persistence.SubKey{ClientID: c.ClientID, Name: name}, nil
+}
+
 // subscribeDurable attaches a consumer to the durable subscription (client-id, name),
 // creating it, or replacing it when its topic or selector changed (as ActiveMQ does).
 func (c *Conn) subscribeDurable(ctx context.Context, r SubscribeRequest, s *Subscription) error {
-	if c.ClientID == "" {
-		return errorf(ErrInvalidDestination, "a durable subscription needs a client-id on CONNECT")
+	key, err := c.durableKey(r.DurableName, r.DurableStyle)
+	if err != nil {
+		return err
 	}
 	if r.Dest.Kind != destinations.Topic {
 		return errorf(ErrInvalidDestination, "cannot durably subscribe to a Queue destination: %s", r.Dest)
@@ -144,7 +177,6 @@ func (c *Conn) subscribeDurable(ctx context.Context, r SubscribeRequest, s *Subs
 	if r.Dest.IsWildcard() {
 		return errorf(ErrInvalidDestination, "durable subscriptions to wildcard topics are not supported: %s", r.Dest)
 	}
-	key := persistence.SubKey{ClientID: c.ClientID, Name: r.DurableName}
 	selText := ""
 	if r.Selector != nil {
 		selText = r.Selector.String()
@@ -156,7 +188,7 @@ func (c *Conn) subscribeDurable(ctx context.Context, r SubscribeRequest, s *Subs
 	d := c.b.durables[key]
 	c.b.mu.RUnlock()
 	if active, _ := d.attachedOrNil(); active != nil {
-		return errorf(ErrDuplicateSubscription, "Durable consumer is in use for client %s and subscriptionName %s", key.ClientID, key.Name)
+		return errorf(ErrDurableInUse, "Durable consumer is in use for client: %s and subscriptionName: %s", key.ClientID, key.Name)
 	}
 	if d != nil && (d.topic != t || d.info.Selector != selText) {
 		if err := c.b.removeDurable(ctx, d); err != nil {
@@ -194,27 +226,33 @@ func (d *durableSub) attachedOrNil() (*Subscription, time.Time) {
 	return d.attached()
 }
 
-// unsubscribeDurable deletes the durable subscription named name of this connection's
-// client-id. It is refused while another consumer is attached (ActiveMQ's rule); the
-// connection's own consumer, if attached, is detached first (the one-frame form other
-// clients use).
-func (c *Conn) unsubscribeDurable(ctx context.Context, name string) error {
-	key := persistence.SubKey{ClientID: c.ClientID, Name: name}
+// unsubscribeDurable deletes the durable subscription r names, the way of its style:
+// ActiveMQ's refuses while a consumer is attached and leaves r.ID alone; the others
+// first detach r.ID's consumer on this connection (and this connection's consumer of
+// the subscription), and refuse only while another connection's is attached.
+func (c *Conn) unsubscribeDurable(ctx context.Context, r UnsubscribeRequest) error {
+	key, err := c.durableKey(r.DurableName, r.DurableStyle)
+	if err != nil {
+		return err
+	}
 	c.b.durMu.Lock()
 	defer c.b.durMu.Unlock()
+	if r.DurableStyle != DurableActiveMQ {
+		if s := c.subs[r.ID]; s != nil {
+			c.unsubscribe(s)
+		}
+	}
 	c.b.mu.RLock()
 	d := c.b.durables[key]
 	c.b.mu.RUnlock()
 	if d == nil {
-		return errorf(ErrUnknownSubscription, "No durable subscription matched: client-id %s, name %s", key.ClientID, key.Name)
+		return errorf(ErrUnknownSubscription, "No durable subscription exists for clientID: %s and subscriptionName: %s", key.ClientID, key.Name)
 	}
 	if s, _ := d.attached(); s != nil {
-		if s.conn != c {
-			return errorf(ErrDuplicateSubscription, "Durable consumer is in use: detach it (UNSUBSCRIBE without the subscription name, or disconnect) before deleting it")
+		if s.conn != c || r.DurableStyle == DurableActiveMQ {
+			return errorf(ErrDurableInUse, "Durable consumer is in use")
 		}
-		if err := c.Unsubscribe(ctx, s.ID, ""); err != nil {
-			return err
-		}
+		c.unsubscribe(s)
 	}
 	return c.b.removeDurable(ctx, d)
 }

@@ -21,7 +21,9 @@ func topicName(n string) destinations.Name {
 
 func (c *client) unsubscribe(id, durable string) error {
 	var err error
-	c.do(func() { err = c.conn.Unsubscribe(context.Background(), id, durable) })
+	c.do(func() {
+		err = c.conn.Unsubscribe(context.Background(), UnsubscribeRequest{ID: id, DurableName: durable})
+	})
 	return err
 }
 
@@ -90,12 +92,13 @@ func TestDurableSelectorAndRedeliveryAndRemoval(t *testing.T) {
 	assert.Equal(t, "a1", string(d.Msg.Body))
 	assert.True(t, d.Redelivered)
 
-	// Deleting while attached from another connection is refused; the one-frame form on
-	// the owning connection detaches and deletes.
-	other := newClient(t, b, "cid2")
-	var err error
-	other.do(func() { err = other.conn.unsubscribeDurable(context.Background(), "n") })
-	assert.Error(t, err)
+	// Deleting while attached is refused, also on the owning connection (ActiveMQ's
+	// rule): it detaches first, then deletes.
+	err := c.unsubscribe("s", "n")
+	require.ErrorIs(t, err, ErrDurableInUse)
+	assert.Equal(t, "Durable consumer is in use", err.Error())
+	require.Len(t, b.DurableSubscriptions(), 1)
+	require.NoError(t, c.unsubscribe("s", ""))
 	require.NoError(t, c.unsubscribe("s", "n"))
 	assert.Empty(t, b.DurableSubscriptions())
 	eventually(t, func() bool { n, _ := b.store.Stats("topic://t"); return n == 0 })
