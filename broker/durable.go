@@ -151,15 +151,17 @@ const (
 	// the subscription in one frame (Artemis' StompSession.unsubscribe).
 	DurableArtemis
 	// DurableRabbitMQ: durable:true with auto-delete:false; the subscription id is the
-	// name, under the client-id. UNSUBSCRIBE with those headers detaches and deletes in
-	// one frame, as RabbitMQ deletes the subscription's queue.
+	// name, under the client-id if the connection has one and alone otherwise (RabbitMQ
+	// clients send none). UNSUBSCRIBE with those headers detaches and deletes in one frame,
+	// as RabbitMQ deletes the subscription's queue.
 	DurableRabbitMQ
 )
 
 // durableKey is the key of the durable subscription name of this connection in style.
 func (c *Conn) durableKey(name string, style DurableStyle) (persistence.SubKey, error) {
-	if c.ClientID == "" {
-		return persistence.SubKey{}, errorf(ErrInvalidDestination, "a durable subscription needs a client-id on CONNECT")
+	if c.ClientID == "" && style != DurableRabbitMQ {
+		return persistence.SubKey{}, errorf(ErrInvalidDestination,
+			"a durable subscription needs a client-id on CONNECT (or RabbitMQ's form: durable:true, auto-delete:false and the id as its name)")
 	}
 	return persistence.SubKey{ClientID: c.ClientID, Name: name}, nil
 }
