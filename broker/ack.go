@@ -169,21 +169,18 @@ func (b *Broker) applySettleQueue(batch persistence.Batch, q *queue, ds []*Deliv
 // dead-letter strategy drops (non-persistent, discarding) are just acknowledged.
 func (b *Broker) nackToDLQ(batch persistence.Batch, q *queue, ds []*Delivery) func(error) {
 	strategy := q.policy.DeadLetter
-	dlqName := strategy.DLQName(false, q.name)
-	var entries []queuedEntry
+	dlq := q.deadLetterDest()
+	var copies []*persistence.Message
 	for _, d := range ds {
 		if d.Msg.Persistent && !d.withdrawn() {
 			q.storeAck(batch, d.Msg)
 		}
-		if strategy.Discard || (!d.Msg.Persistent && !strategy.ProcessNonPersistent) || dlqName == q.name {
+		if strategy.Discard || (!d.Msg.Persistent && !strategy.ProcessNonPersistent) || dlq == q.origin {
 			continue
 		}
-		c := b.deadLetter(d.Msg, q.stomp, "poison ack (NACK)")
-		c.Persistent = true
-		dq, e, _ := b.acceptQueue(dlqName, c, false)
-		entries = append(entries, queuedEntry{dq, e, c.Seq})
-		batch.Add(c)
+		copies = append(copies, b.deadLetter(d.Msg, q.stomp, "poison ack (NACK)"))
 	}
+	entries := b.sendToDeadLetter(batch, dlq, copies)
 	return func(err error) {
 		settleEntries(entries, err)
 		if err != nil {

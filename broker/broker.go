@@ -13,7 +13,9 @@
 // completion) and pushes Deliveries onto the consumer connection's outbound list, bounded
 // by the consumer's prefetch credit.
 //
-// Lock order: broker.mu, then a destination's mu, then a subscription's mu, then conn.mu.
+// Lock order: broker.durMu, then broker.mu, then a destination's mu (for a topic, pubMu
+// before a durable subscription's mu and its view's mu), then a subscription's mu, then
+// conn.mu.
 //
 // Streams (stream.go) have goroutines of their own: an appender per partition, which
 // writes what producers queued and calls their done callbacks, a reader per partition
@@ -160,6 +162,10 @@ type Broker struct {
 	wg              sync.WaitGroup // background page-ins
 	streams         *kafkalog.Log
 	committer       *committer // group offsets of streams; nil without streams
+
+	// durMu serialises the lifecycle of durable subscriptions: creating, attaching,
+	// replacing, deleting and expiring them (durable.go). Taken before mu.
+	durMu sync.Mutex
 
 	mu       sync.RWMutex
 	queues   map[string]*queue // by destination name (without kind prefix)
@@ -319,37 +325,8 @@ func (b *Broker) recover(ctx context.Context) error {
 	if err := b.recoverDurables(ctx, rec.Subs); err != nil {
 		return err
 	}
-	for _, d := range rec.Destinations {
-		if !strings.HasPrefix(d.Name, markerPrefix) {
-			continue
-		}
-		name := d.Name[len(markerPrefix):]
-		var q *queue
-		if strings.HasPrefix(name, "durable:") {
-			for _, ds := range b.durables {
-				if ds.view.name == name {
-					q = ds.view
-				}
-			}
-		} else if strings.HasPrefix(d.Name, markerPrefix) {
-			q = b.queues[name]
-		}
-		if q == nil {
-			continue
-		}
-		err := b.store.Scan(ctx, d.Name, 0, 1, func(m *persistence.Message) error {
-			hwm, _ := strconv.ParseUint(string(m.Body), 10, 64)
-			q.recoveredHWM, q.dispatchHWM, q.markerWritten = hwm, hwm, hwm
-			// A message consumed before its store write (concurrent store and
-			// dispatch) left no trace in the store but may be in the marker:
-			// sequences are never reused.
-			q.nextSeq = max(q.nextSeq, hwm+1)
-			q.hwmHint.Store(hwm)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("broker: recover %s: %w", d.Name, err)
-		}
+	if err := b.recoverMarkers(ctx, rec.Destinations); err != nil {
+		return err
 	}
 	if msgs > 0 {
 		b.log.Info("recovered stored messages", slog.Int64("messages", msgs), slog.Int("destinations", len(rec.Destinations)))

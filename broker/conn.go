@@ -518,8 +518,8 @@ func (c *Conn) Close() {
 	for id := range c.txs {
 		_ = c.Abort(id)
 	}
-	for id := range c.subs {
-		_ = c.Unsubscribe(context.Background(), id, "")
+	for _, s := range c.subs {
+		c.unsubscribe(s)
 	}
 	c.dropTemps()
 	c.closed = true

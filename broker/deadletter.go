@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -32,7 +33,7 @@ func (b *Broker) retire(q *queue, es []*destinations.Entry, reason string, toDLQ
 	q.release(bytes)
 	q.dequeued += int64(len(es))
 	strategy := q.policy.DeadLetter
-	from := destinations.Name{Kind: destinations.Queue, Name: q.name}
+	dlq := q.deadLetterDest()
 	msgs := make([]*persistence.Message, len(es))
 	for i, e := range es {
 		msgs[i] = e.Msg
@@ -51,19 +52,10 @@ func (b *Broker) retire(q *queue, es []*destinations.Entry, reason string, toDLQ
 			}
 			copies = append(copies, b.deadLetter(m, q.stomp, reason))
 		}
-		dlqName := strategy.DLQName(from.Kind.IsTopic(), from.Name)
-		if dlqName == q.name {
+		if dlq == q.origin {
 			copies = nil // a dead message of a dead-letter queue is dropped, never looped
 		}
-		var entries []queuedEntry
-		if len(copies) > 0 {
-			for _, c := range copies {
-				c.Persistent = true // a dead-letter copy is kept, also of a non-persistent message
-				dq, e, _ := b.acceptQueue(dlqName, c, false)
-				entries = append(entries, queuedEntry{dq, e, c.Seq})
-				batch.Add(c)
-			}
-		}
+		entries := b.sendToDeadLetter(batch, dlq, copies)
 		if batch.Len() == 0 {
 			batch.Rollback()
 			return
@@ -78,14 +70,64 @@ func (b *Broker) retire(q *queue, es []*destinations.Entry, reason string, toDLQ
 }
 
 // deadLetter makes the dead-letter copy of m: same id and body, the original destination
-// and the reason as headers, no expiry.
+// and the reason as headers, no expiry, persistent (a dead-letter copy is kept, also of
+// a non-persistent message).
 func (b *Broker) deadLetter(m *persistence.Message, from, reason string) *persistence.Message {
 	c := m.Clone()
 	c.Headers = append(c.Headers, "original-destination", from, "dlqDeliveryFailureCause", reason)
 	c.Subs = nil
 	c.Expires = 0
 	c.RedeliveryCount = 0
+	c.Persistent = true
 	return c
+}
+
+// deadLetterDest is where q's dead messages go, by its dead-letter strategy: a queue's
+// are the queue's, a durable subscription's view's are its topic's and the
+// subscription's.
+func (q *queue) deadLetterDest() destinations.Name {
+	return deadLetterDest(q.policy.DeadLetter, q.origin, q.sub)
+}
+
+// deadLetterDest is where strategy s sends a dead message from dest; sub is the durable
+// subscription that gave it up (nil for a queue's message). It follows ActiveMQ's
+// IndividualDeadLetterStrategy.createDestination.
+func deadLetterDest(s policy.DeadLetter, dest destinations.Name, sub *persistence.SubKey) destinations.Name {
+	topic := dest.Kind.IsTopic()
+	key := ""
+	if sub != nil {
+		key = sub.ClientID + ":" + sub.Name // ActiveMQ's SubscriptionKey.toString()
+	}
+	name := s.DurableDLQName(dest.Name, topic, key)
+	if s.ToTopic(topic) {
+		return destinations.Name{Kind: destinations.Topic, Name: name}
+	}
+	return destinations.Name{Kind: destinations.Queue, Name: name}
+}
+
+// sendToDeadLetter puts dead-letter copies on dlq, stored by batch, and returns the
+// entries to settle once batch commits. A dead-letter topic hands them to its
+// subscribers as a SEND to it does: its durable subscriptions keep them (stored by
+// batch), the others get them at once.
+func (b *Broker) sendToDeadLetter(batch persistence.Batch, dlq destinations.Name, copies []*persistence.Message) []queuedEntry {
+	if len(copies) == 0 {
+		return nil
+	}
+	var entries []queuedEntry
+	if dlq.Kind.IsTopic() {
+		t := b.topic(dlq.Name)
+		for _, c := range copies {
+			entries = append(entries, t.accept(c, func() persistence.Batch { return batch })...)
+			t.publish(c, nil)
+		}
+		return entries
+	}
+	for _, c := range copies {
+		dq, e, _ := b.acceptQueue(dlq.Name, c, false)
+		entries = append(entries, queuedEntry{dq, e, c.Seq})
+		batch.Add(c)
+	}
+	return entries
 }
 
 // sweepExpired removes expired messages from the waiting lists of the queues (and the

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/activemq-go/broker/destinations"
@@ -23,17 +25,53 @@ import (
 //
 // While its consumer is away a subscription keeps every matching persistent message;
 // non-persistent messages reach it only while it is active (as in ActiveMQ).
+//
+// Clients of three brokers name durable subscriptions, each its own way (DurableStyle);
+// a subscription has at most one consumer attached at a time.
 
 // durableSub is one durable subscription.
+//
+// Its lifecycle (create, attach, replace, delete, expire) is serialised by the broker's
+// durMu; detaching needs only mu. Publishers read whether it is attached with their
+// topic's pubMu held (pubMu before mu).
 type durableSub struct {
-	info         persistence.SubInfo
-	sel          *selector.Selector
-	topic        *topic
-	view         *queue
-	active       *Subscription
-	offlineSince time.Time
-	dropped      int64 // messages not kept because of the offline pending limits
-	dropLogged   time.Time
+	info  persistence.SubInfo
+	sel   *selector.Selector
+	topic *topic
+	view  *queue
+
+	mu           sync.Mutex
+	active       *Subscription // guarded by mu; nil while offline
+	offlineSince time.Time     // guarded by mu
+
+	dropped    atomic.Int64 // messages not kept because of the offline pending limits
+	dropLogged time.Time    // guarded by topic.pubMu
+}
+
+// attached returns the consumer attached to d (nil if none) and, when none is, since
+// when.
+func (d *durableSub) attached() (*Subscription, time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.active, d.offlineSince
+}
+
+// attach makes s d's consumer. The caller holds the broker's durMu and has checked that
+// none is attached.
+func (d *durableSub) attach(s *Subscription) {
+	d.mu.Lock()
+	d.active = s
+	d.mu.Unlock()
+}
+
+// deactivate detaches s; the subscription stays and keeps messages.
+func (d *durableSub) deactivate(s *Subscription) {
+	d.mu.Lock()
+	if d.active == s {
+		d.active = nil
+		d.offlineSince = time.Now()
+	}
+	d.mu.Unlock()
 }
 
 // DurableStats describes one durable subscription.
@@ -41,7 +79,7 @@ type DurableStats struct {
 	ClientID, Name, Topic, Selector string
 	Active                          bool
 	Backlog                         int   // messages waiting to be delivered to it
-	BacklogBytes                    int64 // of those held in memory
+	BacklogBytes                    int64 // their size (Message.Size), in memory or in the store only
 	Created                         time.Time
 	OfflineFor                      time.Duration // 0 while active
 	Dropped                         int64
@@ -58,19 +96,20 @@ func (b *Broker) DurableSubscriptions() []DurableStats {
 	out := make([]DurableStats, 0, len(subs))
 	now := time.Now()
 	for _, d := range subs {
-		d.view.mu.Lock()
+		active, since := d.attached()
 		st := DurableStats{
 			ClientID: d.info.Key.ClientID, Name: d.info.Key.Name,
 			Topic: d.topic.stomp, Selector: d.info.Selector,
-			Active:       d.active != nil,
-			Backlog:      d.view.pending.Len() + int(d.view.pagedOut),
-			BacklogBytes: d.view.memBytes,
-			Created:      time.UnixMilli(d.info.Created),
-			Dropped:      d.dropped,
+			Active:  active != nil,
+			Created: time.UnixMilli(d.info.Created),
+			Dropped: d.dropped.Load(),
 		}
-		if d.active == nil {
-			st.OfflineFor = now.Sub(d.offlineSince)
+		if active == nil {
+			st.OfflineFor = now.Sub(since)
 		}
+		d.view.mu.Lock()
+		st.Backlog = d.view.pending.Len() + int(d.view.pagedOut)
+		st.BacklogBytes = d.view.memBytes + d.view.pagedOutBytes
 		d.view.mu.Unlock()
 		out = append(out, st)
 	}
@@ -88,6 +127,7 @@ func (b *Broker) newView(key persistence.SubKey, t *topic) *queue {
 	q := newQueue(b, "durable:"+key.String())
 	q.stomp = t.stomp
 	q.dest = t.dest
+	q.origin = destinations.Name{Kind: destinations.Topic, Name: t.name}
 	k := key
 	q.sub = &k
 	p := b.policyFor(destinations.Topic, t.name)
@@ -97,11 +137,43 @@ func (b *Broker) newView(key persistence.SubKey, t *topic) *queue {
 	return q
 }
 
+// DurableStyle is the convention of the broker whose clients name a durable subscription
+// the way a SUBSCRIBE or UNSUBSCRIBE does.
+type DurableStyle uint8
+
+const (
+	// DurableActiveMQ: activemq.subscriptionName, under the connection's client-id.
+	// UNSUBSCRIBE with the name deletes the subscription, leaving the subscription id
+	// alone; while a consumer is attached, also on this connection, it is refused
+	// ("Durable consumer is in use", ActiveMQ's TopicRegion.removeSubscription): a client
+	// detaches first (UNSUBSCRIBE with the id only, or DISCONNECT).
+	DurableActiveMQ DurableStyle = iota
+	// DurableArtemis: durable-subscription-name (or durable-subscriber-name), under the
+	// client-id. UNSUBSCRIBE with the name detaches the consumer of the id and deletes
+	// the subscription in one frame (Artemis' StompSession.unsubscribe).
+	DurableArtemis
+	// DurableRabbitMQ: durable:true with auto-delete:false; the subscription id is the
+	// name, under the client-id if the connection has one and alone otherwise (RabbitMQ
+	// clients send none). UNSUBSCRIBE with those headers detaches and deletes in one frame,
+	// as RabbitMQ deletes the subscription's queue.
+	DurableRabbitMQ
+)
+
+// durableKey is the key of the durable subscription name of this connection in style.
+func (c *Conn) durableKey(name string, style DurableStyle) (persistence.SubKey, error) {
+	if c.ClientID == "" && style != DurableRabbitMQ {
+		return persistence.SubKey{}, errorf(ErrInvalidDestination,
+			"a durable subscription needs a client-id on CONNECT (or RabbitMQ's form: durable:true, auto-delete:false and the id as its name)")
+	}
+	return persistence.SubKey{ClientID: c.ClientID, Name: name}, nil
+}
+
 // subscribeDurable attaches a consumer to the durable subscription (client-id, name),
 // creating it, or replacing it when its topic or selector changed (as ActiveMQ does).
 func (c *Conn) subscribeDurable(ctx context.Context, r SubscribeRequest, s *Subscription) error {
-	if c.ClientID == "" {
-		return errorf(ErrInvalidDestination, "a durable subscription needs a client-id on CONNECT")
+	key, err := c.durableKey(r.DurableName, r.DurableStyle)
+	if err != nil {
+		return err
 	}
 	if r.Dest.Kind != destinations.Topic {
 		return errorf(ErrInvalidDestination, "cannot durably subscribe to a Queue destination: %s", r.Dest)
@@ -109,17 +181,18 @@ func (c *Conn) subscribeDurable(ctx context.Context, r SubscribeRequest, s *Subs
 	if r.Dest.IsWildcard() {
 		return errorf(ErrInvalidDestination, "durable subscriptions to wildcard topics are not supported: %s", r.Dest)
 	}
-	key := persistence.SubKey{ClientID: c.ClientID, Name: r.DurableName}
 	selText := ""
 	if r.Selector != nil {
 		selText = r.Selector.String()
 	}
 	t := c.b.topic(r.Dest.Name)
-	c.b.mu.Lock()
+	c.b.durMu.Lock()
+	defer c.b.durMu.Unlock()
+	c.b.mu.RLock()
 	d := c.b.durables[key]
-	c.b.mu.Unlock()
-	if d != nil && d.active != nil {
-		return errorf(ErrDuplicateSubscription, "Durable consumer is in use for client %s and subscriptionName %s", key.ClientID, key.Name)
+	c.b.mu.RUnlock()
+	if active, _ := d.attachedOrNil(); active != nil {
+		return errorf(ErrDurableInUse, "Durable consumer is in use for client: %s and subscriptionName: %s", key.ClientID, key.Name)
 	}
 	if d != nil && (d.topic != t || d.info.Selector != selText) {
 		if err := c.b.removeDurable(ctx, d); err != nil {
@@ -144,41 +217,52 @@ func (c *Conn) subscribeDurable(ctx context.Context, r SubscribeRequest, s *Subs
 	}
 	s.q = d.view
 	s.durable = d
-	d.active = s
+	d.attach(s)
 	d.view.addConsumer(s)
 	return nil
 }
 
-// deactivate detaches the consumer; the subscription stays and keeps messages.
-func (d *durableSub) deactivate() {
-	d.active = nil
-	d.offlineSince = time.Now()
+// attachedOrNil is attached for a subscription that may not exist (nil).
+func (d *durableSub) attachedOrNil() (*Subscription, time.Time) {
+	if d == nil {
+		return nil, time.Time{}
+	}
+	return d.attached()
 }
 
-// unsubscribeDurable deletes the durable subscription named name of this connection's
-// client-id. It is refused while another consumer is attached (ActiveMQ's rule); the
-// connection's own consumer, if attached, is detached first (the one-frame form other
-// clients use).
-func (c *Conn) unsubscribeDurable(ctx context.Context, name string) error {
-	key := persistence.SubKey{ClientID: c.ClientID, Name: name}
-	c.b.mu.Lock()
-	d := c.b.durables[key]
-	c.b.mu.Unlock()
-	if d == nil {
-		return errorf(ErrUnknownSubscription, "No durable subscription matched: client-id %s, name %s", key.ClientID, key.Name)
+// unsubscribeDurable deletes the durable subscription r names, the way of its style:
+// ActiveMQ's refuses while a consumer is attached and leaves r.ID alone; the others
+// first detach r.ID's consumer on this connection (and this connection's consumer of
+// the subscription), and refuse only while another connection's is attached.
+func (c *Conn) unsubscribeDurable(ctx context.Context, r UnsubscribeRequest) error {
+	key, err := c.durableKey(r.DurableName, r.DurableStyle)
+	if err != nil {
+		return err
 	}
-	if s := d.active; s != nil {
-		if s.conn != c {
-			return errorf(ErrDuplicateSubscription, "Durable consumer is in use: detach it (UNSUBSCRIBE without the subscription name, or disconnect) before deleting it")
+	c.b.durMu.Lock()
+	defer c.b.durMu.Unlock()
+	if r.DurableStyle != DurableActiveMQ {
+		if s := c.subs[r.ID]; s != nil {
+			c.unsubscribe(s)
 		}
-		if err := c.Unsubscribe(ctx, s.ID, ""); err != nil {
-			return err
+	}
+	c.b.mu.RLock()
+	d := c.b.durables[key]
+	c.b.mu.RUnlock()
+	if d == nil {
+		return errorf(ErrUnknownSubscription, "No durable subscription exists for clientID: %s and subscriptionName: %s", key.ClientID, key.Name)
+	}
+	if s, _ := d.attached(); s != nil {
+		if s.conn != c || r.DurableStyle == DurableActiveMQ {
+			return errorf(ErrDurableInUse, "Durable consumer is in use")
 		}
+		c.unsubscribe(s)
 	}
 	return c.b.removeDurable(ctx, d)
 }
 
-// removeDurable deletes a durable subscription and releases everything it held.
+// removeDurable deletes a durable subscription and releases everything it held. The
+// caller holds b.durMu, and no consumer is attached.
 func (b *Broker) removeDurable(ctx context.Context, d *durableSub) error {
 	batch := b.store.Begin()
 	batch.RemoveSub(d.info.Key)
@@ -192,7 +276,7 @@ func (b *Broker) removeDurable(ctx context.Context, d *durableSub) error {
 	q := d.view
 	q.mu.Lock()
 	q.pending.RemoveIf(func(e *destinations.Entry) bool { q.release(e.Size); return true })
-	q.paged, q.pagedOut = false, 0
+	q.paged, q.pagedOut, q.pagedOutBytes = false, 0, 0
 	q.mu.Unlock()
 	b.log.Info("durable subscription removed", slog.String("clientID", d.info.Key.ClientID), slog.String("name", d.info.Key.Name))
 	return nil
@@ -210,10 +294,11 @@ func (t *topic) routeDurable(m *persistence.Message, batch func() persistence.Ba
 		if !d.sel.MatchesMessage(m, 1) {
 			continue
 		}
-		if !m.Persistent && d.active == nil {
+		active, _ := d.attached()
+		if !m.Persistent && active == nil {
 			continue // non-persistent messages are not kept for offline subscribers
 		}
-		if d.active == nil && d.overLimit(t.b, m) {
+		if active == nil && d.overLimit(t.b, m) {
 			continue
 		}
 		views = append(views, d)
@@ -239,7 +324,8 @@ func (t *topic) routeDurable(m *persistence.Message, batch func() persistence.Ba
 }
 
 // overLimit applies the policy's offline pending limits: past them a message is not
-// kept for this offline subscription, with a log line (at most once a minute).
+// kept for this offline subscription, with a log line (at most once a minute). The
+// caller holds the topic's pubMu.
 func (d *durableSub) overLimit(b *Broker, m *persistence.Message) bool {
 	p := b.policyFor(destinations.Topic, d.topic.name)
 	if p.MaxPendingMessages <= 0 && p.MaxPendingBytes <= 0 {
@@ -248,18 +334,18 @@ func (d *durableSub) overLimit(b *Broker, m *persistence.Message) bool {
 	q := d.view
 	q.mu.Lock()
 	backlog := int64(q.pending.Len()) + q.pagedOut
-	bytes := q.memBytes
+	bytes := q.memBytes + q.pagedOutBytes // the whole backlog, in memory or not
 	q.mu.Unlock()
 	over := (p.MaxPendingMessages > 0 && backlog >= p.MaxPendingMessages) ||
 		(p.MaxPendingBytes > 0 && bytes+int64(m.Size()) > p.MaxPendingBytes)
 	if over {
-		d.dropped++
+		dropped := d.dropped.Add(1)
 		if now := time.Now(); now.Sub(d.dropLogged) > time.Minute {
 			d.dropLogged = now
 			b.log.Warn("offline durable subscription over its pending limit: new messages are not kept for it",
 				slog.String("clientID", d.info.Key.ClientID), slog.String("name", d.info.Key.Name),
-				slog.Int64("backlog", backlog), slog.Int64("maxPendingMessages", p.MaxPendingMessages),
-				slog.Int64("maxPendingBytes", p.MaxPendingBytes), slog.Int64("dropped", d.dropped))
+				slog.Int64("backlog", backlog), slog.Int64("backlogBytes", bytes), slog.Int64("maxPendingMessages", p.MaxPendingMessages),
+				slog.Int64("maxPendingBytes", p.MaxPendingBytes), slog.Int64("dropped", dropped))
 		}
 	}
 	return over
@@ -298,14 +384,20 @@ func (b *Broker) recoverDurables(ctx context.Context, subs []persistence.SubInfo
 		}
 		d := &durableSub{info: info, sel: sel, topic: t, view: b.newView(info.Key, t), offlineSince: time.Now()}
 		d.view.paged, d.view.pageAfter = true, 0
-		// The backlog count matters for the offline pending limit: count what is stored,
-		// up to that limit (beyond it the exact number does not change a decision).
-		if limit := b.policyFor(destinations.Topic, name).MaxPendingMessages; limit > 0 {
-			var n int64
-			if err := b.store.ScanSub(ctx, info.Key, 0, int(limit)+1, func(*persistence.Message) error { n++; return nil }); err != nil {
+		// The backlog matters for the offline pending limits: count what is stored, and
+		// its size. This reads the subscription's backlog once, which the limits bound
+		// while it is offline; without a limit it is not read.
+		if p := b.policyFor(destinations.Topic, name); p.MaxPendingMessages > 0 || p.MaxPendingBytes > 0 {
+			var n, bytes int64
+			err := b.store.ScanSub(ctx, info.Key, 0, 0, func(m *persistence.Message) error {
+				n++
+				bytes += int64(m.Size())
+				return nil
+			})
+			if err != nil {
 				return fmt.Errorf("broker: count the stored messages of durable subscription %s: %w", info.Key, err)
 			}
-			d.view.pagedOut = n
+			d.view.pagedOut, d.view.pagedOutBytes = n, bytes
 		}
 		b.durables[info.Key] = d
 		t.durables = append(t.durables, d)
@@ -316,20 +408,24 @@ func (b *Broker) recoverDurables(ctx context.Context, subs []persistence.SubInfo
 // expireOfflineDurables removes the subscriptions offline for longer than their policy's
 // offlineDurableSubscriberTimeout (ActiveMQ's offlineDurableSubscriberTimeout).
 func (b *Broker) expireOfflineDurables(ctx context.Context) {
+	b.durMu.Lock()
+	defer b.durMu.Unlock()
 	b.mu.RLock()
-	var victims []*durableSub
-	now := time.Now()
+	subs := make([]*durableSub, 0, len(b.durables))
 	for _, d := range b.durables {
-		to := b.policyFor(destinations.Topic, d.topic.name).OfflineTimeout
-		if d.active == nil && to > 0 && now.Sub(d.offlineSince) > to {
-			victims = append(victims, d)
-		}
+		subs = append(subs, d)
 	}
 	b.mu.RUnlock()
-	for _, d := range victims {
+	now := time.Now()
+	for _, d := range subs {
+		to := b.policyFor(destinations.Topic, d.topic.name).OfflineTimeout
+		active, since := d.attached()
+		if active != nil || to <= 0 || now.Sub(since) <= to {
+			continue
+		}
 		b.log.Warn("removing durable subscription offline past its timeout",
 			slog.String("clientID", d.info.Key.ClientID), slog.String("name", d.info.Key.Name),
-			slog.Duration("offlineFor", now.Sub(d.offlineSince)))
+			slog.Duration("offlineFor", now.Sub(since)))
 		if err := b.removeDurable(ctx, d); err != nil {
 			b.log.Error("removing offline durable subscription failed", slog.Any("err", err))
 		}

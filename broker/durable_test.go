@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,7 +21,9 @@ func topicName(n string) destinations.Name {
 
 func (c *client) unsubscribe(id, durable string) error {
 	var err error
-	c.do(func() { err = c.conn.Unsubscribe(context.Background(), id, durable) })
+	c.do(func() {
+		err = c.conn.Unsubscribe(context.Background(), UnsubscribeRequest{ID: id, DurableName: durable})
+	})
 	return err
 }
 
@@ -89,12 +92,13 @@ func TestDurableSelectorAndRedeliveryAndRemoval(t *testing.T) {
 	assert.Equal(t, "a1", string(d.Msg.Body))
 	assert.True(t, d.Redelivered)
 
-	// Deleting while attached from another connection is refused; the one-frame form on
-	// the owning connection detaches and deletes.
-	other := newClient(t, b, "cid2")
-	var err error
-	other.do(func() { err = other.conn.unsubscribeDurable(context.Background(), "n") })
-	assert.Error(t, err)
+	// Deleting while attached is refused, also on the owning connection (ActiveMQ's
+	// rule): it detaches first, then deletes.
+	err := c.unsubscribe("s", "n")
+	require.ErrorIs(t, err, ErrDurableInUse)
+	assert.Equal(t, "Durable consumer is in use", err.Error())
+	require.Len(t, b.DurableSubscriptions(), 1)
+	require.NoError(t, c.unsubscribe("s", ""))
 	require.NoError(t, c.unsubscribe("s", "n"))
 	assert.Empty(t, b.DurableSubscriptions())
 	eventually(t, func() bool { n, _ := b.store.Stats("topic://t"); return n == 0 })
@@ -127,4 +131,73 @@ func TestDurableSurvivesRestartOnStore(t *testing.T) {
 		require.Equal(t, strconv.Itoa(i), string(d.Msg.Body))
 		require.NoError(t, c2.ack(d))
 	}
+}
+
+// TestDurableLegacyDispatchMarkers: a store written before durable subscriptions had
+// markers of their own (subMarkerPrefix) holds them as "meta://dispatched/durable:" +
+// client-id + ":" + name, one shared by (a:b, c) and (a, b:c). At recovery such a marker
+// gives its mark to every subscription it may be the marker of, each then gets its own
+// marker, and the legacy one is deleted, unless a queue whose name starts with
+// "durable:" may own it. A second restart reads the new markers only.
+func TestDurableLegacyDispatchMarkers(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	x := persistence.SubKey{ClientID: "a:b", Name: "c"}
+	y := persistence.SubKey{ClientID: "a", Name: "b:c"}
+	solo := persistence.SubKey{ClientID: "solo", Name: "s"}
+	batch := st.Begin()
+	for _, k := range []persistence.SubKey{x, y, solo} {
+		batch.AddSub(persistence.SubInfo{Key: k, Dest: "topic://t", Created: 1})
+	}
+	for seq := uint64(1); seq <= 5; seq++ {
+		batch.Add(&persistence.Message{Dest: "topic://t", Seq: seq, ID: "m" + strconv.Itoa(int(seq)), Persistent: true, Priority: 4,
+			Subs: []persistence.SubKey{x, y, solo}})
+	}
+	for seq := uint64(1); seq <= 2; seq++ {
+		batch.Add(&persistence.Message{Dest: "queue://durable:q", Seq: seq, ID: "q" + strconv.Itoa(int(seq)), Persistent: true, Priority: 4})
+	}
+	batch.Add(markerMessage("meta://dispatched/durable:a:b:c", 4))
+	batch.Add(markerMessage("meta://dispatched/durable:solo:s", 3))
+	batch.Add(markerMessage("meta://dispatched/durable:q", 2))
+	require.NoError(t, batch.Commit(ctx, persistence.Sync))
+
+	hwms := func(b *Broker) map[string]uint64 {
+		out := map[string]uint64{}
+		for k, d := range b.durables {
+			out[k.String()] = d.view.dispatchHWM
+		}
+		out["queue durable:q"] = b.queues["durable:q"].dispatchHWM
+		return out
+	}
+	markers := func() map[string]uint64 {
+		rec, err := st.Recover(ctx)
+		require.NoError(t, err)
+		out := map[string]uint64{}
+		for _, d := range rec.Destinations {
+			if strings.HasPrefix(d.Name, "meta://") && d.Msgs > 0 {
+				b := &Broker{store: st}
+				hwm, err := b.readMarker(ctx, d.Name)
+				require.NoError(t, err)
+				out[d.Name] = hwm
+			}
+		}
+		return out
+	}
+	want := map[string]uint64{`a\cb:c`: 4, "a:b:c": 4, "solo:s": 3, "queue durable:q": 2}
+
+	b, err := New(ctx, Options{Name: "t", Store: st})
+	require.NoError(t, err)
+	assert.Equal(t, want, hwms(b))
+	assert.Equal(t, map[string]uint64{
+		`meta://dispatched-sub/a\cb:c`: 4,
+		"meta://dispatched-sub/a:b:c":  4,
+		"meta://dispatched-sub/solo:s": 3,
+		"meta://dispatched/durable:q":  2, // the queue's own, kept
+	}, markers(), "legacy markers rewritten, and deleted unless a queue may own them")
+	require.NoError(t, b.closeForTest())
+
+	b, err = New(ctx, Options{Name: "t", Store: st})
+	require.NoError(t, err)
+	defer b.Close()
+	assert.Equal(t, want, hwms(b))
 }

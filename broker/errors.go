@@ -32,6 +32,9 @@ var (
 	ErrUnknownSubscription = errors.New("broker: unknown subscription")
 	// ErrDuplicateSubscription: SUBSCRIBE reuses an id the connection already uses.
 	ErrDuplicateSubscription = errors.New("broker: duplicate subscription id")
+	// ErrDurableInUse: SUBSCRIBE or UNSUBSCRIBE names a durable subscription that has a
+	// consumer attached.
+	ErrDurableInUse = errors.New("broker: durable consumer in use")
 	// ErrUnknownAck: ACK or NACK names a message that is not awaiting acknowledgement.
 	ErrUnknownAck = errors.New("broker: unexpected ACK")
 	// ErrUnknownTransaction: COMMIT, ABORT, SEND, ACK or NACK names a transaction that is not open.

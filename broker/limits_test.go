@@ -429,15 +429,15 @@ func TestGCInactiveDestinations(t *testing.T) {
 	dc.close()
 	c.subscribe("t", "/topic/gc.t", AckAuto, 0)
 	c.do(func() {
-		require.NoError(t, c.conn.Unsubscribe(context.Background(), "q", ""))
-		require.NoError(t, c.conn.Unsubscribe(context.Background(), "t", ""))
+		require.NoError(t, c.conn.Unsubscribe(context.Background(), UnsubscribeRequest{ID: "q"}))
+		require.NoError(t, c.conn.Unsubscribe(context.Background(), UnsubscribeRequest{ID: "t"}))
 	})
 	c.send("/queue/gc.busy", "waiting", true)          // has a message
 	c.subscribe("c", "/queue/gc.consumed", AckAuto, 0) // has a consumer
 	c.send("/queue/keep", "x", false)                  // not collected by its policy
 	c.subscribe("k", "/queue/keep", AckAuto, 0)
 	c.recv()
-	c.do(func() { require.NoError(t, c.conn.Unsubscribe(context.Background(), "k", "")) })
+	c.do(func() { require.NoError(t, c.conn.Unsubscribe(context.Background(), UnsubscribeRequest{ID: "k"})) })
 
 	has := func(name string) bool {
 		for _, st := range b.Stats() {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +27,9 @@ type queue struct {
 	name  string
 	dest  string // qualified store name
 	stomp string // "/queue/<name>"
+	// origin is where its messages were sent: the queue itself, or the topic of a
+	// durable subscription's view (the dead-letter strategy names the DLQ after it).
+	origin destinations.Name
 
 	mu        sync.Mutex
 	pending   *destinations.Pending
@@ -66,9 +68,12 @@ type queue struct {
 	pageAfter    uint64
 	pagingNow    bool
 	pagedAccepts uint64
-	inflight     map[uint64]struct{}
-	pagedOut     int64 // messages in the store only
-	pagingLogged time.Time
+	inflight     map[uint64]int64 // sequence -> size
+	pagedOut     int64            // messages in the store only
+	// pagedOutBytes is the size of those (Message.Size): a durable subscription's
+	// offline maxPendingBytes counts them with memBytes.
+	pagedOutBytes int64
+	pagingLogged  time.Time
 
 	lastSwept time.Time // of the expiry sweeper (sweepExpired), which alone uses it
 	gc        gcState   // see gc.go
@@ -102,11 +107,12 @@ func newQueueWith(b *Broker, name string, p Policy) *queue {
 		name:     name,
 		dest:     n.Qualified(),
 		stomp:    n.String(),
+		origin:   n,
 		policy:   p,
 		pending:  destinations.NewPending(p.Prioritized),
 		nextSeq:  max(1, b.seqFloor.Load()),
 		memLimit: memoryLimitOf(p),
-		inflight: map[uint64]struct{}{},
+		inflight: map[uint64]int64{},
 		groups:   map[string]*Subscription{},
 	}
 }
@@ -154,9 +160,10 @@ func (q *queue) accept(m *persistence.Message, ready bool) (*destinations.Entry,
 					slog.Int64("memoryUsed", used), slog.Int64("memoryUsage", limit))
 			}
 		}
-		q.inflight[m.Seq] = struct{}{}
+		q.inflight[m.Seq] = size
 		q.pagedAccepts++
 		q.pagedOut++
+		q.pagedOutBytes += size
 		return nil, nil
 	}
 	e := &destinations.Entry{Msg: m, Ready: ready, Size: size}
@@ -189,9 +196,10 @@ func (q *queue) acceptView(m *persistence.Message, ready bool) *destinations.Ent
 			q.paged = true
 			q.pageAfter = m.Seq - 1
 		}
-		q.inflight[m.Seq] = struct{}{}
+		q.inflight[m.Seq] = size
 		q.pagedAccepts++
 		q.pagedOut++
+		q.pagedOutBytes += size
 		return nil
 	}
 	e := &destinations.Entry{Msg: m, Ready: ready, Size: size}
@@ -244,10 +252,12 @@ func (q *queue) dispatchWhileStoring(e *destinations.Entry, withdraw func() bool
 // pagedDone settles a paged-out message whose store write finished.
 func (q *queue) pagedDone(seq uint64, err error) {
 	q.mu.Lock()
+	size := q.inflight[seq]
 	delete(q.inflight, seq)
 	if err != nil {
 		q.enqueued--
 		q.pagedOut--
+		q.pagedOutBytes -= size
 	}
 	q.maybePageInLocked()
 	q.mu.Unlock()
@@ -495,10 +505,11 @@ func (q *queue) pageIn() {
 		q.pending.Push(e)
 	}
 	q.pagedOut -= int64(len(got))
+	q.pagedOutBytes = max(q.pagedOutBytes-loaded, 0)
 	q.pageAfter = last
 	if complete && len(q.inflight) == 0 && q.pagedAccepts == accepts {
 		q.paged = false
-		q.pagedOut = 0
+		q.pagedOut, q.pagedOutBytes = 0, 0
 	}
 	q.dispatchLocked()
 }
@@ -637,10 +648,6 @@ func (q *queue) written(seq uint64) {
 	q.mu.Unlock()
 }
 
-// markerPrefix names the store destinations that hold each queue's dispatch high-water
-// mark (one message, sequence 1, replaced as the mark moves).
-const markerPrefix = "meta://dispatched/"
-
 // writeMarkerLocked stores the dispatch high-water mark if it moved, one write in flight
 // per queue at a time; the write is asynchronous and batched with other store traffic.
 func (q *queue) writeMarkerLocked() {
@@ -650,8 +657,7 @@ func (q *queue) writeMarkerLocked() {
 	q.markerInFlight = true
 	hwm := q.dispatchHWM
 	batch := q.b.store.Begin()
-	batch.Add(&persistence.Message{Dest: markerPrefix + q.name, Seq: 1, ID: "marker",
-		Body: strconv.AppendUint(nil, hwm, 10), Persistent: true, Priority: 4})
+	batch.Add(markerMessage(q.markerDest(), hwm))
 	q.b.wg.Add(1)
 	go q.b.commit(batch, persistence.Async, func(err error) {
 		defer q.b.wg.Done()

@@ -42,6 +42,9 @@ type SubscribeRequest struct {
 	// DurableName makes a topic subscription durable under (client-id, DurableName).
 	// On a stream it names the consumer group instead (unless ConsumerGroup does).
 	DurableName string
+	// DurableStyle is the convention DurableName follows (which needs a client-id, and
+	// what an UNSUBSCRIBE naming it does).
+	DurableStyle DurableStyle
 	// StreamOffset is where reading a stream starts (the x-stream-offset header; see
 	// parseStreamStart); ignored for other destinations.
 	StreamOffset string
@@ -247,29 +250,41 @@ func (s *Subscription) kick() {
 	s.refill()
 }
 
+// UnsubscribeRequest describes an UNSUBSCRIBE.
+type UnsubscribeRequest struct {
+	ID string
+	// DurableName, when set, names a durable subscription to delete, in the convention
+	// of DurableStyle (see there for what happens to ID's subscription).
+	DurableName  string
+	DurableStyle DurableStyle
+}
+
 // Unsubscribe removes a subscription. Its queue messages that were dispatched and not
 // acknowledged go back to the queue for other consumers, flagged redelivered; a durable
-// subscription is detached and keeps its messages. With durableName, the durable
-// subscription of that name is also deleted (UNSUBSCRIBE with activemq.subscriptionName).
-func (c *Conn) Unsubscribe(ctx context.Context, id, durableName string) error {
-	if s := c.subs[id]; s != nil && s.stream != nil {
+// subscription is detached and keeps its messages. With a DurableName, it deletes that
+// durable subscription instead (UNSUBSCRIBE with activemq.subscriptionName and the like).
+func (c *Conn) Unsubscribe(ctx context.Context, r UnsubscribeRequest) error {
+	s := c.subs[r.ID]
+	if s != nil && s.stream != nil {
 		// A stream's consumer group keeps its committed position: it belongs to the
 		// group, not to this subscriber, so the subscription name only detaches.
-		durableName = ""
+		r.DurableName = ""
 	}
-	if durableName != "" {
-		if c.ClientID == "" {
-			return errorf(ErrUnknownSubscription, "deleting a durable subscription needs the client-id on CONNECT")
-		}
-		return c.unsubscribeDurable(ctx, durableName)
+	if r.DurableName != "" {
+		return c.unsubscribeDurable(ctx, r)
 	}
-	s := c.subs[id]
 	if s == nil {
-		return errorf(ErrUnknownSubscription, "No subscription matched: %s", id)
+		return errorf(ErrUnknownSubscription, "No subscription matched: %s", r.ID)
 	}
-	delete(c.subs, id)
+	c.unsubscribe(s)
+	return nil
+}
+
+// unsubscribe removes s, one of c's subscriptions (see Unsubscribe).
+func (c *Conn) unsubscribe(s *Subscription) {
+	delete(c.subs, s.ID)
 	if s.durable != nil {
-		s.durable.deactivate()
+		s.durable.deactivate(s)
 	}
 	switch {
 	case s.stream != nil:
@@ -312,7 +327,6 @@ func (c *Conn) Unsubscribe(ctx context.Context, id, durableName string) error {
 	s.dispatched = nil
 	sortByTag(back)
 	requeueEach(back)
-	return nil
 }
 
 func sortByTag(ds []*Delivery) {

@@ -149,7 +149,14 @@
 //	    deadLetterStrategy:
 //	      individual: false            # false: one queue, ActiveMQ.DLQ, for all
 //	      queuePrefix: ActiveMQ.DLQ.Queue.   # individual: prefix + the destination's
-//	      topicPrefix: ActiveMQ.DLQ.Topic.   # name; "prefix:" sets both
+//	      topicPrefix: ActiveMQ.DLQ.Topic.   # name + suffix; "prefix:" sets both
+//	      queueSuffix: ""
+//	      topicSuffix: ""
+//	      useQueueForQueueMessages: true     # individual: false makes it a topic
+//	      useQueueForTopicMessages: true
+//	      destinationPerDurableSubscriber: false  # individual: one per durable
+//	                                   # subscription, topicPrefix + topic + "." +
+//	                                   # client-id + ":" + name + topicSuffix
 //	      processExpired: true         # expired messages are dead-lettered
 //	      processNonPersistent: false  # non-persistent ones are dropped instead
 //	      discard: false               # ActiveMQ's <discarding/>: drop, never dead-letter

@@ -35,6 +35,7 @@ func TestDefaultPolicy(t *testing.T) {
 		},
 		DeadLetter: policy.DeadLetter{
 			QueuePrefix: "ActiveMQ.DLQ.Queue.", TopicPrefix: "ActiveMQ.DLQ.Topic.", ProcessExpired: true,
+			UseQueueForQueueMessages: true, UseQueueForTopicMessages: true,
 		},
 		DurableTopicPrefetch: 100,
 
@@ -122,6 +123,7 @@ func TestPolicyExample(t *testing.T) {
 		},
 		DeadLetter: policy.DeadLetter{
 			Individual: true, QueuePrefix: "DLQ.Q.", TopicPrefix: "DLQ.T.",
+			UseQueueForQueueMessages: true, UseQueueForTopicMessages: true,
 			ProcessExpired: false, ProcessNonPersistent: true, Discard: false,
 		},
 		AllConsumersExclusiveByDefault:  true,
@@ -190,6 +192,31 @@ func TestDeadLetterPrefixAlias(t *testing.T) {
 	// Not individual: an empty prefix is unused, so allowed.
 	assert.Equal(t, "", c.DestinationPolicy[1].DeadLetter.QueuePrefix)
 	assert.Equal(t, policy.SharedDLQ, c.DestinationPolicy[1].DeadLetter.DLQName(false, "B"))
+}
+
+// The keys of ActiveMQ's individualDeadLetterStrategy beyond the prefixes.
+func TestDeadLetterIndividualKeys(t *testing.T) {
+	c, err := Parse([]byte(`destinationPolicy:
+  - topic: ">"
+    deadLetterStrategy:
+      individual: true
+      queueSuffix: .Q
+      topicSuffix: .T
+      useQueueForQueueMessages: false
+      useQueueForTopicMessages: false
+      destinationPerDurableSubscriber: true
+`), nil)
+	require.NoError(t, err)
+	d := c.DestinationPolicy[0].DeadLetter
+	want := policy.DefaultDeadLetter()
+	want.Individual, want.QueueSuffix, want.TopicSuffix = true, ".Q", ".T"
+	want.UseQueueForQueueMessages, want.UseQueueForTopicMessages, want.DestinationPerDurableSubscriber = false, false, true
+	assert.Equal(t, want, d)
+	assert.Equal(t, "ActiveMQ.DLQ.Topic.P.T", d.DLQName(true, "P"))
+
+	_, err = Parse([]byte("destinationPolicy:\n  - queue: A\n    deadLetterStrategy: {individual: true, queueSuffix: .>}\n"), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "deadLetterStrategy.queueSuffix")
 }
 
 func TestPolicyEnvOverrides(t *testing.T) {

@@ -23,13 +23,18 @@ type redeliverySection struct {
 
 // deadLetterSection is deadLetterStrategy as written, with the prefix alias.
 type deadLetterSection struct {
-	Individual           bool   `mapstructure:"individual"`
-	Prefix               string `mapstructure:"prefix"`
-	QueuePrefix          string `mapstructure:"queuePrefix"`
-	TopicPrefix          string `mapstructure:"topicPrefix"`
-	ProcessExpired       bool   `mapstructure:"processExpired"`
-	ProcessNonPersistent bool   `mapstructure:"processNonPersistent"`
-	Discard              bool   `mapstructure:"discard"`
+	Individual                      bool   `mapstructure:"individual"`
+	Prefix                          string `mapstructure:"prefix"`
+	QueuePrefix                     string `mapstructure:"queuePrefix"`
+	TopicPrefix                     string `mapstructure:"topicPrefix"`
+	QueueSuffix                     string `mapstructure:"queueSuffix"`
+	TopicSuffix                     string `mapstructure:"topicSuffix"`
+	UseQueueForQueueMessages        bool   `mapstructure:"useQueueForQueueMessages"`
+	UseQueueForTopicMessages        bool   `mapstructure:"useQueueForTopicMessages"`
+	DestinationPerDurableSubscriber bool   `mapstructure:"destinationPerDurableSubscriber"`
+	ProcessExpired                  bool   `mapstructure:"processExpired"`
+	ProcessNonPersistent            bool   `mapstructure:"processNonPersistent"`
+	Discard                         bool   `mapstructure:"discard"`
 }
 
 // buildRedelivery validates a redeliveryPolicy block at path and completes it
@@ -112,6 +117,19 @@ func (c *checker) buildDeadLetter(path string, d deadLetterSection, set map[stri
 		delete(set, in+"prefix")
 		set[in+"queuePrefix"], set[in+"topicPrefix"] = true, true
 	}
+	for _, p := range []struct {
+		key, written string
+		dst          *string
+	}{{"queueSuffix", d.QueueSuffix, &s.QueueSuffix}, {"topicSuffix", d.TopicSuffix, &s.TopicSuffix}} {
+		take(set, in+p.key, p.dst, p.written)
+		if strings.ContainsAny(*p.dst, "*>") {
+			return s, c.invalid(joinKey(path, p.key), "a dead-letter queue name cannot contain a wildcard",
+				"a destination name suffix without wildcards, e.g. .DLQ")
+		}
+	}
+	take(set, in+"useQueueForQueueMessages", &s.UseQueueForQueueMessages, d.UseQueueForQueueMessages)
+	take(set, in+"useQueueForTopicMessages", &s.UseQueueForTopicMessages, d.UseQueueForTopicMessages)
+	take(set, in+"destinationPerDurableSubscriber", &s.DestinationPerDurableSubscriber, d.DestinationPerDurableSubscriber)
 	take(set, in+"processExpired", &s.ProcessExpired, d.ProcessExpired)
 	take(set, in+"processNonPersistent", &s.ProcessNonPersistent, d.ProcessNonPersistent)
 	take(set, in+"discard", &s.Discard, d.Discard)

@@ -1,6 +1,9 @@
 package persistence
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // DestKind tells a queue from a topic in a qualified destination name.
 type DestKind uint8
@@ -93,13 +96,60 @@ func (h Headers) Get(key string) (string, bool) {
 func (h Headers) Len() int { return len(h) / 2 }
 
 // SubKey names a durable topic subscription: the client-id of its owner and its name.
+// Stores key subscriptions by the two fields, never by String.
 type SubKey struct {
 	ClientID string
 	Name     string
 }
 
-// String renders the key as "clientID:name" for logs and statistics.
-func (k SubKey) String() string { return k.ClientID + ":" + k.Name }
+// String renders the key for logs, statistics and names made from it, unambiguously:
+// the client-id with `\` written `\\` and ":" written `\c` (STOMP's header escapes),
+// then ":" and the name as it is. A client-id with neither character gives
+// "clientID:name", as before the escapes. ParseSubKey reads it back.
+func (k SubKey) String() string {
+	if !strings.ContainsAny(k.ClientID, `\:`) {
+		return k.ClientID + ":" + k.Name
+	}
+	var b strings.Builder
+	b.Grow(len(k.ClientID) + len(k.Name) + 8)
+	for i := 0; i < len(k.ClientID); i++ {
+		switch c := k.ClientID[i]; c {
+		case '\\':
+			b.WriteString(`\\`)
+		case ':':
+			b.WriteString(`\c`)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte(':')
+	b.WriteString(k.Name)
+	return b.String()
+}
+
+// ParseSubKey reads a key written by SubKey.String.
+func ParseSubKey(s string) (SubKey, error) {
+	var id strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case ':':
+			return SubKey{ClientID: id.String(), Name: s[i+1:]}, nil
+		case '\\':
+			if i+1 == len(s) || (s[i+1] != '\\' && s[i+1] != 'c') {
+				return SubKey{}, fmt.Errorf("persistence: bad escape in subscription key %q", s)
+			}
+			if s[i+1] == 'c' {
+				id.WriteByte(':')
+			} else {
+				id.WriteByte('\\')
+			}
+			i++
+		default:
+			id.WriteByte(c)
+		}
+	}
+	return SubKey{}, fmt.Errorf("persistence: subscription key %q has no \":\"", s)
+}
 
 // SubInfo is everything the store keeps about a durable subscription itself.
 type SubInfo struct {

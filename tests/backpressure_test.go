@@ -69,20 +69,6 @@ func goConsumeInOrder(t testing.TB, sub *stomp.Subscription, n int, within time.
 	}
 }
 
-// statsAddr enables nothing: it finds the address of the stats listener a broker
-// started with BROKER_BROKER_STATSADDRESS announced in its log.
-func statsAddr(t testing.TB, b *brokerProc) string {
-	t.Helper()
-	var addr string
-	eventually(t, 10*time.Second, "the stats listener", func() bool {
-		if m := statsRE.FindStringSubmatch(b.Log()); m != nil {
-			addr = m[1]
-		}
-		return addr != ""
-	})
-	return addr
-}
-
 // destStat is one destination of GET /stats.
 type destStat struct {
 	Name        string

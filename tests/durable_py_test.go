@@ -115,3 +115,127 @@ func TestDurableStompPy(t *testing.T) {
 	syncSubscriptions(t, c)
 	expectNone(t, sub, 300*time.Millisecond)
 }
+
+// stompPyRabbitScript is a stomp.py client written for RabbitMQ: no client-id on
+// CONNECT, a durable subscription named by its id (SUBSCRIBE durable:true,
+// auto-delete:false). "attach" subscribes (with a receipt) and leaves; "consume N" comes
+// back on a new connection, requires N messages in publish order, not flagged
+// redelivered, acknowledges them and prints their bodies; "busy" attaches, then requires
+// a second connection's SUBSCRIBE with the same id to be refused; "delete" attaches and
+// deletes the subscription with UNSUBSCRIBE id + durable:true + auto-delete:false (with
+// a receipt), as RabbitMQ's clients do.
+const stompPyRabbitScript = `
+import sys, threading, stomp
+
+host, port = sys.argv[1].rsplit(":", 1)
+phase = sys.argv[2]
+DURABLE = {"durable": "true", "auto-delete": "false"}
+
+class Collector(stomp.ConnectionListener):
+    def __init__(self):
+        self.msgs, self.receipts, self.errors = [], set(), []
+        self.cond = threading.Condition()
+    def on_message(self, frame):
+        with self.cond:
+            self.msgs.append(frame)
+            self.cond.notify_all()
+    def on_receipt(self, frame):
+        with self.cond:
+            self.receipts.add(frame.headers.get("receipt-id"))
+            self.cond.notify_all()
+    def on_error(self, frame):
+        with self.cond:
+            self.errors.append(frame.headers.get("message"))
+            self.cond.notify_all()
+    def wait(self, what, cond, timeout=10, errors_ok=False):
+        with self.cond:
+            if not self.cond.wait_for(lambda: cond() or (self.errors and not errors_ok), timeout):
+                raise SystemExit("timed out waiting for %s (%d messages)" % (what, len(self.msgs)))
+            if self.errors and not errors_ok:
+                raise SystemExit("ERROR from the broker: %s" % self.errors)
+
+def attach():
+    col = Collector()
+    conn = stomp.Connection12([(host, int(port))])
+    conn.set_listener("rabbit", col)
+    conn.connect(wait=True)  # no client-id: RabbitMQ clients send none
+    conn.subscribe("/topic/py.rabbit", id="rabbit-sub", ack="client-individual",
+                   headers=dict(DURABLE, receipt="attached"))
+    col.wait("the SUBSCRIBE receipt", lambda: "attached" in col.receipts)
+    return conn, col
+
+conn, col = attach()
+if phase == "consume":
+    n = int(sys.argv[3])
+    col.wait("%d messages" % n, lambda: len(col.msgs) >= n)
+    for f in col.msgs:
+        h = f.headers
+        assert h.get("subscription") == "rabbit-sub", h
+        assert h.get("destination") == "/topic/py.rabbit", h
+        assert "redelivered" not in h, h
+    for i, f in enumerate(col.msgs):
+        conn.ack(f.headers["ack"], receipt="acked" if i == len(col.msgs) - 1 else None)
+    col.wait("the last ACK's receipt", lambda: "acked" in col.receipts)
+    print("received " + ",".join(f.body for f in col.msgs))
+elif phase == "busy":
+    other = Collector()
+    c2 = stomp.Connection12([(host, int(port))])
+    c2.set_listener("other", other)
+    c2.connect(wait=True)
+    c2.subscribe("/topic/py.rabbit", id="rabbit-sub", ack="client-individual",
+                 headers=dict(DURABLE, receipt="second"))
+    other.wait("the refusal", lambda: other.errors, errors_ok=True)
+    print("second attach refused: %s" % other.errors[0])
+    c2.disconnect()
+elif phase == "delete":
+    conn.unsubscribe("rabbit-sub", headers=dict(DURABLE, receipt="deleted"))
+    col.wait("the UNSUBSCRIBE receipt", lambda: "deleted" in col.receipts)
+
+conn.disconnect(receipt="bye")
+print("stomp.py rabbit %s OK" % phase)
+`
+
+// TestDurableRabbitMQStyleWithoutClientID: a RabbitMQ client (stomp.py, no client-id
+// on CONNECT) subscribes with durable:true and auto-delete:false: the subscription id
+// alone names the subscription. It survives the disconnect, keeps the persistent
+// messages sent while it is away (not the non-persistent ones), and a new connection,
+// again without a client-id, reattaches it by the same id and gets them in order. While
+// attached, another connection cannot attach it too. An UNSUBSCRIBE with the same
+// headers deletes it: nothing is kept for it afterwards.
+func TestDurableRabbitMQStyleWithoutClientID(t *testing.T) {
+	if _, err := os.Stat(systemPython); err != nil {
+		t.Fatalf("%s is missing: install Debian's python3 and python3-stomp (.ci/run does)", systemPython)
+	}
+	b := startBroker(t, brokerConfig{})
+	script := filepath.Join(t.TempDir(), "rabbit.py")
+	require.NoError(t, os.WriteFile(script, []byte(stompPyRabbitScript), 0o644))
+	runPy := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(systemPython, append([]string{script, b.Addr}, args...)...).CombinedOutput()
+		require.NoError(t, err, "stomp.py %v failed:\n%s\nbroker log:\n%s", args, out, b.Log())
+		require.Contains(t, string(out), "stomp.py rabbit "+args[0]+" OK", string(out))
+		return string(out)
+	}
+	const topic = "/topic/py.rabbit"
+	p := dial(t, b.Addr)
+
+	runPy("attach")
+	for i, body := range numbered("kept", 0, 5) {
+		goPublish(t, p, topic, true, body)
+		goPublish(t, p, topic, false, numbered("not-kept", i, i+1)...)
+	}
+	out := runPy("consume", "5")
+	assert.Contains(t, out, "received "+strings.Join(numbered("kept", 0, 5), ",")+"\n")
+
+	out = runPy("busy")
+	assert.Contains(t, out, "second attach refused: Durable consumer is in use")
+
+	goPublish(t, p, topic, true, "before-delete")
+	runPy("delete")
+	goPublish(t, p, topic, true, "after-delete")
+	// A new subscription of that id: nothing of the deleted one's is kept for it.
+	c := dial(t, b.Addr)
+	sub := goSubscribe(t, c, topic, stomp.AckClientIndividual, "id", "rabbit-sub", "durable", "true", "auto-delete", "false")
+	syncSubscriptions(t, c)
+	expectNone(t, sub, 300*time.Millisecond)
+}

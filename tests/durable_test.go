@@ -232,6 +232,16 @@ func durAwaitFree(t testing.TB, addr, clientID string) {
 	})
 }
 
+// padded returns each of bodies followed by ":" and n bytes of padding.
+func padded(bodies []string, n int) []string {
+	pad := strings.Repeat("x", n)
+	out := make([]string, len(bodies))
+	for i, b := range bodies {
+		out[i] = b + ":" + pad
+	}
+	return out
+}
+
 func numbered(prefix string, from, to int) []string {
 	out := make([]string, 0, to-from)
 	for i := from; i < to; i++ {
@@ -349,7 +359,9 @@ func TestDurableKeepsPersistentMessagesWhileAway(t *testing.T) {
 // (activemq.subscriptionName), Artemis (durable-subscription-name and the older
 // durable-subscriber-name) and RabbitMQ (durable:true + auto-delete:false, the id being
 // the name) each keep messages while away and are deleted by an UNSUBSCRIBE carrying
-// the same headers; RabbitMQ's auto-delete:true is not durable.
+// the same headers: in one frame while attached for Artemis and RabbitMQ, as their
+// brokers do; in ActiveMQ's two steps for ActiveMQ (detach, then delete). RabbitMQ's
+// auto-delete:true is not durable.
 func TestDurableHeaderForms(t *testing.T) {
 	b := startBroker(t, brokerConfig{})
 	p := dial(t, b.Addr)
@@ -358,12 +370,13 @@ func TestDurableHeaderForms(t *testing.T) {
 		sub     []string // SUBSCRIBE headers
 		unsub   []string // UNSUBSCRIBE headers that delete it
 		durable bool
+		twoStep bool // the UNSUBSCRIBE that deletes it is refused while attached
 	}{
-		{"activemq.subscriptionName", []string{"activemq.subscriptionName", "sub"}, []string{"activemq.subscriptionName", "sub"}, true},
-		{"durable-subscription-name", []string{"durable-subscription-name", "sub"}, []string{"durable-subscription-name", "sub"}, true},
-		{"durable-subscriber-name", []string{"durable-subscriber-name", "sub"}, []string{"durable-subscriber-name", "sub"}, true},
-		{"rabbitmq-durable", []string{"id", "sub", "durable", "true", "auto-delete", "false"}, []string{"durable", "true", "auto-delete", "false"}, true},
-		{"rabbitmq-auto-delete-is-not-durable", []string{"id", "sub", "durable", "true", "auto-delete", "true"}, nil, false},
+		{"activemq.subscriptionName", []string{"activemq.subscriptionName", "sub"}, []string{"activemq.subscriptionName", "sub"}, true, true},
+		{"durable-subscription-name", []string{"durable-subscription-name", "sub"}, []string{"durable-subscription-name", "sub"}, true, false},
+		{"durable-subscriber-name", []string{"durable-subscriber-name", "sub"}, []string{"durable-subscriber-name", "sub"}, true, false},
+		{"rabbitmq-durable", []string{"id", "sub", "durable", "true", "auto-delete", "false"}, []string{"durable", "true", "auto-delete", "false"}, true, false},
+		{"rabbitmq-auto-delete-is-not-durable", []string{"id", "sub", "durable", "true", "auto-delete", "true"}, nil, false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -386,7 +399,18 @@ func TestDurableHeaderForms(t *testing.T) {
 			}
 			// Deleted with the same headers (go-stomp waits for the UNSUBSCRIBE's receipt):
 			// a message sent now is kept for nobody, and the next SUBSCRIBE starts afresh.
-			unsubscribe(t, sub, headerOpts(tc.unsub)...)
+			if tc.twoStep {
+				// go-stomp sends one UNSUBSCRIBE per subscription: the delete goes on a raw
+				// connection once this one has detached and left.
+				unsubscribe(t, sub)
+				require.NoError(t, c2.Disconnect())
+				r := durConnect(t, b.Addr, clientID)
+				r.do("UNSUBSCRIBE", append([]string{"id", "gone"}, tc.unsub...)...)
+				r.leave()
+				c2 = durDial(t, b.Addr, clientID)
+			} else {
+				unsubscribe(t, sub, headerOpts(tc.unsub)...)
+			}
 			goPublish(t, p, topic, true, "after-delete")
 			again := goSubscribe(t, c2, topic, stomp.AckClientIndividual, tc.sub...)
 			syncSubscriptions(t, c2)
@@ -551,9 +575,12 @@ func TestDurableSelectorAndReplacement(t *testing.T) {
 // ---- 5: removal, and what is refused --------------------------------------------------
 
 // TestDurableRemoval: ActiveMQ's two steps (UNSUBSCRIBE id detaches, the subscription
-// keeps messages; UNSUBSCRIBE id + activemq.subscriptionName deletes it), the one-frame
-// form other clients send (the name while attached on this connection), and the
-// refusals, each an ERROR with the receipt-id that leaves the connection open.
+// keeps messages; UNSUBSCRIBE id + activemq.subscriptionName deletes it), which
+// ActiveMQ clients rely on: the name while attached, also on this connection, is
+// refused with ActiveMQ's "Durable consumer is in use" and the subscription stays
+// attached; Artemis' one-frame form (durable-subscription-name while attached on this
+// connection) detaches and deletes; and the refusals, each an ERROR with the receipt-id
+// that leaves the connection open.
 func TestDurableRemoval(t *testing.T) {
 	b := startBroker(t, brokerConfig{})
 	p := jmsDial(t, b.Addr)
@@ -583,18 +610,45 @@ func TestDurableRemoval(t *testing.T) {
 		c.sync()
 	})
 
-	t.Run("one-frame-while-attached", func(t *testing.T) {
+	t.Run("name-while-attached-is-refused", func(t *testing.T) {
+		const topic = "/topic/removal.attached"
+		c := durConnect(t, b.Addr, "app-attached")
+		id := durAttach(c, topic, "sub", "ack", "client-individual")
+		durPublish(p, topic, true, []string{"live"})
+		c.ack(durExpect(c, id, "live")[0])
+		e := c.refused("UNSUBSCRIBE", "id", id, "activemq.subscriptionName", "sub")
+		assert.Equal(t, "Durable consumer is in use", e.Header.Get("message"))
+		// Still attached, still receiving, the connection open.
+		durPublish(p, topic, true, []string{"still-attached"})
+		c.ack(durExpect(c, id, "still-attached")[0])
+		durQuiet(c, id)
+		// Still there after the consumer left: it kept what came meanwhile.
+		c.leave()
+		durPublish(p, topic, true, []string{"kept"})
+		c = durConnect(t, b.Addr, "app-attached")
+		id = durAttach(c, topic, "sub", "ack", "client-individual")
+		c.ack(durExpect(c, id, "kept")[0])
+		// The two steps delete it.
+		c.do("UNSUBSCRIBE", "id", id)
+		c.do("UNSUBSCRIBE", "id", id, "activemq.subscriptionName", "sub")
+		durPublish(p, topic, true, []string{"after-delete"})
+		c.leave()
+		c = durConnect(t, b.Addr, "app-attached")
+		durQuiet(c, durAttach(c, topic, "sub"))
+	})
+
+	t.Run("artemis-one-frame-while-attached", func(t *testing.T) {
 		const topic = "/topic/removal.one"
 		c := durConnect(t, b.Addr, "app-one")
-		id := durAttach(c, topic, "sub")
+		id := c.subscribe(topic, "durable-subscription-name", "sub")
 		durPublish(p, topic, true, []string{"live"})
 		durExpect(c, id, "live")
-		c.do("UNSUBSCRIBE", "id", id, "activemq.subscriptionName", "sub")
+		c.do("UNSUBSCRIBE", "id", id, "durable-subscription-name", "sub")
 		durPublish(p, topic, true, []string{"after-delete"})
 		c.expectNone(id, 200*time.Millisecond) // detached: nothing more on the old id
 		c.leave()
 		c = durConnect(t, b.Addr, "app-one")
-		id = durAttach(c, topic, "sub")
+		id = c.subscribe(topic, "durable-subscription-name", "sub")
 		durQuiet(c, id) // nothing was kept
 	})
 
@@ -937,6 +991,7 @@ func durableRestartRun(t *testing.T, bc brokerConfig, down func(*brokerProc)) {
 		c := durConnect(t, b.Addr, s.clientID)
 		id := durAttach(c, topic, s.name, s.headers...)
 		if s.del {
+			c.do("UNSUBSCRIBE", "id", id)
 			c.do("UNSUBSCRIBE", "id", id, "activemq.subscriptionName", s.name)
 		}
 		c.leave()
@@ -1095,6 +1150,51 @@ func TestDurableOfflineLimits(t *testing.T) {
 		require.NotEmpty(t, got, "nothing kept at all")
 		assert.LessOrEqual(t, len(got), 4, "%d messages of over 500 bytes kept under a 2 KiB limit", len(got))
 		assert.Equal(t, bodies[:len(got)], jmsBodies(got), "the first messages are kept")
+	})
+
+	// maxPendingBytes counts the whole backlog: also what is in the store only, paged
+	// out over the topic's memory limit (1 KiB here, a message or two) ...
+	t.Run("maxPendingBytes-paged-out", func(t *testing.T) {
+		b := startBroker(t, brokerConfig{Extra: "destinationPolicy:\n  - topic: \">\"\n    memoryLimit: 1kb\n    maxPendingBytes: 4kb\n"})
+		const topic = "/topic/limited.paged"
+		c := durConnect(t, b.Addr, "app-paged")
+		durAttach(c, topic, "sub")
+		c.leave()
+		bodies := padded(numbered("m", 0, 12), 400)
+		durPublish(jmsDial(t, b.Addr), topic, true, bodies)
+		awaitLogLine(t, b, 5*time.Second, "offline durable subscription over its pending limit", "clientID=app-paged")
+
+		c = durConnect(t, b.Addr, "app-paged")
+		id := durAttach(c, topic, "sub")
+		c.sync()
+		got := c.drain(id, 300*time.Millisecond)
+		// About 500 bytes a message (body, id, headers): 6 to 8 fit in 4 KiB.
+		assert.GreaterOrEqual(t, len(got), 6, "%d messages kept under 4 KiB", len(got))
+		assert.LessOrEqual(t, len(got), 8, "%d messages of over 400 bytes kept under a 4 KiB limit", len(got))
+		assert.Equal(t, bodies[:len(got)], jmsBodies(got), "the first messages are kept")
+	})
+
+	// ... and a backlog recovered from the store after a restart: the messages kept
+	// before it leave no room for more after it.
+	t.Run("maxPendingBytes-across-restart", func(t *testing.T) {
+		bc := brokerConfig{Adapter: "kahaDB: {}", DataDir: t.TempDir(), Extra: "destinationPolicy:\n  - topic: \">\"\n    maxPendingBytes: 2kb\n"}
+		const topic = "/topic/limited.bytes.restart"
+		b := startBroker(t, bc)
+		c := durConnect(t, b.Addr, "app-bytes")
+		durAttach(c, topic, "sub")
+		c.leave()
+		// About 500 bytes a message: 3 fit in 2 KiB, a 4th does not.
+		before := padded(numbered("before", 0, 3), 400)
+		durPublish(jmsDial(t, b.Addr), topic, true, before)
+		b.Stop()
+		b = startBroker(t, bc)
+		durPublish(jmsDial(t, b.Addr), topic, true, padded(numbered("after", 0, 3), 400))
+		awaitLogLine(t, b, 5*time.Second, "offline durable subscription over its pending limit", "clientID=app-bytes")
+		c = durConnect(t, b.Addr, "app-bytes")
+		id := durAttach(c, topic, "sub")
+		c.sync()
+		got := jmsBodies(c.drain(id, 300*time.Millisecond))
+		assert.Equal(t, before, got, "maxPendingBytes 2 KiB: only the 3 messages kept before the restart")
 	})
 
 	t.Run("offlineDurableSubscriberTimeout", func(t *testing.T) {

@@ -1,6 +1,10 @@
 // Package tests holds the black-box end-to-end tests: they build the real broker binary,
 // start it on 127.0.0.1:0 with a configuration written for the test, and drive it with
 // real STOMP clients over real sockets (go-stomp, raw frames, and stomp.py).
+//
+// The binary is built with the race detector (set E2E_RACE=0 for a plain build, e.g. to
+// time the suite without it), and a data race that any broker process reports fails the
+// test that started the process, with the report in the failure output.
 package tests
 
 import (
@@ -32,6 +36,34 @@ import (
 
 var brokerBin string
 
+// raceBuild: the broker binary is built with -race (unless E2E_RACE=0).
+var raceBuild = os.Getenv("E2E_RACE") != "0"
+
+// plainBin is the broker built without -race, for the tests that measure the broker's
+// memory (which the race detector multiplies); built on first use (plainBrokerBin).
+var plainBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// plainBrokerBin returns the path of the broker built without -race.
+func plainBrokerBin(t testing.TB) string {
+	t.Helper()
+	if !raceBuild {
+		return brokerBin
+	}
+	plainBin.once.Do(func() {
+		plainBin.path = filepath.Join(filepath.Dir(brokerBin), "broker-plain")
+		out, err := exec.Command("go", "build", "-o", plainBin.path, "../cmd/broker").CombinedOutput()
+		if err != nil {
+			plainBin.err = fmt.Errorf("building the broker without -race: %w\n%s", err, out)
+		}
+	})
+	require.NoError(t, plainBin.err)
+	return plainBin.path
+}
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "broker-e2e-")
 	if err != nil {
@@ -39,7 +71,11 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	brokerBin = filepath.Join(dir, "broker")
-	build := exec.Command("go", "build", "-o", brokerBin, "../cmd/broker")
+	args := []string{"build", "-o", brokerBin}
+	if raceBuild {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "../cmd/broker")...)
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building the broker:", err)
@@ -74,6 +110,9 @@ type brokerConfig struct {
 	DataDir  string // default a fresh temp dir
 	Extra    string // more YAML appended at the end
 	Env      []string
+	// Plain runs the broker built without -race: only for a test that measures the
+	// broker's memory use.
+	Plain bool
 }
 
 var listenRE = regexp.MustCompile(`msg=listening connector=\S+ addr=(\S+)`)
@@ -83,7 +122,15 @@ var listenRE = regexp.MustCompile(`msg=listening connector=\S+ addr=(\S+)`)
 func startBroker(t testing.TB, bc brokerConfig) *brokerProc {
 	t.Helper()
 	path := writeBrokerConfig(t, &bc)
-	return startBrokerFile(t, path, bc.DataDir, bc.Env...)
+	bin := brokerBin
+	if bc.Plain {
+		bin = plainBrokerBin(t)
+	}
+	p := spawnBrokerBin(t, bin, path, bc.DataDir, bc.Env...)
+	if err := p.WaitListening(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // writeBrokerConfig writes the configuration file for bc, filling in its defaults, and
@@ -127,8 +174,13 @@ func spawnBroker(t testing.TB, bc brokerConfig) *brokerProc {
 
 func spawnBrokerFile(t testing.TB, path, dataDir string, env ...string) *brokerProc {
 	t.Helper()
+	return spawnBrokerBin(t, brokerBin, path, dataDir, env...)
+}
+
+func spawnBrokerBin(t testing.TB, bin, path, dataDir string, env ...string) *brokerProc {
+	t.Helper()
 	p := &brokerProc{t: t, DataDir: dataDir, Config: path, exited: make(chan struct{}), addrCh: make(chan string, 1)}
-	p.cmd = exec.Command(brokerBin, "serve", "--config", path)
+	p.cmd = exec.Command(bin, "serve", "--config", path)
 	p.cmd.Env = append(os.Environ(), env...)
 	stderr, err := p.cmd.StderrPipe()
 	require.NoError(t, err)
@@ -152,8 +204,42 @@ func spawnBrokerFile(t testing.TB, path, dataDir string, env ...string) *brokerP
 		p.err = p.cmd.Wait()
 		close(p.exited)
 	}()
-	t.Cleanup(func() { p.Stop() })
+	t.Cleanup(func() {
+		p.Stop()
+		p.checkRaces()
+	})
 	return p
+}
+
+// checkRaces fails the test if the broker, now ended, reported a data race: the race
+// detector writes each report to stderr, between lines of "=" signs.
+func (p *brokerProc) checkRaces() {
+	p.t.Helper()
+	if reports := raceReports(p.Log()); len(reports) > 0 {
+		p.t.Errorf("the broker reported %d data race(s):\n%s", len(reports), strings.Join(reports, "\n"))
+	}
+}
+
+// raceExitCode is the status a race-built program exits with after it reported a race
+// (GORACE exitcode, 66 by default).
+const raceExitCode = 66
+
+// raceReports returns the data race reports in a race-built program's output.
+func raceReports(out string) []string {
+	const sep = "=================="
+	var reports []string
+	for {
+		i := strings.Index(out, "WARNING: DATA RACE")
+		if i < 0 {
+			return reports
+		}
+		end := strings.Index(out[i:], sep)
+		if end < 0 {
+			end = len(out) - i
+		}
+		reports = append(reports, out[i:i+end])
+		out = out[i+end:]
+	}
 }
 
 // WaitListening waits up to d for the broker's "listening" log line and sets Addr. A
@@ -215,6 +301,10 @@ func (p *brokerProc) Stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
+		var ee *exec.ExitError
+		if errors.As(p.err, &ee) && ee.ExitCode() == raceExitCode && len(raceReports(p.Log())) > 0 {
+			return // the races fail the test (checkRaces), with the reports
+		}
 		if p.err != nil {
 			p.t.Errorf("broker exit after SIGTERM: %v\n%s", p.err, p.Log())
 		}

@@ -14,6 +14,31 @@ import (
 
 var statsRE = regexp.MustCompile(`msg="stats listening" addr=(\S+)`)
 
+// statsAddr waits for the broker's stats listener (broker.statsAddress, e.g. from
+// BROKER_BROKER_STATSADDRESS=127.0.0.1:0) and returns its address.
+func statsAddr(t testing.TB, b *brokerProc) string {
+	t.Helper()
+	var addr string
+	eventually(t, 10*time.Second, "the stats listener", func() bool {
+		m := statsRE.FindStringSubmatch(b.Log())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	})
+	return addr
+}
+
+// getStats reads GET /stats of the stats listener at addr into v.
+func getStats(t testing.TB, addr string, v any) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/stats")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(v))
+}
+
 // TestStatsEndpoint: GET /stats lists destinations, each durable subscription with its
 // backlog and age, and the journal's disk use and oldest segment.
 func TestStatsEndpoint(t *testing.T) {

@@ -137,6 +137,18 @@ type DeadLetter struct {
 	// dead-letter queue (defaults "ActiveMQ.DLQ.Queue." and "ActiveMQ.DLQ.Topic.").
 	QueuePrefix string
 	TopicPrefix string
+	// QueueSuffix and TopicSuffix end those names (default none).
+	QueueSuffix string
+	TopicSuffix string
+	// UseQueueForQueueMessages and UseQueueForTopicMessages make the individual
+	// dead-letter destination of a queue's or a topic's messages a queue (both
+	// default true); false makes it a topic.
+	UseQueueForQueueMessages bool
+	UseQueueForTopicMessages bool
+	// DestinationPerDurableSubscriber gives each durable topic subscription its own
+	// individual dead-letter destination: the topic's name followed by "." +
+	// client-id + ":" + subscription name (default false), as ActiveMQ names it.
+	DestinationPerDurableSubscriber bool
 	// ProcessExpired dead-letters expired messages instead of dropping them (default
 	// true).
 	ProcessExpired bool
@@ -152,22 +164,48 @@ type DeadLetter struct {
 // messages dead-lettered, non-persistent ones dropped.
 func DefaultDeadLetter() DeadLetter {
 	return DeadLetter{
-		QueuePrefix:    DefaultDLQQueuePrefix,
-		TopicPrefix:    DefaultDLQTopicPrefix,
-		ProcessExpired: true,
+		QueuePrefix:              DefaultDLQQueuePrefix,
+		TopicPrefix:              DefaultDLQTopicPrefix,
+		UseQueueForQueueMessages: true,
+		UseQueueForTopicMessages: true,
+		ProcessExpired:           true,
 	}
 }
 
-// DLQName is the name of the dead-letter queue of the queue, or when topic is set the
-// topic, called name: SharedDLQ unless the strategy is individual, else QueuePrefix or
-// TopicPrefix followed by name. The dead-letter destination is a queue in every case, as
-// ActiveMQ's defaults have it.
+// DLQName is the name of the dead-letter destination of the queue, or when topic is
+// set the topic, called name: SharedDLQ unless the strategy is individual, else
+// QueuePrefix or TopicPrefix, name, and QueueSuffix or TopicSuffix. Whether it is a
+// queue or a topic says ToTopic.
 func (s DeadLetter) DLQName(topic bool, name string) string {
+	return s.DurableDLQName(name, topic, "")
+}
+
+// DurableDLQName is DLQName for a message a durable subscription gave up; sub is
+// the subscription as ActiveMQ's SubscriptionKey prints it (client-id ":" name), "" for
+// any other message. With DestinationPerDurableSubscriber the topic's name is followed
+// by "." + sub, as ActiveMQ's IndividualDeadLetterStrategy names it.
+func (s DeadLetter) DurableDLQName(name string, topic bool, sub string) string {
 	switch {
 	case !s.Individual:
 		return SharedDLQ
 	case topic:
-		return s.TopicPrefix + name
+		if s.DestinationPerDurableSubscriber && sub != "" {
+			name += "." + sub
+		}
+		return s.TopicPrefix + name + s.TopicSuffix
 	}
-	return s.QueuePrefix + name
+	return s.QueuePrefix + name + s.QueueSuffix
+}
+
+// ToTopic reports whether the dead-letter destination of a queue's (topic false) or a
+// topic's messages is a topic: only an individual strategy with
+// useQueueFor...Messages false makes it one.
+func (s DeadLetter) ToTopic(topic bool) bool {
+	if !s.Individual {
+		return false
+	}
+	if topic {
+		return !s.UseQueueForTopicMessages
+	}
+	return !s.UseQueueForQueueMessages
 }

@@ -196,9 +196,31 @@ func TestDLQName(t *testing.T) {
 	}
 }
 
+// Suffixes, a durable subscriber's own dead-letter destination, and topics as
+// dead-letter destinations (ActiveMQ's IndividualDeadLetterStrategy).
+func TestDurableDLQName(t *testing.T) {
+	s := DefaultDeadLetter()
+	s.Individual, s.QueueSuffix, s.TopicSuffix = true, ".q", ".t"
+	assert.Equal(t, "ActiveMQ.DLQ.Queue.A.q", s.DurableDLQName("A", false, "app:s1"), "queues have no subscriber")
+	assert.Equal(t, "ActiveMQ.DLQ.Topic.T.t", s.DurableDLQName("T", true, "app:s1"))
+	s.DestinationPerDurableSubscriber = true
+	assert.Equal(t, "ActiveMQ.DLQ.Topic.T.app:s1.t", s.DurableDLQName("T", true, "app:s1"))
+	assert.Equal(t, "ActiveMQ.DLQ.Topic.T.t", s.DurableDLQName("T", true, ""))
+	assert.Equal(t, SharedDLQ, DefaultDeadLetter().DurableDLQName("T", true, "app:s1"))
+
+	assert.False(t, s.ToTopic(false))
+	assert.False(t, s.ToTopic(true))
+	s.UseQueueForTopicMessages = false
+	assert.True(t, s.ToTopic(true))
+	assert.False(t, s.ToTopic(false))
+	shared := DefaultDeadLetter()
+	shared.UseQueueForQueueMessages = false
+	assert.False(t, shared.ToTopic(false), "the shared strategy's ActiveMQ.DLQ is a queue")
+}
+
 func TestDefaults(t *testing.T) {
 	assert.Equal(t, Redelivery{MaximumRedeliveries: 6, InitialRedeliveryDelay: time.Second, RedeliveryDelay: time.Second,
 		BackOffMultiplier: 5, CollisionAvoidanceFactor: 0.15}, DefaultRedelivery())
-	assert.Equal(t, DeadLetter{QueuePrefix: "ActiveMQ.DLQ.Queue.", TopicPrefix: "ActiveMQ.DLQ.Topic.", ProcessExpired: true},
-		DefaultDeadLetter())
+	assert.Equal(t, DeadLetter{QueuePrefix: "ActiveMQ.DLQ.Queue.", TopicPrefix: "ActiveMQ.DLQ.Topic.", ProcessExpired: true,
+		UseQueueForQueueMessages: true, UseQueueForTopicMessages: true}, DefaultDeadLetter())
 }

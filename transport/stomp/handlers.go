@@ -266,7 +266,7 @@ func (s *session) onSubscribe(ctx context.Context, f *frame.Frame, receipt strin
 		// we treat it as "the default". The broker refuses one over maxPrefetch.
 		req.Prefetch = int(min(n, math.MaxInt32+1))
 	}
-	req.DurableName = durableName(f, id)
+	req.DurableName, req.DurableStyle = durableName(f, id)
 	req.StreamOffset = f.Header.Get(broker.HeaderStreamOffset)
 	req.ConsumerGroup = f.Header.Get(broker.HeaderConsumerGroup)
 	if text, ok := f.Header.Contains("selector"); ok && strings.TrimSpace(text) != "" {
@@ -302,22 +302,30 @@ func (s *session) onSubscribe(ctx context.Context, f *frame.Frame, receipt strin
 	return nil
 }
 
-// durableName is the durable subscription a SUBSCRIBE or UNSUBSCRIBE names, in any of the
-// forms clients of other brokers send: ActiveMQ's activemq.subscriptionName, Artemis'
-// durable-subscription-name (and the older durable-subscriber-name), or RabbitMQ's
-// durable:true (with auto-delete:false), where the subscription id is the name.
-func durableName(f *frame.Frame, id string) string {
-	for _, h := range []string{"activemq.subscriptionName", "durable-subscription-name", "durable-subscriber-name"} {
-		if v, ok := f.Header.Contains(h); ok && v != "" {
-			return v
+// durableName is the durable subscription a SUBSCRIBE or UNSUBSCRIBE names, and the
+// convention it follows, in any of the forms clients of other brokers send: ActiveMQ's
+// activemq.subscriptionName, Artemis' durable-subscription-name (and the older
+// durable-subscriber-name), or RabbitMQ's durable:true (with auto-delete:false), where
+// the subscription id is the name.
+func durableName(f *frame.Frame, id string) (string, broker.DurableStyle) {
+	for _, h := range []struct {
+		name  string
+		style broker.DurableStyle
+	}{
+		{"activemq.subscriptionName", broker.DurableActiveMQ},
+		{"durable-subscription-name", broker.DurableArtemis},
+		{"durable-subscriber-name", broker.DurableArtemis},
+	} {
+		if v, ok := f.Header.Contains(h.name); ok && v != "" {
+			return v, h.style
 		}
 	}
 	if d, _ := boolHeader(f, "durable"); d {
 		if ad, _ := boolHeader(f, "auto-delete"); !ad {
-			return id
+			return id, broker.DurableRabbitMQ
 		}
 	}
-	return ""
+	return "", broker.DurableActiveMQ
 }
 
 func boolHeader(f *frame.Frame, name string) (bool, error) {
@@ -347,7 +355,9 @@ func (s *session) onUnsubscribe(ctx context.Context, f *frame.Frame, receipt str
 		s.reply(receipt, nil)
 		return nil
 	}
-	if err := s.conn.Unsubscribe(ctx, id, durableName(f, id)); err != nil {
+	req := broker.UnsubscribeRequest{ID: id}
+	req.DurableName, req.DurableStyle = durableName(f, id)
+	if err := s.conn.Unsubscribe(ctx, req); err != nil {
 		return err
 	}
 	s.reply(receipt, nil)
