@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -138,12 +139,12 @@ func (b *Broker) applySettle(batch persistence.Batch, s *Subscription, ds []*Del
 func (b *Broker) applySettleQueue(batch persistence.Batch, q *queue, ds []*Delivery, ack bool) func(error) {
 	if !ack {
 		switch q.policy.Nack {
-		case NackRedeliver:
+		case destinations.NackRedeliver:
 			return func(error) { q.requeue(slices.Clone(ds), true) }
-		case NackDLQ:
+		case destinations.NackDLQ:
 			return b.nackToDLQ(batch, q, ds)
 		}
-		// NackDiscard: acknowledged like an ACK.
+		// destinations.NackDiscard: acknowledged like an ACK.
 	}
 	for _, d := range ds {
 		if d.Msg.Persistent && !d.withdrawn() {

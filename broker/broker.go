@@ -44,15 +44,6 @@ import (
 // DLQName is ActiveMQ's shared dead-letter queue.
 const DLQName = policy.SharedDLQ
 
-// Default prefetch sizes, ActiveMQ's for STOMP subscriptions.
-const (
-	DefaultQueuePrefetch = 1000
-	DefaultTopicPrefetch = 32767
-	// DefaultMaxPrefetch is the largest prefetch a subscription may ask for unless its
-	// policy says otherwise.
-	DefaultMaxPrefetch = 32767
-)
-
 // Options configures a Broker.
 type Options struct {
 	Name   string // brokerName, part of every message id
@@ -62,8 +53,8 @@ type Options struct {
 	// memoryUsage); DestinationMemoryLimit bounds one queue when no Policies are given.
 	MemoryUsage            int64
 	DestinationMemoryLimit int64
-	// Policies picks each destination's policy; nil gives DefaultPolicy to every one.
-	Policies PolicyFunc
+	// Policies picks each destination's policy; nil gives destinations.DefaultPolicy to every one.
+	Policies destinations.PolicyFunc
 	// Scheduler honours AMQ_SCHEDULED_* headers (ActiveMQ's schedulerSupport).
 	Scheduler bool
 	// SchedulerMemoryLimit bounds the bytes of persistent scheduled messages held in
@@ -102,7 +93,7 @@ type Options struct {
 	DurableSweep time.Duration
 	// ExpirySweep is how often the expiry sweeper wakes; each destination is swept on
 	// its own policy's ExpirePeriod (ActiveMQ's expireMessagesPeriod), so this should be
-	// the shortest of them. Default 30s (DefaultPolicy's period), negative to disable.
+	// the shortest of them. Default 30s (destinations.DefaultPolicy's period), negative to disable.
 	ExpirySweep time.Duration
 	// Streams is the log behind stream topics (policies with Stream set; see
 	// stream.go). The caller opens it and closes it after the broker; nil refuses
@@ -116,11 +107,8 @@ const (
 	DefaultMaxSubscriptionsPerConnection = 10000
 )
 
-// Default memory limits: ActiveMQ's per-destination 64 MiB, and 1 GiB overall.
-const (
-	DefaultMemoryUsage            = 1 << 30
-	DefaultDestinationMemoryLimit = 64 << 20
-)
+// DefaultMemoryUsage is the broker-wide memory limit's default, 1 GiB.
+const DefaultMemoryUsage = 1 << 30
 
 // usage counts bytes against a limit, broker-wide.
 type usage struct {
@@ -141,7 +129,7 @@ type Broker struct {
 	idBase string // "ID:<name>-<boot ms>-"
 
 	destMemoryLimit int64
-	policies        PolicyFunc
+	policies        destinations.PolicyFunc
 	linkStealing    bool
 	storeUsage      int64
 	storeFull       atomic.Bool
@@ -221,7 +209,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	}
 	b.destMemoryLimit = o.DestinationMemoryLimit
 	if b.destMemoryLimit <= 0 {
-		b.destMemoryLimit = DefaultDestinationMemoryLimit
+		b.destMemoryLimit = destinations.DefaultDestinationMemoryLimit
 	}
 	b.policies = o.Policies
 	b.linkStealing = o.LinkStealing

@@ -39,7 +39,7 @@ type queue struct {
 	enqueued  int64
 	dequeued  int64
 
-	policy   Policy
+	policy   destinations.Policy
 	memLimit int64
 	memBytes int64
 
@@ -88,7 +88,7 @@ const maxScan = 1000
 
 // memoryLimitOf is the memory limit a policy gives a destination: its MemoryLimit, or
 // none of its own for 0 (the broker-wide memoryUsage still applies).
-func memoryLimitOf(p Policy) int64 {
+func memoryLimitOf(p destinations.Policy) int64 {
 	if p.MemoryLimit <= 0 {
 		return math.MaxInt64
 	}
@@ -100,7 +100,7 @@ func newQueue(b *Broker, name string) *queue {
 }
 
 // newQueueWith makes a queue with policy p (a temporary queue's is its own kind's).
-func newQueueWith(b *Broker, name string, p Policy) *queue {
+func newQueueWith(b *Broker, name string, p destinations.Policy) *queue {
 	n := destinations.Name{Kind: destinations.Queue, Name: name}
 	return &queue{
 		b:        b,

@@ -19,40 +19,13 @@ import (
 // the subscribers catch up. By default nothing a live subscriber should get is dropped.
 //
 // Two policies change that, as in ActiveMQ:
-//   - pendingMessageLimitStrategy (PendingLimit): a subscriber keeps at most this many
+//   - pendingMessageLimitStrategy (destinations.PendingLimit): a subscriber keeps at most this many
 //     waiting messages; past it the oldest is dropped (and counted), so a slow
 //     subscriber never holds producers back.
 //   - slowConsumerStrategy (SlowConsumer, abortSlowConsumerStrategy): a subscriber
 //     behind for longer than MaxSlowDuration, or that fell behind more than
 //     MaxSlowCount times, is aborted: its subscription ends with an ERROR, or its whole
 //     connection with AbortConnection.
-
-// PendingLimit is a pendingMessageLimitStrategy: Constant (with Limit), or Multiplier
-// times the subscriber's prefetch. The zero value sets no limit.
-type PendingLimit struct {
-	Constant   bool
-	Limit      int
-	Multiplier float64
-}
-
-// limit is the most messages a subscriber with this prefetch keeps waiting, or -1.
-func (p PendingLimit) limit(prefetch int32) int {
-	switch {
-	case p.Constant:
-		return p.Limit
-	case p.Multiplier > 0:
-		return int(float64(prefetch) * p.Multiplier)
-	}
-	return -1
-}
-
-// SlowConsumerPolicy is an abortSlowConsumerStrategy.
-type SlowConsumerPolicy struct {
-	AbortConnection bool
-	MaxSlowDuration time.Duration // 0: no time limit
-	MaxSlowCount    int64         // < 0: no count limit
-	CheckPeriod     time.Duration
-}
 
 // waiting is a topic message in the overflow of one or more subscribers. Its bytes are
 // held against its topic from the first subscriber that keeps it until the last lets
@@ -110,7 +83,7 @@ func (s *Subscription) offer(t *topic, m *persistence.Message, w *waiting) *wait
 		s.slowCount++
 	}
 	s.overflow = append(s.overflow, w)
-	if limit := t.pending.limit(s.Prefetch); limit >= 0 && len(s.overflow) > limit {
+	if limit := t.pending.Max(s.Prefetch); limit >= 0 && len(s.overflow) > limit {
 		s.dropOldestLocked(len(s.overflow) - limit)
 	}
 	return w

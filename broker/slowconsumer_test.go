@@ -15,14 +15,14 @@ import (
 	"github.com/activemq-go/broker/persistence/memstore"
 )
 
-func topicBroker(t *testing.T, noSpaceWait time.Duration, p Policy) *Broker {
+func topicBroker(t *testing.T, noSpaceWait time.Duration, p destinations.Policy) *Broker {
 	t.Helper()
 	b, err := New(context.Background(), Options{Name: "test", Store: memstore.New(), NoSpaceWait: noSpaceWait,
-		Policies: func(kind destinations.Kind, name string) Policy {
+		Policies: func(kind destinations.Kind, name string) destinations.Policy {
 			if kind.IsTopic() {
 				return p
 			}
-			return DefaultPolicy(false)
+			return destinations.DefaultPolicy(false)
 		}})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
@@ -43,7 +43,7 @@ func (c *client) trySend(dest, body string) error {
 // A message waiting for two subscribers counts once against the topic's memory, until
 // the last of them lets it go; a held producer's Retry closes then.
 func TestTopicWaitingMessagesCountOnce(t *testing.T) {
-	p := DefaultPolicy(true)
+	p := destinations.DefaultPolicy(true)
 	p.MemoryLimit = 4 << 10
 	b := topicBroker(t, -1, p)
 	a, c := newClient(t, b, ""), newClient(t, b, "")
@@ -98,8 +98,8 @@ func TestTopicWaitingMessagesCountOnce(t *testing.T) {
 // With a pending limit the oldest waiting messages are dropped, counted, and their
 // memory released; the producer is never held.
 func TestTopicPendingLimitDropsOldest(t *testing.T) {
-	p := DefaultPolicy(true)
-	p.PendingLimit = PendingLimit{Multiplier: 2} // prefetch 3 → 6 waiting
+	p := destinations.DefaultPolicy(true)
+	p.PendingLimit = destinations.PendingLimit{Multiplier: 2} // prefetch 3 → 6 waiting
 	b := topicBroker(t, -1, p)
 	s := newClient(t, b, "")
 	s.subscribe("s", "/topic/t", AckClientIndividual, 3)
@@ -123,8 +123,8 @@ func TestTopicPendingLimitDropsOldest(t *testing.T) {
 // checkSlow aborts a subscriber behind for longer than MaxSlowDuration: it gets an
 // ERROR notice, takes no more messages, and its waiting messages are released.
 func TestTopicSlowSubscriberAborted(t *testing.T) {
-	p := DefaultPolicy(true)
-	p.SlowConsumer = &SlowConsumerPolicy{MaxSlowDuration: time.Minute, MaxSlowCount: -1, CheckPeriod: time.Hour}
+	p := destinations.DefaultPolicy(true)
+	p.SlowConsumer = &destinations.SlowConsumerPolicy{MaxSlowDuration: time.Minute, MaxSlowCount: -1, CheckPeriod: time.Hour}
 	b := topicBroker(t, -1, p)
 	s := newClient(t, b, "")
 	s.subscribe("s", "/topic/t", AckClientIndividual, 1)

@@ -130,7 +130,7 @@ func (b *Broker) streamDest(d destinations.Name) (*stream, error) {
 
 // openStream declares the stream's kafkalog topic (again, at every start: that applies
 // the current retention) and starts its appenders.
-func (b *Broker) openStream(t *topic, p Policy) (*stream, error) {
+func (b *Broker) openStream(t *topic, p destinations.Policy) (*stream, error) {
 	if b.streams == nil {
 		return nil, errorf(ErrInvalidDestination, "%s is a stream (destinationPolicy type: stream) but the broker has no streams log", t.stomp)
 	}

@@ -66,8 +66,8 @@ func (e *streamEnv) open() {
 		SegmentBytes: 64 << 10, RetentionCheckInterval: -1, Now: e.clock.Now, Logger: quiet})
 	require.NoError(e.t, err)
 	b, err := New(context.Background(), Options{Name: "t", Store: memstore.New(), Streams: l, Logger: quiet, Scheduler: true,
-		Policies: func(k destinations.Kind, name string) Policy {
-			p := DefaultPolicy(k.IsTopic())
+		Policies: func(k destinations.Kind, name string) destinations.Policy {
+			p := destinations.DefaultPolicy(k.IsTopic())
 			if k == destinations.Topic && destinations.Match("s.>", name) {
 				p.Stream, p.Partitions, p.Retention, p.RebalanceTimeout = true, e.parts, e.retention, e.rebalance
 			}
@@ -606,7 +606,7 @@ func TestStreamPolicyRetentionIsAppliedAtEveryStart(t *testing.T) {
 }
 
 func TestStreamWithoutLogIsRefused(t *testing.T) {
-	b := newPolicyBroker(t, func(p *Policy) { p.Stream = true })
+	b := newPolicyBroker(t, func(p *destinations.Policy) { p.Stream = true })
 	c := newClient(t, b, "")
 	var err error
 	c.do(func() {

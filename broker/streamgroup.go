@@ -167,7 +167,7 @@ func (g *groupState) advance(p int, off int64) bool {
 
 // DefaultRebalanceTimeout is how long a consumer group member that loses a partition
 // in a rebalance has to settle the messages of it it holds, when the stream's policy
-// does not say (Policy.RebalanceTimeout).
+// does not say (destinations.Policy.RebalanceTimeout).
 const DefaultRebalanceTimeout = 30 * time.Second
 
 // drain is a partition revoked from a member and not yet released: the member stopped

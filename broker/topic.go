@@ -34,8 +34,8 @@ type topic struct {
 	// abort, and what they dropped or aborted.
 	memBytes atomic.Int64
 	memLimit int64
-	pending  PendingLimit
-	slow     *SlowConsumerPolicy
+	pending  destinations.PendingLimit
+	slow     *destinations.SlowConsumerPolicy
 	gone     chan struct{} // closed when the topic is removed (see close)
 	dropped  atomic.Int64
 	aborted  atomic.Int64
@@ -69,7 +69,7 @@ func (t *topic) close() {
 
 // applyPolicy takes from p the time-to-live, the collection of an inactive topic and
 // what concerns subscribers that are behind.
-func (t *topic) applyPolicy(p Policy) {
+func (t *topic) applyPolicy(p destinations.Policy) {
 	t.ttl = p.DefaultTimeToLive
 	if p.GCInactive {
 		t.gcTimeout = p.InactiveTimeout
