@@ -42,7 +42,7 @@ func (c *client) unacked(id string) []string {
 	var out []string
 	c.do(func() {
 		for _, d := range c.conn.subs[id].dispatched {
-			if !d.settled {
+			if !d.Settled {
 				out = append(out, string(d.Msg.Body))
 			}
 		}

@@ -323,6 +323,6 @@ func TestDeadLetterDestination(t *testing.T) {
 		{custom, tp("T"), sub, tp("ActiveMQ.DLQ.Topic.T.app:s1.t")},
 		{custom, q("A"), nil, tp("ActiveMQ.DLQ.Queue.A.q")},
 	} {
-		assert.Equal(t, tc.want, deadLetterDest(tc.s, tc.from, tc.sub), "%+v from %v", tc.s, tc.from)
+		assert.Equal(t, tc.want, destinations.DeadLetterDest(tc.s, tc.from, tc.sub), "%+v from %v", tc.s, tc.from)
 	}
 }

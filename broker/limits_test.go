@@ -57,9 +57,7 @@ func TestMemoryLimitZeroIsNoDestinationLimit(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, 20, st.Pending)
 	q := b.queues["nolimit"]
-	q.mu.Lock()
-	paged := q.paged
-	q.mu.Unlock()
+	paged := q.Paged()
 	assert.False(t, paged, "persistent messages were paged out under a limit of 0")
 	assert.Positive(t, st.MemoryBytes)
 }
@@ -90,8 +88,9 @@ func TestTempDestinationPolicies(t *testing.T) {
 	assert.EqualValues(t, 9, subs[1].Prefetch)
 	assert.EqualValues(t, destinations.DefaultQueuePrefetch, subs[2].Prefetch)
 	assert.EqualValues(t, destinations.DefaultTopicPrefetch, subs[3].Prefetch)
-	assert.EqualValues(t, 1<<20, subs[0].q.memLimit)
-	assert.EqualValues(t, 1<<20, subs[0].q.policy.MemoryLimit)
+	_, limit := subs[0].q.MemoryUsed()
+	assert.EqualValues(t, 1<<20, limit)
+	assert.EqualValues(t, 1<<20, subs[0].q.Policy().MemoryLimit)
 }
 
 // TestExpireMessagesPeriodPerDestination: each queue is swept for expired messages on its
@@ -530,7 +529,7 @@ func TestFailedDispatchMarkWriteRetried(t *testing.T) {
 	store.set(func(s *faultStore) {
 		s.commitErr = func(fb *faultBatch) error {
 			for _, d := range fb.adds {
-				if strings.HasPrefix(d, markerPrefix) && failures.Load() < 2 {
+				if strings.HasPrefix(d, destinations.MarkerPrefix) && failures.Load() < 2 {
 					failures.Add(1)
 					return errors.New("disk on fire")
 				}
@@ -542,6 +541,6 @@ func TestFailedDispatchMarkWriteRetried(t *testing.T) {
 	c.subscribe("s", "/queue/marked", AckClientIndividual, 0)
 	c.recv()
 	eventually(t, func() bool { return strings.Contains(lines.String(), "dispatch mark") })
-	eventually(t, func() bool { n, _ := store.Stats(markerPrefix + "marked"); return n == 1 })
+	eventually(t, func() bool { n, _ := store.Stats(destinations.MarkerPrefix + "marked"); return n == 1 })
 	assert.EqualValues(t, 2, failures.Load())
 }
