@@ -13,15 +13,25 @@
 // completion) and pushes Deliveries onto the consumer connection's outbound list, bounded
 // by the consumer's prefetch credit.
 //
-// Lock order: broker.durMu, then broker.mu, then a destination's mu (for a topic, pubMu
-// before a durable subscription's mu and its view's mu), then a subscription's mu, then
-// conn.mu.
+// Destinations (queues, topics, streams) are the destinations package's, made with an
+// Env (the store, the memory accounting, the logger, the policies...) rather than a
+// pointer back to the broker; durable subscriptions are the durable package's. A
+// Subscription's destination side is a destinations.Consumer, and its Conn is the
+// destinations.Sink deliveries are pushed to.
 //
-// Streams (stream.go) have goroutines of their own: an appender per partition, which
-// writes what producers queued and calls their done callbacks, a reader per partition
-// a subscription reads, which pushes Deliveries like a dispatch does, and one per
-// partition a group member is handing over, which waits for its messages to be settled
-// (streamgroup.go). A topic's streamMu is taken before broker.mu.
+// Lock order: durable.Registry's lifecycle lock (it took the place of broker.durMu),
+// then broker.mu, then a destination's lock (for a topic, its publish lock before a
+// durable subscription's mu and its view's mu: see the durable package), then a
+// consumer's mu (destinations.Consumer, its topic overflow), then conn.mu. A topic's
+// stream lock (destinations.TopicDest's streamMu) is taken before broker.mu.
+// durable.Registry's mu guards only its map of subscriptions (once under broker.mu)
+// and nothing is taken while it is held.
+//
+// Streams (destinations/stream.go) have goroutines of their own: an appender per
+// partition, which writes what producers queued and calls their done callbacks, a
+// reader per partition a subscription reads, which pushes Deliveries like a dispatch
+// does, and one per partition a group member is handing over, which waits for its
+// messages to be settled (destinations/streamgroup.go).
 package broker
 
 import (

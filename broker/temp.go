@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"strings"
-
 	"github.com/activemq-go/broker/destinations"
 )
 
@@ -75,15 +73,11 @@ func (b *Broker) isTemp(d destinations.Name) bool {
 // usable by whoever receives the message.
 func (c *Conn) rewriteReplyTo(hs []string) error {
 	for i := 0; i+1 < len(hs); i += 2 {
-		if hs[i] != "reply-to" {
+		if hs[i] != destinations.ReplyToProperty {
 			continue
 		}
-		v := hs[i+1]
-		if !strings.HasPrefix(v, "/temp-queue/") && !strings.HasPrefix(v, "/temp-topic/") {
-			return nil
-		}
-		n, err := destinations.ParseOne(v)
-		if err != nil {
+		n, ok := destinations.ParseTemp(hs[i+1])
+		if !ok {
 			return nil // kept as a plain string, as ActiveMQ does
 		}
 		real, err := c.resolve(n, false)

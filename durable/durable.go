@@ -19,10 +19,11 @@
 // # Lock order
 //
 // Registry.lifecycle (creating, attaching, replacing, deleting and expiring
-// subscriptions) is taken first, before the broker's registry lock; then Registry.mu
-// (the map of subscriptions); then a topic's publish lock (destinations.TopicDest's
-// pubMu), then a subscription's mu, then its view's mu. Publishers read whether a
-// subscription is attached with their topic's publish lock held.
+// subscriptions) is taken first, before the broker's registry lock; then a topic's
+// publish lock (destinations.TopicDest's pubMu), then a subscription's mu, then its
+// view's lock. Publishers read whether a subscription is attached with their topic's
+// publish lock held. Registry.mu guards only the map of subscriptions: nothing is taken
+// while it is held.
 package durable
 
 import (
