@@ -59,8 +59,6 @@ func (s *Streams) Now() time.Time { return s.log.Now() }
 // subscriptions commit as they stop); the log itself is the caller's to close.
 func (s *Streams) Close() { s.committer.close() }
 
-// LogTopicName is the log topic a broker topic is kept in, if it can be a stream.
-func LogTopicName(name string) (string, bool) { return logTopicName(name) }
-
-// BrokerTopicName inverts LogTopicName; false for a name LogTopicName never makes.
+// BrokerTopicName is the broker topic kept in log topic ln; false for a name the broker
+// never makes (logTopicName escapes topic names reversibly).
 func BrokerTopicName(ln string) (string, bool) { return brokerTopicName(ln) }
