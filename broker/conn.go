@@ -444,12 +444,14 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *
 		if d.Kind.IsTopic() {
 			t := b.topic(d.Name)
 			destinations.ExpireAfter(msg, t.TTL())
-			entries = append(entries, t.Accept(msg, func() persistence.Batch {
+			acc, store := t.Accept(msg)
+			if store {
 				if batch == nil {
 					batch = b.store.Begin()
 				}
-				return batch
-			})...)
+				batch.Add(msg)
+			}
+			entries = append(entries, acc...)
 			t.Publish(msg, from)
 			continue
 		}

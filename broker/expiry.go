@@ -83,7 +83,11 @@ func (b *Broker) sendToDeadLetter(batch persistence.Batch, dlq destinations.Name
 	if dlq.Kind.IsTopic() {
 		t := b.topic(dlq.Name)
 		for _, c := range copies {
-			entries = append(entries, t.Accept(c, func() persistence.Batch { return batch })...)
+			acc, store := t.Accept(c)
+			if store {
+				batch.Add(c)
+			}
+			entries = append(entries, acc...)
 			t.Publish(c, nil)
 		}
 		return entries

@@ -106,7 +106,11 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 			if d.Kind.IsTopic() {
 				t := c.b.topic(d.Name)
 				destinations.ExpireAfter(msg, t.TTL())
-				entries = append(entries, t.Accept(msg, func() persistence.Batch { return batch })...)
+				acc, store := t.Accept(msg)
+				if store {
+					batch.Add(msg)
+				}
+				entries = append(entries, acc...)
 				topicSends = append(topicSends, topicSend{t, msg})
 				continue
 			}

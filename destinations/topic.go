@@ -139,23 +139,25 @@ func (t *TopicDest) assign(m *persistence.Message) {
 
 // DurableRouter gives a topic's messages to its durable subscriptions (the durable
 // package's per-topic set). Route is called with the topic's publish lock held, after
-// the message got its sequence: it stores the message once (in batch) for the
-// subscriptions that keep it and returns what to settle once batch commits.
+// the message got its sequence: it queues the message for the subscriptions that keep
+// it, and reports whether it must be stored (once, listing them in m.Subs) and what to
+// settle once that store write commits.
 type DurableRouter interface {
-	Route(m *persistence.Message, batch func() persistence.Batch) []Accepted
+	Route(m *persistence.Message) (entries []Accepted, store bool)
 	Len() int
 }
 
-// Accept sequences m and hands it to the durable subscriptions, returning the entries
-// to settle once batch commits; the caller then publishes it to the others.
-func (t *TopicDest) Accept(m *persistence.Message, batch func() persistence.Batch) []Accepted {
+// Accept sequences m and hands it to the durable subscriptions. With store, the caller
+// adds m to its store batch and settles entries once the batch commits; it then
+// publishes m to the other subscribers.
+func (t *TopicDest) Accept(m *persistence.Message) (entries []Accepted, store bool) {
 	t.pubMu.Lock()
 	defer t.pubMu.Unlock()
 	t.assign(m)
 	if t.durables == nil {
-		return nil
+		return nil, false
 	}
-	return t.durables.Route(m, batch)
+	return t.durables.Route(m)
 }
 
 // UpdateDurables replaces the topic's durable router with what f makes of it, under

@@ -32,7 +32,10 @@ func newEnv(t *testing.T, p destinations.Policy) *destinations.Env {
 // publish routes m through t's durable subscriptions and commits what they store.
 func publish(t *testing.T, env *destinations.Env, topic *destinations.TopicDest, m *persistence.Message) {
 	batch := env.Store.Begin()
-	acc := topic.Accept(m, func() persistence.Batch { return batch })
+	acc, store := topic.Accept(m)
+	if store {
+		batch.Add(m)
+	}
 	err := batch.Commit(context.Background(), persistence.Sync)
 	require.NoError(t, err)
 	destinations.SettleAll(acc, err)

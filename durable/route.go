@@ -37,12 +37,12 @@ func removeFrom(t *destinations.TopicDest, d *Sub) {
 	})
 }
 
-// Route gives a topic message to the durable subscriptions that want it: stored once
-// (in batch) for the persistent ones, kept in memory for active ones otherwise. Called
+// Route gives a topic message to the durable subscriptions that want it: to be stored
+// once (store) for the persistent ones, kept in memory for active ones otherwise. Called
 // with the topic's publish lock held, after the message got its sequence.
-func (s set) Route(m *persistence.Message, batch func() persistence.Batch) []destinations.Accepted {
+func (s set) Route(m *persistence.Message) ([]destinations.Accepted, bool) {
 	if len(s) == 0 {
-		return nil
+		return nil, false
 	}
 	var views []*Sub
 	for _, d := range s {
@@ -59,7 +59,7 @@ func (s set) Route(m *persistence.Message, batch func() persistence.Batch) []des
 		views = append(views, d)
 	}
 	if len(views) == 0 {
-		return nil
+		return nil, false
 	}
 	var entries []destinations.Accepted
 	if m.Persistent {
@@ -67,7 +67,6 @@ func (s set) Route(m *persistence.Message, batch func() persistence.Batch) []des
 		for i, d := range views {
 			m.Subs[i] = d.info.Key
 		}
-		batch().Add(m)
 	}
 	for _, d := range views {
 		e := d.view.AcceptView(m, !m.Persistent)
@@ -75,7 +74,7 @@ func (s set) Route(m *persistence.Message, batch func() persistence.Batch) []des
 			entries = append(entries, destinations.Accepted{Q: d.view, E: e, Seq: m.Seq})
 		}
 	}
-	return entries
+	return entries, m.Persistent
 }
 
 // overLimit applies the policy's offline pending limits: past them a message is not
