@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"slices"
 	"strconv"
 
 	"github.com/activemq-go/broker/persistence"
@@ -42,10 +41,10 @@ func (c *Conn) find(r AckRef, cumulative bool) (*Subscription, []*Delivery, erro
 		// ActiveMQ; the delivery written first is taken.
 		d = c.byMessageID(r.MessageID, nil)
 	}
-	if d == nil || d.settled {
+	if d == nil || d.Settled {
 		return nil, nil, errorf(ErrUnknownAck, "Unexpected ACK received for message-id [%s]", r)
 	}
-	s := d.Sub
+	s := subOf(d)
 	if !cumulative || s.Mode != AckClient {
 		return s, []*Delivery{d}, nil
 	}
@@ -54,7 +53,7 @@ func (c *Conn) find(r AckRef, cumulative bool) (*Subscription, []*Delivery, erro
 		if x.Tag > d.Tag {
 			break
 		}
-		if !x.settled {
+		if !x.Settled {
 			ds = append(ds, x)
 		}
 	}
@@ -89,7 +88,7 @@ func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error 
 	s.settle(ds)
 	// The window opens at once, also inside a transaction (ActiveMQ's delivered ack), so a
 	// transacted consumer with a small prefetch keeps receiving.
-	s.credit.Add(int32(len(ds)))
+	s.Credit.Add(int32(len(ds)))
 	if t != nil {
 		t.settles = append(t.settles, txSettle{sub: s, ds: ds, ack: ack})
 		s.kick()
@@ -98,7 +97,7 @@ func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error 
 	}
 	if s.stream != nil {
 		s.kick()
-		s.stream.ack(ds, done)
+		s.stream.Ack(ds, done)
 		return nil
 	}
 	batch := c.b.store.Begin()
@@ -114,12 +113,12 @@ func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error 
 func (b *Broker) applySettle(batch persistence.Batch, s *Subscription, ds []*Delivery, ack bool) func(error) {
 	switch {
 	case s.q != nil:
-		return b.applySettleQueue(batch, s.q, ds, ack)
+		return s.q.Settle(batch, ds, ack)
 	case s.isWildcardQueue():
 		// Deliveries from several queues: each queue settles its own.
 		var dones []func(error)
 		for q, qds := range byQueue(ds) {
-			if done := b.applySettleQueue(batch, q, qds, ack); done != nil {
+			if done := q.Settle(batch, qds, ack); done != nil {
 				dones = append(dones, done)
 			}
 		}
@@ -129,70 +128,9 @@ func (b *Broker) applySettle(batch persistence.Batch, s *Subscription, ds []*Del
 			}
 		}
 	case s.t != nil:
-		s.t.dequeued.Add(int64(len(ds)))
+		s.t.Dequeued(int64(len(ds)))
 	}
 	return nil
-}
-
-// applySettleQueue is applySettle for deliveries of queue q.
-func (b *Broker) applySettleQueue(batch persistence.Batch, q *queue, ds []*Delivery, ack bool) func(error) {
-	if !ack {
-		switch q.policy.Nack {
-		case NackRedeliver:
-			return func(error) { q.requeue(slices.Clone(ds), true) }
-		case NackDLQ:
-			return b.nackToDLQ(batch, q, ds)
-		}
-		// NackDiscard: acknowledged like an ACK.
-	}
-	for _, d := range ds {
-		if d.Msg.Persistent && !d.withdrawn() {
-			q.storeAck(batch, d.Msg)
-		}
-	}
-	return func(err error) {
-		if err != nil {
-			// The store still holds them: give them back rather than lose track.
-			q.requeue(slices.Clone(ds), false)
-			return
-		}
-		var bytes int64
-		for _, d := range ds {
-			bytes += d.entry.Size
-		}
-		q.acked(len(ds), bytes)
-	}
-}
-
-// nackToDLQ moves NACKed messages to the dead-letter queue in the same store batch as
-// the NACK itself, so once its receipt is out the move survives a crash. Messages the
-// dead-letter strategy drops (non-persistent, discarding) are just acknowledged.
-func (b *Broker) nackToDLQ(batch persistence.Batch, q *queue, ds []*Delivery) func(error) {
-	strategy := q.policy.DeadLetter
-	dlq := q.deadLetterDest()
-	var copies []*persistence.Message
-	for _, d := range ds {
-		if d.Msg.Persistent && !d.withdrawn() {
-			q.storeAck(batch, d.Msg)
-		}
-		if strategy.Discard || (!d.Msg.Persistent && !strategy.ProcessNonPersistent) || dlq == q.origin {
-			continue
-		}
-		copies = append(copies, b.deadLetter(d.Msg, q.stomp, "poison ack (NACK)"))
-	}
-	entries := b.sendToDeadLetter(batch, dlq, copies)
-	return func(err error) {
-		settleEntries(entries, err)
-		if err != nil {
-			q.requeue(slices.Clone(ds), false)
-			return
-		}
-		var bytes int64
-		for _, d := range ds {
-			bytes += d.entry.Size
-		}
-		q.acked(len(ds), bytes)
-	}
 }
 
 // finish commits batch (if it has anything), then runs apply and done with the result.

@@ -42,7 +42,7 @@ func (c *client) unacked(id string) []string {
 	var out []string
 	c.do(func() {
 		for _, d := range c.conn.subs[id].dispatched {
-			if !d.settled {
+			if !d.Settled {
 				out = append(out, string(d.Msg.Body))
 			}
 		}
@@ -156,8 +156,8 @@ func TestAckByMessageID(t *testing.T) {
 	})
 
 	t.Run("aborted ACK and redelivery", func(t *testing.T) {
-		b := newPolicyBroker(t, func(p *Policy) {
-			p.Nack = NackRedeliver
+		b := newPolicyBroker(t, func(p *destinations.Policy) {
+			p.Nack = destinations.NackRedeliver
 			p.Redelivery.InitialRedeliveryDelay = time.Millisecond
 		})
 		c := newClient(t, b, "")

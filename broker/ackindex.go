@@ -5,7 +5,7 @@ package broker
 // even the subscription. Conn.byID makes those acks O(1) as well: it maps each message id
 // to the unsettled delivery of that id written first, and the others of the same id (a
 // composite send reaching one wildcard subscription twice, a topic with two
-// subscriptions on one connection) follow it through Delivery.sameID in tag order. The
+// subscriptions on one connection) follow it through Delivery.SameID in tag order. The
 // chains are nearly always one delivery long.
 //
 // The index is built by the connection's first ack by message id, from the dispatched
@@ -19,14 +19,14 @@ func (c *Conn) byMessageID(id string, s *Subscription) *Delivery {
 		c.byID = map[string]*Delivery{}
 		for _, sub := range c.subs {
 			for _, d := range sub.dispatched {
-				if !d.settled {
+				if !d.Settled {
 					c.indexID(d)
 				}
 			}
 		}
 	}
-	for d := c.byID[id]; d != nil; d = d.sameID {
-		if s == nil || d.Sub == s {
+	for d := c.byID[id]; d != nil; d = d.SameID {
+		if s == nil || d.Sub == &s.Consumer {
 			return d
 		}
 	}
@@ -41,15 +41,15 @@ func (c *Conn) indexID(d *Delivery) {
 	id := d.Msg.ID
 	head := c.byID[id]
 	if head == nil || d.Tag < head.Tag {
-		d.sameID = head
+		d.SameID = head
 		c.byID[id] = d
 		return
 	}
 	p := head
-	for p.sameID != nil && p.sameID.Tag < d.Tag {
-		p = p.sameID
+	for p.SameID != nil && p.SameID.Tag < d.Tag {
+		p = p.SameID
 	}
-	d.sameID, p.sameID = p.sameID, d
+	d.SameID, p.SameID = p.SameID, d
 }
 
 // unindexID removes the delivery d, now settled, from the index.
@@ -60,17 +60,17 @@ func (c *Conn) unindexID(d *Delivery) {
 	id := d.Msg.ID
 	head := c.byID[id]
 	if head == d {
-		if d.sameID == nil {
+		if d.SameID == nil {
 			delete(c.byID, id)
 		} else {
-			c.byID[id] = d.sameID
+			c.byID[id] = d.SameID
 		}
-		d.sameID = nil
+		d.SameID = nil
 		return
 	}
-	for p := head; p != nil; p = p.sameID {
-		if p.sameID == d {
-			p.sameID, d.sameID = d.sameID, nil
+	for p := head; p != nil; p = p.SameID {
+		if p.SameID == d {
+			p.SameID, d.SameID = d.SameID, nil
 			return
 		}
 	}

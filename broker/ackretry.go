@@ -6,29 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 )
-
-// storeAck is one store acknowledgement: of a queue message, or (sub set) of a topic
-// message by a durable subscription.
-type storeAck struct {
-	dest string
-	sub  *persistence.SubKey
-	seq  uint64
-}
-
-func (a storeAck) addTo(batch persistence.Batch) {
-	if a.sub != nil {
-		batch.AckSub(*a.sub, a.seq)
-		return
-	}
-	batch.Ack(a.dest, a.seq)
-}
-
-// ackOf is the store acknowledgement of m, a message of q.
-func (q *queue) ackOf(m *persistence.Message) storeAck {
-	return storeAck{dest: m.Dest, sub: q.sub, seq: m.Seq}
-}
 
 // Bounds of ackRetrier: how many acknowledgements it keeps, and how long it waits
 // between attempts (doubling from the first to the last).
@@ -48,7 +28,7 @@ type ackRetrier struct {
 	b *Broker
 
 	mu      sync.Mutex
-	acks    []storeAck
+	acks    []destinations.StoreAck
 	timer   *time.Timer
 	delay   time.Duration
 	logged  time.Time
@@ -58,7 +38,7 @@ type ackRetrier struct {
 }
 
 // failed takes acknowledgements whose write failed with err.
-func (r *ackRetrier) add(acks []storeAck, err error) {
+func (r *ackRetrier) add(acks []destinations.StoreAck, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	room := max(maxRetriedAcks-len(r.acks), 0)
@@ -118,13 +98,13 @@ func (r *ackRetrier) retry() {
 	r.scheduleLocked()
 }
 
-func (r *ackRetrier) write(acks []storeAck) error {
+func (r *ackRetrier) write(acks []destinations.StoreAck) error {
 	if len(acks) == 0 {
 		return nil
 	}
 	batch := r.b.store.Begin()
 	for _, a := range acks {
-		a.addTo(batch)
+		a.AddTo(batch)
 	}
 	return batch.Commit(context.Background(), persistence.Sync)
 }

@@ -13,15 +13,25 @@
 // completion) and pushes Deliveries onto the consumer connection's outbound list, bounded
 // by the consumer's prefetch credit.
 //
-// Lock order: broker.durMu, then broker.mu, then a destination's mu (for a topic, pubMu
-// before a durable subscription's mu and its view's mu), then a subscription's mu, then
-// conn.mu.
+// Destinations (queues, topics, streams) are the destinations package's, made with an
+// Env (the store, the memory accounting, the logger, the policies...) rather than a
+// pointer back to the broker; durable subscriptions are the durable package's. A
+// Subscription's destination side is a destinations.Consumer, and its Conn is the
+// destinations.Sink deliveries are pushed to.
 //
-// Streams (stream.go) have goroutines of their own: an appender per partition, which
-// writes what producers queued and calls their done callbacks, a reader per partition
-// a subscription reads, which pushes Deliveries like a dispatch does, and one per
-// partition a group member is handing over, which waits for its messages to be settled
-// (streamgroup.go). A topic's streamMu is taken before broker.mu.
+// Lock order: durable.Registry's lifecycle lock (it took the place of broker.durMu),
+// then broker.mu, then a destination's lock (for a topic, its publish lock before a
+// durable subscription's mu and its view's mu: see the durable package), then a
+// consumer's mu (destinations.Consumer, its topic overflow), then conn.mu. A topic's
+// stream lock (destinations.TopicDest's streamMu) is taken before broker.mu.
+// durable.Registry's mu guards only its map of subscriptions (once under broker.mu)
+// and nothing is taken while it is held.
+//
+// Streams (destinations/stream.go) have goroutines of their own: an appender per
+// partition, which writes what producers queued and calls their done callbacks, a
+// reader per partition a subscription reads, which pushes Deliveries like a dispatch
+// does, and one per partition a group member is handing over, which waits for its
+// messages to be settled (destinations/streamgroup.go).
 package broker
 
 import (
@@ -37,21 +47,13 @@ import (
 
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/policy"
+	"github.com/activemq-go/broker/durable"
 	"github.com/activemq-go/broker/kafkalog"
 	"github.com/activemq-go/broker/persistence"
 )
 
 // DLQName is ActiveMQ's shared dead-letter queue.
 const DLQName = policy.SharedDLQ
-
-// Default prefetch sizes, ActiveMQ's for STOMP subscriptions.
-const (
-	DefaultQueuePrefetch = 1000
-	DefaultTopicPrefetch = 32767
-	// DefaultMaxPrefetch is the largest prefetch a subscription may ask for unless its
-	// policy says otherwise.
-	DefaultMaxPrefetch = 32767
-)
 
 // Options configures a Broker.
 type Options struct {
@@ -62,8 +64,8 @@ type Options struct {
 	// memoryUsage); DestinationMemoryLimit bounds one queue when no Policies are given.
 	MemoryUsage            int64
 	DestinationMemoryLimit int64
-	// Policies picks each destination's policy; nil gives DefaultPolicy to every one.
-	Policies PolicyFunc
+	// Policies picks each destination's policy; nil gives destinations.DefaultPolicy to every one.
+	Policies destinations.PolicyFunc
 	// Scheduler honours AMQ_SCHEDULED_* headers (ActiveMQ's schedulerSupport).
 	Scheduler bool
 	// SchedulerMemoryLimit bounds the bytes of persistent scheduled messages held in
@@ -102,7 +104,7 @@ type Options struct {
 	DurableSweep time.Duration
 	// ExpirySweep is how often the expiry sweeper wakes; each destination is swept on
 	// its own policy's ExpirePeriod (ActiveMQ's expireMessagesPeriod), so this should be
-	// the shortest of them. Default 30s (DefaultPolicy's period), negative to disable.
+	// the shortest of them. Default 30s (destinations.DefaultPolicy's period), negative to disable.
 	ExpirySweep time.Duration
 	// Streams is the log behind stream topics (policies with Stream set; see
 	// stream.go). The caller opens it and closes it after the broker; nil refuses
@@ -116,22 +118,8 @@ const (
 	DefaultMaxSubscriptionsPerConnection = 10000
 )
 
-// Default memory limits: ActiveMQ's per-destination 64 MiB, and 1 GiB overall.
-const (
-	DefaultMemoryUsage            = 1 << 30
-	DefaultDestinationMemoryLimit = 64 << 20
-)
-
-// usage counts bytes against a limit, broker-wide.
-type usage struct {
-	used  atomic.Int64
-	limit int64
-}
-
-func (u *usage) add(n int64)               { u.used.Add(n) }
-func (u *usage) fits(n int64) bool         { return u.used.Load()+n <= u.limit }
-func (u *usage) over() bool                { return u.used.Load() > u.limit/4*3 }
-func (u *usage) Used() (used, limit int64) { return u.used.Load(), u.limit }
+// DefaultMemoryUsage is the broker-wide memory limit's default, 1 GiB.
+const DefaultMemoryUsage = 1 << 30
 
 // Broker routes messages between connections and keeps them in its store.
 type Broker struct {
@@ -141,13 +129,13 @@ type Broker struct {
 	idBase string // "ID:<name>-<boot ms>-"
 
 	destMemoryLimit int64
-	policies        PolicyFunc
+	policies        destinations.PolicyFunc
 	linkStealing    bool
 	storeUsage      int64
 	storeFull       atomic.Bool
 	noSpaceWait     time.Duration
-	space           spaceSignal // wakes SENDs held for room
-	refusedLog      logLimit    // memoryFull's log line for scheduled messages
+	space           destinations.SpaceSignal // wakes SENDs held for room
+	refusedLog      logLimit                 // memoryFull's log line for scheduled messages
 	maxTxBytes      int64
 	maxTxs          int
 	maxDests        int
@@ -158,23 +146,19 @@ type Broker struct {
 	acks            ackRetrier // failed auto-ack store writes, written again
 	stopSweeper     context.CancelFunc
 	done            chan struct{} // closed by Close
-	mem             usage
-	wg              sync.WaitGroup // background page-ins
-	streams         *kafkalog.Log
-	committer       *committer // group offsets of streams; nil without streams
-
-	// durMu serialises the lifecycle of durable subscriptions: creating, attaching,
-	// replacing, deleting and expiring them (durable.go). Taken before mu.
-	durMu sync.Mutex
+	mem             *destinations.Usage
+	wg              sync.WaitGroup        // background page-ins
+	streams         *destinations.Streams // nil without streams
+	env             destinations.Env      // what destinations are made with
+	durables        *durable.Registry
 
 	mu       sync.RWMutex
-	queues   map[string]*queue // by destination name (without kind prefix)
-	topics   map[string]*topic
+	queues   map[string]*destinations.QueueDest // by destination name (without kind prefix)
+	topics   map[string]*destinations.TopicDest
 	wildSubs []*Subscription // subscriptions on wildcard topic names
 	// wildQueueSubs are the subscriptions on wildcard queue names (wildqueue.go).
 	wildQueueSubs []*Subscription
 	temps         map[tempKey]*Conn
-	durables      map[persistence.SubKey]*durableSub
 	virtual       VirtualTopics
 	vtQueues      map[string][]destinations.Name // virtual topic -> its consumer queues
 	clientIDs     map[string]*Conn
@@ -204,24 +188,23 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		store:     o.Store,
 		log:       o.Logger,
 		idBase:    "ID:" + o.Name + "-" + strconv.FormatInt(time.Now().UnixMilli(), 10) + "-",
-		queues:    map[string]*queue{},
-		topics:    map[string]*topic{},
+		queues:    map[string]*destinations.QueueDest{},
+		topics:    map[string]*destinations.TopicDest{},
 		clientIDs: map[string]*Conn{},
 		temps:     map[tempKey]*Conn{},
-		durables:  map[persistence.SubKey]*durableSub{},
 		vtQueues:  map[string][]destinations.Name{},
 		virtual:   o.VirtualTopics,
 		conns:     map[*Conn]struct{}{},
 		done:      make(chan struct{}),
 	}
 	b.acks.b = b
-	b.mem.limit = o.MemoryUsage
-	if b.mem.limit <= 0 {
-		b.mem.limit = DefaultMemoryUsage
+	if o.MemoryUsage <= 0 {
+		o.MemoryUsage = DefaultMemoryUsage
 	}
+	b.mem = destinations.NewUsage(o.MemoryUsage)
 	b.destMemoryLimit = o.DestinationMemoryLimit
 	if b.destMemoryLimit <= 0 {
-		b.destMemoryLimit = DefaultDestinationMemoryLimit
+		b.destMemoryLimit = destinations.DefaultDestinationMemoryLimit
 	}
 	b.policies = o.Policies
 	b.linkStealing = o.LinkStealing
@@ -243,10 +226,20 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	if b.maxDests <= 0 {
 		b.maxDests = DefaultMaxDestinations
 	}
+	if o.Streams != nil {
+		b.streams = destinations.NewStreams(streamLog{o.Streams}, b.log)
+	}
+	b.env = destinations.Env{
+		Store: b.store, Log: b.log, Memory: b.mem, Space: &b.space, Policy: b.policyFor,
+		Background: &b.wg, Commit: b.commit, Stopping: b.stopping.Load, Done: b.done,
+		DeadLetter: b.sendToDeadLetter, Streams: b.streams,
+	}
+	b.durables = durable.NewRegistry(&b.env)
 	if o.Scheduler {
 		b.sched = newScheduler(b, o.SchedulerMemoryLimit)
 	}
 	if err := b.recover(ctx); err != nil {
+		b.closeStreams()
 		return nil, err
 	}
 	if n := len(b.queues) + len(b.topics); n > b.maxDests {
@@ -258,9 +251,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 			return nil, fmt.Errorf("broker: recover scheduled messages: %w", err)
 		}
 	}
-	if o.Streams != nil {
-		b.streams = o.Streams
-		b.committer = newCommitter(o.Streams, b.log)
+	if b.streams != nil {
 		if err := b.openKnownStreams(); err != nil {
 			b.closeStreams()
 			return nil, err
@@ -279,7 +270,10 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		o.DurableSweep = 5 * time.Minute
 	}
 	b.wg.Add(1)
-	go b.runDurableSweeper(sctx, o.DurableSweep)
+	go func() {
+		defer b.wg.Done()
+		b.durables.RunSweeper(sctx, o.DurableSweep)
+	}()
 	if o.DestinationGCPeriod == 0 {
 		o.DestinationGCPeriod = DefaultDestinationGCPeriod
 	}
@@ -305,8 +299,7 @@ func (b *Broker) recover(ctx context.Context) error {
 	var msgs int64
 	for _, d := range rec.Destinations {
 		if strings.HasPrefix(d.Name, persistence.TopicPrefix) {
-			t := b.topic(d.Name[len(persistence.TopicPrefix):])
-			t.seq.Store(max(t.seq.Load(), d.LastSeq))
+			b.topic(d.Name[len(persistence.TopicPrefix):]).RecoverSeq(d.LastSeq)
 			continue
 		}
 		if !strings.HasPrefix(d.Name, persistence.QueuePrefix) {
@@ -314,15 +307,10 @@ func (b *Broker) recover(ctx context.Context) error {
 		}
 		// Stored messages stay in the store until a consumer needs them: they are read
 		// in pages, so start-up does not depend on how deep the queues are.
-		q := b.queueLocked(d.Name[len(persistence.QueuePrefix):])
-		q.nextSeq = max(q.nextSeq, d.LastSeq+1)
-		if d.Msgs > 0 {
-			q.paged, q.pageAfter, q.pagedOut = true, 0, d.Msgs
-			q.enqueued = d.Msgs
-			msgs += d.Msgs
-		}
+		b.queueLocked(d.Name[len(persistence.QueuePrefix):]).RecoverStored(d.LastSeq, d.Msgs)
+		msgs += d.Msgs
 	}
-	if err := b.recoverDurables(ctx, rec.Subs); err != nil {
+	if err := b.durables.Recover(ctx, rec.Subs, b.topic); err != nil {
 		return err
 	}
 	if err := b.recoverMarkers(ctx, rec.Destinations); err != nil {
@@ -348,10 +336,10 @@ func (b *Broker) newMessageID() string {
 
 // queueLocked returns the queue called name, creating it on first use as ActiveMQ does.
 // The caller must not hold b.mu for reading only; it takes b.mu itself when needed.
-func (b *Broker) queueLocked(name string) *queue {
+func (b *Broker) queueLocked(name string) *destinations.QueueDest {
 	q := b.queues[name]
 	if q == nil {
-		q = newQueue(b, name)
+		q = destinations.NewQueue(&b.env, name, b.policyFor(destinations.Queue, name), b.seqFloor.Load())
 		b.queues[name] = q
 		b.registerVirtual(q)
 		b.attachWildcardQueues(q, name)
@@ -359,12 +347,12 @@ func (b *Broker) queueLocked(name string) *queue {
 	return q
 }
 
-func (b *Broker) queue(name string) *queue {
+func (b *Broker) queue(name string) *destinations.QueueDest {
 	b.mu.RLock()
 	q := b.queues[name]
 	b.mu.RUnlock()
 	if q != nil {
-		q.gc.touch()
+		q.Touch()
 		return q
 	}
 	b.mu.Lock()
@@ -372,12 +360,12 @@ func (b *Broker) queue(name string) *queue {
 	return b.queueLocked(name)
 }
 
-func (b *Broker) topic(name string) *topic {
+func (b *Broker) topic(name string) *destinations.TopicDest {
 	b.mu.RLock()
 	t := b.topics[name]
 	b.mu.RUnlock()
 	if t != nil {
-		t.gc.touch()
+		t.Touch()
 		return t
 	}
 	b.mu.Lock()
@@ -387,18 +375,13 @@ func (b *Broker) topic(name string) *topic {
 
 // topicLocked returns the topic called name, creating it on first use. The caller holds
 // b.mu for writing.
-func (b *Broker) topicLocked(name string) *topic {
+func (b *Broker) topicLocked(name string) *destinations.TopicDest {
 	t := b.topics[name]
 	if t == nil {
-		t = newTopic(b, name)
-		t.seq.Store(b.seqFloor.Load())
-		p := b.policyFor(destinations.Topic, name)
-		t.applyPolicy(p)
-		// Decided once: temporary topics (made elsewhere) are never streams.
-		t.isStream = p.Stream
+		t = destinations.NewTopic(&b.env, name, b.policyFor(destinations.Topic, name), b.seqFloor.Load(), false)
 		for _, s := range b.wildSubs {
 			if destinations.Match(s.Dest.Name, name) {
-				t.subs = append(t.subs, s)
+				t.Add(&s.Consumer)
 			}
 		}
 		b.topics[name] = t
@@ -407,25 +390,10 @@ func (b *Broker) topicLocked(name string) *topic {
 }
 
 // DestinationStats is a snapshot of one destination's counters.
-type DestinationStats struct {
-	Name      string // STOMP form: /queue/X or /topic/X
-	Pending   int    // waiting for a consumer
-	Consumers int
-	Enqueued  int64
-	Dequeued  int64 // acknowledged (queues) or delivered (topics)
-	Stored    int64 // messages in the store
-	// MemoryBytes is what the destination's messages occupy in memory.
-	MemoryBytes int64
-	// Dropped and Aborted count, for a topic, the messages its pendingMessageLimitStrategy
-	// dropped and the subscribers its slowConsumerStrategy aborted.
-	Dropped int64 `json:"Dropped,omitempty"`
-	Aborted int64 `json:"Aborted,omitempty"`
-	// Partitions describes a stream's partitions (nil for other destinations). For a
-	// stream, Enqueued counts every message its log holds or held, Stored those it holds,
-	// Dequeued the messages written to subscribers since start, and Pending those
-	// waiting to be appended.
-	Partitions []StreamPartitionStats `json:"Partitions,omitempty"`
-}
+type DestinationStats = destinations.Stats
+
+// StreamPartitionStats describes one partition of a stream.
+type StreamPartitionStats = destinations.StreamPartitionStats
 
 // MemoryUsage reports the bytes of messages held in memory and the broker-wide limit.
 func (b *Broker) MemoryUsage() (used, limit int64) { return b.mem.Used() }
@@ -433,21 +401,21 @@ func (b *Broker) MemoryUsage() (used, limit int64) { return b.mem.Used() }
 // Stats returns a snapshot of every destination.
 func (b *Broker) Stats() []DestinationStats {
 	b.mu.RLock()
-	qs := make([]*queue, 0, len(b.queues))
+	qs := make([]*destinations.QueueDest, 0, len(b.queues))
 	for _, q := range b.queues {
 		qs = append(qs, q)
 	}
-	ts := make([]*topic, 0, len(b.topics))
+	ts := make([]*destinations.TopicDest, 0, len(b.topics))
 	for _, t := range b.topics {
 		ts = append(ts, t)
 	}
 	b.mu.RUnlock()
 	out := make([]DestinationStats, 0, len(qs)+len(ts))
 	for _, q := range qs {
-		out = append(out, q.stats())
+		out = append(out, q.Stats())
 	}
 	for _, t := range ts {
-		out = append(out, t.stats())
+		out = append(out, t.Stats())
 	}
 	return out
 }
@@ -460,7 +428,7 @@ func (b *Broker) QueueStats(name string) (DestinationStats, bool) {
 	if q == nil {
 		return DestinationStats{}, false
 	}
-	return q.stats(), true
+	return q.Stats(), true
 }
 
 // Close refuses new connections and closes the store, which flushes what it holds. The
@@ -518,7 +486,7 @@ func (b *Broker) watchStoreUsage(ctx context.Context, sz persistence.Sizer) {
 					slog.Int64("used", used), slog.Int64("storeUsage", b.storeUsage))
 			} else {
 				b.log.Info("persistent store has room again", slog.Int64("used", used), slog.Int64("storeUsage", b.storeUsage))
-				b.space.notify()
+				b.space.Notify()
 			}
 		}
 		select {

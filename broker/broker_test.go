@@ -298,7 +298,7 @@ func (b *Broker) closeForTest() error {
 func TestDeadLetterDestination(t *testing.T) {
 	q := func(n string) destinations.Name { return destinations.Name{Kind: destinations.Queue, Name: n} }
 	tp := func(n string) destinations.Name { return destinations.Name{Kind: destinations.Topic, Name: n} }
-	ind := DefaultPolicy(false).DeadLetter
+	ind := destinations.DefaultPolicy(false).DeadLetter
 	ind.Individual = true
 	perSub := ind
 	perSub.DestinationPerDurableSubscriber = true
@@ -312,8 +312,8 @@ func TestDeadLetterDestination(t *testing.T) {
 		sub  *persistence.SubKey
 		want destinations.Name
 	}{
-		{DefaultPolicy(false).DeadLetter, q("A"), nil, q(DLQName)},
-		{DefaultPolicy(true).DeadLetter, tp("T"), sub, q(DLQName)},
+		{destinations.DefaultPolicy(false).DeadLetter, q("A"), nil, q(DLQName)},
+		{destinations.DefaultPolicy(true).DeadLetter, tp("T"), sub, q(DLQName)},
 		{ind, q("A"), nil, q("ActiveMQ.DLQ.Queue.A")},
 		{ind, tp("T"), nil, q("ActiveMQ.DLQ.Topic.T")},
 		{ind, tp("T"), sub, q("ActiveMQ.DLQ.Topic.T")},
@@ -323,6 +323,6 @@ func TestDeadLetterDestination(t *testing.T) {
 		{custom, tp("T"), sub, tp("ActiveMQ.DLQ.Topic.T.app:s1.t")},
 		{custom, q("A"), nil, tp("ActiveMQ.DLQ.Queue.A.q")},
 	} {
-		assert.Equal(t, tc.want, deadLetterDest(tc.s, tc.from, tc.sub), "%+v from %v", tc.s, tc.from)
+		assert.Equal(t, tc.want, destinations.DeadLetterDest(tc.s, tc.from, tc.sub), "%+v from %v", tc.s, tc.from)
 	}
 }

@@ -2,8 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/selector"
@@ -34,33 +32,5 @@ func (c *Conn) Browse(ctx context.Context, d destinations.Name, sel *selector.Se
 	if q == nil {
 		return nil, nil
 	}
-	var out []*persistence.Message
-	now := time.Now().UnixMilli()
-	live := func(m *persistence.Message) bool { return m.Expires == 0 || m.Expires > now }
-	q.mu.Lock()
-	q.pending.Each(func(e *destinations.Entry) bool {
-		if e.Ready && !e.Failed && live(e.Msg) && sel.MatchesMessage(e.Msg, e.Deliveries+1) {
-			out = append(out, e.Msg)
-		}
-		return len(out) < max
-	})
-	paged, after := q.paged, q.pageAfter
-	q.mu.Unlock()
-	if !paged || len(out) >= max {
-		return out, nil
-	}
-	stop := errors.New("enough")
-	err = c.b.store.Scan(ctx, q.dest, after, max, func(m *persistence.Message) error {
-		if live(m) && sel.MatchesMessage(m, m.RedeliveryCount+1) {
-			out = append(out, m.Clone())
-		}
-		if len(out) >= max {
-			return stop
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, stop) {
-		return out, err
-	}
-	return out, nil
+	return q.Browse(ctx, sel, max)
 }

@@ -152,7 +152,10 @@ func (c *Conn) Poke() {
 	}
 }
 
-func (c *Conn) push(d *Delivery) {
+var _ destinations.Sink = (*Conn)(nil)
+
+// Push queues a delivery for the client (destinations.Sink); any goroutine may call it.
+func (c *Conn) Push(d *Delivery) {
 	c.mu.Lock()
 	c.nextTag++
 	d.Tag = c.nextTag
@@ -162,6 +165,44 @@ func (c *Conn) push(d *Delivery) {
 	if first {
 		c.Poke()
 	}
+}
+
+// PushAll queues deliveries for the connection in one go (destinations.Sink).
+func (c *Conn) PushAll(ds []*Delivery) {
+	if len(ds) == 0 {
+		return
+	}
+	c.mu.Lock()
+	for _, d := range ds {
+		c.nextTag++
+		d.Tag = c.nextTag
+	}
+	first := len(c.out) == 0
+	c.out = append(c.out, ds...)
+	c.mu.Unlock()
+	if first {
+		c.Poke()
+	}
+}
+
+// ConnectionID names the connection in log lines (destinations.Sink).
+func (c *Conn) ConnectionID() string { return c.ID }
+
+// AbortConsumer ends a slow subscriber (destinations.Sink): its subscription, which the client
+// hears of in an ERROR, or its whole connection.
+func (c *Conn) AbortConsumer(consumer *destinations.Consumer, reason string, withConnection bool) {
+	if withConnection {
+		c.kick(reason)
+		return
+	}
+	s := consumer.Owner.(*Subscription)
+	if s.t != nil {
+		s.t.Remove(consumer)
+	} else {
+		c.b.removeWildcard(s)
+	}
+	consumer.DropOverflow()
+	c.notify(&Error{Message: reason})
 }
 
 // Take moves the waiting deliveries into buf (which it may reuse) and returns it. Topic
@@ -181,25 +222,26 @@ func (c *Conn) Take(buf []*Delivery) []*Delivery {
 func (c *Conn) Delivered(ds []*Delivery) {
 	var (
 		batch   persistence.Batch
-		acks    []storeAck // what batch acknowledges, should it fail
+		acks    []destinations.StoreAck // what batch acknowledges, should it fail
 		credits map[*Subscription]int32
-		counts  map[*queue]ackCount
+		counts  map[*destinations.QueueDest]ackCount
 	)
-	var hwm map[*queue]uint64
+	var hwm map[*destinations.QueueDest]uint64
 	for _, d := range ds {
-		d.written = true
+		d.Written = true
 		if d.Stream {
-			d.Sub.stream.written(d, d.Sub.Mode == AckAuto)
+			d.StreamWritten(d.Sub.Mode == AckAuto)
 		}
-		s := d.Sub
+		s := subOf(d)
+		q := d.Queue
 		// An auto-acknowledged message whose store write was withdrawn never reached the
 		// store: it needs neither an ack nor a dispatch marker.
-		withdrawn := s.Mode == AckAuto && d.q != nil && d.Msg.Persistent && d.withdrawn()
-		if d.q != nil && d.Msg.Persistent && !withdrawn && d.Msg.Seq > d.q.dispatchHWMHint() {
+		withdrawn := s.Mode == AckAuto && q != nil && d.Msg.Persistent && d.Withdrawn()
+		if q != nil && d.Msg.Persistent && !withdrawn && d.Msg.Seq > q.DispatchHWMHint() {
 			if hwm == nil {
-				hwm = map[*queue]uint64{}
+				hwm = map[*destinations.QueueDest]uint64{}
 			}
-			hwm[d.q] = max(hwm[d.q], d.Msg.Seq)
+			hwm[q] = max(hwm[q], d.Msg.Seq)
 		}
 		if s.Mode != AckAuto {
 			s.dispatched = append(s.dispatched, d)
@@ -211,24 +253,24 @@ func (c *Conn) Delivered(ds []*Delivery) {
 			credits = map[*Subscription]int32{}
 		}
 		credits[s]++
-		if d.q != nil {
+		if q != nil {
 			if counts == nil {
-				counts = map[*queue]ackCount{}
+				counts = map[*destinations.QueueDest]ackCount{}
 			}
-			ac := counts[d.q]
+			ac := counts[q]
 			ac.n++
-			ac.bytes += d.entry.Size
-			counts[d.q] = ac
+			ac.bytes += d.Size()
+			counts[q] = ac
 			if d.Msg.Persistent && !withdrawn {
 				if batch == nil {
 					batch = c.b.store.Begin()
 				}
-				a := d.q.ackOf(d.Msg)
-				a.addTo(batch)
+				a := q.AckOf(d.Msg)
+				a.AddTo(batch)
 				acks = append(acks, a)
 			}
 		} else if s.t != nil {
-			s.t.dequeued.Add(1)
+			s.t.Dequeued(1)
 		}
 	}
 	if batch != nil {
@@ -239,13 +281,13 @@ func (c *Conn) Delivered(ds []*Delivery) {
 		})
 	}
 	for q, seq := range hwm {
-		q.written(seq)
+		q.MarkWritten(seq)
 	}
 	for q, ac := range counts {
-		q.acked(ac.n, ac.bytes)
+		q.Acked(ac.n, ac.bytes)
 	}
 	for s, n := range credits {
-		s.credit.Add(n)
+		s.Credit.Add(n)
 		s.kick()
 	}
 }
@@ -286,13 +328,13 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		return err
 	}
 	if len(streams) > 0 && c.b.sched != nil && c.b.sched.wants(m) {
-		return errorf(ErrInvalidDestination, "scheduled delivery (AMQ_SCHEDULED_*) is not supported on streams: %s keeps messages in order of arrival", streams[0].t.stomp)
+		return errorf(ErrInvalidDestination, "scheduled delivery (AMQ_SCHEDULED_*) is not supported on streams: %s keeps messages in order of arrival", streams[0].Topic().ClientName())
 	}
 	if len(streams) > 0 && tx != "" {
 		// The stream log is not the store: an append cannot be part of the COMMIT's
 		// atomic batch, so it is refused rather than done half-way.
 		return errorf(ErrInvalidDestination, "stream destinations do not take part in transactions: %s cannot be appended to atomically with COMMIT; send to it outside transaction %s",
-			streams[0].t.stomp, tx)
+			streams[0].Topic().ClientName(), tx)
 	}
 	if err := c.b.checkRoom(dests, m, tx != ""); err != nil {
 		return err
@@ -318,7 +360,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		return nil
 	}
 	if len(streams) > 0 {
-		rest, err := c.b.appendStreams(streams, m, len(dests) > 0, done)
+		rest, err := destinations.AppendStreams(streams, m, len(dests) > 0, done)
 		if err != nil || len(dests) == 0 {
 			return err
 		}
@@ -338,7 +380,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		return nil
 	}
 	c.b.commit(batch, persistence.Sync, func(err error) {
-		settleEntries(entries, err)
+		destinations.SettleAll(entries, err)
 		if err != nil {
 			err = storeError(err)
 		}
@@ -356,9 +398,9 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 // (the message was delivered and consumed, so it needs no disk). Otherwise the RECEIPT
 // goes after the write, as without it. It reports false, committing nothing, when the
 // send does not qualify.
-func (b *Broker) storeAndDispatch(batch persistence.Batch, entries []queuedEntry, refused error, done func(error)) bool {
+func (b *Broker) storeAndDispatch(batch persistence.Batch, entries []destinations.Accepted, refused error, done func(error)) bool {
 	cb, ok := batch.(persistence.CancelableBatch)
-	if !ok || refused != nil || len(entries) != 1 || entries[0].e == nil || batch.Len() != 1 {
+	if !ok || refused != nil || len(entries) != 1 || entries[0].E == nil || batch.Len() != 1 {
 		return false
 	}
 	qe := entries[0]
@@ -366,14 +408,14 @@ func (b *Broker) storeAndDispatch(batch persistence.Batch, entries []queuedEntry
 		if errors.Is(err, persistence.ErrCanceled) {
 			return // withdrawn: the producer was answered then
 		}
-		settleEntries(entries, err)
+		destinations.SettleAll(entries, err)
 		if err != nil {
 			err = storeError(err)
 		}
 		done(err)
 	})
 	if cancel != nil {
-		qe.q.dispatchWhileStoring(qe.e, func() bool {
+		qe.Q.DispatchWhileStoring(qe.E, func() bool {
 			if !cancel() {
 				return false
 			}
@@ -384,19 +426,13 @@ func (b *Broker) storeAndDispatch(batch persistence.Batch, entries []queuedEntry
 	return true
 }
 
-// withdrawn reports whether the acknowledged delivery's store write was withdrawn, so
-// the acknowledgement needs no store write.
-func (d *Delivery) withdrawn() bool {
-	return d.entry != nil && d.entry.Withdraw != nil && d.entry.Withdraw()
-}
-
 // route hands m to each of dests (already resolved): topics publish at once, queues queue
 // it. It returns the store batch the persistent copies need (nil if none) and the queue
 // entries to settle when it commits. A queue that refuses the message (memory full) does
 // not stop the others; its error is returned.
-func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *Conn) (persistence.Batch, []queuedEntry, error) {
+func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *Conn) (persistence.Batch, []destinations.Accepted, error) {
 	var batch persistence.Batch
-	var entries []queuedEntry
+	var entries []destinations.Accepted
 	var refused error
 	expires := m.Expires // as sent: each destination applies its own defaultTimeToLive
 	for i, d := range dests {
@@ -407,14 +443,16 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *
 		}
 		if d.Kind.IsTopic() {
 			t := b.topic(d.Name)
-			expireAfter(msg, t.ttl)
-			entries = append(entries, t.accept(msg, func() persistence.Batch {
+			destinations.ExpireAfter(msg, t.TTL())
+			acc, store := t.Accept(msg)
+			if store {
 				if batch == nil {
 					batch = b.store.Begin()
 				}
-				return batch
-			})...)
-			t.publish(msg, from)
+				batch.Add(msg)
+			}
+			entries = append(entries, acc...)
+			t.Publish(msg, from)
 			continue
 		}
 		q, e, err := b.acceptQueue(d.Name, msg, !msg.Persistent)
@@ -430,15 +468,9 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *
 			batch = b.store.Begin()
 		}
 		batch.Add(msg)
-		entries = append(entries, queuedEntry{q, e, msg.Seq})
+		entries = append(entries, destinations.Accepted{Q: q, E: e, Seq: msg.Seq})
 	}
 	return batch, entries, refused
-}
-
-type queuedEntry struct {
-	q   *queue
-	e   *destinations.Entry // nil: paged out, in the store only
-	seq uint64
 }
 
 type ackCount struct {
@@ -446,29 +478,18 @@ type ackCount struct {
 	bytes int64
 }
 
-// settleEntries tells each queue the outcome of the store write of its new messages.
-func settleEntries(entries []queuedEntry, err error) {
-	for _, qe := range entries {
-		if qe.e != nil {
-			qe.q.commitDone(qe.e, err)
-		} else {
-			qe.q.pagedDone(qe.seq, err)
-		}
-	}
-}
-
 // memoryFull is the producer's error when a non-persistent message from connection from
 // (nil for the scheduler) does not fit. It is logged once a minute per connection, with
 // the number refused since the last line: a producer that keeps sending into a full
 // queue gets an ERROR per message, and must not flood the log with as many lines.
-func (b *Broker) memoryFull(from *Conn, q *queue, err error) error {
+func (b *Broker) memoryFull(from *Conn, q *destinations.QueueDest, err error) error {
 	lim := &b.refusedLog
 	if from != nil {
 		lim = &from.refusedLog
 	}
 	if ok, more := lim.allow(time.Now()); ok {
 		used, limit := b.mem.Used()
-		attrs := []any{slog.String("dest", q.stomp), slog.Int64("used", used), slog.Int64("limit", limit)}
+		attrs := []any{slog.String("dest", q.ClientName()), slog.Int64("used", used), slog.Int64("limit", limit)}
 		if from != nil {
 			attrs = append(attrs, slog.String("conn", from.ID), slog.String("remote", from.RemoteAddr))
 		}
@@ -477,7 +498,7 @@ func (b *Broker) memoryFull(from *Conn, q *queue, err error) error {
 		}
 		b.log.Warn("memory limit reached: non-persistent message refused (logged once a minute per connection)", attrs...)
 	}
-	return &Error{Message: "Usage Manager memory limit reached: message to " + q.stomp + " refused (send it persistent:true, or consume faster)", Err: err}
+	return &Error{Message: "Usage Manager memory limit reached: message to " + q.ClientName() + " refused (send it persistent:true, or consume faster)", Err: err}
 }
 
 func storeError(err error) error {

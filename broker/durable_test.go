@@ -156,17 +156,17 @@ func TestDurableLegacyDispatchMarkers(t *testing.T) {
 	for seq := uint64(1); seq <= 2; seq++ {
 		batch.Add(&persistence.Message{Dest: "queue://durable:q", Seq: seq, ID: "q" + strconv.Itoa(int(seq)), Persistent: true, Priority: 4})
 	}
-	batch.Add(markerMessage("meta://dispatched/durable:a:b:c", 4))
-	batch.Add(markerMessage("meta://dispatched/durable:solo:s", 3))
-	batch.Add(markerMessage("meta://dispatched/durable:q", 2))
+	batch.Add(destinations.MarkerMessage("meta://dispatched/durable:a:b:c", 4))
+	batch.Add(destinations.MarkerMessage("meta://dispatched/durable:solo:s", 3))
+	batch.Add(destinations.MarkerMessage("meta://dispatched/durable:q", 2))
 	require.NoError(t, batch.Commit(ctx, persistence.Sync))
 
 	hwms := func(b *Broker) map[string]uint64 {
 		out := map[string]uint64{}
-		for k, d := range b.durables {
-			out[k.String()] = d.view.dispatchHWM
+		for _, d := range b.durables.All() {
+			out[d.Key().String()] = d.View().DispatchHWM()
 		}
-		out["queue durable:q"] = b.queues["durable:q"].dispatchHWM
+		out["queue durable:q"] = b.queues["durable:q"].DispatchHWM()
 		return out
 	}
 	markers := func() map[string]uint64 {

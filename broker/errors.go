@@ -3,23 +3,16 @@ package broker
 import (
 	"errors"
 	"fmt"
+
+	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/durable"
 )
 
-// Error is what the broker reports to a client. Message is the text for the STOMP ERROR
-// frame's message header; Fatal says the connection must close after the ERROR, as
-// ActiveMQ closes it for protocol-breaking problems but keeps it for recoverable ones.
-type Error struct {
-	Message string
-	Fatal   bool
-	Err     error // the sentinel or cause, for errors.Is
-	// Retry, when set, is closed once the request may succeed: a SEND held by producer
-	// flow control (see flowcontrol.go). The transport may send it again then instead of
-	// reporting the error.
-	Retry <-chan struct{}
-}
-
-func (e *Error) Error() string { return e.Message }
-func (e *Error) Unwrap() error { return e.Err }
+// Error is what the broker reports to a client: Message is the text for the STOMP
+// ERROR frame's message header, Fatal says the connection must close after it, Retry
+// (when set) is closed once a SEND held by producer flow control may succeed
+// (flowcontrol.go). Destinations report their errors with the same type.
+type Error = destinations.Error
 
 func errorf(sentinel error, format string, args ...any) *Error {
 	return &Error{Message: fmt.Sprintf(format, args...), Err: sentinel}
@@ -27,14 +20,14 @@ func errorf(sentinel error, format string, args ...any) *Error {
 
 var (
 	// ErrClosed is returned once the broker or the connection is shut down.
-	ErrClosed = errors.New("broker: closed")
+	ErrClosed = destinations.ErrClosed
 	// ErrUnknownSubscription: UNSUBSCRIBE, ACK or NACK names a subscription that does not exist.
 	ErrUnknownSubscription = errors.New("broker: unknown subscription")
 	// ErrDuplicateSubscription: SUBSCRIBE reuses an id the connection already uses.
 	ErrDuplicateSubscription = errors.New("broker: duplicate subscription id")
 	// ErrDurableInUse: SUBSCRIBE or UNSUBSCRIBE names a durable subscription that has a
 	// consumer attached.
-	ErrDurableInUse = errors.New("broker: durable consumer in use")
+	ErrDurableInUse = durable.ErrInUse
 	// ErrUnknownAck: ACK or NACK names a message that is not awaiting acknowledgement.
 	ErrUnknownAck = errors.New("broker: unexpected ACK")
 	// ErrUnknownTransaction: COMMIT, ABORT, SEND, ACK or NACK names a transaction that is not open.
@@ -42,11 +35,11 @@ var (
 	// ErrDuplicateTransaction: BEGIN names a transaction that is already open.
 	ErrDuplicateTransaction = errors.New("broker: transaction already started")
 	// ErrInvalidDestination: the destination cannot be used for this operation.
-	ErrInvalidDestination = errors.New("broker: invalid destination")
+	ErrInvalidDestination = destinations.ErrInvalidDestination
 	// ErrClientIDInUse: CONNECT with a client-id another live connection holds.
 	ErrClientIDInUse = errors.New("broker: client-id already connected")
 	// ErrStore: the store failed to make a message or acknowledgement durable.
-	ErrStore = errors.New("broker: store write failed")
+	ErrStore = destinations.ErrStore
 	// ErrTooManyTransactions: BEGIN on a connection that has as many transactions open
 	// as Options.MaxTransactionsPerConnection allows.
 	ErrTooManyTransactions = errors.New("broker: too many open transactions")
@@ -60,5 +53,5 @@ var (
 	ErrInvalidPrefetch = errors.New("broker: invalid prefetch")
 	// ErrInvalidStreamOffset: SUBSCRIBE to a stream with an x-stream-offset header that
 	// is none of the accepted forms.
-	ErrInvalidStreamOffset = errors.New("broker: invalid x-stream-offset")
+	ErrInvalidStreamOffset = destinations.ErrInvalidStreamOffset
 )

@@ -1,18 +1,12 @@
 package broker
 
 import (
+	"context"
 	"time"
 
+	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 )
-
-// expireAfter gives m, if it was sent without an expiry, one ttl from now: a policy's
-// defaultTimeToLive (0: none).
-func expireAfter(m *persistence.Message, ttl time.Duration) {
-	if m.Expires == 0 && ttl > 0 {
-		m.Expires = time.Now().Add(ttl).UnixMilli()
-	}
-}
 
 // dropExpired removes from ds, in place, the plain topic messages that expired before
 // they could be written to their subscriber (they wait in its overflow while it has no
@@ -24,14 +18,15 @@ func dropExpired(ds []*Delivery) []*Delivery {
 	kept := ds[:0]
 	var credited []*Subscription
 	for _, d := range ds {
-		if d.Msg.Expires != 0 && d.q == nil && !d.Stream {
+		if d.Msg.Expires != 0 && d.Queue == nil && !d.Stream {
 			if now == 0 {
 				now = time.Now().UnixMilli()
 			}
 			if d.Msg.Expires <= now {
-				d.Sub.credit.Add(1)
-				if len(credited) == 0 || credited[len(credited)-1] != d.Sub {
-					credited = append(credited, d.Sub)
+				s := subOf(d)
+				s.Credit.Add(1)
+				if len(credited) == 0 || credited[len(credited)-1] != s {
+					credited = append(credited, s)
 				}
 				continue
 			}
@@ -43,4 +38,76 @@ func dropExpired(ds []*Delivery) []*Delivery {
 		s.kick()
 	}
 	return kept
+}
+
+// sweepExpired removes expired messages from the waiting lists of the queues (and the
+// durable subscriptions' views) whose policy's expireMessagesPeriod has passed since
+// their last sweep (destinations.QueueDest.SweepExpired).
+func (b *Broker) sweepExpired() {
+	b.mu.RLock()
+	qs := make([]*destinations.QueueDest, 0, len(b.queues))
+	for _, q := range b.queues {
+		qs = append(qs, q)
+	}
+	b.mu.RUnlock()
+	for _, d := range b.durables.All() {
+		qs = append(qs, d.View())
+	}
+	now := time.Now()
+	for _, q := range qs {
+		q.SweepExpired(now)
+	}
+	b.expirySweeps.Add(1)
+}
+
+func (b *Broker) runExpirySweeper(ctx context.Context, every time.Duration) {
+	defer b.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			b.sweepExpired()
+		}
+	}
+}
+
+// sendToDeadLetter puts dead-letter copies on dlq, stored by batch, and returns the
+// entries to settle once batch commits (destinations.Env.DeadLetter). A dead-letter
+// topic hands them to its subscribers as a SEND to it does: its durable subscriptions
+// keep them (stored by batch), the others get them at once.
+func (b *Broker) sendToDeadLetter(batch persistence.Batch, dlq destinations.Name, copies []*persistence.Message) []destinations.Accepted {
+	var entries []destinations.Accepted
+	if dlq.Kind.IsTopic() {
+		t := b.topic(dlq.Name)
+		for _, c := range copies {
+			acc, store := t.Accept(c)
+			if store {
+				batch.Add(c)
+			}
+			entries = append(entries, acc...)
+			t.Publish(c, nil)
+		}
+		return entries
+	}
+	for _, c := range copies {
+		dq, e, _ := b.acceptQueue(dlq.Name, c, false)
+		entries = append(entries, destinations.Accepted{Q: dq, E: e, Seq: c.Seq})
+		batch.Add(c)
+	}
+	return entries
+}
+
+// acceptQueue queues m on the queue called name (see destinations.QueueDest.Accept),
+// looking the name up again if the collector removed the queue meanwhile.
+func (b *Broker) acceptQueue(name string, m *persistence.Message, ready bool) (*destinations.QueueDest, *destinations.Entry, error) {
+	for {
+		q := b.queue(name)
+		e, err := q.Accept(m, ready)
+		if err != destinations.ErrRemoved {
+			return q, e, err
+		}
+	}
 }

@@ -3,7 +3,6 @@ package broker
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/activemq-go/broker/destinations"
@@ -19,39 +18,6 @@ import (
 // after which the producer gets the ERROR. The connection keeps delivering to its own
 // subscriptions meanwhile, so a client that produces and consumes on one connection
 // frees the room it waits for.
-
-// spaceSignal wakes the producers waiting for room. It costs one atomic load per release
-// of memory while nobody waits.
-type spaceSignal struct {
-	armed atomic.Bool
-	mu    sync.Mutex
-	ch    chan struct{}
-}
-
-// wait returns a channel closed at the next notify.
-func (s *spaceSignal) wait() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ch == nil {
-		s.ch = make(chan struct{})
-		s.armed.Store(true)
-	}
-	return s.ch
-}
-
-// notify wakes every waiter: some room was freed.
-func (s *spaceSignal) notify() {
-	if !s.armed.Load() {
-		return
-	}
-	s.mu.Lock()
-	if s.ch != nil {
-		close(s.ch)
-		s.ch = nil
-		s.armed.Store(false)
-	}
-	s.mu.Unlock()
-}
 
 // logLimit lets a repeated log line through once a minute and counts the ones held back.
 // It is safe for concurrent use.
@@ -105,16 +71,14 @@ func (b *Broker) roomFor(dests []destinations.Name, m *persistence.Message) *Err
 		b.mu.RLock()
 		q := b.queues[d.Name]
 		b.mu.RUnlock()
-		limit, used := memoryLimitOf(b.policyFor(destinations.Queue, d.Name)), int64(0)
+		limit, used := destinations.MemoryLimitOf(b.policyFor(destinations.Queue, d.Name)), int64(0)
 		if q != nil {
-			q.mu.Lock()
-			limit, used = q.memLimit, q.memBytes
-			q.mu.Unlock()
+			used, limit = q.MemoryUsed()
 		}
-		if used+size > limit || !b.mem.fits(size) {
+		if used+size > limit || !b.mem.Fits(size) {
 			all, max := b.mem.Used()
 			return &Error{Message: fmt.Sprintf("Usage Manager memory limit reached: message to %s not accepted (destination %d of %d bytes, broker %d of %d)",
-				d, used, limit, all, max), Err: errMemoryFull}
+				d, used, limit, all, max), Err: destinations.ErrMemoryFull}
 		}
 	}
 	return nil
@@ -131,16 +95,20 @@ func (b *Broker) topicRoom(dests []destinations.Name, m *persistence.Message) *E
 		b.mu.RLock()
 		t := b.topics[d.Name]
 		b.mu.RUnlock()
-		if t == nil || t.memBytes.Load() == 0 {
+		if t == nil {
+			continue
+		}
+		used, limit := t.MemoryUsed()
+		if used == 0 {
 			continue
 		}
 		if size < 0 {
 			size = int64(m.Size())
 		}
-		if t.full(size) || !b.mem.fits(size) {
+		if t.Full(size) || !b.mem.Fits(size) {
 			all, max := b.mem.Used()
 			return &Error{Message: fmt.Sprintf("Usage Manager memory limit reached on %s: its subscribers are behind (topic %d of %d bytes, broker %d of %d)",
-				t.stomp, t.memBytes.Load(), t.memLimit, all, max), Err: errMemoryFull}
+				t.ClientName(), used, limit, all, max), Err: destinations.ErrMemoryFull}
 		}
 	}
 	return nil
@@ -172,7 +140,7 @@ func (b *Broker) checkRoom(dests []destinations.Name, m *persistence.Message, in
 		return nil
 	}
 	// Check again once registered: room freed in between would otherwise wake nobody.
-	retry := b.space.wait()
+	retry := b.space.Wait()
 	err := b.roomFor(dests, m)
 	if err == nil {
 		return nil

@@ -2,9 +2,7 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/activemq-go/broker/destinations"
@@ -31,26 +29,6 @@ const DefaultMaxDestinations = 10000
 
 // DefaultDestinationGCPeriod is Options.DestinationGCPeriod's default.
 const DefaultDestinationGCPeriod = 10 * time.Second
-
-// gcState is a destination's state for the collector.
-type gcState struct {
-	removed atomic.Bool
-	used    atomic.Bool // looked up or sent to since the collector last looked
-	// idleSince is when the collector first found the destination inactive (zero: it
-	// was active); only the collector uses it.
-	idleSince time.Time
-}
-
-// touch records that the destination is in use now.
-func (g *gcState) touch() {
-	if !g.used.Load() {
-		g.used.Store(true)
-	}
-}
-
-// errDestinationRemoved is what a queue removed by the collector answers: the caller
-// looks the name up again.
-var errDestinationRemoved = fmt.Errorf("broker: destination removed")
 
 // admitDestinations makes the queues and topics of dests (resolved, as a client's SEND
 // or SUBSCRIBE names them) that do not exist yet, unless that would take the broker past
@@ -129,33 +107,33 @@ func (b *Broker) runDestinationGC(ctx context.Context, every time.Duration) {
 // collectInactive removes the destinations whose policy collects them and that have
 // been inactive for its InactiveTimeout.
 func (b *Broker) collectInactive(ctx context.Context, now time.Time) {
-	var removedQueues []*queue
-	var removedTopics []*topic
+	var removedQueues []*destinations.QueueDest
+	var removedTopics []*destinations.TopicDest
 	b.mu.Lock()
 	for name, q := range b.queues {
-		if b.temps[tempKey{false, name}] != nil || !q.policy.GCInactive {
+		if b.temps[tempKey{false, name}] != nil || !q.Policy().GCInactive {
 			continue
 		}
-		if q.collectable(now) {
+		if q.Collectable(now) {
 			delete(b.queues, name)
 			b.unregisterVirtual(q)
 			removedQueues = append(removedQueues, q)
 		}
 	}
 	for name, t := range b.topics {
-		if b.temps[tempKey{true, name}] != nil || t.gcTimeout <= 0 {
+		if b.temps[tempKey{true, name}] != nil || !t.Collects() {
 			continue
 		}
-		if t.collectable(now) {
+		if t.Collectable(now) {
 			delete(b.topics, name)
 			removedTopics = append(removedTopics, t)
 		}
 	}
 	for _, q := range removedQueues {
-		b.seqFloor.Store(max(b.seqFloor.Load(), q.nextSeq))
+		b.seqFloor.Store(max(b.seqFloor.Load(), q.NextSeq()))
 	}
 	for _, t := range removedTopics {
-		b.seqFloor.Store(max(b.seqFloor.Load(), t.seq.Load()+1))
+		b.seqFloor.Store(max(b.seqFloor.Load(), t.Seq()+1))
 	}
 	b.mu.Unlock()
 	b.gcSweeps.Add(1)
@@ -164,13 +142,13 @@ func (b *Broker) collectInactive(ctx context.Context, now time.Time) {
 	}
 	batch := b.store.Begin()
 	for _, q := range removedQueues {
-		b.log.Debug("inactive destination removed", slog.String("dest", q.stomp))
-		if q.markerWritten > 0 {
-			batch.Purge(markerPrefix + q.name)
+		b.log.Debug("inactive destination removed", slog.String("dest", q.ClientName()))
+		if q.MarkerWritten() {
+			batch.Purge(q.MarkerDest())
 		}
 	}
 	for _, t := range removedTopics {
-		b.log.Debug("inactive destination removed", slog.String("dest", t.stomp))
+		b.log.Debug("inactive destination removed", slog.String("dest", t.ClientName()))
 	}
 	b.log.Info("inactive destinations removed (gcInactiveDestinations)",
 		slog.Int("queues", len(removedQueues)), slog.Int("topics", len(removedTopics)))
@@ -183,75 +161,15 @@ func (b *Broker) collectInactive(ctx context.Context, now time.Time) {
 	}
 }
 
-// collectable reports whether the queue has been inactive for its policy's timeout, and
-// if so marks it removed. The caller holds b.mu.
-func (q *queue) collectable(now time.Time) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	used := q.gc.used.Swap(false)
-	if used || len(q.consumers) > 0 || q.pending.Len() > 0 || q.pagedOut > 0 || len(q.inflight) > 0 || q.memBytes > 0 {
-		q.gc.idleSince = time.Time{}
-		return false
-	}
-	if q.gc.idleSince.IsZero() {
-		q.gc.idleSince = now
-	}
-	if now.Sub(q.gc.idleSince) < q.policy.InactiveTimeout {
-		return false
-	}
-	q.gc.removed.Store(true)
-	if q.timer != nil {
-		q.timer.Stop()
-	}
-	return true
-}
-
-// collectable reports whether the topic has been inactive for its policy's timeout, and
-// if so marks it removed. The caller holds b.mu.
-func (t *topic) collectable(now time.Time) bool {
-	if t.isStream || t.st.Load() != nil {
-		return false
-	}
-	// The subscribers are checked and the mark set under mu (t.add takes it), then the
-	// durable subscriptions under pubMu, without holding both: should one have come,
-	// the mark is taken back. A subscriber that saw the mark meanwhile looks the topic
-	// up again, which waits for b.mu and finds this one.
-	t.mu.Lock()
-	used := t.gc.used.Swap(false)
-	if used || len(t.subs) > 0 {
-		t.gc.idleSince = time.Time{}
-		t.mu.Unlock()
-		return false
-	}
-	if t.gc.idleSince.IsZero() {
-		t.gc.idleSince = now
-	}
-	if now.Sub(t.gc.idleSince) < t.gcTimeout {
-		t.mu.Unlock()
-		return false
-	}
-	t.gc.removed.Store(true)
-	t.mu.Unlock()
-	t.pubMu.Lock()
-	durable := len(t.durables) > 0
-	t.pubMu.Unlock()
-	if durable {
-		t.gc.removed.Store(false)
-		t.gc.idleSince = time.Time{}
-		return false
-	}
-	return true
-}
-
 // unregisterVirtual forgets a removed virtual topic consumer queue. Called with b.mu held.
-func (b *Broker) unregisterVirtual(q *queue) {
-	topic, ok := b.virtual.virtualTopicOf(q.name)
+func (b *Broker) unregisterVirtual(q *destinations.QueueDest) {
+	topic, ok := b.virtual.virtualTopicOf(q.Name())
 	if !ok {
 		return
 	}
 	qs := b.vtQueues[topic]
 	for i, n := range qs {
-		if n.Name == q.name {
+		if n.Name == q.Name() {
 			qs = append(qs[:i:i], qs[i+1:]...)
 			break
 		}

@@ -23,14 +23,14 @@ import (
 
 // newPolicyBroker starts a broker whose every destination has the policy edit makes of
 // the default.
-func newLimitsBroker(t testing.TB, o Options, edit func(kind destinations.Kind, name string, p *Policy)) *Broker {
+func newLimitsBroker(t testing.TB, o Options, edit func(kind destinations.Kind, name string, p *destinations.Policy)) *Broker {
 	t.Helper()
 	if o.Store == nil {
 		o.Store = memstore.New()
 	}
 	if edit != nil {
-		o.Policies = func(kind destinations.Kind, name string) Policy {
-			p := DefaultPolicy(kind.IsTopic())
+		o.Policies = func(kind destinations.Kind, name string) destinations.Policy {
+			p := destinations.DefaultPolicy(kind.IsTopic())
 			edit(kind, name, &p)
 			return p
 		}
@@ -45,7 +45,7 @@ func newLimitsBroker(t testing.TB, o Options, edit func(kind destinations.Kind, 
 // destination has no limit of its own (only memoryUsage applies): non-persistent
 // messages are accepted and persistent ones stay in memory instead of being paged.
 func TestMemoryLimitZeroIsNoDestinationLimit(t *testing.T) {
-	b := newLimitsBroker(t, Options{MemoryUsage: 64 << 20}, func(_ destinations.Kind, _ string, p *Policy) {
+	b := newLimitsBroker(t, Options{MemoryUsage: 64 << 20}, func(_ destinations.Kind, _ string, p *destinations.Policy) {
 		p.MemoryLimit = 0
 	})
 	p := newClient(t, b, "")
@@ -57,9 +57,7 @@ func TestMemoryLimitZeroIsNoDestinationLimit(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, 20, st.Pending)
 	q := b.queues["nolimit"]
-	q.mu.Lock()
-	paged := q.paged
-	q.mu.Unlock()
+	paged := q.Paged()
 	assert.False(t, paged, "persistent messages were paged out under a limit of 0")
 	assert.Positive(t, st.MemoryBytes)
 }
@@ -67,7 +65,7 @@ func TestMemoryLimitZeroIsNoDestinationLimit(t *testing.T) {
 // TestTempDestinationPolicies: temporary destinations take the policy of their own kind
 // (tempQueue / tempTopic entries), not that of the queue or topic patterns.
 func TestTempDestinationPolicies(t *testing.T) {
-	b := newLimitsBroker(t, Options{}, func(kind destinations.Kind, _ string, p *Policy) {
+	b := newLimitsBroker(t, Options{}, func(kind destinations.Kind, _ string, p *destinations.Policy) {
 		switch kind {
 		case destinations.TempQueue:
 			p.Prefetch, p.MemoryLimit = 7, 1<<20
@@ -88,17 +86,18 @@ func TestTempDestinationPolicies(t *testing.T) {
 	}
 	assert.EqualValues(t, 7, subs[0].Prefetch)
 	assert.EqualValues(t, 9, subs[1].Prefetch)
-	assert.EqualValues(t, DefaultQueuePrefetch, subs[2].Prefetch)
-	assert.EqualValues(t, DefaultTopicPrefetch, subs[3].Prefetch)
-	assert.EqualValues(t, 1<<20, subs[0].q.memLimit)
-	assert.EqualValues(t, 1<<20, subs[0].q.policy.MemoryLimit)
+	assert.EqualValues(t, destinations.DefaultQueuePrefetch, subs[2].Prefetch)
+	assert.EqualValues(t, destinations.DefaultTopicPrefetch, subs[3].Prefetch)
+	_, limit := subs[0].q.MemoryUsed()
+	assert.EqualValues(t, 1<<20, limit)
+	assert.EqualValues(t, 1<<20, subs[0].q.Policy().MemoryLimit)
 }
 
 // TestExpireMessagesPeriodPerDestination: each queue is swept for expired messages on its
 // own policy's period, and a period of 0 means that queue is never swept (its expired
 // messages are dropped only when a consumer would get them).
 func TestExpireMessagesPeriodPerDestination(t *testing.T) {
-	b := newLimitsBroker(t, Options{ExpirySweep: 10 * time.Millisecond}, func(_ destinations.Kind, name string, p *Policy) {
+	b := newLimitsBroker(t, Options{ExpirySweep: 10 * time.Millisecond}, func(_ destinations.Kind, name string, p *destinations.Policy) {
 		switch name {
 		case "fast":
 			p.ExpirePeriod = 30 * time.Millisecond
@@ -131,7 +130,7 @@ func TestExpireMessagesPeriodPerDestination(t *testing.T) {
 // the next message.
 func TestTopicTimeToLiveAndExpiry(t *testing.T) {
 	const ttl = time.Hour
-	b := newLimitsBroker(t, Options{}, func(kind destinations.Kind, name string, p *Policy) {
+	b := newLimitsBroker(t, Options{}, func(kind destinations.Kind, name string, p *destinations.Policy) {
 		if kind == destinations.Topic && name == "ttl" {
 			p.DefaultTimeToLive = ttl
 		}
@@ -412,7 +411,7 @@ func TestMaxDestinations(t *testing.T) {
 func TestGCInactiveDestinations(t *testing.T) {
 	log, lines := bufferLogger()
 	b := newLimitsBroker(t, Options{DestinationGCPeriod: 5 * time.Millisecond, Logger: log, MaxDestinations: 7},
-		func(_ destinations.Kind, name string, p *Policy) {
+		func(_ destinations.Kind, name string, p *destinations.Policy) {
 			if strings.HasPrefix(name, "gc.") {
 				p.GCInactive, p.InactiveTimeout = true, 30*time.Millisecond
 			}
@@ -507,8 +506,8 @@ func TestDurableBacklogScanFailureFailsStart(t *testing.T) {
 	store.set(func(s *faultStore) {
 		s.scanErr = func(string) error { return errors.New("disk on fire") }
 	})
-	_, err := New(context.Background(), Options{Name: "t", Store: store, Policies: func(k destinations.Kind, _ string) Policy {
-		p := DefaultPolicy(k.IsTopic())
+	_, err := New(context.Background(), Options{Name: "t", Store: store, Policies: func(k destinations.Kind, _ string) destinations.Policy {
+		p := destinations.DefaultPolicy(k.IsTopic())
 		p.MaxPendingMessages = 10
 		return p
 	}})
@@ -530,7 +529,7 @@ func TestFailedDispatchMarkWriteRetried(t *testing.T) {
 	store.set(func(s *faultStore) {
 		s.commitErr = func(fb *faultBatch) error {
 			for _, d := range fb.adds {
-				if strings.HasPrefix(d, markerPrefix) && failures.Load() < 2 {
+				if strings.HasPrefix(d, destinations.MarkerPrefix) && failures.Load() < 2 {
 					failures.Add(1)
 					return errors.New("disk on fire")
 				}
@@ -542,6 +541,6 @@ func TestFailedDispatchMarkWriteRetried(t *testing.T) {
 	c.subscribe("s", "/queue/marked", AckClientIndividual, 0)
 	c.recv()
 	eventually(t, func() bool { return strings.Contains(lines.String(), "dispatch mark") })
-	eventually(t, func() bool { n, _ := store.Stats(markerPrefix + "marked"); return n == 1 })
+	eventually(t, func() bool { n, _ := store.Stats(destinations.MarkerPrefix + "marked"); return n == 1 })
 	assert.EqualValues(t, 2, failures.Load())
 }

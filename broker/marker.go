@@ -4,45 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 
+	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 )
 
-// Dispatch markers. Each queue, and each durable subscription's view, keeps its dispatch
-// high-water mark in the store (queue.writeMarkerLocked): a destination holding one
-// message, sequence 1, whose body is the mark in decimal, replaced as the mark moves.
-// After a restart the messages up to the mark come back flagged redelivered.
-//
-// The marker of a queue is markerPrefix + the queue's name; the marker of a durable
-// subscription is subMarkerPrefix + its key's String(), whose escaped client-id keeps
-// two subscriptions apart however their client-ids and names read.
-//
-// Stores written before subMarkerPrefix hold legacyViewMarkerPrefix + client-id + ":" +
-// name instead, which is ambiguous ("a:b" + "c" and "a" + "b:c" share one) and may also
-// be the marker of a queue whose name starts with "durable:". At recovery such a marker
-// gives its mark to every subscription it may belong to that has no marker of its own
-// (a mark too high only flags more messages redelivered); their own markers are then
-// written, and the legacy one deleted unless a queue of that name may own it.
-const (
-	markerPrefix           = "meta://dispatched/"
-	subMarkerPrefix        = "meta://dispatched-sub/"
-	legacyViewMarkerPrefix = markerPrefix + "durable:"
-)
-
-// markerDest is the store destination of q's dispatch marker.
-func (q *queue) markerDest() string {
-	if q.sub != nil {
-		return subMarkerPrefix + q.sub.String()
-	}
-	return markerPrefix + q.name
-}
-
-func markerMessage(dest string, hwm uint64) *persistence.Message {
-	return &persistence.Message{Dest: dest, Seq: 1, ID: "marker",
-		Body: strconv.AppendUint(nil, hwm, 10), Persistent: true, Priority: 4}
-}
+// Dispatch markers (see destinations/marker.go) are recovered here, where the queues and
+// durable subscriptions they belong to are known.
 
 // recoverMarkers reads the dispatch markers among the recovered destinations into the
 // queues and durable subscriptions (recovered before), migrating legacy ones.
@@ -52,22 +21,22 @@ func (b *Broker) recoverMarkers(ctx context.Context, dests []persistence.DestSta
 		hwm       uint64
 	}
 	var legacy []legacyMarker
-	own := map[*queue]bool{}
+	own := map[*destinations.QueueDest]bool{}
 	for _, d := range dests {
-		var q *queue
-		isLegacy := strings.HasPrefix(d.Name, legacyViewMarkerPrefix)
+		var q *destinations.QueueDest
+		isLegacy := strings.HasPrefix(d.Name, destinations.LegacyViewMarkerPrefix)
 		switch {
-		case strings.HasPrefix(d.Name, subMarkerPrefix):
-			key, err := persistence.ParseSubKey(d.Name[len(subMarkerPrefix):])
+		case strings.HasPrefix(d.Name, destinations.SubMarkerPrefix):
+			key, err := persistence.ParseSubKey(d.Name[len(destinations.SubMarkerPrefix):])
 			if err != nil {
 				b.log.Error("ignoring a dispatch marker with a bad name", slog.String("dest", d.Name), slog.Any("err", err))
 				continue
 			}
-			if ds := b.durables[key]; ds != nil {
-				q = ds.view
+			if ds := b.durables.Get(key); ds != nil {
+				q = ds.View()
 			}
-		case strings.HasPrefix(d.Name, markerPrefix):
-			q = b.queues[d.Name[len(markerPrefix):]]
+		case strings.HasPrefix(d.Name, destinations.MarkerPrefix):
+			q = b.queues[d.Name[len(destinations.MarkerPrefix):]]
 		}
 		if (q == nil && !isLegacy) || d.Msgs == 0 {
 			continue // not a marker, the marker of something gone, or a deleted one
@@ -77,33 +46,33 @@ func (b *Broker) recoverMarkers(ctx context.Context, dests []persistence.DestSta
 			return err
 		}
 		if q != nil {
-			q.recoverHWM(hwm)
+			q.RecoverHWM(hwm)
 			own[q] = true
 		}
 		if isLegacy {
-			legacy = append(legacy, legacyMarker{d.Name, d.Name[len(legacyViewMarkerPrefix):], hwm})
+			legacy = append(legacy, legacyMarker{d.Name, d.Name[len(destinations.LegacyViewMarkerPrefix):], hwm})
 		}
 	}
 	if len(legacy) == 0 {
 		return nil
 	}
 	batch := b.store.Begin()
-	migrated := map[*queue]bool{}
+	migrated := map[*destinations.QueueDest]bool{}
 	purged := 0
 	for _, l := range legacy {
-		for _, ds := range b.durables {
-			if q := ds.view; !own[q] && ds.info.Key.ClientID+":"+ds.info.Key.Name == l.key {
-				q.recoverHWM(max(q.dispatchHWM, l.hwm))
+		for _, ds := range b.durables.All() {
+			if q, k := ds.View(), ds.Key(); !own[q] && k.ClientID+":"+k.Name == l.key {
+				q.RecoverHWM(max(q.DispatchHWM(), l.hwm))
 				migrated[q] = true
 			}
 		}
-		if b.queues[l.dest[len(markerPrefix):]] == nil {
+		if b.queues[l.dest[len(destinations.MarkerPrefix):]] == nil {
 			batch.Purge(l.dest)
 			purged++
 		}
 	}
 	for q := range migrated {
-		batch.Add(markerMessage(q.markerDest(), q.dispatchHWM))
+		batch.Add(destinations.MarkerMessage(q.MarkerDest(), q.DispatchHWM()))
 	}
 	if batch.Len() == 0 {
 		batch.Rollback()
@@ -121,20 +90,11 @@ func (b *Broker) recoverMarkers(ctx context.Context, dests []persistence.DestSta
 func (b *Broker) readMarker(ctx context.Context, dest string) (uint64, error) {
 	var hwm uint64
 	err := b.store.Scan(ctx, dest, 0, 1, func(m *persistence.Message) error {
-		hwm, _ = strconv.ParseUint(string(m.Body), 10, 64)
+		hwm = destinations.ParseMarker(m)
 		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("broker: recover %s: %w", dest, err)
 	}
 	return hwm, nil
-}
-
-// recoverHWM sets q's dispatch high-water mark as recovered from its marker.
-func (q *queue) recoverHWM(hwm uint64) {
-	q.recoveredHWM, q.dispatchHWM, q.markerWritten = hwm, hwm, hwm
-	// A message consumed before its store write (concurrent store and dispatch) left no
-	// trace in the store but may be in the marker: sequences are never reused.
-	q.nextSeq = max(q.nextSeq, hwm+1)
-	q.hwmHint.Store(hwm)
 }

@@ -204,10 +204,10 @@ func (s *scheduler) newJob(ctx context.Context, dests []destinations.Name, m *pe
 	m.Headers = append(m.Headers, HeaderScheduledJobID, m.ID)
 	j.size = int64(m.Size())
 	if !m.Persistent {
-		if !s.b.mem.fits(j.size) {
+		if !s.b.mem.Fits(j.size) {
 			used, limit := s.b.mem.Used()
 			s.b.log.Warn("memory limit reached: scheduled non-persistent message refused", slog.Int64("used", used), slog.Int64("limit", limit))
-			return nil, &Error{Message: "Usage Manager memory limit reached: scheduled non-persistent message refused (send it persistent:true)", Err: errMemoryFull}
+			return nil, &Error{Message: "Usage Manager memory limit reached: scheduled non-persistent message refused (send it persistent:true)", Err: destinations.ErrMemoryFull}
 		}
 		s.mu.Lock()
 		j.key = jobKey(j.due, s.counter)
@@ -389,7 +389,7 @@ func (s *scheduler) admitLocked(j *job) {
 		s.memBytes += j.size
 		s.peakBytes = max(s.peakBytes, s.memBytes)
 	}
-	s.b.mem.add(j.size)
+	s.b.mem.Add(j.size)
 	heap.Push(&s.jobs, j)
 	s.evictLocked()
 	s.armLocked()
@@ -401,8 +401,8 @@ func (s *scheduler) releaseLocked(j *job) {
 		delete(s.byKey, j.key)
 		s.memBytes -= j.size
 	}
-	s.b.mem.add(-j.size)
-	s.b.space.notify()
+	s.b.mem.Add(-j.size)
+	s.b.space.Notify()
 }
 
 // evictLocked keeps the persistent jobs in memory within memLimit: past it the latest
@@ -706,7 +706,7 @@ func (s *scheduler) deliver(j *job) {
 			s.mu.Unlock()
 		}
 		if batch != nil {
-			s.b.commit(batch, persistence.Sync, func(err error) { settleEntries(entries, err) })
+			s.b.commit(batch, persistence.Sync, func(err error) { destinations.SettleAll(entries, err) })
 		}
 		return
 	}
@@ -728,7 +728,7 @@ func (s *scheduler) deliver(j *job) {
 		}
 	}
 	s.b.commit(batch, persistence.Sync, func(err error) {
-		settleEntries(entries, err)
+		destinations.SettleAll(entries, err)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.loading {
@@ -770,3 +770,9 @@ func (s *scheduler) close() {
 		s.timer.Stop()
 	}
 }
+
+// pageBatch is the most scheduled messages one page-in reads.
+const pageBatch = 2000
+
+// errStopScan ends a store scan early.
+var errStopScan = errors.New("stop scan")

@@ -15,10 +15,10 @@ import (
 	"github.com/activemq-go/broker/persistence/memstore"
 )
 
-func newPolicyBroker(t testing.TB, p func(*Policy)) *Broker {
+func newPolicyBroker(t testing.TB, p func(*destinations.Policy)) *Broker {
 	t.Helper()
-	b, err := New(context.Background(), Options{Name: "t", Store: memstore.New(), Policies: func(k destinations.Kind, name string) Policy {
-		pol := DefaultPolicy(k.IsTopic())
+	b, err := New(context.Background(), Options{Name: "t", Store: memstore.New(), Policies: func(k destinations.Kind, name string) destinations.Policy {
+		pol := destinations.DefaultPolicy(k.IsTopic())
 		if p != nil {
 			p(&pol)
 		}
@@ -170,7 +170,7 @@ func TestExclusiveAndConsumerPriority(t *testing.T) {
 }
 
 func TestEveryRedeliveryCountsAndPoisonGoesToDLQ(t *testing.T) {
-	b := newPolicyBroker(t, func(p *Policy) { p.Redelivery.MaximumRedeliveries = 2 })
+	b := newPolicyBroker(t, func(p *destinations.Policy) { p.Redelivery.MaximumRedeliveries = 2 })
 	p := newClient(t, b, "")
 	p.send("/queue/poison", "bad", true)
 	// Three consumers each take it and vanish without acknowledging.
@@ -206,8 +206,8 @@ func eventually(t testing.TB, cond func() bool) {
 
 func TestNackPolicies(t *testing.T) {
 	t.Run("redeliver with delay", func(t *testing.T) {
-		b := newPolicyBroker(t, func(p *Policy) {
-			p.Nack = NackRedeliver
+		b := newPolicyBroker(t, func(p *destinations.Policy) {
+			p.Nack = destinations.NackRedeliver
 			p.Redelivery.InitialRedeliveryDelay = 100 * time.Millisecond
 		})
 		c := newClient(t, b, "")
@@ -222,7 +222,7 @@ func TestNackPolicies(t *testing.T) {
 		assert.EqualValues(t, 2, d2.DeliveryCount)
 	})
 	t.Run("discard", func(t *testing.T) {
-		b := newPolicyBroker(t, func(p *Policy) { p.Nack = NackDiscard })
+		b := newPolicyBroker(t, func(p *destinations.Policy) { p.Nack = destinations.NackDiscard })
 		c := newClient(t, b, "")
 		c.subscribe("s", "/queue/n", AckClientIndividual, 10)
 		c.send("/queue/n", "m", true)
@@ -232,7 +232,7 @@ func TestNackPolicies(t *testing.T) {
 		assert.False(t, ok, "nothing dead-lettered")
 	})
 	t.Run("individual dead-letter queue", func(t *testing.T) {
-		b := newPolicyBroker(t, func(p *Policy) { p.DeadLetter.Individual = true; p.DeadLetter.QueuePrefix = "DLQ." })
+		b := newPolicyBroker(t, func(p *destinations.Policy) { p.DeadLetter.Individual = true; p.DeadLetter.QueuePrefix = "DLQ." })
 		c := newClient(t, b, "")
 		c.subscribe("s", "/queue/orders", AckClientIndividual, 10)
 		c.send("/queue/orders", "m", true)
@@ -264,8 +264,8 @@ func TestExpiredMessagesAreNeverDelivered(t *testing.T) {
 
 func TestDefaultTimeToLiveAndSweep(t *testing.T) {
 	b, err := New(context.Background(), Options{Name: "t", Store: memstore.New(), ExpirySweep: 20 * time.Millisecond,
-		Policies: func(k destinations.Kind, name string) Policy {
-			p := DefaultPolicy(k.IsTopic())
+		Policies: func(k destinations.Kind, name string) destinations.Policy {
+			p := destinations.DefaultPolicy(k.IsTopic())
 			p.DefaultTimeToLive = 30 * time.Millisecond
 			p.ExpirePeriod = 20 * time.Millisecond
 			p.DeadLetter.ProcessExpired = false

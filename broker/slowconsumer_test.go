@@ -15,14 +15,14 @@ import (
 	"github.com/activemq-go/broker/persistence/memstore"
 )
 
-func topicBroker(t *testing.T, noSpaceWait time.Duration, p Policy) *Broker {
+func topicBroker(t *testing.T, noSpaceWait time.Duration, p destinations.Policy) *Broker {
 	t.Helper()
 	b, err := New(context.Background(), Options{Name: "test", Store: memstore.New(), NoSpaceWait: noSpaceWait,
-		Policies: func(kind destinations.Kind, name string) Policy {
+		Policies: func(kind destinations.Kind, name string) destinations.Policy {
 			if kind.IsTopic() {
 				return p
 			}
-			return DefaultPolicy(false)
+			return destinations.DefaultPolicy(false)
 		}})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
@@ -43,7 +43,7 @@ func (c *client) trySend(dest, body string) error {
 // A message waiting for two subscribers counts once against the topic's memory, until
 // the last of them lets it go; a held producer's Retry closes then.
 func TestTopicWaitingMessagesCountOnce(t *testing.T) {
-	p := DefaultPolicy(true)
+	p := destinations.DefaultPolicy(true)
 	p.MemoryLimit = 4 << 10
 	b := topicBroker(t, -1, p)
 	a, c := newClient(t, b, ""), newClient(t, b, "")
@@ -55,12 +55,12 @@ func TestTopicWaitingMessagesCountOnce(t *testing.T) {
 	tp := b.topic("t")
 	body := string(make([]byte, 1000))
 	require.NoError(t, prod.trySend("/topic/t", body))
-	size := tp.memBytes.Load()
+	size := topicMemory(tp)
 	require.Positive(t, size)
-	for i := 0; tp.memBytes.Load()+size <= p.MemoryLimit; i++ {
+	for i := 0; topicMemory(tp)+size <= p.MemoryLimit; i++ {
 		require.NoError(t, prod.trySend("/topic/t", body), "send %d", i)
 	}
-	assert.EqualValues(t, tp.memBytes.Load(), b.mem.used.Load(), "counted once, broker-wide too")
+	assert.EqualValues(t, topicMemory(tp), brokerMemory(b), "counted once, broker-wide too")
 
 	// Full: the producer is told to wait.
 	err := prod.trySend("/topic/t", body)
@@ -70,13 +70,13 @@ func TestTopicWaitingMessagesCountOnce(t *testing.T) {
 	require.Contains(t, be.Message, "Usage Manager memory limit reached on /topic/t")
 
 	// One subscriber catching up frees nothing: the other still holds every message.
-	waiting := tp.memBytes.Load()
+	waiting := topicMemory(tp)
 	n := int(waiting / size)
 	require.NoError(t, a.ack(da))
 	for i := 0; i < n; i++ {
 		require.NoError(t, a.ack(a.recv()))
 	}
-	assert.Equal(t, waiting, tp.memBytes.Load())
+	assert.Equal(t, waiting, topicMemory(tp))
 	select {
 	case <-be.Retry:
 		t.Fatal("Retry closed while the topic is still full")
@@ -85,8 +85,8 @@ func TestTopicWaitingMessagesCountOnce(t *testing.T) {
 	// The other ending releases it all and wakes the producer.
 	require.NoError(t, c.unsubscribe("c", ""))
 	_ = dc
-	assert.Zero(t, tp.memBytes.Load())
-	assert.Zero(t, b.mem.used.Load())
+	assert.Zero(t, topicMemory(tp))
+	assert.Zero(t, brokerMemory(b))
 	select {
 	case <-be.Retry:
 	case <-time.After(5 * time.Second):
@@ -98,8 +98,8 @@ func TestTopicWaitingMessagesCountOnce(t *testing.T) {
 // With a pending limit the oldest waiting messages are dropped, counted, and their
 // memory released; the producer is never held.
 func TestTopicPendingLimitDropsOldest(t *testing.T) {
-	p := DefaultPolicy(true)
-	p.PendingLimit = PendingLimit{Multiplier: 2} // prefetch 3 → 6 waiting
+	p := destinations.DefaultPolicy(true)
+	p.PendingLimit = destinations.PendingLimit{Multiplier: 2} // prefetch 3 → 6 waiting
 	b := topicBroker(t, -1, p)
 	s := newClient(t, b, "")
 	s.subscribe("s", "/topic/t", AckClientIndividual, 3)
@@ -108,7 +108,7 @@ func TestTopicPendingLimitDropsOldest(t *testing.T) {
 		require.NoError(t, prod.trySend("/topic/t", strconv.Itoa(i)))
 	}
 	tp := b.topic("t")
-	assert.EqualValues(t, 100-3-6, tp.dropped.Load())
+	assert.EqualValues(t, 100-3-6, tp.Stats().Dropped)
 	var got []string
 	for range 3 + 6 {
 		d := s.recv()
@@ -116,15 +116,15 @@ func TestTopicPendingLimitDropsOldest(t *testing.T) {
 		require.NoError(t, s.ack(d))
 	}
 	assert.Equal(t, []string{"0", "1", "2", "94", "95", "96", "97", "98", "99"}, got)
-	assert.Zero(t, tp.memBytes.Load())
-	assert.EqualValues(t, 100-3-6, tp.stats().Dropped)
+	assert.Zero(t, topicMemory(tp))
+	assert.EqualValues(t, 100-3-6, tp.Stats().Dropped)
 }
 
 // checkSlow aborts a subscriber behind for longer than MaxSlowDuration: it gets an
 // ERROR notice, takes no more messages, and its waiting messages are released.
 func TestTopicSlowSubscriberAborted(t *testing.T) {
-	p := DefaultPolicy(true)
-	p.SlowConsumer = &SlowConsumerPolicy{MaxSlowDuration: time.Minute, MaxSlowCount: -1, CheckPeriod: time.Hour}
+	p := destinations.DefaultPolicy(true)
+	p.SlowConsumer = &destinations.SlowConsumerPolicy{MaxSlowDuration: time.Minute, MaxSlowCount: -1, CheckPeriod: time.Hour}
 	b := topicBroker(t, -1, p)
 	s := newClient(t, b, "")
 	s.subscribe("s", "/topic/t", AckClientIndividual, 1)
@@ -135,12 +135,12 @@ func TestTopicSlowSubscriberAborted(t *testing.T) {
 		require.NoError(t, prod.trySend("/topic/t", strconv.Itoa(i)))
 	}
 	tp := b.topic("t")
-	require.Positive(t, tp.memBytes.Load())
-	tp.checkSlow(time.Now()) // not behind long enough
-	assert.Zero(t, tp.aborted.Load())
-	tp.checkSlow(time.Now().Add(2 * time.Minute))
-	assert.EqualValues(t, 1, tp.aborted.Load())
-	assert.Zero(t, tp.memBytes.Load())
+	require.Positive(t, topicMemory(tp))
+	tp.CheckSlow(time.Now()) // not behind long enough
+	assert.Zero(t, tp.Stats().Aborted)
+	tp.CheckSlow(time.Now().Add(2 * time.Minute))
+	assert.EqualValues(t, 1, tp.Stats().Aborted)
+	assert.Zero(t, topicMemory(tp))
 	var notices []*Error
 	s.do(func() { notices = s.conn.TakeNotices() })
 	require.Len(t, notices, 1)
@@ -150,5 +150,15 @@ func TestTopicSlowSubscriberAborted(t *testing.T) {
 	for range 6 {
 		fast.recv()
 	}
-	assert.Equal(t, 1, tp.stats().Consumers, "only the fast subscriber is left")
+	assert.Equal(t, 1, tp.Stats().Consumers, "only the fast subscriber is left")
+}
+
+func topicMemory(t *destinations.TopicDest) int64 {
+	used, _ := t.MemoryUsed()
+	return used
+}
+
+func brokerMemory(b *Broker) int64 {
+	used, _ := b.mem.Used()
+	return used
 }

@@ -66,8 +66,8 @@ func (e *streamEnv) open() {
 		SegmentBytes: 64 << 10, RetentionCheckInterval: -1, Now: e.clock.Now, Logger: quiet})
 	require.NoError(e.t, err)
 	b, err := New(context.Background(), Options{Name: "t", Store: memstore.New(), Streams: l, Logger: quiet, Scheduler: true,
-		Policies: func(k destinations.Kind, name string) Policy {
-			p := DefaultPolicy(k.IsTopic())
+		Policies: func(k destinations.Kind, name string) destinations.Policy {
+			p := destinations.DefaultPolicy(k.IsTopic())
 			if k == destinations.Topic && destinations.Match("s.>", name) {
 				p.Stream, p.Partitions, p.Retention, p.RebalanceTimeout = true, e.parts, e.retention, e.rebalance
 			}
@@ -206,7 +206,7 @@ func TestStreamPartitionKeyKeepsOrder(t *testing.T) {
 	keys := []string{"alice", "bob", "carol", "dave", "erin"}
 	for i := range 50 {
 		k := keys[i%len(keys)]
-		p.sendMsg("/topic/s.k", hdrMsg(k+"-"+strconv.Itoa(i), HeaderPartitionKey, k))
+		p.sendMsg("/topic/s.k", hdrMsg(k+"-"+strconv.Itoa(i), destinations.PartitionKeyProperty, k))
 	}
 	c := newClient(t, e.b, "")
 	c.subscribeReq(SubscribeRequest{ID: "s", Dest: topicName("s.k"), StreamOffset: "first"})
@@ -220,7 +220,7 @@ func TestStreamPartitionKeyKeepsOrder(t *testing.T) {
 			require.Greater(t, n, last[k], "per-key order")
 		}
 		partOf[k], last[k] = d.StreamPartition, n
-		v, _ := d.Msg.Headers.Get(HeaderPartitionKey)
+		v, _ := d.Msg.Headers.Get(destinations.PartitionKeyProperty)
 		require.Equal(t, k, v, "application headers pass through")
 	}
 	require.Len(t, partOf, len(keys))
@@ -517,72 +517,6 @@ func TestStreamCloseStopsReaders(t *testing.T) {
 	}
 }
 
-func TestLogTopicNameRoundTrip(t *testing.T) {
-	for _, name := range []string{"events.orders", "a-b", "a_b", "with space", "ü", ".", "..", "x/y:z", "_", "__x_"} {
-		ln, ok := logTopicName(name)
-		require.True(t, ok, name)
-		require.True(t, kafkalog.ValidTopicName(ln), ln)
-		back, ok := brokerTopicName(ln)
-		require.True(t, ok, ln)
-		require.Equal(t, name, back)
-	}
-	ln, _ := logTopicName("events.orders")
-	require.Equal(t, "events.orders", ln, "plain names stay")
-	for _, bad := range []string{"a_zz", "a_", "a_4"} {
-		_, ok := brokerTopicName(bad)
-		require.False(t, ok, bad)
-	}
-	_, ok := logTopicName(string(make([]byte, 300)))
-	require.False(t, ok)
-}
-
-func TestParseStreamStart(t *testing.T) {
-	now := time.UnixMilli(1_000_000)
-	for v, want := range map[string]streamStart{
-		"":                {kind: startNext},
-		"NEXT":            {kind: startNext},
-		"first":           {kind: startFirst},
-		"last":            {kind: startLast},
-		"0":               {kind: startOffset},
-		"42":              {kind: startOffset, value: 42},
-		"timestamp=12345": {kind: startTime, value: 12345},
-		"10s":             {kind: startTime, value: 990_000},
-	} {
-		got, err := parseStreamStart(v, now)
-		require.NoError(t, err, v)
-		require.Equal(t, want, got, v)
-	}
-}
-
-func TestPartTracker(t *testing.T) {
-	tr := newPartTracker(10)
-	for off := int64(10); off < 15; off++ {
-		tr.add(off)
-	}
-	tr.skip(15)
-	tr.add(16)
-	_, moved := tr.ack(12)
-	require.False(t, moved)
-	p, moved := tr.ack(10)
-	require.True(t, moved)
-	require.Equal(t, int64(11), p)
-	p, _ = tr.ack(11)
-	require.Equal(t, int64(13), p, "past 12, acknowledged earlier")
-	_, moved = tr.ack(11)
-	require.False(t, moved, "twice")
-	tr.ack(13)
-	p, _ = tr.ack(14)
-	require.Equal(t, int64(16), p, "past the skipped 15")
-	p, _ = tr.ack(16)
-	require.Equal(t, int64(17), p)
-	tr.skip(17)
-	point, unsettled := tr.retire()
-	require.Equal(t, int64(18), point)
-	require.Zero(t, unsettled, "everything handed out was acknowledged")
-	_, moved = tr.ack(17)
-	require.False(t, moved)
-}
-
 func TestStreamPolicyRetentionIsAppliedAtEveryStart(t *testing.T) {
 	e := newStreamEnv(t, 2)
 	e.retention = time.Hour
@@ -606,7 +540,7 @@ func TestStreamPolicyRetentionIsAppliedAtEveryStart(t *testing.T) {
 }
 
 func TestStreamWithoutLogIsRefused(t *testing.T) {
-	b := newPolicyBroker(t, func(p *Policy) { p.Stream = true })
+	b := newPolicyBroker(t, func(p *destinations.Policy) { p.Stream = true })
 	c := newClient(t, b, "")
 	var err error
 	c.do(func() {
@@ -616,100 +550,4 @@ func TestStreamWithoutLogIsRefused(t *testing.T) {
 	require.Contains(t, err.Error(), "no streams log")
 	n, _ := destinations.ParseOne("/queue/q")
 	c.subscribeReq(SubscribeRequest{ID: "q", Dest: n}) // queues are not streams
-}
-
-func TestStreamRecordRoundTrip(t *testing.T) {
-	st := &stream{t: newTopic(nil, "s.x"), logTopic: "s.x"}
-	m := &persistence.Message{ID: "ID:a;b", Body: []byte("body"), Priority: 9, Expires: 123, Persistent: true,
-		Timestamp: 456, Headers: persistence.Headers{"amq", "app's own", "k", "v"}}
-	r := encodeRecord(m, "key", 999)
-	require.Equal(t, []byte("key"), r.Key)
-	require.Equal(t, int64(999), r.Timestamp, "the record has the time of the append")
-	r.Offset = 7
-	got := st.decodeRecord(&r, 2)
-	require.Equal(t, m.ID, got.ID)
-	require.Equal(t, m.Body, got.Body)
-	require.Equal(t, m.Priority, got.Priority)
-	require.Equal(t, m.Expires, got.Expires)
-	require.True(t, got.Persistent)
-	require.Equal(t, m.Timestamp, got.Timestamp)
-	require.Equal(t, m.Headers, got.Headers, "an application header named like the broker's stays")
-	require.Equal(t, "topic://s.x", got.Dest)
-
-	// A record another kafkalog user wrote.
-	foreign := kafkalog.Record{Offset: 3, Value: []byte("v"), Headers: [][2]string{{"amq", "not ours"}}}
-	got = st.decodeRecord(&foreign, 1)
-	require.Equal(t, "ID:stream:s.x:1:3", got.ID)
-	require.Equal(t, uint8(4), got.Priority)
-	require.Equal(t, persistence.Headers{"amq", "not ours"}, got.Headers)
-}
-
-func TestSplitMeta(t *testing.T) {
-	for _, v := range []string{"", "1", "1;4;0;1", "1;4;0;1;", "1;4;0;1;ID:a;b;c", ";;;;", "1;4;0;0;ID:x",
-		"2;4;0;1", "2;4;0;1;5", "2;4;0;1;5;", "2;4;0;1;5;ID:a;b", "3;4;0;1;5;ID:x", "21;4;0;1;5;ID:x"} {
-		n := 0
-		switch {
-		case strings.HasPrefix(v, "1;"):
-			n = 5
-		case strings.HasPrefix(v, "2;"):
-			n = 6
-		}
-		want := strings.SplitN(v, ";", max(n, 1))
-		got, gotN := splitMeta(v)
-		if n > 0 && len(want) < n {
-			n = 0
-		}
-		if gotN != n || n > 0 && [6]string(append(want, make([]string, 6-n)...)) != got {
-			t.Errorf("splitMeta(%q) = %q, %d; SplitN: %q", v, got, gotN, want)
-		}
-	}
-}
-
-// Records written before the message's timestamp had a field of its own (version 1)
-// still read, with the record's timestamp.
-func TestStreamRecordVersion1(t *testing.T) {
-	st := &stream{t: newTopic(nil, "s.x"), logTopic: "s.x"}
-	r := kafkalog.Record{Offset: 1, Timestamp: 1234, Value: []byte("v"),
-		Headers: [][2]string{{"amq", "1;7;99;1;ID:a;b"}, {"k", "v"}}}
-	got := st.decodeRecord(&r, 0)
-	require.Equal(t, "ID:a;b", got.ID)
-	require.Equal(t, uint8(7), got.Priority)
-	require.Equal(t, int64(99), got.Expires)
-	require.True(t, got.Persistent)
-	require.Equal(t, int64(1234), got.Timestamp)
-	require.Equal(t, persistence.Headers{"k", "v"}, got.Headers)
-}
-
-// A batch's records share storage, and each decodes to its own message.
-func TestStreamRecordBuilder(t *testing.T) {
-	st := &stream{t: newTopic(nil, "s.x"), logTopic: "s.x"}
-	msgs := []*persistence.Message{
-		{ID: "ID:1", Body: []byte("a"), Priority: 4, Timestamp: 1},
-		{ID: "ID:2;x", Body: []byte("b"), Priority: 0, Expires: 99, Persistent: true, Timestamp: 2,
-			Headers: persistence.Headers{"k1", "v1", "k2", "v2"}},
-		{ID: "ID:3", Body: []byte("c"), Priority: 9, Timestamp: 3, Headers: persistence.Headers{"amq", "x"}},
-	}
-	var b recordBuilder
-	for round := range 2 {
-		var reqs []appendReq
-		for i, m := range msgs {
-			reqs = append(reqs, newAppendReq(m, []string{"", "key", ""}[i], nil))
-		}
-		recs := b.build(reqs, 1000)
-		require.Len(t, recs, len(msgs))
-		for i, m := range msgs {
-			require.Equal(t, encodeRecord(m, []string{"", "key", ""}[i], 1000), recs[i], "round %d, message %d", round, i)
-			got := st.decodeRecord(&recs[i], 0)
-			require.Equal(t, m.ID, got.ID)
-			require.Equal(t, m.Priority, got.Priority)
-			require.Equal(t, m.Expires, got.Expires)
-			require.Equal(t, m.Persistent, got.Persistent)
-			require.Equal(t, m.Timestamp, got.Timestamp)
-			require.Equal(t, len(m.Headers), len(got.Headers))
-			if len(m.Headers) > 0 {
-				require.Equal(t, m.Headers, got.Headers)
-			}
-		}
-		b.reset()
-	}
 }

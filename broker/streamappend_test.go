@@ -58,24 +58,28 @@ func TestStreamSendHeldWhileAppendQueueFull(t *testing.T) {
 	release := e.holdStreamSyncs("s.b")
 
 	// The appender of s.b takes one message and waits for the disk; the queue fills.
-	a := e.b.topic("s.b").st.Load().apps[0]
+	queued := func() int { return streamStats(t, e.b, "/topic/s.b").Pending }
 	require.NoError(t, p.sendWithin([]destinations.Name{topicName("s.b")}, "stuck"))
-	eventually(t, func() bool { return a.queued() == 0 })
-	for a.full(newAppendReq(msg("fill"), "", nil).size) == nil {
-		require.NoError(t, a.enqueue(newAppendReq(msg("fill"), "", func(error) {}), true))
+	eventually(t, func() bool { return queued() == 0 })
+	for {
+		err := p.sendWithin([]destinations.Name{topicName("s.b")}, "fill")
+		if err != nil {
+			require.ErrorIs(t, err, destinations.ErrStreamBusy)
+			break
+		}
 	}
-	filled := a.queued()
+	filled := queued()
 
 	both := []destinations.Name{topicName("s.a"), topicName("s.b")}
 	var held *Error
 	for _, dests := range [][]destinations.Name{both[1:], both} {
 		err := p.sendWithin(dests, "both")
 		require.ErrorAs(t, err, &held)
-		require.ErrorIs(t, err, errStreamBusy)
+		require.ErrorIs(t, err, destinations.ErrStreamBusy)
 		require.NotNil(t, held.Retry, "the transport holds the SEND until there is room")
 		require.False(t, held.Fatal)
 		require.Contains(t, held.Message, "/topic/s.b")
-		require.Equal(t, filled, a.queued(), "nothing queued")
+		require.Equal(t, filled, queued(), "nothing queued")
 	}
 	next, err := e.log.NextOffset("s.a", 0)
 	require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/activemq-go/broker/destinations"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,7 +18,7 @@ func groupMember(c *client, topic, offset string) {
 // sendKeyed sends n messages <prefix>-<i> to topic, over ten partition keys.
 func sendKeyed(p *client, topic, prefix string, n int) {
 	for i := range n {
-		p.sendMsg("/topic/"+topic, hdrMsg(prefix+"-"+strconv.Itoa(i), HeaderPartitionKey, "k"+strconv.Itoa(i%10)))
+		p.sendMsg("/topic/"+topic, hdrMsg(prefix+"-"+strconv.Itoa(i), destinations.PartitionKeyProperty, "k"+strconv.Itoa(i%10)))
 	}
 }
 

@@ -4,25 +4,20 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/selector"
-	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/durable"
 )
 
 // AckMode is how a subscription acknowledges.
-type AckMode uint8
+type AckMode = destinations.AckMode
 
+// The acknowledgement modes.
 const (
-	// AckAuto: a message is consumed once it is written to the client.
-	AckAuto AckMode = iota
-	// AckClient: ACK is cumulative over the subscription's dispatched messages.
-	AckClient
-	// AckClientIndividual: ACK and NACK name one message.
-	AckClientIndividual
+	AckAuto             = destinations.AckAuto
+	AckClient           = destinations.AckClient
+	AckClientIndividual = destinations.AckClientIndividual
 )
 
 // SubscribeRequest describes a new subscription.
@@ -53,36 +48,17 @@ type SubscribeRequest struct {
 	ConsumerGroup string
 }
 
-// Subscription is one consumer.
+// Subscription is one consumer: its destination side (destinations.Consumer), where
+// it is attached, and what it was sent and has not acknowledged.
 type Subscription struct {
-	conn     *Conn
-	ID       string
-	Dest     destinations.Name
-	Mode     AckMode
-	Prefetch int32
+	destinations.Consumer
+	conn *Conn
 
-	sel       *selector.Selector
-	exclusive bool
-	priority  int
-	noLocal   bool
-
-	credit  atomic.Int32
-	q       *queue
-	qs      []*queue // a wildcard queue subscription's queues, guarded by the broker's mu
-	durable *durableSub
-	t       *topic // nil for a wildcard topic subscription
-	stream  *streamSub
-
-	// Topic messages waiting beyond prefetch (slowconsumer.go), guarded by mu: since
-	// when and how often the subscriber was behind, what the pending limit dropped,
-	// and whether it ended (it takes no more).
-	mu            sync.Mutex
-	overflow      []*waiting
-	slowSince     time.Time
-	slowCount     int64
-	dropped       int64
-	droppedLogged time.Time
-	ended         bool
+	q       *destinations.QueueDest
+	qs      []*destinations.QueueDest // a wildcard queue subscription's queues, guarded by the broker's mu
+	durable *durable.Sub
+	t       *destinations.TopicDest // nil for a wildcard topic subscription
+	stream  *destinations.StreamReader
 
 	// Owned by the connection's goroutine: written, not yet acknowledged, in tag order.
 	dispatched []*Delivery
@@ -90,32 +66,10 @@ type Subscription struct {
 }
 
 // Delivery is one message handed to one subscription.
-type Delivery struct {
-	Sub           *Subscription
-	Msg           *persistence.Message
-	Destination   string // where the message was sent, as the client names it
-	Redelivered   bool
-	DeliveryCount uint32 // 1 on the first delivery
-	// GroupFirst marks the first message of a message group this consumer gets
-	// (JMSXGroupFirstForConsumer).
-	GroupFirst bool
-	// Tag identifies the delivery on its connection; STOMP 1.2 ack ids are made from it.
-	Tag uint64
-	// Stream is set for a message read from a stream, with its partition and offset
-	// (the x-stream-partition and x-stream-offset headers).
-	Stream          bool
-	StreamPartition int
-	StreamOffset    int64
+type Delivery = destinations.Delivery
 
-	entry   *destinations.Entry // queue deliveries
-	q       *queue
-	track   *partTracker // stream deliveries
-	written bool
-	settled bool
-	// sameID is the next unsettled delivery of the same message id on the connection, in
-	// tag order, while Conn.byID is kept.
-	sameID *Delivery
-}
+// subOf is the subscription a delivery was made for.
+func subOf(d *Delivery) *Subscription { return d.Sub.Owner.(*Subscription) }
 
 // Subscribe adds a subscription to the connection.
 func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription, error) {
@@ -149,9 +103,10 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 			prefetch = p.DurableTopicPrefetch
 		}
 	}
-	s := &Subscription{conn: c, ID: r.ID, Dest: r.Dest, Mode: r.Mode, Prefetch: int32(prefetch),
-		sel: r.Selector, exclusive: r.Exclusive, priority: r.Priority, noLocal: r.NoLocal}
-	s.credit.Store(int32(prefetch))
+	s := &Subscription{conn: c}
+	s.Consumer = destinations.Consumer{Sink: c, Owner: s, ID: r.ID, Dest: r.Dest, Mode: r.Mode, Prefetch: int32(prefetch),
+		Selector: r.Selector, Exclusive: r.Exclusive, Priority: r.Priority, NoLocal: r.NoLocal}
+	s.Credit.Store(int32(prefetch))
 	if t := c.b.streamTopic(r.Dest); t != nil {
 		if err := c.subscribeStream(ctx, r, s, t); err != nil {
 			return nil, err
@@ -172,18 +127,18 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 		c.b.addWildcardQueue(s)
 	case r.Dest.Kind == destinations.Queue:
 		// Looked up again if the collector removed it meanwhile (gc.go).
-		for s.q = c.b.queue(r.Dest.Name); !s.q.addConsumer(s); s.q = c.b.queue(r.Dest.Name) {
+		for s.q = c.b.queue(r.Dest.Name); !s.q.AddConsumer(&s.Consumer); s.q = c.b.queue(r.Dest.Name) {
 		}
 	case r.Dest.IsWildcard():
 		c.b.addWildcard(s)
 	default:
 		for {
 			s.t = c.b.topic(r.Dest.Name)
-			s.t.add(s)
-			if !s.t.gc.removed.Load() {
+			s.t.Add(&s.Consumer)
+			if !s.t.Removed() {
 				break
 			}
-			s.t.remove(s)
+			s.t.Remove(&s.Consumer)
 		}
 	}
 	return s, nil
@@ -204,7 +159,7 @@ func (b *Broker) addWildcard(s *Subscription) {
 	b.wildSubs = append(b.wildSubs, s)
 	for name, t := range b.topics {
 		if destinations.Match(s.Dest.Name, name) {
-			t.add(s)
+			t.Add(&s.Consumer)
 		}
 	}
 }
@@ -226,7 +181,7 @@ func (b *Broker) removeWildcard(s *Subscription) {
 	b.wildSubs = withoutSub(b.wildSubs, s)
 	for name, t := range b.topics {
 		if destinations.Match(s.Dest.Name, name) {
-			t.remove(s)
+			t.Remove(&s.Consumer)
 		}
 	}
 }
@@ -234,20 +189,20 @@ func (b *Broker) removeWildcard(s *Subscription) {
 // kick resumes dispatch to s after it got credit back.
 func (s *Subscription) kick() {
 	if s.q != nil {
-		s.q.dispatch()
+		s.q.Dispatch()
 		return
 	}
 	if s.isWildcardQueue() {
 		for _, q := range s.conn.b.wildcardQueues(s) {
-			q.dispatch()
+			q.Dispatch()
 		}
 		return
 	}
 	if s.stream != nil {
-		s.stream.kick()
+		s.stream.Kick()
 		return
 	}
-	s.refill()
+	s.Refill()
 }
 
 // UnsubscribeRequest describes an UNSUBSCRIBE.
@@ -284,28 +239,28 @@ func (c *Conn) Unsubscribe(ctx context.Context, r UnsubscribeRequest) error {
 func (c *Conn) unsubscribe(s *Subscription) {
 	delete(c.subs, s.ID)
 	if s.durable != nil {
-		s.durable.deactivate(s)
+		s.durable.Detach(&s.Consumer)
 	}
 	switch {
 	case s.stream != nil:
-		s.stream.close()
+		s.stream.Close()
 	case s.q != nil:
-		s.q.removeConsumer(s)
+		s.q.RemoveConsumer(&s.Consumer)
 	case s.isWildcardQueue():
 		c.b.removeWildcardQueue(s)
 	case s.t != nil:
-		s.t.remove(s)
-		s.dropOverflow()
+		s.t.Remove(&s.Consumer)
+		s.DropOverflow()
 	default:
 		c.b.removeWildcard(s)
-		s.dropOverflow()
+		s.DropOverflow()
 	}
 	// Deliveries queued for the wire but not written yet.
 	c.mu.Lock()
 	var unwritten []*Delivery
 	kept := c.out[:0]
 	for _, d := range c.out {
-		if d.Sub == s {
+		if d.Sub == &s.Consumer {
 			unwritten = append(unwritten, d)
 		} else {
 			kept = append(kept, d)
@@ -317,8 +272,8 @@ func (c *Conn) unsubscribe(s *Subscription) {
 
 	back := unwritten
 	for _, d := range s.dispatched {
-		if !d.settled {
-			d.settled = true
+		if !d.Settled {
+			d.Settled = true
 			delete(c.byTag, d.Tag)
 			c.unindexID(d)
 			back = append(back, d)
@@ -339,13 +294,13 @@ func sortByTag(ds []*Delivery) {
 // swept out once they are half the list.
 func (s *Subscription) settle(ds []*Delivery) {
 	for _, d := range ds {
-		d.settled = true
+		d.Settled = true
 		delete(s.conn.byTag, d.Tag)
 		s.conn.unindexID(d)
 	}
 	s.acked += len(ds)
 	i := 0
-	for i < len(s.dispatched) && s.dispatched[i].settled {
+	for i < len(s.dispatched) && s.dispatched[i].Settled {
 		i++
 	}
 	if i > 0 {
@@ -356,7 +311,7 @@ func (s *Subscription) settle(ds []*Delivery) {
 	if s.acked > 64 && s.acked*2 > len(s.dispatched) {
 		kept := s.dispatched[:0]
 		for _, d := range s.dispatched {
-			if !d.settled {
+			if !d.Settled {
 				kept = append(kept, d)
 			}
 		}
@@ -370,7 +325,7 @@ func (s *Subscription) settle(ds []*Delivery) {
 // acks, which ActiveMQ leaves dispatched to the same client).
 func (s *Subscription) unsettle(ds []*Delivery) {
 	for _, d := range ds {
-		d.settled = false
+		d.Settled = false
 		s.conn.byTag[d.Tag] = d
 		s.conn.indexID(d)
 	}
@@ -378,7 +333,7 @@ func (s *Subscription) unsettle(ds []*Delivery) {
 	sortByTag(s.dispatched)
 	s.acked = 0
 	for _, d := range s.dispatched {
-		if d.settled {
+		if d.Settled {
 			s.acked++
 		}
 	}

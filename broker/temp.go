@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"strings"
-
 	"github.com/activemq-go/broker/destinations"
 )
 
@@ -52,14 +50,12 @@ func (c *Conn) resolve(d destinations.Name, consume bool) (destinations.Name, er
 		c.b.temps[key] = c
 		c.temps = append(c.temps, key)
 		if topic {
-			t := newTopic(c.b, real)
-			t.seq.Store(c.b.seqFloor.Load())
-			t.stomp = d.String()
-			t.applyPolicy(c.b.policyFor(destinations.TempTopic, real))
+			t := destinations.NewTopic(&c.b.env, real, c.b.policyFor(destinations.TempTopic, real), c.b.seqFloor.Load(), true)
+			t.SetClientName(d)
 			c.b.topics[real] = t
 		} else {
-			q := newQueueWith(c.b, real, c.b.policyFor(destinations.TempQueue, real))
-			q.stomp = d.String()
+			q := destinations.NewQueue(&c.b.env, real, c.b.policyFor(destinations.TempQueue, real), c.b.seqFloor.Load())
+			q.SetClientName(d)
 			c.b.queues[real] = q
 		}
 	}
@@ -77,15 +73,11 @@ func (b *Broker) isTemp(d destinations.Name) bool {
 // usable by whoever receives the message.
 func (c *Conn) rewriteReplyTo(hs []string) error {
 	for i := 0; i+1 < len(hs); i += 2 {
-		if hs[i] != "reply-to" {
+		if hs[i] != destinations.ReplyToProperty {
 			continue
 		}
-		v := hs[i+1]
-		if !strings.HasPrefix(v, "/temp-queue/") && !strings.HasPrefix(v, "/temp-topic/") {
-			return nil
-		}
-		n, err := destinations.ParseOne(v)
-		if err != nil {
+		n, ok := destinations.ParseTemp(hs[i+1])
+		if !ok {
 			return nil // kept as a plain string, as ActiveMQ does
 		}
 		real, err := c.resolve(n, false)
@@ -104,12 +96,12 @@ func (c *Conn) dropTemps() {
 		return
 	}
 	c.b.mu.Lock()
-	var qs []*queue
+	var qs []*destinations.QueueDest
 	for _, k := range c.temps {
 		delete(c.b.temps, k)
 		if k.topic {
 			if t := c.b.topics[k.name]; t != nil {
-				t.close()
+				t.Close()
 			}
 			delete(c.b.topics, k.name)
 			continue
@@ -121,9 +113,7 @@ func (c *Conn) dropTemps() {
 	}
 	c.b.mu.Unlock()
 	for _, q := range qs {
-		q.mu.Lock()
-		q.pending.RemoveIf(func(e *destinations.Entry) bool { q.release(e.Size); return true })
-		q.mu.Unlock()
+		q.Drop()
 	}
 	c.temps = nil
 }

@@ -63,14 +63,14 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 			applies = append(applies, f)
 		}
 	}
-	var entries []queuedEntry
+	var entries []destinations.Accepted
 	var topicSends []topicSend
 	var jobs []*job
 	// fail undoes what the transaction did so far: what it queued is dropped, what it
 	// acknowledged is given back, the keys of its scheduled messages are released.
 	fail := func(err error) {
 		batch.Rollback()
-		settleEntries(entries, err)
+		destinations.SettleAll(entries, err)
 		for _, f := range applies {
 			f(err)
 		}
@@ -105,8 +105,12 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 			}
 			if d.Kind.IsTopic() {
 				t := c.b.topic(d.Name)
-				expireAfter(msg, t.ttl)
-				entries = append(entries, t.accept(msg, func() persistence.Batch { return batch })...)
+				destinations.ExpireAfter(msg, t.TTL())
+				acc, store := t.Accept(msg)
+				if store {
+					batch.Add(msg)
+				}
+				entries = append(entries, acc...)
 				topicSends = append(topicSends, topicSend{t, msg})
 				continue
 			}
@@ -115,14 +119,14 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 				fail(err) // the whole transaction fails
 				return c.b.memoryFull(c, q, err)
 			}
-			entries = append(entries, queuedEntry{q, e, msg.Seq})
+			entries = append(entries, destinations.Accepted{Q: q, E: e, Seq: msg.Seq})
 			if msg.Persistent {
 				batch.Add(msg)
 			}
 		}
 	}
 	c.b.finish(batch, persistence.Sync, func(err error) {
-		settleEntries(entries, err)
+		destinations.SettleAll(entries, err)
 		for _, f := range applies {
 			f(err)
 		}
@@ -131,7 +135,7 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 		}
 		if err == nil {
 			for _, ts := range topicSends {
-				ts.t.publish(ts.msg, c)
+				ts.t.Publish(ts.msg, c)
 			}
 		}
 	}, done)
@@ -139,7 +143,7 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 }
 
 type topicSend struct {
-	t   *topic
+	t   *destinations.TopicDest
 	msg *persistence.Message
 }
 
@@ -156,7 +160,7 @@ func (c *Conn) Abort(tx string) error {
 		s := st.sub
 		if c.subs[s.ID] == s {
 			s.unsettle(st.ds)
-			s.credit.Add(-int32(len(st.ds)))
+			s.Credit.Add(-int32(len(st.ds)))
 			continue
 		}
 		requeueEach(st.ds)

@@ -42,9 +42,9 @@ func (v VirtualTopics) virtualTopicOf(name string) (string, bool) {
 }
 
 // registerVirtual records a new queue that consumes a virtual topic. Called with b.mu held.
-func (b *Broker) registerVirtual(q *queue) {
-	if topic, ok := b.virtual.virtualTopicOf(q.name); ok {
-		b.vtQueues[topic] = append(b.vtQueues[topic], destinations.Name{Kind: destinations.Queue, Name: q.name})
+func (b *Broker) registerVirtual(q *destinations.QueueDest) {
+	if topic, ok := b.virtual.virtualTopicOf(q.Name()); ok {
+		b.vtQueues[topic] = append(b.vtQueues[topic], destinations.Name{Kind: destinations.Queue, Name: q.Name()})
 	}
 }
 

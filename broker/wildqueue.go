@@ -23,11 +23,11 @@ func (b *Broker) addWildcardQueue(s *Subscription) {
 			s.qs = append(s.qs, q)
 		}
 	}
-	qs := append([]*queue(nil), s.qs...)
+	qs := append([]*destinations.QueueDest(nil), s.qs...)
 	b.mu.Unlock()
 	// Dispatch outside b.mu. A queue created meanwhile got s from attachWildcardQueues.
 	for _, q := range qs {
-		q.addConsumer(s)
+		q.AddConsumer(&s.Consumer)
 	}
 }
 
@@ -37,37 +37,35 @@ func (b *Broker) removeWildcardQueue(s *Subscription) {
 	defer b.mu.Unlock()
 	b.wildQueueSubs = withoutSub(b.wildQueueSubs, s)
 	for _, q := range s.qs {
-		q.removeConsumer(s)
+		q.RemoveConsumer(&s.Consumer)
 	}
 	s.qs = nil
 }
 
 // attachWildcardQueues adds the wildcard queue subscriptions matching a new queue, still
 // empty, to its consumers. The caller holds b.mu.
-func (b *Broker) attachWildcardQueues(q *queue, name string) {
+func (b *Broker) attachWildcardQueues(q *destinations.QueueDest, name string) {
 	for _, s := range b.wildQueueSubs {
 		if destinations.Match(s.Dest.Name, name) {
 			s.qs = append(s.qs, q)
-			q.mu.Lock()
-			q.consumers = append(q.consumers, s)
-			q.mu.Unlock()
+			q.AddConsumer(&s.Consumer)
 		}
 	}
 }
 
 // wildcardQueues returns the queues s consumes from now.
-func (b *Broker) wildcardQueues(s *Subscription) []*queue {
+func (b *Broker) wildcardQueues(s *Subscription) []*destinations.QueueDest {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return append([]*queue(nil), s.qs...)
+	return append([]*destinations.QueueDest(nil), s.qs...)
 }
 
 // byQueue groups queue deliveries by the queue they came from, keeping their order.
-func byQueue(ds []*Delivery) map[*queue][]*Delivery {
-	out := make(map[*queue][]*Delivery, 1)
+func byQueue(ds []*Delivery) map[*destinations.QueueDest][]*Delivery {
+	out := make(map[*destinations.QueueDest][]*Delivery, 1)
 	for _, d := range ds {
-		if d.q != nil {
-			out[d.q] = append(out[d.q], d)
+		if d.Queue != nil {
+			out[d.Queue] = append(out[d.Queue], d)
 		}
 	}
 	return out
@@ -76,6 +74,6 @@ func byQueue(ds []*Delivery) map[*queue][]*Delivery {
 // requeueEach gives unacknowledged queue deliveries back to the queues they came from.
 func requeueEach(ds []*Delivery) {
 	for q, qds := range byQueue(ds) {
-		q.requeue(qds, false)
+		q.Requeue(qds, false)
 	}
 }

@@ -1,6 +1,19 @@
 // Package destinations knows destination names and their syntax (ActiveMQ's: /queue/,
 // /topic/, /temp-queue/, /temp-topic/, composite names separated by commas, and the
-// wildcards * and >), and the per-destination data structures the broker dispatches from.
+// wildcards * and >), the per-destination policy, and the destinations themselves:
+// queues (QueueDest: dispatch with prefetch credit, paging, redelivery, dead-lettering,
+// expiry), topics (TopicDest, with their slow subscribers) and streams (Stream, over a
+// StreamLog). A destination is made with an Env, the broker's services it needs, and
+// dispatches to Consumers, pushing Deliveries to their connection's Sink.
+//
+// # Lock order
+//
+// A topic's streamMu (opening its stream) comes before the broker's registry lock.
+// Then a destination's lock: a queue's mu; a topic's pubMu (publishing to durable
+// subscriptions, whose views are queues) before a queue's mu, and its mu (its
+// subscribers) before a Consumer's mu (its overflow). A StreamReader's mu comes before
+// its consumer group's mu and its partTrackers' mu; a stream's mu is taken alone.
+// A Sink's own lock is taken last: Push is called with destination locks held.
 package destinations
 
 import (
@@ -187,4 +200,21 @@ func Match(pattern, name string) bool {
 		}
 		pattern, name = prest, nrest
 	}
+}
+
+// ReplyToProperty is the message property naming where replies go; a temporary
+// destination in it is rewritten so that whoever receives the message can use it.
+const ReplyToProperty = "reply-to"
+
+// ParseTemp parses v if it names a temporary destination of the sender's
+// (/temp-queue/NAME or /temp-topic/NAME); false for anything else.
+func ParseTemp(v string) (Name, bool) {
+	if !strings.HasPrefix(v, "/temp-queue/") && !strings.HasPrefix(v, "/temp-topic/") {
+		return Name{}, false
+	}
+	n, err := ParseOne(v)
+	if err != nil {
+		return Name{}, false
+	}
+	return n, true
 }

@@ -10,7 +10,7 @@ func entry(seq uint64, prio uint8) *Entry {
 	return &Entry{Msg: &persistence.Message{Seq: seq, Priority: prio}, Ready: true}
 }
 
-func drain(p *Pending) []uint64 {
+func drainPending(p *Pending) []uint64 {
 	var out []uint64
 	for e := p.Pop(); e != nil; e = p.Pop() {
 		out = append(out, e.Msg.Seq)
@@ -26,7 +26,7 @@ func TestPendingFIFOAndRequeue(t *testing.T) {
 	a, b := p.Pop(), p.Pop()
 	p.Requeue(b)
 	p.Requeue(a)
-	got := drain(p)
+	got := drainPending(p)
 	want := []uint64{1, 2, 3, 4, 5}
 	if len(got) != len(want) {
 		t.Fatalf("got %v want %v", got, want)
@@ -48,7 +48,7 @@ func TestPendingPriority(t *testing.T) {
 	p.Push(entry(3, 0))
 	p.Push(entry(4, 9))
 	p.Push(entry(5, 4))
-	got := drain(p)
+	got := drainPending(p)
 	want := []uint64{2, 4, 1, 5, 3}
 	for i := range want {
 		if got[i] != want[i] {
@@ -66,7 +66,7 @@ func TestPendingRemoveIf(t *testing.T) {
 	if n := p.RemoveIf(func(e *Entry) bool { return e.Msg.Seq%2 == 0 }); n != 3 {
 		t.Fatalf("removed %d", n)
 	}
-	got := drain(p)
+	got := drainPending(p)
 	if len(got) != 2 || got[0] != 3 || got[1] != 5 {
 		t.Fatalf("got %v", got)
 	}
@@ -91,7 +91,7 @@ func TestPendingRemoveMiddleAndEach(t *testing.T) {
 	if len(seen) != p.Len() {
 		t.Fatalf("Each saw %d, Len %d", len(seen), p.Len())
 	}
-	got := drain(p)
+	got := drainPending(p)
 	if len(got) != len(seen) {
 		t.Fatalf("drained %d, want %d", len(got), len(seen))
 	}
@@ -122,7 +122,7 @@ func TestPendingRemoveMiddleAndEach(t *testing.T) {
 	q.Push(es[2])
 	q.Remove(es[2])
 	q.Push(es[2])
-	got = drain(q)
+	got = drainPending(q)
 	if len(got) != 5 {
 		t.Fatalf("got %v", got)
 	}

@@ -1,7 +1,9 @@
 package tests
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -34,8 +36,13 @@ var allowed = map[string][]string{
 	"persistence/pgstore":   {"persistence/internal", "persistence", "internal/setting"},
 	"persistence/logstore":  {"persistence/internal", "persistence", "kafkalog", "internal/vfs", "internal/setting"},
 	"kafkalog":              {"internal/vfs"},
-	"durable":               {"persistence"},
-	"destinations":          {"persistence", "kafkalog", "internal/vfs"},
+	// durable keeps durable subscriptions over the destinations' queues and topics
+	// (kafkalog and internal/vfs come in through destinations' stream log types).
+	"durable": {"destinations", "destinations/policy", "destinations/selector", "persistence", "kafkalog", "internal/vfs"},
+	// destinations (queues, topics, streams) knows the store and the value types of the
+	// stream log its StreamLog interface names; kafkalog drags internal/vfs in.
+	"destinations": {"persistence", "kafkalog", "internal/vfs"},
+	// broker hands destinations the concrete kafkalog.Log.
 	"broker":                {"destinations", "durable", "persistence", "kafkalog", "internal/vfs"},
 	"transport/stomp/codec": {},
 	"transport/stomp":       {"transport/stomp/codec", "broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs"},
@@ -80,6 +87,76 @@ func TestLayering(t *testing.T) {
 	}
 	if checked < 5 {
 		t.Fatalf("only %d packages checked; go list output looks wrong", checked)
+	}
+}
+
+// forbidden are the imports that break the layering's direction whatever the rules
+// above say: the broker is protocol-neutral and below transport; destinations and
+// durable are below the broker, and destinations below durable.
+var forbidden = map[string][]string{
+	"broker":       {"transport"},
+	"destinations": {"broker", "durable", "transport"},
+	"durable":      {"broker", "transport"},
+}
+
+// TestLayeringDirection fails when broker imports transport, or destinations or
+// durable import the broker or transport, or destinations imports durable.
+func TestLayeringDirection(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`,
+		module+"/broker/...", module+"/destinations/...", module+"/durable/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || !strings.HasPrefix(fields[0], module+"/") {
+			continue
+		}
+		pkg := strings.TrimPrefix(fields[0], module+"/")
+		top := strings.SplitN(pkg, "/", 2)[0]
+		bans, ok := forbidden[top]
+		if !ok {
+			continue
+		}
+		seen[top] = true
+		for _, dep := range fields[1:] {
+			d := strings.TrimPrefix(dep, module+"/")
+			for _, ban := range bans {
+				if d == ban || strings.HasPrefix(d, ban+"/") {
+					t.Errorf("%s imports %s: the layering goes broker -> durable -> destinations -> persistence", pkg, d)
+				}
+			}
+		}
+	}
+	for top := range forbidden {
+		if !seen[top] {
+			t.Errorf("package %s not in go list's output; the check looks wrong", top)
+		}
+	}
+}
+
+// TestBrokerHasNoStompDestinations fails when the broker's code (tests aside) spells a
+// destination the STOMP way: the broker is protocol-neutral, destinations.Name renders
+// and parses those forms.
+func TestBrokerHasNoStompDestinations(t *testing.T) {
+	files, err := filepath.Glob("../broker/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no broker sources found: %v", err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, lit := range []string{`"/queue/`, `"/topic/`, `"/temp-queue/`, `"/temp-topic/`} {
+			if strings.Contains(string(src), lit) {
+				t.Errorf("%s holds the STOMP-form destination literal %s`: use destinations.Name and its helpers", f, lit)
+			}
+		}
 	}
 }
 

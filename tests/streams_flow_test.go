@@ -34,8 +34,8 @@ func inProcessStreamBroker(t *testing.T, fs vfs.FS) (*broker.Broker, string) {
 		RetentionCheckInterval: -1, MaxBatchBytes: 64 << 20, Logger: quiet})
 	require.NoError(t, err)
 	b, err := broker.New(context.Background(), broker.Options{Name: "t", Store: memstore.New(), Streams: l, Logger: quiet,
-		Policies: func(k destinations.Kind, name string) broker.Policy {
-			p := broker.DefaultPolicy(k.IsTopic())
+		Policies: func(k destinations.Kind, name string) destinations.Policy {
+			p := destinations.DefaultPolicy(k.IsTopic())
 			if k == destinations.Topic && destinations.Match("s.>", name) {
 				p.Stream, p.Partitions = true, 1
 			}

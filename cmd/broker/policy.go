@@ -14,8 +14,8 @@ import (
 // elements beat *, which beats >), and a destination no entry matches gets the defaults.
 // A temporary destination takes the first tempQueue or tempTopic entry; queue and topic
 // patterns never match one (as in ActiveMQ, whose ">" matches no temporary destination).
-func policies(entries []config.PolicyEntry) broker.PolicyFunc {
-	return func(kind destinations.Kind, name string) broker.Policy {
+func policies(entries []config.PolicyEntry) destinations.PolicyFunc {
+	return func(kind destinations.Kind, name string) destinations.Policy {
 		if kind == destinations.TempQueue || kind == destinations.TempTopic {
 			for _, e := range entries {
 				if (kind == destinations.TempQueue && e.TempQueue) || (kind == destinations.TempTopic && e.TempTopic) {
@@ -88,8 +88,8 @@ func specificity(pattern string) int {
 	return score
 }
 
-func toPolicy(e config.PolicyEntry) broker.Policy {
-	p := broker.DefaultPolicy(e.IsTopic())
+func toPolicy(e config.PolicyEntry) destinations.Policy {
+	p := destinations.DefaultPolicy(e.IsTopic())
 	if e.Prefetch > 0 {
 		p.Prefetch = e.Prefetch
 	}
@@ -105,11 +105,11 @@ func toPolicy(e config.PolicyEntry) broker.Policy {
 	p.ExpirePeriod = e.ExpireMessagesPeriod
 	switch e.NackPolicy {
 	case config.NackRedeliver:
-		p.Nack = broker.NackRedeliver
+		p.Nack = destinations.NackRedeliver
 	case config.NackDiscard:
-		p.Nack = broker.NackDiscard
+		p.Nack = destinations.NackDiscard
 	default:
-		p.Nack = broker.NackDLQ
+		p.Nack = destinations.NackDLQ
 	}
 	p.Redelivery = e.Redelivery
 	p.DeadLetter = e.DeadLetter
@@ -119,10 +119,10 @@ func toPolicy(e config.PolicyEntry) broker.Policy {
 	p.MaxPendingMessages = e.MaxPendingMessages
 	p.MaxPendingBytes = e.MaxPendingBytes
 	p.OfflineTimeout = e.OfflineDurableSubscriberTimeout
-	p.PendingLimit = broker.PendingLimit{Constant: e.PendingMessageLimit.Constant,
+	p.PendingLimit = destinations.PendingLimit{Constant: e.PendingMessageLimit.Constant,
 		Limit: e.PendingMessageLimit.Limit, Multiplier: e.PendingMessageLimit.Multiplier}
 	if a := e.SlowConsumer; a != nil {
-		p.SlowConsumer = &broker.SlowConsumerPolicy{AbortConnection: a.AbortConnection,
+		p.SlowConsumer = &destinations.SlowConsumerPolicy{AbortConnection: a.AbortConnection,
 			MaxSlowDuration: a.MaxSlowDuration, MaxSlowCount: a.MaxSlowCount, CheckPeriod: a.CheckPeriod}
 	}
 	p.Stream = e.IsStream()

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/activemq-go/broker/broker"
 	"github.com/activemq-go/broker/config"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/policy"
@@ -58,8 +57,8 @@ func TestTempPolicies(t *testing.T) {
 	assert.Equal(t, 22, pf(destinations.TempTopic, "ID:x:c1:a").Prefetch)
 
 	pf = policies(parseConfig(t, "destinationPolicy:\n  - queue: \">\"\n    prefetch: 11\n").DestinationPolicy)
-	assert.Equal(t, broker.DefaultPolicy(false), pf(destinations.TempQueue, "ID:x:c1:a"))
-	assert.Equal(t, broker.DefaultPolicy(true), pf(destinations.TempTopic, "ID:x:c1:a"))
+	assert.Equal(t, destinations.DefaultPolicy(false), pf(destinations.TempQueue, "ID:x:c1:a"))
+	assert.Equal(t, destinations.DefaultPolicy(true), pf(destinations.TempTopic, "ID:x:c1:a"))
 }
 
 // TestDestinationGCPeriod: no collector without gcInactiveDestinations; with it, half the

@@ -267,8 +267,8 @@ func (s *session) onSubscribe(ctx context.Context, f *frame.Frame, receipt strin
 		req.Prefetch = int(min(n, math.MaxInt32+1))
 	}
 	req.DurableName, req.DurableStyle = durableName(f, id)
-	req.StreamOffset = f.Header.Get(broker.HeaderStreamOffset)
-	req.ConsumerGroup = f.Header.Get(broker.HeaderConsumerGroup)
+	req.StreamOffset = f.Header.Get(headerStreamOffset)
+	req.ConsumerGroup = f.Header.Get(headerConsumerGroup)
 	if text, ok := f.Header.Contains("selector"); ok && strings.TrimSpace(text) != "" {
 		sel, err := selector.Parse(text)
 		if err != nil {

@@ -143,8 +143,8 @@ func (s *session) writeMessageFields(m *persistence.Message, dest, sub, ack stri
 	_ = w.HeaderInt("expires", m.Expires)
 	_ = w.HeaderInt("timestamp", m.Timestamp)
 	if stream != nil {
-		_ = w.Header(broker.HeaderStreamPartition, smallInt(stream.StreamPartition))
-		_ = w.HeaderInt(broker.HeaderStreamOffset, stream.StreamOffset)
+		_ = w.Header(headerStreamPartition, smallInt(stream.StreamPartition))
+		_ = w.HeaderInt(headerStreamOffset, stream.StreamOffset)
 	}
 	for i := 0; i+1 < len(m.Headers); i += 2 {
 		_ = w.Header(m.Headers[i], m.Headers[i+1])

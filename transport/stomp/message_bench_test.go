@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence/storetest"
 	"github.com/activemq-go/broker/transport/stomp/codec"
 )
@@ -16,7 +17,7 @@ func BenchmarkWriteStreamMessage(b *testing.B) {
 	s := &session{w: codec.NewWriter(io.Discard, 0)}
 	s.w.SetVersion(codec.V12)
 	d := &broker.Delivery{
-		Sub:         &broker.Subscription{ID: "sub-0", Mode: broker.AckAuto},
+		Sub:         &destinations.Consumer{ID: "sub-0", Mode: destinations.AckAuto},
 		Msg:         storetest.BenchMessage(),
 		Destination: "/topic/s.bench", DeliveryCount: 1,
 		Stream: true, StreamPartition: 3, StreamOffset: 1234567,

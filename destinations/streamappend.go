@@ -1,4 +1,4 @@
-package broker
+package destinations
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 
 // Appender limits. A partition's queue holds at most appendQueueMsgs messages or
 // appendQueueBytes bytes; a SEND that would pass either is held (producer flow control,
-// flowcontrol.go) until the appender has taken the queue: the transport keeps the frame
+// the broker's flowcontrol.go) until the appender has taken the queue: the transport keeps the frame
 // and sends it again then, and the connection goes on delivering and heart-beating
 // meanwhile. One Append writes at most appendBatchBytes, well under kafkalog's batch
 // limit, so a queue drains in a few batches.
@@ -67,7 +67,7 @@ func newAppendReq(m *persistence.Message, key string, done func(error)) appendRe
 // flush policy, shared by every message that arrived while the previous one ran), then
 // calls each message's done. So producers pipeline while the disk syncs.
 type appender struct {
-	st   *stream
+	st   *Stream
 	part int
 
 	mu     sync.Mutex
@@ -81,7 +81,7 @@ type appender struct {
 	recs  recordBuilder // the records of a batch, owned by run
 }
 
-func newAppender(st *stream, part int) *appender {
+func newAppender(st *Stream, part int) *appender {
 	return &appender{st: st, part: part, wake: make(chan struct{}, 1)}
 }
 
@@ -138,11 +138,8 @@ func (a *appender) roomLocked() <-chan struct{} {
 
 func (a *appender) fullError(room <-chan struct{}) error {
 	return &Error{Message: fmt.Sprintf("stream %s cannot take more now: the append queue of its partition %d is full (%d messages waiting for the disk)",
-		a.st.t.stomp, a.part, len(a.queue)), Err: errStreamBusy, Retry: room}
+		a.st.t.client, a.part, len(a.queue)), Err: ErrStreamBusy, Retry: room}
 }
-
-// errStreamBusy: a stream partition's append queue is full; the SEND is held.
-var errStreamBusy = errors.New("broker: stream append queue full")
 
 func (a *appender) signal() {
 	select {
@@ -206,7 +203,7 @@ func (a *appender) write(batch []appendReq) {
 		recs := a.recs.build(chunk, a.st.log.Now().UnixMilli())
 		base, err := a.st.log.Append(a.st.logTopic, a.part, recs)
 		if err != nil {
-			a.st.b.log.Error("stream append failed", slog.String("dest", a.st.t.stomp),
+			a.st.env.Log.Error("stream append failed", slog.String("dest", a.st.t.client),
 				slog.Int("partition", a.part), slog.Int("messages", n), slog.Any("err", err))
 			err = appendError(a.st, err)
 		}
@@ -221,16 +218,16 @@ func (a *appender) write(batch []appendReq) {
 }
 
 // appendError is what a producer hears when its message could not be appended.
-func appendError(st *stream, err error) error {
+func appendError(st *Stream, err error) error {
 	if errors.Is(err, kafkalog.ErrClosed) {
 		return &Error{Message: "broker is shutting down: message not stored", Err: ErrClosed}
 	}
-	return &Error{Message: fmt.Sprintf("message not stored in stream %s: %v", st.t.stomp, err), Err: fmt.Errorf("%w: %w", ErrStore, err)}
+	return &Error{Message: fmt.Sprintf("message not stored in stream %s: %v", st.t.client, err), Err: fmt.Errorf("%w: %w", ErrStore, err)}
 }
 
 // publishLive hands freshly appended messages to the wildcard subscriptions that match
 // the stream (its topic's plain subscribers), as a topic would.
-func (st *stream) publishLive(recs []kafkalog.Record, part int, base int64) {
+func (st *Stream) publishLive(recs []kafkalog.Record, part int, base int64) {
 	st.t.mu.RLock()
 	n := len(st.t.subs)
 	st.t.mu.RUnlock()
@@ -245,6 +242,6 @@ func (st *stream) publishLive(recs []kafkalog.Record, part int, base int64) {
 		if m.Expires > 0 && m.Expires <= now {
 			continue
 		}
-		st.t.publish(m, nil)
+		st.t.Publish(m, nil)
 	}
 }

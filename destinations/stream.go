@@ -1,4 +1,4 @@
-package broker
+package destinations
 
 import (
 	"fmt"
@@ -10,12 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/kafkalog"
 	"github.com/activemq-go/broker/persistence"
 )
 
-// Stream destinations. A topic whose policy says Stream keeps every message sent to it
+// Stream  A topic whose policy says Stream keeps every message sent to it
 // in a partitioned log (Options.Streams, a kafkalog.Log) for the policy's retention,
 // whatever is consumed, and whatever the message's persistent header says:
 //
@@ -38,25 +37,17 @@ import (
 // The kafkalog topic is named after the broker's topic; names with characters kafkalog
 // does not allow are escaped reversibly (logTopicName).
 
-// Headers of stream messages.
-const (
-	// HeaderStreamOffset on SUBSCRIBE picks where reading starts; on MESSAGE it is the
-	// message's offset in its partition.
-	HeaderStreamOffset = "x-stream-offset"
-	// HeaderStreamPartition on MESSAGE is the message's partition.
-	HeaderStreamPartition = "x-stream-partition"
-	// HeaderConsumerGroup on SUBSCRIBE makes the subscriber a member of that group.
-	HeaderConsumerGroup = "consumer-group"
-	// HeaderPartitionKey on SEND picks the partition: messages with one key go to one
-	// partition, in order.
-	HeaderPartitionKey = "partition-key"
-)
+// PartitionKeyProperty is the message property whose value picks a stream message's
+// partition: messages with one key go to one partition, in order. It rides in the
+// message's headers like JMSXGroupID, which is the fallback.
+const PartitionKeyProperty = "partition-key"
 
-// stream is the broker side of one stream topic.
-type stream struct {
-	b        *Broker
-	t        *topic
-	log      *kafkalog.Log
+// Stream is the broker side of one stream topic.
+type Stream struct {
+	env      *Env
+	t        *TopicDest
+	log      StreamLog
+	streams  *Streams
 	logTopic string
 	nparts   int
 	// rebalanceTimeout bounds the handover of a partition between group members.
@@ -66,15 +57,15 @@ type stream struct {
 	appWG            sync.WaitGroup
 
 	mu     sync.Mutex
-	subs   map[*streamSub]struct{}
+	subs   map[*StreamReader]struct{}
 	groups map[string]*groupState
 	closed bool
 
 	delivered atomic.Int64 // messages written to subscribers since start
 }
 
-// streamOf returns the stream behind t, opening it on first use; nil if t is not one.
-func (b *Broker) streamOf(t *topic) (*stream, error) {
+// Stream returns the stream behind t, opening it on first use; nil if t is not one.
+func (t *TopicDest) Stream() (*Stream, error) {
 	if !t.isStream {
 		return nil, nil
 	}
@@ -86,13 +77,10 @@ func (b *Broker) streamOf(t *topic) (*stream, error) {
 	if st := t.st.Load(); st != nil {
 		return st, nil
 	}
-	b.mu.RLock()
-	closed := b.closed
-	b.mu.RUnlock()
-	if closed {
-		return nil, &Error{Message: "broker is shutting down", Fatal: true, Err: ErrClosed}
+	if t.env.Stopping() {
+		return nil, closingError()
 	}
-	st, err := b.openStream(t, b.policyFor(destinations.Topic, t.name))
+	st, err := t.openStream(t.env.Policy(Topic, t.name))
 	if err != nil {
 		return nil, err
 	}
@@ -100,48 +88,34 @@ func (b *Broker) streamOf(t *topic) (*stream, error) {
 	return st, nil
 }
 
-// streamNow is the time by the clock of the stream log, which stamps stream messages as
-// they are appended.
-func (b *Broker) streamNow() time.Time {
-	if b.streams != nil {
-		return b.streams.Now()
+// CloseStream stops the stream behind t if it was opened (Stream.close).
+func (t *TopicDest) CloseStream() {
+	t.streamMu.Lock()
+	st := t.st.Load()
+	t.streamMu.Unlock()
+	if st != nil {
+		st.close()
 	}
-	return time.Now()
 }
 
-// streamTopic returns the topic a resolved destination names if it is a stream, else nil.
-func (b *Broker) streamTopic(d destinations.Name) *topic {
-	if d.Kind != destinations.Topic || d.IsWildcard() {
-		return nil
-	}
-	if t := b.topic(d.Name); t.isStream {
-		return t
-	}
-	return nil
-}
-
-// streamDest returns the stream a resolved destination names (opening it), or nil.
-func (b *Broker) streamDest(d destinations.Name) (*stream, error) {
-	if t := b.streamTopic(d); t != nil {
-		return b.streamOf(t)
-	}
-	return nil, nil
-}
+// Topic is the topic the stream keeps.
+func (st *Stream) Topic() *TopicDest { return st.t }
 
 // openStream declares the stream's kafkalog topic (again, at every start: that applies
 // the current retention) and starts its appenders.
-func (b *Broker) openStream(t *topic, p Policy) (*stream, error) {
-	if b.streams == nil {
-		return nil, errorf(ErrInvalidDestination, "%s is a stream (destinationPolicy type: stream) but the broker has no streams log", t.stomp)
+func (t *TopicDest) openStream(p Policy) (*Stream, error) {
+	streams := t.env.Streams
+	if streams == nil {
+		return nil, errorf(ErrInvalidDestination, "%s is a stream (destinationPolicy type: stream) but the broker has no streams log", t.client)
 	}
 	ln, ok := logTopicName(t.name)
 	if !ok {
-		return nil, errorf(ErrInvalidDestination, "%s cannot be a stream: its name is too long for the stream log (at most 200 bytes once escaped)", t.stomp)
+		return nil, errorf(ErrInvalidDestination, "%s cannot be a stream: its name is too long for the stream log (at most 200 bytes once escaped)", t.client)
 	}
 	n := max(p.Partitions, 1)
-	if have := b.streams.Partitions(ln); have > 0 && have != n {
-		b.log.Warn("stream keeps its partition count: partitions cannot be added or removed",
-			slog.String("dest", t.stomp), slog.Int("partitions", have), slog.Int("configured", n))
+	if have := streams.log.Partitions(ln); have > 0 && have != n {
+		t.env.Log.Warn("stream keeps its partition count: partitions cannot be added or removed",
+			slog.String("dest", t.client), slog.Int("partitions", have), slog.Int("configured", n))
 		n = have
 	}
 	// The policy's 0 means "no limit"; kafkalog's 0 means "the log's default".
@@ -152,11 +126,11 @@ func (b *Broker) openStream(t *topic, p Policy) (*stream, error) {
 	if p.RetentionBytes > 0 {
 		cfg.RetentionBytes = p.RetentionBytes
 	}
-	if err := b.streams.CreateTopicWith(ln, n, cfg); err != nil {
-		return nil, &Error{Message: "stream " + t.stomp + " cannot be opened: " + err.Error(), Err: fmt.Errorf("%w: %w", ErrStore, err)}
+	if err := streams.log.CreateTopicWith(ln, n, cfg); err != nil {
+		return nil, &Error{Message: "stream " + t.client + " cannot be opened: " + err.Error(), Err: fmt.Errorf("%w: %w", ErrStore, err)}
 	}
-	st := &stream{b: b, t: t, log: b.streams, logTopic: ln, nparts: n, rebalanceTimeout: p.RebalanceTimeout,
-		subs: map[*streamSub]struct{}{}, groups: map[string]*groupState{}}
+	st := &Stream{env: t.env, t: t, log: streams.log, streams: streams, logTopic: ln, nparts: n, rebalanceTimeout: p.RebalanceTimeout,
+		subs: map[*StreamReader]struct{}{}, groups: map[string]*groupState{}}
 	if st.rebalanceTimeout <= 0 {
 		st.rebalanceTimeout = DefaultRebalanceTimeout
 	}
@@ -166,64 +140,17 @@ func (b *Broker) openStream(t *topic, p Policy) (*stream, error) {
 		st.appWG.Add(1)
 		go a.run()
 	}
-	b.log.Info("stream opened", slog.String("dest", t.stomp), slog.String("logTopic", ln),
+	t.env.Log.Info("stream opened", slog.String("dest", t.client), slog.String("logTopic", ln),
 		slog.Int("partitions", n), slog.Duration("retention", p.Retention), slog.Int64("retentionBytes", p.RetentionBytes))
 	return st, nil
 }
 
-// openKnownStreams opens, at start, every stream the log holds whose topic is still a
-// stream by policy, so its retention is the configured one and it shows in Stats.
-func (b *Broker) openKnownStreams() error {
-	for _, ln := range b.streams.Topics() {
-		name, ok := brokerTopicName(ln)
-		if !ok {
-			b.log.Warn("stream log topic not served: its name is not one the broker writes", slog.String("logTopic", ln))
-			continue
-		}
-		t := b.topic(name)
-		if !t.isStream {
-			b.log.Info("stream log topic not served: its destinationPolicy is no longer type: stream",
-				slog.String("dest", t.stomp), slog.String("logTopic", ln))
-			continue
-		}
-		if _, err := b.streamOf(t); err != nil {
-			return fmt.Errorf("broker: open stream %s: %w", t.stomp, err)
-		}
-	}
-	return nil
-}
-
-// splitStreams separates the streams among resolved destinations from the others.
-func (b *Broker) splitStreams(dests []destinations.Name) ([]*stream, []destinations.Name, error) {
-	var streams []*stream
-	var rest []destinations.Name // once a stream is found: the others so far
-	for i, d := range dests {
-		st, err := b.streamDest(d)
-		if err != nil {
-			return nil, nil, err
-		}
-		switch {
-		case st != nil:
-			if streams == nil && i > 0 {
-				rest = append(make([]destinations.Name, 0, len(dests)-1), dests[:i]...)
-			}
-			streams = append(streams, st)
-		case streams != nil:
-			rest = append(rest, d)
-		}
-	}
-	if len(streams) == 0 {
-		return nil, dests, nil
-	}
-	return streams, rest, nil
-}
-
-// appendStreams queues m for each stream. done is called once every append is durable
+// AppendStreams queues m for each stream. done is called once every append is durable
 // (or failed); with more, the caller has other destinations to serve, and gets the
 // callback to call for them. It never waits: when a partition's queue is full it
 // queues nothing and returns the Error of a full queue, with Retry set (the transport
 // holds the SEND and sends it again, so nothing may have been queued for it before).
-func (b *Broker) appendStreams(streams []*stream, m *persistence.Message, more bool, done func(error)) (func(error), error) {
+func AppendStreams(streams []*Stream, m *persistence.Message, more bool, done func(error)) (func(error), error) {
 	if len(streams) == 1 && !more {
 		return nil, streams[0].append(m, done)
 	}
@@ -231,12 +158,12 @@ func (b *Broker) appendStreams(streams []*stream, m *persistence.Message, more b
 	if more {
 		parts++
 	}
-	j := newJoin(parts, done)
+	j := NewJoin(parts, done)
 	if len(streams) == 1 {
-		if err := streams[0].append(m, j.part); err != nil {
+		if err := streams[0].append(m, j.Part); err != nil {
 			return nil, err
 		}
-		return j.part, nil
+		return j.Part, nil
 	}
 	// Several streams: room in every one first, then each is queued whatever its queue
 	// holds by then (others may have queued meanwhile: the overshoot is bounded by the
@@ -245,30 +172,30 @@ func (b *Broker) appendStreams(streams []*stream, m *persistence.Message, more b
 	apps := make([]*appender, len(streams))
 	for i, st := range streams {
 		p, key := st.partitionFor(m)
-		reqs[i], apps[i] = newAppendReq(m, key, j.part), st.apps[p]
+		reqs[i], apps[i] = newAppendReq(m, key, j.Part), st.apps[p]
 		if err := apps[i].full(reqs[i].size); err != nil {
 			return nil, err
 		}
 	}
 	for i, a := range apps {
 		if err := a.enqueue(reqs[i], true); err != nil {
-			j.part(err)
+			j.Part(err)
 		}
 	}
-	return j.part, nil
+	return j.Part, nil
 }
 
 // append queues m for its partition, or returns the Error of a full queue (see
 // appendStreams); done follows the write.
-func (st *stream) append(m *persistence.Message, done func(error)) error {
+func (st *Stream) append(m *persistence.Message, done func(error)) error {
 	p, key := st.partitionFor(m)
 	return st.apps[p].enqueue(newAppendReq(m, key, done), false)
 }
 
 // partitionFor picks m's partition and returns the key that chose it ("" for
 // round-robin).
-func (st *stream) partitionFor(m *persistence.Message) (int, string) {
-	key, ok := m.Headers.Get(HeaderPartitionKey)
+func (st *Stream) partitionFor(m *persistence.Message) (int, string) {
+	key, ok := m.Headers.Get(PartitionKeyProperty)
 	if !ok || key == "" {
 		key, _ = m.Headers.Get("JMSXGroupID")
 	}
@@ -284,21 +211,22 @@ func (st *stream) partitionFor(m *persistence.Message) (int, string) {
 }
 
 // close stops the stream's subscriptions (committing group positions) and its
-// appenders, which write what is queued first. Broker.Close calls it.
-func (st *stream) close() {
+// appenders, which write what is queued first. The broker's Close calls it
+// (TopicDest.CloseStream).
+func (st *Stream) close() {
 	st.mu.Lock()
 	if st.closed {
 		st.mu.Unlock()
 		return
 	}
 	st.closed = true
-	subs := make([]*streamSub, 0, len(st.subs))
+	subs := make([]*StreamReader, 0, len(st.subs))
 	for ss := range st.subs {
 		subs = append(subs, ss)
 	}
 	st.mu.Unlock()
 	for _, ss := range subs {
-		ss.close()
+		ss.Close()
 	}
 	for _, a := range st.apps {
 		a.close()
@@ -317,11 +245,11 @@ type StreamPartitionStats struct {
 	Appends, Syncs int64
 }
 
-func (st *stream) stats() DestinationStats {
+func (st *Stream) stats() Stats {
 	st.mu.Lock()
 	consumers := len(st.subs)
 	st.mu.Unlock()
-	ds := DestinationStats{Name: st.t.stomp, Consumers: consumers, Dequeued: st.delivered.Load()}
+	ds := Stats{Name: st.t.client, Consumers: consumers, Dequeued: st.delivered.Load()}
 	for p, a := range st.apps {
 		oldest, err1 := st.log.OldestOffset(st.logTopic, p)
 		next, err2 := st.log.NextOffset(st.logTopic, p)
@@ -442,14 +370,14 @@ func (b *recordBuilder) reset() {
 }
 
 // decodeRecord rebuilds the message stored in r, read from partition part of st.
-func (st *stream) decodeRecord(r *kafkalog.Record, part int) *persistence.Message {
+func (st *Stream) decodeRecord(r *kafkalog.Record, part int) *persistence.Message {
 	m := new(persistence.Message)
 	st.decodeRecordInto(m, r, part)
 	return m
 }
 
 // decodeRecordInto is decodeRecord into a zero message m.
-func (st *stream) decodeRecordInto(m *persistence.Message, r *kafkalog.Record, part int) {
+func (st *Stream) decodeRecordInto(m *persistence.Message, r *kafkalog.Record, part int) {
 	m.Dest, m.Body, m.Timestamp, m.Priority = st.t.dest, r.Value, r.Timestamp, 4
 	hs := r.Headers
 	if len(hs) > 0 && hs[0][0] == recMeta {
@@ -568,17 +496,19 @@ func brokerTopicName(ln string) (string, bool) {
 	return name, true
 }
 
-// join calls done once, after n parts finished, with the first error.
-type join struct {
+// Join calls done once, after n parts finished, with the first error.
+type Join struct {
 	mu   sync.Mutex
 	n    int
 	err  error
 	done func(error)
 }
 
-func newJoin(n int, done func(error)) *join { return &join{n: n, done: done} }
+// NewJoin returns a Join of n parts.
+func NewJoin(n int, done func(error)) *Join { return &Join{n: n, done: done} }
 
-func (j *join) part(err error) {
+// Part reports one part finished, with err.
+func (j *Join) Part(err error) {
 	j.mu.Lock()
 	if err != nil && j.err == nil {
 		j.err = err
@@ -589,56 +519,5 @@ func (j *join) part(err error) {
 	j.mu.Unlock()
 	if last {
 		j.done(err)
-	}
-}
-
-// closeStreams stops every stream (subscriptions, then appenders, which write what is
-// queued), then the committer, which writes the groups' last positions. The log itself
-// is the caller's to close.
-func (b *Broker) closeStreams() {
-	if b.streams == nil {
-		return
-	}
-	b.mu.RLock()
-	ts := make([]*topic, 0, len(b.topics))
-	for _, t := range b.topics {
-		if t.isStream {
-			ts = append(ts, t)
-		}
-	}
-	b.mu.RUnlock()
-	for _, t := range ts {
-		t.streamMu.Lock()
-		st := t.st.Load()
-		t.streamMu.Unlock()
-		if st != nil {
-			st.close()
-		}
-	}
-	b.committer.close()
-}
-
-// streamsAfterCommit returns the done of a transaction's COMMIT that, once the store
-// part succeeded, settles the transaction's stream acknowledgements, and only then
-// calls done. Without any it returns done.
-func (b *Broker) streamsAfterCommit(t *txState, done func(error)) func(error) {
-	var acks []txSettle
-	for _, st := range t.settles {
-		if st.sub.stream != nil {
-			acks = append(acks, st)
-		}
-	}
-	if len(acks) == 0 {
-		return done
-	}
-	return func(err error) {
-		if err != nil {
-			done(err)
-			return
-		}
-		j := newJoin(len(acks), done)
-		for _, a := range acks {
-			a.sub.stream.ack(a.ds, j.part)
-		}
 	}
 }

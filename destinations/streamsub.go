@@ -1,4 +1,4 @@
-package broker
+package destinations
 
 import (
 	"context"
@@ -66,11 +66,11 @@ func parseStreamStart(v string, now time.Time) (streamStart, error) {
 	}
 	return streamStart{}, errorf(ErrInvalidStreamOffset, "invalid %s header %q: use first, last, next (the default), "+
 		"an offset (0, 1, ...), timestamp=<ms since the epoch>, or an interval back from now such as 1h or 30m",
-		HeaderStreamOffset, v)
+		"x-stream-offset", v)
 }
 
 // resolve turns the start into an offset of partition p.
-func (st *stream) resolve(p int, s streamStart) (int64, error) {
+func (st *Stream) resolve(p int, s streamStart) (int64, error) {
 	oldest, err := st.log.OldestOffset(st.logTopic, p)
 	if err != nil {
 		return 0, err
@@ -98,7 +98,7 @@ func (st *stream) resolve(p int, s streamStart) (int64, error) {
 
 // clamp moves off into the partition's retained range: below it (retention deleted
 // those messages) to the oldest, past it to the next offset.
-func (st *stream) clamp(p int, off int64) (int64, error) {
+func (st *Stream) clamp(p int, off int64) (int64, error) {
 	oldest, err := st.log.OldestOffset(st.logTopic, p)
 	if err != nil {
 		return 0, err
@@ -110,10 +110,10 @@ func (st *stream) clamp(p int, off int64) (int64, error) {
 	return min(max(off, oldest), next), nil
 }
 
-// streamSub is the stream side of a Subscription.
-type streamSub struct {
-	st     *stream
-	sub    *Subscription
+// StreamReader is the stream side of a subscription.
+type StreamReader struct {
+	st     *Stream
+	sub    *Consumer
 	start  streamStart
 	group  *groupState // nil: no consumer group
 	member string      // the member id in the group
@@ -156,47 +156,36 @@ func (r *partReader) setReady() { r.readyOnce.Do(func() { close(r.ready) }) }
 // lose partitions to it to let go of them.
 const handoverWait = 10 * time.Second
 
-// subscribeStream makes s a reader of the stream behind t: of every partition, or of
-// those its group assigns it. A group member's SUBSCRIBE returns once it holds its
+// Subscribe makes s a reader of the stream starting at offset (an x-stream-offset
+// value): of every partition, or, as member of group (if not ""), of those the group
+// assigns it. A group member's SUBSCRIBE returns once it holds its
 // partitions (the members that lose them to it stopped reading them), so from its
 // RECEIPT on every partition has one reader.
-func (c *Conn) subscribeStream(ctx context.Context, r SubscribeRequest, s *Subscription, t *topic) error {
-	start, err := parseStreamStart(r.StreamOffset, c.b.streamNow())
+func (st *Stream) Subscribe(ctx context.Context, s *Consumer, offset, group, member string) (*StreamReader, error) {
+	start, err := parseStreamStart(offset, st.log.Now())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	st, err := c.b.streamOf(t)
-	if err != nil {
-		return err
-	}
-	group := r.ConsumerGroup
-	if group == "" && r.DurableName != "" {
-		if c.ClientID == "" {
-			return errorf(ErrInvalidDestination, "a durable subscription (here: the consumer group of stream %s) needs a client-id on CONNECT", st.t.stomp)
-		}
-		group = r.DurableName
-	}
-	ss := &streamSub{st: st, sub: s, start: start, creditCh: make(chan struct{}), readers: map[int]*partReader{},
+	ss := &StreamReader{st: st, sub: s, start: start, creditCh: make(chan struct{}), readers: map[int]*partReader{},
 		draining: map[int]*drain{}}
 	ss.ctx, ss.cancel = context.WithCancel(context.Background())
 	st.mu.Lock()
 	if st.closed {
 		st.mu.Unlock()
 		ss.cancel()
-		return &Error{Message: "broker is shutting down", Fatal: true, Err: ErrClosed}
+		return nil, closingError()
 	}
 	st.subs[ss] = struct{}{}
 	if group != "" {
 		ss.group = st.groupLocked(group)
 	}
 	st.mu.Unlock()
-	s.stream = ss
 	// ss.mu is held while the readers start (and the member joins), so that a
-	// concurrent close (Broker.Close) either comes first and is seen, or stops them.
+	// concurrent close (the broker closing) either comes first and is seen, or stops them.
 	ss.mu.Lock()
 	if ss.closed {
 		ss.mu.Unlock()
-		return &Error{Message: "broker is shutting down", Fatal: true, Err: ErrClosed}
+		return nil, closingError()
 	}
 	if ss.group == nil {
 		defer ss.mu.Unlock()
@@ -204,25 +193,24 @@ func (c *Conn) subscribeStream(ctx context.Context, r SubscribeRequest, s *Subsc
 			if err := ss.startPartition(p); err != nil {
 				ss.stopAllLocked()
 				ss.forget()
-				return streamReadError(st, err)
+				return nil, streamReadError(st, err)
 			}
 		}
-		return nil
+		return ss, nil
 	}
-	ss.member = c.ID + "/" + s.ID
-	g := st.log.Group(group)
-	a, err := g.Join(ss.member, st.logTopic)
+	ss.member = member
+	a, err := st.log.Join(group, ss.member, st.logTopic)
 	if err != nil {
 		ss.mu.Unlock()
 		ss.forget()
-		return streamReadError(st, err)
+		return nil, streamReadError(st, err)
 	}
-	changes, err := g.Changes(ss.member)
+	changes, err := st.log.Changes(group, ss.member)
 	if err != nil {
-		_ = g.Leave(ss.member)
+		_ = st.log.Leave(group, ss.member)
 		ss.mu.Unlock()
 		ss.forget()
-		return streamReadError(st, err)
+		return nil, streamReadError(st, err)
 	}
 	// The first assignment is applied before SUBSCRIBE returns, so that the start
 	// offsets are fixed before the client's next frame (a SEND it expects to read).
@@ -231,25 +219,24 @@ func (c *Conn) subscribeStream(ctx context.Context, r SubscribeRequest, s *Subsc
 	go ss.coordinate(changes)
 	ss.mu.Unlock()
 	ss.awaitHandover(ctx)
-	c.b.log.Debug("stream group member joined", slog.String("dest", st.t.stomp),
+	st.env.Log.Debug("stream group member joined", slog.String("dest", st.t.client),
 		slog.String("group", group), slog.String("member", ss.member), slog.Any("partitions", partitionsOf(a, st.logTopic)))
-	return nil
+	return ss, nil
 }
 
-func streamReadError(st *stream, err error) error {
+func streamReadError(st *Stream, err error) error {
 	if errors.Is(err, kafkalog.ErrClosed) {
-		return &Error{Message: "broker is shutting down", Fatal: true, Err: ErrClosed}
+		return closingError()
 	}
-	return &Error{Message: "stream " + st.t.stomp + " cannot be read: " + err.Error(), Err: errors.Join(ErrStore, err)}
+	return &Error{Message: "stream " + st.t.client + " cannot be read: " + err.Error(), Err: errors.Join(ErrStore, err)}
 }
 
 // forget removes a subscription that failed to start from its stream.
-func (ss *streamSub) forget() {
+func (ss *StreamReader) forget() {
 	ss.cancel()
 	ss.st.mu.Lock()
 	delete(ss.st.subs, ss)
 	ss.st.mu.Unlock()
-	ss.sub.stream = nil
 }
 
 func partitionsOf(a kafkalog.Assignment, topic string) []int {
@@ -263,7 +250,7 @@ func partitionsOf(a kafkalog.Assignment, topic string) []int {
 }
 
 // coordinate follows the group's rebalances until the member leaves (which closes ch).
-func (ss *streamSub) coordinate(ch <-chan kafkalog.Assignment) {
+func (ss *StreamReader) coordinate(ch <-chan kafkalog.Assignment) {
 	defer close(ss.coordDone)
 	for a := range ch {
 		ss.apply(a)
@@ -272,7 +259,7 @@ func (ss *streamSub) coordinate(ch <-chan kafkalog.Assignment) {
 
 // apply makes the readers match an assignment: revoked partitions stop (committing how
 // far they were acknowledged) before assigned ones start.
-func (ss *streamSub) apply(a kafkalog.Assignment) {
+func (ss *StreamReader) apply(a kafkalog.Assignment) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if !ss.closed {
@@ -281,7 +268,7 @@ func (ss *streamSub) apply(a kafkalog.Assignment) {
 }
 
 // applyLocked is apply with ss.mu held.
-func (ss *streamSub) applyLocked(a kafkalog.Assignment) {
+func (ss *StreamReader) applyLocked(a kafkalog.Assignment) {
 	want := map[int]bool{}
 	for _, p := range partitionsOf(a, ss.st.logTopic) {
 		want[p] = true
@@ -296,7 +283,7 @@ func (ss *streamSub) applyLocked(a kafkalog.Assignment) {
 			continue
 		}
 		if err := ss.startPartition(p); err != nil {
-			ss.st.b.log.Error("stream partition not read: cannot find where to start", slog.String("dest", ss.st.t.stomp),
+			ss.st.env.Log.Error("stream partition not read: cannot find where to start", slog.String("dest", ss.st.t.client),
 				slog.Int("partition", p), slog.String("group", ss.group.name), slog.Any("err", err))
 		}
 	}
@@ -306,7 +293,7 @@ func (ss *streamSub) applyLocked(a kafkalog.Assignment) {
 // of the group holds p, its start is resolved now (so a SEND after SUBSCRIBE is read
 // with x-stream-offset: next); otherwise the reader first waits for the holder to let
 // go and then starts at the group's position. The caller holds ss.mu.
-func (ss *streamSub) startPartition(p int) error {
+func (ss *StreamReader) startPartition(p int) error {
 	ctx, cancel := context.WithCancel(ss.ctx)
 	r := &partReader{part: p, cancel: cancel, ready: make(chan struct{}), done: make(chan struct{})}
 	if d := ss.draining[p]; d != nil {
@@ -343,14 +330,14 @@ func (ss *streamSub) startPartition(p int) error {
 
 // readAfterHandover is the goroutine of a reader whose partition another member still
 // held when it was assigned: it waits for it, then reads.
-func (ss *streamSub) readAfterHandover(ctx context.Context, r *partReader) {
+func (ss *StreamReader) readAfterHandover(ctx context.Context, r *partReader) {
 	if err := ss.group.awaitClaim(ctx, r.part, ss, r.setReady); err != nil {
 		close(r.done)
 		return
 	}
 	off, err := ss.startOffset(r.part)
 	if err != nil {
-		ss.st.b.log.Error("stream partition not read: cannot find where to start", slog.String("dest", ss.st.t.stomp),
+		ss.st.env.Log.Error("stream partition not read: cannot find where to start", slog.String("dest", ss.st.t.client),
 			slog.Int("partition", r.part), slog.String("group", ss.group.name), slog.Any("err", err))
 		ss.group.release(r.part, ss, 0)
 		close(r.done)
@@ -364,7 +351,7 @@ func (ss *streamSub) readAfterHandover(ctx context.Context, r *partReader) {
 
 // startOffset is where reading partition p starts: at the group's position if it has
 // one, else at the subscription's start.
-func (ss *streamSub) startOffset(p int) (int64, error) {
+func (ss *StreamReader) startOffset(p int) (int64, error) {
 	st := ss.st
 	if g := ss.group; g != nil {
 		off, known, err := g.position(st, p)
@@ -389,7 +376,7 @@ func (ss *streamSub) startOffset(p int) (int64, error) {
 // subscription's partitions: each reader holds its partition, or the member losing it
 // stopped reading it (it may still be settling what it holds; the reader starts once
 // that is done).
-func (ss *streamSub) awaitHandover(ctx context.Context) {
+func (ss *StreamReader) awaitHandover(ctx context.Context) {
 	ss.mu.Lock()
 	readers := make([]*partReader, 0, len(ss.readers))
 	for _, r := range ss.readers {
@@ -405,8 +392,8 @@ func (ss *streamSub) awaitHandover(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
-			ss.st.b.log.Warn("stream group member subscribed before every partition was handed over to it",
-				slog.String("dest", ss.st.t.stomp), slog.String("group", ss.group.name), slog.String("member", ss.member))
+			ss.st.env.Log.Warn("stream group member subscribed before every partition was handed over to it",
+				slog.String("dest", ss.st.t.client), slog.String("group", ss.group.name), slog.String("member", ss.member))
 			return
 		}
 	}
@@ -414,7 +401,7 @@ func (ss *streamSub) awaitHandover(ctx context.Context) {
 
 // stopPartition stops a reader and lets go of its partition at once (finishPartition).
 // The caller holds ss.mu.
-func (ss *streamSub) stopPartition(r *partReader) {
+func (ss *StreamReader) stopPartition(r *partReader) {
 	r.cancel()
 	<-r.done
 	delete(ss.readers, r.part)
@@ -426,7 +413,7 @@ func (ss *streamSub) stopPartition(r *partReader) {
 // finishPartition records how far partition p was acknowledged; deliveries of it still
 // unacknowledged no longer count. Then the partition is free for the member it goes
 // to, which starts from there (and flags redelivered what this one left unsettled).
-func (ss *streamSub) finishPartition(p int, track *partTracker) {
+func (ss *StreamReader) finishPartition(p int, track *partTracker) {
 	point, unsettledBelow := track.retire()
 	if ss.group != nil {
 		ss.commit([]int{p}, []int64{point}, nil)
@@ -436,7 +423,7 @@ func (ss *streamSub) finishPartition(p int, track *partTracker) {
 
 // stopAllLocked stops every reader and lets go of every partition, also those being
 // handed over. The caller holds ss.mu.
-func (ss *streamSub) stopAllLocked() {
+func (ss *StreamReader) stopAllLocked() {
 	for _, r := range ss.readers {
 		ss.stopPartition(r)
 	}
@@ -450,7 +437,7 @@ func (ss *streamSub) stopAllLocked() {
 // commit raises the group's positions in parts to offs and has them written; done
 // (if not nil) is called once they are durable. Positions never go back: a member
 // that got a partition before another's final commit of it may report less.
-func (ss *streamSub) commit(parts []int, offs []int64, done func(error)) {
+func (ss *StreamReader) commit(parts []int, offs []int64, done func(error)) {
 	var req []kafkalog.GroupOffset
 	for i, p := range parts {
 		if ss.group.advance(p, offs[i]) {
@@ -463,12 +450,12 @@ func (ss *streamSub) commit(parts []int, offs []int64, done func(error)) {
 		}
 		return
 	}
-	ss.st.b.committer.request(req, done)
+	ss.st.streams.committer.request(req, done)
 }
 
-// close stops the subscription: readers stop, the group positions are committed, and
+// Close stops the subscription: readers stop, the group positions are committed, and
 // the member leaves its group (its partitions go to the others). Idempotent.
-func (ss *streamSub) close() {
+func (ss *StreamReader) Close() {
 	ss.mu.Lock()
 	if ss.closed {
 		ss.mu.Unlock()
@@ -480,8 +467,8 @@ func (ss *streamSub) close() {
 	ss.mu.Unlock()
 	ss.cancel()
 	if joined {
-		if err := ss.st.log.Group(ss.group.name).Leave(ss.member); err != nil {
-			ss.st.b.log.Warn("stream group member did not leave cleanly", slog.String("group", ss.group.name),
+		if err := ss.st.log.Leave(ss.group.name, ss.member); err != nil {
+			ss.st.env.Log.Warn("stream group member did not leave cleanly", slog.String("group", ss.group.name),
 				slog.String("member", ss.member), slog.Any("err", err))
 		}
 		<-ss.coordDone
@@ -492,7 +479,7 @@ func (ss *streamSub) close() {
 }
 
 // read is a partition reader's goroutine.
-func (ss *streamSub) read(ctx context.Context, r *partReader, pos int64) {
+func (ss *StreamReader) read(ctx context.Context, r *partReader, pos int64) {
 	defer close(r.done)
 	st := ss.st
 	for ctx.Err() == nil {
@@ -509,7 +496,7 @@ func (ss *streamSub) read(ctx context.Context, r *partReader, pos int64) {
 					continue
 				}
 			}
-			st.b.log.Error("stream read failed; retrying in a second", slog.String("dest", st.t.stomp),
+			st.env.Log.Error("stream read failed; retrying in a second", slog.String("dest", st.t.client),
 				slog.Int("partition", r.part), slog.Int64("offset", pos), slog.Any("err", err))
 			select {
 			case <-ctx.Done():
@@ -534,7 +521,7 @@ func (ss *streamSub) read(ctx context.Context, r *partReader, pos int64) {
 // deliver hands recs to the connection as credit allows; false if ctx ended first.
 // Expired messages and those the selector rejects are passed over (and count as
 // acknowledged).
-func (ss *streamSub) deliver(ctx context.Context, r *partReader, recs []kafkalog.Record) bool {
+func (ss *StreamReader) deliver(ctx context.Context, r *partReader, recs []kafkalog.Record) bool {
 	st, s := ss.st, ss.sub
 	now := time.Now().UnixMilli()
 	out := r.buf[:0]
@@ -547,13 +534,13 @@ func (ss *streamSub) deliver(ctx context.Context, r *partReader, recs []kafkalog
 		}
 		m := &dm.m
 		st.decodeRecordInto(m, rec, r.part)
-		if m.Expires > 0 && m.Expires <= now || !s.sel.MatchesMessage(m, 1) {
+		if m.Expires > 0 && m.Expires <= now || !s.Selector.MatchesMessage(m, 1) {
 			r.track.skip(rec.Offset)
 			*m = persistence.Message{} // reused for the next record
 			continue
 		}
 		if !ss.tryCredit() {
-			s.conn.pushAll(out)
+			s.Sink.PushAll(out)
 			clear(out)
 			out = out[:0]
 			if ss.waitCredit(ctx) != nil {
@@ -561,15 +548,15 @@ func (ss *streamSub) deliver(ctx context.Context, r *partReader, recs []kafkalog
 			}
 		}
 		r.track.add(rec.Offset)
-		dm.d = Delivery{Sub: s, Msg: m, Destination: st.t.stomp, DeliveryCount: 1,
-			Stream: true, StreamPartition: r.part, StreamOffset: rec.Offset, track: r.track}
+		dm.d = Delivery{Sub: s, Msg: m, Destination: st.t.client, DeliveryCount: 1,
+			Stream: true, StreamPartition: r.part, StreamOffset: rec.Offset, track: r.track, ss: ss}
 		if rec.Offset < r.redeliverBelow {
 			dm.d.Redelivered, dm.d.DeliveryCount = true, 2
 		}
 		out = append(out, &dm.d)
 		dm = nil
 	}
-	s.conn.pushAll(out)
+	s.Sink.PushAll(out)
 	return true
 }
 
@@ -579,20 +566,20 @@ type deliveredMessage struct {
 	m persistence.Message
 }
 
-func (ss *streamSub) tryCredit() bool {
+func (ss *StreamReader) tryCredit() bool {
 	for {
-		c := ss.sub.credit.Load()
+		c := ss.sub.Credit.Load()
 		if c <= 0 {
 			return false
 		}
-		if ss.sub.credit.CompareAndSwap(c, c-1) {
+		if ss.sub.Credit.CompareAndSwap(c, c-1) {
 			return true
 		}
 	}
 }
 
 // waitCredit returns once it took one credit, or with ctx's error.
-func (ss *streamSub) waitCredit(ctx context.Context) error {
+func (ss *StreamReader) waitCredit(ctx context.Context) error {
 	for {
 		ss.creditMu.Lock()
 		ss.armed = true
@@ -609,8 +596,8 @@ func (ss *streamSub) waitCredit(ctx context.Context) error {
 	}
 }
 
-// kick wakes the readers waiting for credit.
-func (ss *streamSub) kick() {
+// Kick wakes the readers waiting for credit.
+func (ss *StreamReader) Kick() {
 	ss.creditMu.Lock()
 	if ss.armed {
 		close(ss.creditCh)
@@ -621,20 +608,20 @@ func (ss *streamSub) kick() {
 }
 
 // written is called as a delivery reaches the client: with auto-ack it is consumed.
-func (ss *streamSub) written(d *Delivery, auto bool) {
+func (ss *StreamReader) written(d *Delivery, auto bool) {
 	ss.st.delivered.Add(1)
 	if !auto {
 		return
 	}
 	if point, moved := d.track.ack(d.StreamOffset); moved && ss.group != nil && ss.group.advance(d.StreamPartition, point) {
-		ss.st.b.committer.requestOne(groupPartition{ss.group.name, ss.st.logTopic, d.StreamPartition}, point)
+		ss.st.streams.committer.requestOne(groupPartition{ss.group.name, ss.st.logTopic, d.StreamPartition}, point)
 	}
 }
 
-// ack settles acknowledged (or NACKed: a stream keeps every message, so a NACK only
+// Ack settles acknowledged (or NACKed: a stream keeps every message, so a NACK only
 // moves on) deliveries; done follows once the group's new positions are durable, at
 // once when they did not move.
-func (ss *streamSub) ack(ds []*Delivery, done func(error)) {
+func (ss *StreamReader) Ack(ds []*Delivery, done func(error)) {
 	var parts []int
 	var offs []int64
 	for _, d := range ds {
@@ -665,20 +652,6 @@ func indexOf(xs []int, x int) int {
 	return -1
 }
 
-// pushAll queues deliveries for the connection in one go.
-func (c *Conn) pushAll(ds []*Delivery) {
-	if len(ds) == 0 {
-		return
-	}
-	c.mu.Lock()
-	for _, d := range ds {
-		c.nextTag++
-		d.Tag = c.nextTag
-	}
-	first := len(c.out) == 0
-	c.out = append(c.out, ds...)
-	c.mu.Unlock()
-	if first {
-		c.Poke()
-	}
-}
+// StreamWritten tells the stream a delivery of it reached the client: with auto (the
+// consumer acknowledges automatically) it is consumed.
+func (d *Delivery) StreamWritten(auto bool) { d.ss.written(d, auto) }

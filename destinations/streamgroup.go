@@ -1,4 +1,4 @@
-package broker
+package destinations
 
 import (
 	"context"
@@ -38,7 +38,7 @@ type groupState struct {
 
 	mu     sync.Mutex
 	pos    map[int]int64 // per partition: the highest position asked for
-	owners map[int]*streamSub
+	owners map[int]*StreamReader
 	// quiet holds the partitions whose holder stopped reading them and is settling
 	// what it handed out before it releases them.
 	quiet map[int]bool
@@ -50,10 +50,10 @@ type groupState struct {
 }
 
 // groupLocked returns the state of group name in st. The caller holds st.mu.
-func (st *stream) groupLocked(name string) *groupState {
+func (st *Stream) groupLocked(name string) *groupState {
 	g := st.groups[name]
 	if g == nil {
-		g = &groupState{name: name, pos: map[int]int64{}, owners: map[int]*streamSub{}, quiet: map[int]bool{},
+		g = &groupState{name: name, pos: map[int]int64{}, owners: map[int]*StreamReader{}, quiet: map[int]bool{},
 			redeliver: map[int]int64{}, changed: make(chan struct{})}
 		st.groups[name] = g
 	}
@@ -61,7 +61,7 @@ func (st *stream) groupLocked(name string) *groupState {
 }
 
 // claim makes ss the reader of partition p if nobody else is; false if another is.
-func (g *groupState) claim(p int, ss *streamSub) bool {
+func (g *groupState) claim(p int, ss *StreamReader) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if o := g.owners[p]; o != nil && o != ss {
@@ -73,7 +73,7 @@ func (g *groupState) claim(p int, ss *streamSub) bool {
 
 // awaitClaim waits until ss could claim partition p, or ctx ends. It calls quiet (if
 // not nil) once the holder stopped reading p and only settles what it holds.
-func (g *groupState) awaitClaim(ctx context.Context, p int, ss *streamSub, quiet func()) error {
+func (g *groupState) awaitClaim(ctx context.Context, p int, ss *StreamReader, quiet func()) error {
 	for {
 		g.mu.Lock()
 		if o := g.owners[p]; o == nil || o == ss {
@@ -96,7 +96,7 @@ func (g *groupState) awaitClaim(ctx context.Context, p int, ss *streamSub, quiet
 }
 
 // setQuiet records whether ss, the holder of p, stopped reading it to hand it over.
-func (g *groupState) setQuiet(p int, ss *streamSub, quiet bool) {
+func (g *groupState) setQuiet(p int, ss *StreamReader, quiet bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.owners[p] != ss || g.quiet[p] == quiet {
@@ -112,7 +112,7 @@ func (g *groupState) setQuiet(p int, ss *streamSub, quiet bool) {
 
 // release lets go of partition p if ss holds it; messages below unsettledBelow (if
 // not 0) were handed out and not settled, and come again.
-func (g *groupState) release(p int, ss *streamSub, unsettledBelow int64) {
+func (g *groupState) release(p int, ss *StreamReader, unsettledBelow int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.owners[p] != ss {
@@ -140,7 +140,7 @@ func (g *groupState) changedLocked() {
 
 // position is the group's position in partition p: the highest asked for since start,
 // else the one committed in the log; false if the group never had one.
-func (g *groupState) position(st *stream, p int) (int64, bool, error) {
+func (g *groupState) position(st *Stream, p int) (int64, bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if off, ok := g.pos[p]; ok {
@@ -182,7 +182,7 @@ type drain struct {
 // handed out is settled, else once they are, or the member leaves, or the stream's
 // rebalance timeout passes, whichever comes first; the new owner then starts at the
 // group's position. The caller holds ss.mu.
-func (ss *streamSub) revokeLocked(r *partReader) {
+func (ss *StreamReader) revokeLocked(r *partReader) {
 	r.cancel()
 	<-r.done
 	delete(ss.readers, r.part)
@@ -204,7 +204,7 @@ func (ss *streamSub) revokeLocked(r *partReader) {
 
 // awaitSettled ends the drain of partition p: it releases the partition once the
 // member settled what it holds of it, or at the rebalance timeout.
-func (ss *streamSub) awaitSettled(p int, d *drain, settled <-chan struct{}) {
+func (ss *StreamReader) awaitSettled(p int, d *drain, settled <-chan struct{}) {
 	timer := time.NewTimer(ss.st.rebalanceTimeout)
 	defer timer.Stop()
 	timedOut := false
@@ -222,15 +222,15 @@ func (ss *streamSub) awaitSettled(p int, d *drain, settled <-chan struct{}) {
 	}
 	delete(ss.draining, p)
 	if timedOut {
-		ss.st.b.log.Warn("stream group member did not settle its messages of a revoked partition within the rebalance timeout: they go to the partition's new owner again",
-			slog.String("dest", ss.st.t.stomp), slog.String("group", ss.group.name), slog.String("member", ss.member),
+		ss.st.env.Log.Warn("stream group member did not settle its messages of a revoked partition within the rebalance timeout: they go to the partition's new owner again",
+			slog.String("dest", ss.st.t.client), slog.String("group", ss.group.name), slog.String("member", ss.member),
 			slog.Int("partition", p), slog.Duration("rebalanceTimeout", ss.st.rebalanceTimeout))
 	}
 	ss.finishPartition(p, d.track)
 }
 
 // undrainLocked ends the drain of p without releasing it. The caller holds ss.mu.
-func (ss *streamSub) undrainLocked(p int, d *drain) {
+func (ss *StreamReader) undrainLocked(p int, d *drain) {
 	close(d.stop)
 	delete(ss.draining, p)
 	ss.group.setQuiet(p, ss, false)
@@ -241,7 +241,7 @@ const autoCommitInterval = time.Second
 
 // committer writes group positions to the log in rounds.
 type committer struct {
-	log    *kafkalog.Log
+	log    StreamLog
 	logger *slog.Logger
 
 	mu      sync.Mutex
@@ -257,7 +257,7 @@ type groupPartition struct {
 	partition    int
 }
 
-func newCommitter(l *kafkalog.Log, logger *slog.Logger) *committer {
+func newCommitter(l StreamLog, logger *slog.Logger) *committer {
 	c := &committer{log: l, logger: logger, pending: map[groupPartition]int64{},
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go c.run()

@@ -1,4 +1,4 @@
-package broker
+package destinations
 
 import (
 	"testing"
@@ -6,8 +6,8 @@ import (
 	"github.com/activemq-go/broker/persistence/storetest"
 )
 
-func benchStream() *stream {
-	return &stream{t: &topic{dest: "topic://s.bench", stomp: "/topic/s.bench"}, logTopic: "s.bench", nparts: 8}
+func benchStream() *Stream {
+	return &Stream{t: &TopicDest{dest: "topic://s.bench", client: "/topic/s.bench"}, logTopic: "s.bench", nparts: 8}
 }
 
 // BenchmarkStreamRecordEncode is the work of making records out of messages, per
@@ -51,8 +51,8 @@ func BenchmarkStreamRecordDecode(b *testing.B) {
 // was written with ack:auto: the tracker and the group position move.
 func BenchmarkStreamAutoAckWritten(b *testing.B) {
 	st := benchStream()
-	st.b = &Broker{committer: &committer{pending: map[groupPartition]int64{}, wake: make(chan struct{}, 1)}}
-	ss := &streamSub{st: st, group: &groupState{name: "G", pos: map[int]int64{}}}
+	st.streams = &Streams{committer: &committer{pending: map[groupPartition]int64{}, wake: make(chan struct{}, 1)}}
+	ss := &StreamReader{st: st, group: &groupState{name: "G", pos: map[int]int64{}}}
 	tr := newPartTracker(0)
 	d := &Delivery{Stream: true, StreamPartition: 3, track: tr}
 	b.ReportAllocs()

@@ -1,4 +1,4 @@
-package broker
+package destinations
 
 import (
 	"fmt"
@@ -27,38 +27,11 @@ import (
 //     MaxSlowCount times, is aborted: its subscription ends with an ERROR, or its whole
 //     connection with AbortConnection.
 
-// PendingLimit is a pendingMessageLimitStrategy: Constant (with Limit), or Multiplier
-// times the subscriber's prefetch. The zero value sets no limit.
-type PendingLimit struct {
-	Constant   bool
-	Limit      int
-	Multiplier float64
-}
-
-// limit is the most messages a subscriber with this prefetch keeps waiting, or -1.
-func (p PendingLimit) limit(prefetch int32) int {
-	switch {
-	case p.Constant:
-		return p.Limit
-	case p.Multiplier > 0:
-		return int(float64(prefetch) * p.Multiplier)
-	}
-	return -1
-}
-
-// SlowConsumerPolicy is an abortSlowConsumerStrategy.
-type SlowConsumerPolicy struct {
-	AbortConnection bool
-	MaxSlowDuration time.Duration // 0: no time limit
-	MaxSlowCount    int64         // < 0: no count limit
-	CheckPeriod     time.Duration
-}
-
 // waiting is a topic message in the overflow of one or more subscribers. Its bytes are
 // held against its topic from the first subscriber that keeps it until the last lets
 // it go.
 type waiting struct {
-	t    *topic
+	t    *TopicDest
 	m    *persistence.Message
 	refs atomic.Int32
 	size int64
@@ -70,33 +43,33 @@ func (w *waiting) release() {
 	}
 }
 
-func (t *topic) hold(n int64) {
+func (t *TopicDest) hold(n int64) {
 	t.memBytes.Add(n)
-	t.b.mem.add(n)
+	t.env.Memory.Add(n)
 }
 
-func (t *topic) release(n int64) {
+func (t *TopicDest) release(n int64) {
 	t.memBytes.Add(-n)
-	t.b.mem.add(-n)
-	t.b.space.notify()
+	t.env.Memory.Add(-n)
+	t.env.Space.Notify()
 }
 
-// full reports whether a message of size bytes finds no room in the topic's memory.
-func (t *topic) full(size int64) bool {
+// Full reports whether a message of size bytes finds no room in the topic's memory.
+func (t *TopicDest) Full(size int64) bool {
 	return t.memLimit > 0 && t.memBytes.Load()+size > t.memLimit
 }
 
 // offer gives m to s: at once if it has credit, else into its overflow, sharing w
 // (made on first need) with the other subscribers that keep m. It returns w.
-func (s *Subscription) offer(t *topic, m *persistence.Message, w *waiting) *waiting {
+func (s *Consumer) offer(t *TopicDest, m *persistence.Message, w *waiting) *waiting {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
 		return w
 	}
-	if len(s.overflow) == 0 && s.credit.Load() > 0 {
-		s.credit.Add(-1)
-		s.conn.push(&Delivery{Sub: s, Msg: m, Destination: t.stomp, DeliveryCount: 1})
+	if len(s.overflow) == 0 && s.Credit.Load() > 0 {
+		s.Credit.Add(-1)
+		s.Sink.Push(&Delivery{Sub: s, Msg: m, Destination: t.client, DeliveryCount: 1})
 		return w
 	}
 	if w == nil {
@@ -110,14 +83,14 @@ func (s *Subscription) offer(t *topic, m *persistence.Message, w *waiting) *wait
 		s.slowCount++
 	}
 	s.overflow = append(s.overflow, w)
-	if limit := t.pending.limit(s.Prefetch); limit >= 0 && len(s.overflow) > limit {
-		s.dropOldestLocked(len(s.overflow) - limit)
+	if limit := t.pending.Max(s.Prefetch); limit >= 0 && len(s.overflow) > limit {
+		s.dropOldestLocked(t.env.Log, len(s.overflow)-limit)
 	}
 	return w
 }
 
 // dropOldestLocked drops the n oldest waiting messages of s (pendingMessageLimitStrategy).
-func (s *Subscription) dropOldestLocked(n int) {
+func (s *Consumer) dropOldestLocked(log *slog.Logger, n int) {
 	for _, w := range s.overflow[:n] {
 		w.t.dropped.Add(1)
 		w.release()
@@ -127,21 +100,21 @@ func (s *Subscription) dropOldestLocked(n int) {
 	s.dropped += int64(n)
 	if now := time.Now(); now.Sub(s.droppedLogged) >= time.Minute {
 		s.droppedLogged = now
-		s.conn.b.log.Warn("slow topic subscriber: dropping its oldest waiting messages (pendingMessageLimitStrategy; logged once a minute per subscription)",
-			slog.String("conn", s.conn.ID), slog.String("subscription", s.ID),
+		log.Warn("slow topic subscriber: dropping its oldest waiting messages (pendingMessageLimitStrategy; logged once a minute per subscription)",
+			slog.String("conn", s.Sink.ConnectionID()), slog.String("subscription", s.ID),
 			slog.String("dest", s.Dest.String()), slog.Int64("dropped", s.dropped))
 	}
 }
 
-// refill moves waiting messages to the connection while the subscriber has credit.
-func (s *Subscription) refill() {
+// Refill moves waiting messages to the connection while the subscriber has credit.
+func (s *Consumer) Refill() {
 	s.mu.Lock()
-	for len(s.overflow) > 0 && s.credit.Load() > 0 {
+	for len(s.overflow) > 0 && s.Credit.Load() > 0 {
 		w := s.overflow[0]
 		s.overflow[0] = nil
 		s.overflow = s.overflow[1:]
-		s.credit.Add(-1)
-		s.conn.push(&Delivery{Sub: s, Msg: w.m, Destination: w.t.stomp, DeliveryCount: 1})
+		s.Credit.Add(-1)
+		s.Sink.Push(&Delivery{Sub: s, Msg: w.m, Destination: w.t.client, DeliveryCount: 1})
 		w.release()
 	}
 	if len(s.overflow) == 0 {
@@ -150,9 +123,9 @@ func (s *Subscription) refill() {
 	s.mu.Unlock()
 }
 
-// dropOverflow lets go of every waiting message of a subscription that ends; it gets
+// DropOverflow lets go of every waiting message of a subscription that ends; it gets
 // no more.
-func (s *Subscription) dropOverflow() {
+func (s *Consumer) DropOverflow() {
 	s.mu.Lock()
 	s.ended = true
 	for _, w := range s.overflow {
@@ -164,25 +137,25 @@ func (s *Subscription) dropOverflow() {
 
 // watchSlow checks t's slow subscribers every CheckPeriod until the broker closes or
 // the topic is removed.
-func (t *topic) watchSlow() {
+func (t *TopicDest) watchSlow() {
 	tk := time.NewTicker(t.slow.CheckPeriod)
 	defer tk.Stop()
 	for {
 		select {
-		case <-t.b.done:
+		case <-t.env.Done:
 			return
 		case <-t.gone:
 			return
 		case now := <-tk.C:
-			t.checkSlow(now)
+			t.CheckSlow(now)
 		}
 	}
 }
 
-// checkSlow aborts the subscribers of t that were behind too long or too often.
-func (t *topic) checkSlow(now time.Time) {
+// CheckSlow aborts the subscribers of t that were behind too long or too often.
+func (t *TopicDest) CheckSlow(now time.Time) {
 	p := t.slow
-	var slow []*Subscription
+	var slow []*Consumer
 	t.mu.RLock()
 	for _, s := range t.subs {
 		s.mu.Lock()
@@ -200,25 +173,23 @@ func (t *topic) checkSlow(now time.Time) {
 }
 
 // abort ends a slow subscriber: its subscription, or its connection.
-func (t *topic) abort(s *Subscription, now time.Time) {
+func (t *TopicDest) abort(s *Consumer, now time.Time) {
 	s.mu.Lock()
 	behind := now.Sub(s.slowSince).Round(time.Millisecond)
 	count := s.slowCount
 	s.mu.Unlock()
 	t.aborted.Add(1)
-	t.b.log.Warn("aborting a slow topic subscriber (slowConsumerStrategy)",
-		slog.String("conn", s.conn.ID), slog.String("subscription", s.ID), slog.String("dest", t.stomp),
+	t.env.Log.Warn("aborting a slow topic subscriber (slowConsumerStrategy)",
+		slog.String("conn", s.Sink.ConnectionID()), slog.String("subscription", s.ID), slog.String("dest", t.client),
 		slog.Duration("behindFor", behind), slog.Int64("timesBehind", count), slog.Bool("abortConnection", t.slow.AbortConnection))
-	reason := fmt.Sprintf("slow consumer: subscription %s on %s was behind for %s (%d times); aborted by the slowConsumerStrategy", s.ID, t.stomp, behind, count)
+	reason := fmt.Sprintf("slow consumer: subscription %s on %s was behind for %s (%d times); aborted by the slowConsumerStrategy", s.ID, t.client, behind, count)
 	if t.slow.AbortConnection {
-		s.conn.kick(reason + ", with its connection")
+		s.Sink.AbortConsumer(s, reason+", with its connection", true)
 		return
 	}
-	if s.t != nil {
-		s.t.remove(s)
-	} else {
-		t.b.removeWildcard(s)
-	}
-	s.dropOverflow()
-	s.conn.notify(&Error{Message: reason})
+	s.Sink.AbortConsumer(s, reason, false)
 }
+
+// MemoryUsed reports the bytes of the messages the topic's subscribers keep waiting,
+// and the topic's limit (0: none of its own).
+func (t *TopicDest) MemoryUsed() (used, limit int64) { return t.memBytes.Load(), t.memLimit }

@@ -1,4 +1,4 @@
-package broker
+package destinations
 
 import (
 	"context"
@@ -10,11 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 )
 
-// queue is a point-to-point destination: each message goes to exactly one consumer,
+// QueueDest is a point-to-point destination: each message goes to exactly one consumer,
 // round-robin among the consumers that have prefetch credit.
 //
 // Memory stays bounded: the queue holds at most memLimit bytes of messages (pending and
@@ -22,18 +21,18 @@ import (
 // written to the store only ("paged out"), and is read back in sequence order as
 // consumers drain the queue (ActiveMQ's store cursor). Non-persistent messages cannot be
 // paged out; over the broker-wide limit the producer gets an error instead.
-type queue struct {
-	b     *Broker
-	name  string
-	dest  string // qualified store name
-	stomp string // "/queue/<name>"
+type QueueDest struct {
+	env    *Env
+	name   string
+	dest   string // qualified store name
+	client string // the name as clients know it (Name.String()), carried by every delivery
 	// origin is where its messages were sent: the queue itself, or the topic of a
 	// durable subscription's view (the dead-letter strategy names the DLQ after it).
-	origin destinations.Name
+	origin Name
 
 	mu        sync.Mutex
-	pending   *destinations.Pending
-	consumers []*Subscription
+	pending   *Pending
+	consumers []*Consumer
 	rr        int
 	nextSeq   uint64
 	enqueued  int64
@@ -43,7 +42,7 @@ type queue struct {
 	memLimit int64
 	memBytes int64
 
-	groups map[string]*Subscription // JMSXGroupID -> owner
+	groups map[string]*Consumer // JMSXGroupID -> owner
 
 	// Dispatch high-water mark, kept in the store so that after a restart the messages
 	// that may have been delivered before it come back flagged redelivered.
@@ -56,7 +55,7 @@ type queue struct {
 	timer          *time.Timer // wakes dispatch for delayed redeliveries
 	timerAt        int64
 	scratch        []take
-	dlqBatch       []*destinations.Entry
+	dlqBatch       []*Entry
 
 	// sub is set on a durable subscription's view of its topic: a queue of its own whose
 	// messages are the topic's single stored copies, acknowledged with AckSub.
@@ -86,63 +85,56 @@ const pageBatch = 2000
 // consumer can take (selectors, groups, delays), as ActiveMQ's maxPageSize does.
 const maxScan = 1000
 
-// memoryLimitOf is the memory limit a policy gives a destination: its MemoryLimit, or
+// MemoryLimitOf is the memory limit a policy gives a destination: its MemoryLimit, or
 // none of its own for 0 (the broker-wide memoryUsage still applies).
-func memoryLimitOf(p Policy) int64 {
+func MemoryLimitOf(p Policy) int64 {
 	if p.MemoryLimit <= 0 {
 		return math.MaxInt64
 	}
 	return p.MemoryLimit
 }
 
-func newQueue(b *Broker, name string) *queue {
-	return newQueueWith(b, name, b.policyFor(destinations.Queue, name))
-}
-
-// newQueueWith makes a queue with policy p (a temporary queue's is its own kind's).
-func newQueueWith(b *Broker, name string, p Policy) *queue {
-	n := destinations.Name{Kind: destinations.Queue, Name: name}
-	return &queue{
-		b:        b,
+// NewQueue makes the queue called name with policy p (a temporary queue's is its own
+// kind's). Its sequences start above seqFloor.
+func NewQueue(env *Env, name string, p Policy, seqFloor uint64) *QueueDest {
+	n := Name{Kind: Queue, Name: name}
+	return &QueueDest{
+		env:      env,
 		name:     name,
 		dest:     n.Qualified(),
-		stomp:    n.String(),
+		client:   n.String(),
 		origin:   n,
 		policy:   p,
-		pending:  destinations.NewPending(p.Prioritized),
-		nextSeq:  max(1, b.seqFloor.Load()),
-		memLimit: memoryLimitOf(p),
+		pending:  NewPending(p.Prioritized),
+		nextSeq:  max(1, seqFloor),
+		memLimit: MemoryLimitOf(p),
 		inflight: map[uint64]int64{},
-		groups:   map[string]*Subscription{},
+		groups:   map[string]*Consumer{},
 	}
 }
 
 type take struct {
-	e *destinations.Entry
-	s *Subscription
+	e *Entry
+	s *Consumer
 }
 
-// errMemoryFull is returned for a non-persistent message that would pass the broker's
-// memory limit.
-var errMemoryFull = errors.New("broker: memory limit reached")
-
-// accept assigns the message its sequence and queues it. The entry is ready at once for
+// Accept assigns the message its sequence and queues it. The entry is ready at once for
 // a message that needs no store write; otherwise the caller settles it with commitDone
 // when the write completes. A persistent message over the memory limit is not kept in
 // memory at all: accept returns a nil entry and the message's sequence is settled with
 // pagedDone.
-func (q *queue) accept(m *persistence.Message, ready bool) (*destinations.Entry, error) {
-	expireAfter(m, q.policy.DefaultTimeToLive)
+func (q *QueueDest) Accept(m *persistence.Message, ready bool) (*Entry, error) {
+	ExpireAfter(m, q.policy.DefaultTimeToLive)
 	size := int64(m.Size())
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.gc.removed.Load() {
-		return nil, errDestinationRemoved
+		return nil, ErrRemoved
 	}
 	q.gc.touch()
-	over := q.memBytes+size > q.memLimit || !q.b.mem.fits(size)
+	over := q.memBytes+size > q.memLimit || !q.env.Memory.Fits(size)
 	if over && !m.Persistent {
-		return nil, errMemoryFull
+		return nil, ErrMemoryFull
 	}
 	m.Dest = q.dest
 	m.Seq = q.nextSeq
@@ -154,9 +146,9 @@ func (q *queue) accept(m *persistence.Message, ready bool) (*destinations.Entry,
 			q.pageAfter = m.Seq - 1
 			if now := time.Now(); now.Sub(q.pagingLogged) > time.Minute {
 				q.pagingLogged = now
-				used, limit := q.b.mem.Used()
-				q.b.log.Info("queue over its memory limit: paging new messages to the store",
-					slog.String("dest", q.stomp), slog.Int64("memoryLimit", q.policy.MemoryLimit),
+				used, limit := q.env.Memory.Used()
+				q.env.Log.Info("queue over its memory limit: paging new messages to the store",
+					slog.String("dest", q.client), slog.Int64("memoryLimit", q.policy.MemoryLimit),
 					slog.Int64("memoryUsed", used), slog.Int64("memoryUsage", limit))
 			}
 		}
@@ -166,7 +158,7 @@ func (q *queue) accept(m *persistence.Message, ready bool) (*destinations.Entry,
 		q.pagedOutBytes += size
 		return nil, nil
 	}
-	e := &destinations.Entry{Msg: m, Ready: ready, Size: size}
+	e := &Entry{Msg: m, Ready: ready, Size: size}
 	q.hold(size)
 	q.pending.Push(e)
 	if ready {
@@ -175,8 +167,8 @@ func (q *queue) accept(m *persistence.Message, ready bool) (*destinations.Entry,
 	return e, nil
 }
 
-// storeAck adds the store write that acknowledges m to batch.
-func (q *queue) storeAck(batch persistence.Batch, m *persistence.Message) {
+// StoreAck adds the store write that acknowledges m to batch.
+func (q *QueueDest) StoreAck(batch persistence.Batch, m *persistence.Message) {
 	if q.sub != nil {
 		batch.AckSub(*q.sub, m.Seq)
 		return
@@ -184,14 +176,14 @@ func (q *queue) storeAck(batch persistence.Batch, m *persistence.Message) {
 	batch.Ack(m.Dest, m.Seq)
 }
 
-// acceptView queues a topic message (its sequence already assigned) on a durable
+// AcceptView queues a topic message (its sequence already assigned) on a durable
 // subscription's view. A stored message over the memory limit stays in the store only.
-func (q *queue) acceptView(m *persistence.Message, ready bool) *destinations.Entry {
+func (q *QueueDest) AcceptView(m *persistence.Message, ready bool) *Entry {
 	size := int64(m.Size())
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.enqueued++
-	if m.Persistent && (q.paged || q.memBytes+size > q.memLimit || !q.b.mem.fits(size)) {
+	if m.Persistent && (q.paged || q.memBytes+size > q.memLimit || !q.env.Memory.Fits(size)) {
 		if !q.paged {
 			q.paged = true
 			q.pageAfter = m.Seq - 1
@@ -202,7 +194,7 @@ func (q *queue) acceptView(m *persistence.Message, ready bool) *destinations.Ent
 		q.pagedOutBytes += size
 		return nil
 	}
-	e := &destinations.Entry{Msg: m, Ready: ready, Size: size}
+	e := &Entry{Msg: m, Ready: ready, Size: size}
 	q.hold(size)
 	q.pending.Push(e)
 	if ready {
@@ -211,19 +203,19 @@ func (q *queue) acceptView(m *persistence.Message, ready bool) *destinations.Ent
 	return e
 }
 
-func (q *queue) hold(size int64) {
+func (q *QueueDest) hold(size int64) {
 	q.memBytes += size
-	q.b.mem.add(size)
+	q.env.Memory.Add(size)
 }
 
-func (q *queue) release(size int64) {
+func (q *QueueDest) release(size int64) {
 	q.memBytes -= size
-	q.b.mem.add(-size)
-	q.b.space.notify()
+	q.env.Memory.Add(-size)
+	q.env.Space.Notify()
 }
 
 // commitDone settles an entry whose store write finished.
-func (q *queue) commitDone(e *destinations.Entry, err error) {
+func (q *QueueDest) commitDone(e *Entry, err error) {
 	q.mu.Lock()
 	if err != nil {
 		e.Failed = true
@@ -235,11 +227,11 @@ func (q *queue) commitDone(e *destinations.Entry, err error) {
 	q.mu.Unlock()
 }
 
-// dispatchWhileStoring makes an entry whose store write is queued ready for dispatch,
+// DispatchWhileStoring makes an entry whose store write is queued ready for dispatch,
 // with withdraw to call when it is acknowledged. If the write already finished
 // (commitDone ran first) the entry was dispatchable since then and is left alone: a
 // consumer may hold it, so its Withdraw must not change.
-func (q *queue) dispatchWhileStoring(e *destinations.Entry, withdraw func() bool) {
+func (q *QueueDest) DispatchWhileStoring(e *Entry, withdraw func() bool) {
 	q.mu.Lock()
 	if !e.Ready && !e.Failed {
 		e.Withdraw = withdraw
@@ -250,7 +242,7 @@ func (q *queue) dispatchWhileStoring(e *destinations.Entry, withdraw func() bool
 }
 
 // pagedDone settles a paged-out message whose store write finished.
-func (q *queue) pagedDone(seq uint64, err error) {
+func (q *QueueDest) pagedDone(seq uint64, err error) {
 	q.mu.Lock()
 	size := q.inflight[seq]
 	delete(q.inflight, seq)
@@ -263,13 +255,14 @@ func (q *queue) pagedDone(seq uint64, err error) {
 	q.mu.Unlock()
 }
 
-func (q *queue) dispatch() {
+// Dispatch hands waiting messages to consumers with credit.
+func (q *QueueDest) Dispatch() {
 	q.mu.Lock()
 	q.dispatchLocked()
 	q.mu.Unlock()
 }
 
-func (q *queue) dispatchLocked() {
+func (q *QueueDest) dispatchLocked() {
 	if len(q.consumers) > 0 && q.pending.Len() > 0 {
 		q.dispatchPass()
 	}
@@ -280,12 +273,12 @@ func (q *queue) dispatchLocked() {
 // take now (selector, group owner without credit, redelivery delay) is passed over and
 // later ones go ahead; a message whose store write is in flight stops the pass, so
 // consumers never see messages out of order.
-func (q *queue) dispatchPass() {
+func (q *QueueDest) dispatchPass() {
 	var now, wake int64
 	takes := q.scratch[:0]
-	var expired []*destinations.Entry
+	var expired []*Entry
 	skipped := 0
-	q.pending.Each(func(e *destinations.Entry) bool {
+	q.pending.Each(func(e *Entry) bool {
 		if e.Failed {
 			expired = append(expired, e) // dropped below, without dead-lettering
 			return true
@@ -314,7 +307,7 @@ func (q *queue) dispatchPass() {
 			skipped++
 			return skipped < maxScan && q.anyCredit()
 		}
-		s.credit.Add(-1)
+		s.Credit.Add(-1)
 		takes = append(takes, take{e, s})
 		return true
 	})
@@ -323,7 +316,7 @@ func (q *queue) dispatchPass() {
 		q.pending.Remove(e)
 		e.Deliveries++
 		e.NotBefore = 0
-		d := &Delivery{Sub: s, Msg: e.Msg, Destination: q.stomp, Redelivered: e.Redelivered, DeliveryCount: e.Deliveries, entry: e, q: q}
+		d := &Delivery{Sub: s, Msg: e.Msg, Destination: q.client, Redelivered: e.Redelivered, DeliveryCount: e.Deliveries, entry: e, Queue: q}
 		if gid, ok := e.Msg.Headers.Get("JMSXGroupID"); ok {
 			if q.groups[gid] != s {
 				q.groups[gid] = s
@@ -333,11 +326,11 @@ func (q *queue) dispatchPass() {
 				delete(q.groups, gid) // a negative sequence closes the group
 			}
 		}
-		s.conn.push(d)
+		s.Sink.Push(d)
 	}
 	clear(takes)
 	q.scratch = takes[:0]
-	var dead []*destinations.Entry
+	var dead []*Entry
 	for _, e := range expired {
 		q.pending.Remove(e)
 		if e.Failed {
@@ -347,7 +340,7 @@ func (q *queue) dispatchPass() {
 		dead = append(dead, e)
 	}
 	if len(dead) > 0 {
-		q.b.expire(q, dead)
+		q.expire(dead)
 	}
 	if wake != 0 {
 		q.wakeAt(wake)
@@ -357,32 +350,32 @@ func (q *queue) dispatchPass() {
 // pickFor chooses the consumer for e: the owner of its message group if it has one;
 // otherwise, among the consumers allowed (only the exclusive one if there is one), the
 // highest-priority one with credit whose selector matches, round-robin among equals.
-func (q *queue) pickFor(e *destinations.Entry) *Subscription {
+func (q *QueueDest) pickFor(e *Entry) *Consumer {
 	m := e.Msg
 	if gid, ok := m.Headers.Get("JMSXGroupID"); ok {
 		if s := q.groups[gid]; s != nil {
-			if s.credit.Load() > 0 && s.sel.MatchesMessage(m, e.Deliveries+1) {
+			if s.Credit.Load() > 0 && s.Selector.MatchesMessage(m, e.Deliveries+1) {
 				return s
 			}
 			return nil
 		}
 	}
 	if x := q.exclusiveLocked(); x != nil {
-		if x.credit.Load() > 0 && x.sel.MatchesMessage(m, e.Deliveries+1) {
+		if x.Credit.Load() > 0 && x.Selector.MatchesMessage(m, e.Deliveries+1) {
 			return x
 		}
 		return nil
 	}
 	n := len(q.consumers)
-	var best *Subscription
+	var best *Consumer
 	bestIdx := 0
 	for i := 0; i < n; i++ {
 		idx := (q.rr + i) % n
 		s := q.consumers[idx]
-		if s.credit.Load() <= 0 || (best != nil && s.priority <= best.priority) {
+		if s.Credit.Load() <= 0 || (best != nil && s.Priority <= best.Priority) {
 			continue
 		}
-		if s.sel != nil && !s.sel.MatchesMessage(m, e.Deliveries+1) {
+		if s.Selector != nil && !s.Selector.MatchesMessage(m, e.Deliveries+1) {
 			continue
 		}
 		best, bestIdx = s, idx
@@ -396,19 +389,19 @@ func (q *queue) pickFor(e *destinations.Entry) *Subscription {
 // exclusiveLocked is the consumer that takes everything, if any consumer asked to be
 // exclusive (or the policy makes all of them exclusive): the highest-priority one, the
 // earliest among equals.
-func (q *queue) exclusiveLocked() *Subscription {
-	var x *Subscription
+func (q *QueueDest) exclusiveLocked() *Consumer {
+	var x *Consumer
 	for _, s := range q.consumers {
-		if (s.exclusive || q.policy.AllExclusive) && (x == nil || s.priority > x.priority) {
+		if (s.Exclusive || q.policy.AllExclusive) && (x == nil || s.Priority > x.Priority) {
 			x = s
 		}
 	}
 	return x
 }
 
-func (q *queue) anyCredit() bool {
+func (q *QueueDest) anyCredit() bool {
 	for _, s := range q.consumers {
-		if s.credit.Load() > 0 {
+		if s.Credit.Load() > 0 {
 			return true
 		}
 	}
@@ -416,7 +409,7 @@ func (q *queue) anyCredit() bool {
 }
 
 // wakeAt makes sure dispatch runs again at t (ns since the epoch).
-func (q *queue) wakeAt(t int64) {
+func (q *QueueDest) wakeAt(t int64) {
 	if q.timer != nil && q.timerAt != 0 && q.timerAt <= t {
 		return
 	}
@@ -434,12 +427,12 @@ func (q *queue) wakeAt(t int64) {
 
 // maybePageInLocked starts reading paged-out messages back when consumers have drained
 // the queue to half its memory limit.
-func (q *queue) maybePageInLocked() {
-	if !q.paged || q.pagingNow || len(q.consumers) == 0 || q.memBytes > q.memLimit/2 || q.b.mem.over() {
+func (q *QueueDest) maybePageInLocked() {
+	if !q.paged || q.pagingNow || len(q.consumers) == 0 || q.memBytes > q.memLimit/2 || q.env.Memory.Over() {
 		return
 	}
 	q.pagingNow = true
-	q.b.wg.Add(1)
+	q.env.Background.Add(1)
 	go q.pageIn()
 }
 
@@ -447,8 +440,8 @@ var errStopScan = errors.New("stop scan")
 
 // pageIn reads the next paged-out messages from the store into memory, in order, up to
 // half the memory limit, never past a message whose write is still in flight.
-func (q *queue) pageIn() {
-	defer q.b.wg.Done()
+func (q *QueueDest) pageIn() {
+	defer q.env.Background.Done()
 	q.mu.Lock()
 	after := q.pageAfter
 	bound := uint64(math.MaxUint64)
@@ -456,20 +449,20 @@ func (q *queue) pageIn() {
 		bound = min(bound, s)
 	}
 	accepts := q.pagedAccepts
-	used, limit := q.b.mem.Used()
+	used, limit := q.env.Memory.Used()
 	budget := max(min(q.memLimit/2-q.memBytes, limit/4*3-used), 1)
 	hwm := q.recoveredHWM
 	q.mu.Unlock()
 
-	var got []*destinations.Entry
+	var got []*Entry
 	var loaded int64
 	last, complete := after, true
-	scan := q.b.store.Scan
+	scan := q.env.Store.Scan
 	dest := q.dest
 	if q.sub != nil {
 		key := *q.sub
 		scan = func(ctx context.Context, _ string, after uint64, max int, fn func(*persistence.Message) error) error {
-			return q.b.store.ScanSub(ctx, key, after, max, fn)
+			return q.env.Store.ScanSub(ctx, key, after, max, fn)
 		}
 	}
 	err := scan(context.Background(), dest, after, pageBatch, func(m *persistence.Message) error {
@@ -483,7 +476,7 @@ func (q *queue) pageIn() {
 		if deliveries == 0 && c.Seq <= hwm {
 			deliveries = 1 // dispatched before the restart: possibly delivered
 		}
-		got = append(got, &destinations.Entry{Msg: c, Ready: true, Size: size,
+		got = append(got, &Entry{Msg: c, Ready: true, Size: size,
 			Redelivered: deliveries > 0, Deliveries: deliveries})
 		last = m.Seq
 		loaded += size
@@ -497,7 +490,7 @@ func (q *queue) pageIn() {
 	defer q.mu.Unlock()
 	q.pagingNow = false
 	if err != nil && !errors.Is(err, errStopScan) {
-		q.b.log.Error("paging messages in from the store failed", slog.String("dest", q.stomp), slog.Any("err", err))
+		q.env.Log.Error("paging messages in from the store failed", slog.String("dest", q.client), slog.Any("err", err))
 		return
 	}
 	for _, e := range got {
@@ -515,11 +508,11 @@ func (q *queue) pageIn() {
 }
 
 // pickLocked returns the next consumer in round-robin order that has credit.
-func (q *queue) pickLocked() *Subscription {
+func (q *QueueDest) pickLocked() *Consumer {
 	n := len(q.consumers)
 	for i := 0; i < n; i++ {
 		idx := (q.rr + i) % n
-		if s := q.consumers[idx]; s.credit.Load() > 0 {
+		if s := q.consumers[idx]; s.Credit.Load() > 0 {
 			q.rr = (idx + 1) % n
 			return s
 		}
@@ -527,9 +520,9 @@ func (q *queue) pickLocked() *Subscription {
 	return nil
 }
 
-// addConsumer adds s to the queue's consumers; false if the collector removed the queue
+// AddConsumer adds s to the queue's consumers; false if the collector removed the queue
 // (the caller looks it up again).
-func (q *queue) addConsumer(s *Subscription) bool {
+func (q *QueueDest) AddConsumer(s *Consumer) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.gc.removed.Load() {
@@ -540,19 +533,8 @@ func (q *queue) addConsumer(s *Subscription) bool {
 	return true
 }
 
-// acceptQueue queues m on the queue called name (see queue.accept), looking the name up
-// again if the collector removed the queue meanwhile.
-func (b *Broker) acceptQueue(name string, m *persistence.Message, ready bool) (*queue, *destinations.Entry, error) {
-	for {
-		q := b.queue(name)
-		e, err := q.accept(m, ready)
-		if err != errDestinationRemoved {
-			return q, e, err
-		}
-	}
-}
-
-func (q *queue) removeConsumer(s *Subscription) {
+// RemoveConsumer takes s off the queue's consumers; the groups it owned move on.
+func (q *QueueDest) RemoveConsumer(s *Consumer) {
 	q.mu.Lock()
 	for i, c := range q.consumers {
 		if c == s {
@@ -571,18 +553,18 @@ func (q *queue) removeConsumer(s *Subscription) {
 	q.mu.Unlock()
 }
 
-// requeue gives dispatched entries back; delivered ones come back flagged redelivered.
+// Requeue gives dispatched entries back; delivered ones come back flagged redelivered.
 // They go before every later message, so other consumers get them first. Every
 // redelivery counts: a message delivered more often than the redelivery policy allows
 // goes to the dead-letter queue instead. With delay, a redelivered message waits the
 // policy's redelivery delay first (a NACK under the redeliver policy).
-func (q *queue) requeue(ds []*Delivery, delay bool) {
+func (q *QueueDest) Requeue(ds []*Delivery, delay bool) {
 	q.mu.Lock()
-	var dead []*destinations.Entry
+	var dead []*Entry
 	now := time.Now()
 	for _, d := range ds {
 		e := d.entry
-		if !d.written {
+		if !d.Written {
 			e.Deliveries--
 			q.pending.Requeue(e)
 			continue
@@ -603,14 +585,14 @@ func (q *queue) requeue(ds []*Delivery, delay bool) {
 		q.pending.Requeue(e)
 	}
 	if len(dead) > 0 {
-		q.b.deadLetterEntries(q, dead, fmt.Sprintf("maximum redeliveries (%d) exceeded", q.policy.Redelivery.MaximumRedeliveries))
+		q.retire(dead, fmt.Sprintf("maximum redeliveries (%d) exceeded", q.policy.Redelivery.MaximumRedeliveries), true)
 	}
 	q.dispatchLocked()
 	q.mu.Unlock()
 }
 
-// acked accounts for acknowledged messages leaving memory; the store write is the caller's.
-func (q *queue) acked(n int, bytes int64) {
+// Acked accounts for acknowledged messages leaving memory; the store write is the caller's.
+func (q *QueueDest) Acked(n int, bytes int64) {
 	q.mu.Lock()
 	q.dequeued += int64(n)
 	q.release(bytes)
@@ -618,12 +600,13 @@ func (q *queue) acked(n int, bytes int64) {
 	q.mu.Unlock()
 }
 
-func (q *queue) stats() DestinationStats {
+// Stats is a snapshot of the queue's counters.
+func (q *QueueDest) Stats() Stats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	stored, _ := q.b.store.Stats(q.dest)
-	return DestinationStats{
-		Name:        q.stomp,
+	stored, _ := q.env.Store.Stats(q.dest)
+	return Stats{
+		Name:        q.client,
 		Pending:     q.pending.Len() + int(q.pagedOut),
 		Consumers:   len(q.consumers),
 		Enqueued:    q.enqueued,
@@ -633,12 +616,12 @@ func (q *queue) stats() DestinationStats {
 	}
 }
 
-// dispatchHWMHint is a racy read of the mark, only to skip taking the lock when a
+// DispatchHWMHint is a racy read of the mark, only to skip taking the lock when a
 // delivery cannot move it.
-func (q *queue) dispatchHWMHint() uint64 { return q.hwmHint.Load() }
+func (q *QueueDest) DispatchHWMHint() uint64 { return q.hwmHint.Load() }
 
-// written records that persistent messages up to seq were written to a consumer.
-func (q *queue) written(seq uint64) {
+// MarkWritten records that persistent messages up to seq were written to a consumer.
+func (q *QueueDest) MarkWritten(seq uint64) {
 	q.mu.Lock()
 	if seq > q.dispatchHWM {
 		q.dispatchHWM = seq
@@ -650,17 +633,17 @@ func (q *queue) written(seq uint64) {
 
 // writeMarkerLocked stores the dispatch high-water mark if it moved, one write in flight
 // per queue at a time; the write is asynchronous and batched with other store traffic.
-func (q *queue) writeMarkerLocked() {
+func (q *QueueDest) writeMarkerLocked() {
 	if q.markerInFlight || q.dispatchHWM <= q.markerWritten {
 		return
 	}
 	q.markerInFlight = true
 	hwm := q.dispatchHWM
-	batch := q.b.store.Begin()
-	batch.Add(markerMessage(q.markerDest(), hwm))
-	q.b.wg.Add(1)
-	go q.b.commit(batch, persistence.Async, func(err error) {
-		defer q.b.wg.Done()
+	batch := q.env.Store.Begin()
+	batch.Add(MarkerMessage(q.MarkerDest(), hwm))
+	q.env.Background.Add(1)
+	go q.env.Commit(batch, persistence.Async, func(err error) {
+		defer q.env.Background.Done()
 		q.mu.Lock()
 		defer q.mu.Unlock()
 		if err != nil {
@@ -668,14 +651,14 @@ func (q *queue) writeMarkerLocked() {
 			// write in flight meanwhile keeps others from starting.
 			if now := time.Now(); now.Sub(q.markerLogged) > time.Minute {
 				q.markerLogged = now
-				q.b.log.Error("storing a queue's dispatch mark failed; trying again", slog.String("dest", q.stomp),
+				q.env.Log.Error("storing a queue's dispatch mark failed; trying again", slog.String("dest", q.client),
 					slog.Duration("in", markerRetryDelay), slog.Any("err", err))
 			}
 			time.AfterFunc(markerRetryDelay, func() {
 				q.mu.Lock()
 				defer q.mu.Unlock()
 				q.markerInFlight = false
-				if !q.b.stopping.Load() {
+				if !q.env.Stopping() {
 					q.writeMarkerLocked()
 				}
 			})

@@ -1,0 +1,205 @@
+package destinations
+
+import (
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/activemq-go/broker/destinations/policy"
+	"github.com/activemq-go/broker/persistence"
+)
+
+// expire retires expired entries: dead-lettered if the policy's processExpired says so,
+// dropped otherwise. The caller holds q.mu.
+func (q *QueueDest) expire(es []*Entry) {
+	q.env.Log.Debug("messages expired", slog.String("dest", q.client), slog.Int("count", len(es)))
+	q.retire(es, "expired", q.policy.DeadLetter.ProcessExpired)
+}
+
+// retire takes entries that left q (already out of its pending list) to the
+// dead-letter queue its policy names (toDLQ), or drops them (the discarding strategy,
+// and non-persistent messages unless processNonPersistent), in one store batch with the
+// deletion of the originals. The caller holds q.mu; the store work runs outside it.
+func (q *QueueDest) retire(es []*Entry, reason string, toDLQ bool) {
+	var bytes int64
+	for _, e := range es {
+		bytes += e.Size
+	}
+	q.release(bytes)
+	q.dequeued += int64(len(es))
+	strategy := q.policy.DeadLetter
+	dlq := q.deadLetterDest()
+	msgs := make([]*persistence.Message, len(es))
+	for i, e := range es {
+		msgs[i] = e.Msg
+	}
+	env := q.env
+	env.Background.Add(1)
+	go func() {
+		defer env.Background.Done()
+		batch := env.Store.Begin()
+		var copies []*persistence.Message
+		for _, m := range msgs {
+			if m.Persistent {
+				q.StoreAck(batch, m)
+			}
+			if !toDLQ || strategy.Discard || (!m.Persistent && !strategy.ProcessNonPersistent) {
+				continue
+			}
+			copies = append(copies, deadLetter(m, q.client, reason))
+		}
+		if dlq == q.origin {
+			copies = nil // a dead message of a dead-letter queue is dropped, never looped
+		}
+		entries := q.sendToDeadLetter(batch, dlq, copies)
+		if batch.Len() == 0 {
+			batch.Rollback()
+			return
+		}
+		env.Commit(batch, persistence.Sync, func(err error) {
+			SettleAll(entries, err)
+			if err != nil {
+				env.Log.Error("dead-lettering failed", slog.String("dest", q.client), slog.Any("err", err))
+			}
+		})
+	}()
+}
+
+func (q *QueueDest) sendToDeadLetter(batch persistence.Batch, dlq Name, copies []*persistence.Message) []Accepted {
+	if len(copies) == 0 {
+		return nil
+	}
+	return q.env.DeadLetter(batch, dlq, copies)
+}
+
+// deadLetter makes the dead-letter copy of m: same id and body, the original destination
+// and the reason as headers, no expiry, persistent (a dead-letter copy is kept, also of
+// a non-persistent message).
+func deadLetter(m *persistence.Message, from, reason string) *persistence.Message {
+	c := m.Clone()
+	c.Headers = append(c.Headers, "original-destination", from, "dlqDeliveryFailureCause", reason)
+	c.Subs = nil
+	c.Expires = 0
+	c.RedeliveryCount = 0
+	c.Persistent = true
+	return c
+}
+
+// deadLetterDest is where q's dead messages go, by its dead-letter strategy: a queue's
+// are the queue's, a durable subscription's view's are its topic's and the
+// subscription's.
+func (q *QueueDest) deadLetterDest() Name {
+	return DeadLetterDest(q.policy.DeadLetter, q.origin, q.sub)
+}
+
+// DeadLetterDest is where strategy s sends a dead message from dest; sub is the durable
+// subscription that gave it up (nil for a queue's message). It follows ActiveMQ's
+// IndividualDeadLetterStrategy.createDestination.
+func DeadLetterDest(s policy.DeadLetter, dest Name, sub *persistence.SubKey) Name {
+	topic := dest.Kind.IsTopic()
+	key := ""
+	if sub != nil {
+		key = sub.ClientID + ":" + sub.Name // ActiveMQ's SubscriptionKey.toString()
+	}
+	name := s.DurableDLQName(dest.Name, topic, key)
+	if s.ToTopic(topic) {
+		return Name{Kind: Topic, Name: name}
+	}
+	return Name{Kind: Queue, Name: name}
+}
+
+// Settle adds the store writes that acknowledge (or reject) ds, deliveries of q, to
+// batch and returns what to do in memory once the batch is durable. A rejected (NACKed)
+// message follows the queue's NACK policy: dead-letter queue (ActiveMQ), redelivery,
+// or discard.
+func (q *QueueDest) Settle(batch persistence.Batch, ds []*Delivery, ack bool) func(error) {
+	if !ack {
+		switch q.policy.Nack {
+		case NackRedeliver:
+			return func(error) { q.Requeue(slices.Clone(ds), true) }
+		case NackDLQ:
+			return q.nackToDLQ(batch, ds)
+		}
+		// NackDiscard: acknowledged like an ACK.
+	}
+	for _, d := range ds {
+		if d.Msg.Persistent && !d.Withdrawn() {
+			q.StoreAck(batch, d.Msg)
+		}
+	}
+	return q.settled(ds, nil)
+}
+
+// settled is what Settle does once the batch is durable: the acknowledged messages
+// leave memory; should the batch fail, the store still holds them, and they are given
+// back rather than lost track of.
+func (q *QueueDest) settled(ds []*Delivery, entries []Accepted) func(error) {
+	return func(err error) {
+		SettleAll(entries, err)
+		if err != nil {
+			q.Requeue(slices.Clone(ds), false)
+			return
+		}
+		var bytes int64
+		for _, d := range ds {
+			bytes += d.entry.Size
+		}
+		q.Acked(len(ds), bytes)
+	}
+}
+
+// nackToDLQ moves NACKed messages to the dead-letter queue in the same store batch as
+// the NACK itself, so once its receipt is out the move survives a crash. Messages the
+// dead-letter strategy drops (non-persistent, discarding) are just acknowledged.
+func (q *QueueDest) nackToDLQ(batch persistence.Batch, ds []*Delivery) func(error) {
+	strategy := q.policy.DeadLetter
+	dlq := q.deadLetterDest()
+	var copies []*persistence.Message
+	for _, d := range ds {
+		if d.Msg.Persistent && !d.Withdrawn() {
+			q.StoreAck(batch, d.Msg)
+		}
+		if strategy.Discard || (!d.Msg.Persistent && !strategy.ProcessNonPersistent) || dlq == q.origin {
+			continue
+		}
+		copies = append(copies, deadLetter(d.Msg, q.client, "poison ack (NACK)"))
+	}
+	return q.settled(ds, q.sendToDeadLetter(batch, dlq, copies))
+}
+
+// SweepExpired removes expired messages from the queue's waiting list if its policy's
+// expireMessagesPeriod has passed since its last sweep, so they are not kept (in memory
+// or in the store) until a consumer comes. A period of 0 means the queue is never
+// swept: its expired messages are dropped only when they would be dispatched. Only the
+// broker's expiry sweeper calls it.
+func (q *QueueDest) SweepExpired(now time.Time) {
+	// lastSwept is the sweeper's own: no other goroutine touches it.
+	if q.policy.ExpirePeriod <= 0 || now.Sub(q.lastSwept) < q.policy.ExpirePeriod {
+		return
+	}
+	q.lastSwept = now
+	nowMs := now.UnixMilli()
+	q.mu.Lock()
+	var dead []*Entry
+	q.pending.Each(func(e *Entry) bool {
+		if e.Ready && e.Msg.Expires != 0 && e.Msg.Expires <= nowMs {
+			dead = append(dead, e)
+		}
+		return true
+	})
+	for _, e := range dead {
+		q.pending.Remove(e)
+	}
+	if len(dead) > 0 {
+		q.expire(dead)
+	}
+	q.mu.Unlock()
+}
+
+// ExpireAfter gives m, if it was sent without an expiry, one ttl from now: a policy's
+// defaultTimeToLive (0: none).
+func ExpireAfter(m *persistence.Message, ttl time.Duration) {
+	if m.Expires == 0 && ttl > 0 {
+		m.Expires = time.Now().Add(ttl).UnixMilli()
+	}
+}

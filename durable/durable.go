@@ -1,0 +1,320 @@
+// Package durable keeps durable topic subscriptions. A durable subscription is
+// identified by the client-id of its owner and its name (persistence.SubKey). Its
+// messages are the topic's messages: a persistent message is stored once, with the list
+// of durable subscriptions that still owe it an acknowledgement, and each subscription
+// has a view of the topic — a destinations.QueueDest of its own whose entries point at
+// those single copies — that dispatches, pages from the store (ScanSub), redelivers and
+// acknowledges (AckSub) exactly as a queue does. The stored copy is deleted once every
+// subscription has acknowledged it.
+//
+// While its consumer is away a subscription keeps every matching persistent message,
+// within its policy's offline limits (maxPendingMessages, maxPendingBytes);
+// non-persistent messages reach it only while it is active (as in ActiveMQ). A
+// subscription has at most one consumer attached at a time; one offline for longer than
+// its policy's offlineDurableSubscriberTimeout is removed by the sweeper.
+//
+// The topic does not know this package: the registry installs, under the topic's
+// publish lock, a destinations.DurableRouter holding the topic's subscriptions.
+//
+// # Lock order
+//
+// Registry.lifecycle (creating, attaching, replacing, deleting and expiring
+// subscriptions) is taken first, before the broker's registry lock; then a topic's
+// publish lock (destinations.TopicDest's pubMu), then a subscription's mu, then its
+// view's lock. Publishers read whether a subscription is attached with their topic's
+// publish lock held. Registry.mu guards only the map of subscriptions: nothing is taken
+// while it is held.
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/selector"
+	"github.com/activemq-go/broker/persistence"
+)
+
+var (
+	// ErrInUse: a consumer is attached to the durable subscription.
+	ErrInUse = errors.New("durable: consumer in use")
+	// ErrNotFound: no durable subscription has the key.
+	ErrNotFound = errors.New("durable: no such subscription")
+)
+
+// Sub is one durable subscription.
+type Sub struct {
+	info  persistence.SubInfo
+	sel   *selector.Selector
+	topic *destinations.TopicDest
+	view  *destinations.QueueDest
+
+	mu           sync.Mutex
+	active       *destinations.Consumer // guarded by mu; nil while offline
+	offlineSince time.Time              // guarded by mu
+
+	dropped    atomic.Int64 // messages not kept because of the offline pending limits
+	dropLogged time.Time    // guarded by the topic's publish lock
+}
+
+// Key is the subscription's key.
+func (d *Sub) Key() persistence.SubKey { return d.info.Key }
+
+// View is the queue through which the subscription reads its topic.
+func (d *Sub) View() *destinations.QueueDest { return d.view }
+
+// attached returns the consumer attached to d (nil if none) and, when none is, since
+// when.
+func (d *Sub) attached() (*destinations.Consumer, time.Time) {
+	if d == nil {
+		return nil, time.Time{}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.active, d.offlineSince
+}
+
+// Detach detaches c if it is the attached consumer; the subscription stays and keeps
+// messages.
+func (d *Sub) Detach(c *destinations.Consumer) {
+	d.mu.Lock()
+	if d.active == c {
+		d.active = nil
+		d.offlineSince = time.Now()
+	}
+	d.mu.Unlock()
+}
+
+// Registry holds the durable subscriptions of a broker.
+type Registry struct {
+	env *destinations.Env
+
+	lifecycle sync.Mutex // serialises creating, attaching, replacing, deleting, expiring
+
+	mu   sync.RWMutex
+	subs map[persistence.SubKey]*Sub
+}
+
+// NewRegistry returns an empty registry working in env.
+func NewRegistry(env *destinations.Env) *Registry {
+	return &Registry{env: env, subs: map[persistence.SubKey]*Sub{}}
+}
+
+// Get returns the subscription of key, or nil.
+func (r *Registry) Get(key persistence.SubKey) *Sub {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.subs[key]
+}
+
+// All returns every subscription.
+func (r *Registry) All() []*Sub {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*Sub, 0, len(r.subs))
+	for _, d := range r.subs {
+		out = append(out, d)
+	}
+	return out
+}
+
+// Subscribe attaches consumer c to the durable subscription key on topic t with sel,
+// creating it, or replacing it when its topic or selector changed (as ActiveMQ does).
+// It fails with ErrInUse while another consumer is attached, and with the store's
+// error when the subscription cannot be stored.
+func (r *Registry) Subscribe(ctx context.Context, key persistence.SubKey, t *destinations.TopicDest, sel *selector.Selector, c *destinations.Consumer) (*Sub, error) {
+	selText := ""
+	if sel != nil {
+		selText = sel.String()
+	}
+	r.lifecycle.Lock()
+	defer r.lifecycle.Unlock()
+	d := r.Get(key)
+	if active, _ := d.attached(); active != nil {
+		return nil, ErrInUse
+	}
+	if d != nil && (d.topic != t || d.info.Selector != selText) {
+		if err := r.remove(ctx, d); err != nil {
+			return nil, err
+		}
+		d = nil
+	}
+	if d == nil {
+		info := persistence.SubInfo{Key: key, Dest: t.Qualified(), Selector: selText, Created: time.Now().UnixMilli()}
+		batch := r.env.Store.Begin()
+		batch.AddSub(info)
+		if err := batch.Commit(ctx, persistence.Sync); err != nil {
+			return nil, err
+		}
+		d = &Sub{info: info, sel: sel, topic: t, view: destinations.NewView(r.env, key, t)}
+		r.mu.Lock()
+		r.subs[key] = d
+		r.mu.Unlock()
+		addTo(t, d)
+		r.env.Log.Info("durable subscription created", slog.String("clientID", key.ClientID),
+			slog.String("name", key.Name), slog.String("topic", t.ClientName()))
+	}
+	d.mu.Lock()
+	d.active = c
+	d.mu.Unlock()
+	d.view.AddConsumer(c)
+	return d, nil
+}
+
+// Delete deletes the durable subscription key. With the lifecycle lock held it first
+// calls before, then, if a consumer is attached, attached with it, which detaches it
+// or returns why the subscription may not be deleted (that error is returned). It
+// fails with ErrNotFound if there is no such subscription.
+func (r *Registry) Delete(ctx context.Context, key persistence.SubKey, before func(), attached func(*destinations.Consumer) error) error {
+	r.lifecycle.Lock()
+	defer r.lifecycle.Unlock()
+	before()
+	d := r.Get(key)
+	if d == nil {
+		return ErrNotFound
+	}
+	if c, _ := d.attached(); c != nil {
+		if err := attached(c); err != nil {
+			return err
+		}
+	}
+	return r.remove(ctx, d)
+}
+
+// remove deletes a durable subscription and releases everything it held. The caller
+// holds r.lifecycle, and no consumer is attached.
+func (r *Registry) remove(ctx context.Context, d *Sub) error {
+	batch := r.env.Store.Begin()
+	batch.RemoveSub(d.info.Key)
+	if err := batch.Commit(ctx, persistence.Sync); err != nil {
+		return err
+	}
+	removeFrom(d.topic, d)
+	r.mu.Lock()
+	delete(r.subs, d.info.Key)
+	r.mu.Unlock()
+	d.view.Drop()
+	r.env.Log.Info("durable subscription removed", slog.String("clientID", d.info.Key.ClientID), slog.String("name", d.info.Key.Name))
+	return nil
+}
+
+// Stats describes one durable subscription.
+type Stats struct {
+	ClientID, Name, Topic, Selector string
+	Active                          bool
+	Backlog                         int   // messages waiting to be delivered to it
+	BacklogBytes                    int64 // their size (Message.Size), in memory or in the store only
+	Created                         time.Time
+	OfflineFor                      time.Duration // 0 while active
+	Dropped                         int64
+}
+
+// Stats lists every durable subscription with its backlog and age, by client-id and
+// name.
+func (r *Registry) Stats() []Stats {
+	subs := r.All()
+	out := make([]Stats, 0, len(subs))
+	now := time.Now()
+	for _, d := range subs {
+		active, since := d.attached()
+		st := Stats{
+			ClientID: d.info.Key.ClientID, Name: d.info.Key.Name,
+			Topic: d.topic.ClientName(), Selector: d.info.Selector,
+			Active:  active != nil,
+			Created: time.UnixMilli(d.info.Created),
+			Dropped: d.dropped.Load(),
+		}
+		if active == nil {
+			st.OfflineFor = now.Sub(since)
+		}
+		n, bytes := d.view.Backlog()
+		st.Backlog, st.BacklogBytes = int(n), bytes
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].ClientID != out[j].ClientID {
+			return out[i].ClientID < out[j].ClientID
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// Recover rebuilds the durable subscriptions from the store; their messages stay in the
+// store until their consumers come back (paged in through ScanSub). topic returns the
+// topic of a name, creating it.
+func (r *Registry) Recover(ctx context.Context, subs []persistence.SubInfo, topic func(name string) *destinations.TopicDest) error {
+	for _, info := range subs {
+		name := strings.TrimPrefix(info.Dest, persistence.TopicPrefix)
+		t := topic(name)
+		var sel *selector.Selector
+		if info.Selector != "" {
+			var err error
+			if sel, err = selector.Parse(info.Selector); err != nil {
+				r.env.Log.Error("stored durable subscription has a bad selector; it receives everything",
+					slog.String("name", info.Key.String()), slog.Any("err", err))
+			}
+		}
+		d := &Sub{info: info, sel: sel, topic: t, view: destinations.NewView(r.env, info.Key, t), offlineSince: time.Now()}
+		// The backlog matters for the offline pending limits: count what is stored, and
+		// its size. This reads the subscription's backlog once, which the limits bound
+		// while it is offline; without a limit it is not read.
+		var n, bytes int64
+		if p := r.env.Policy(destinations.Topic, name); p.MaxPendingMessages > 0 || p.MaxPendingBytes > 0 {
+			err := r.env.Store.ScanSub(ctx, info.Key, 0, 0, func(m *persistence.Message) error {
+				n++
+				bytes += int64(m.Size())
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("broker: count the stored messages of durable subscription %s: %w", info.Key, err)
+			}
+		}
+		d.view.RecoverView(n, bytes)
+		r.subs[info.Key] = d
+		addTo(t, d)
+	}
+	return nil
+}
+
+// ExpireOffline removes the subscriptions offline for longer than their policy's
+// offlineDurableSubscriberTimeout (ActiveMQ's offlineDurableSubscriberTimeout).
+func (r *Registry) ExpireOffline(ctx context.Context) {
+	r.lifecycle.Lock()
+	defer r.lifecycle.Unlock()
+	now := time.Now()
+	for _, d := range r.All() {
+		to := r.env.Policy(destinations.Topic, d.topic.Name()).OfflineTimeout
+		active, since := d.attached()
+		if active != nil || to <= 0 || now.Sub(since) <= to {
+			continue
+		}
+		r.env.Log.Warn("removing durable subscription offline past its timeout",
+			slog.String("clientID", d.info.Key.ClientID), slog.String("name", d.info.Key.Name),
+			slog.Duration("offlineFor", now.Sub(since)))
+		if err := r.remove(ctx, d); err != nil {
+			r.env.Log.Error("removing offline durable subscription failed", slog.Any("err", err))
+		}
+	}
+}
+
+// RunSweeper calls ExpireOffline every period until ctx ends.
+func (r *Registry) RunSweeper(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.ExpireOffline(ctx)
+		}
+	}
+}

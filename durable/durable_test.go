@@ -1,0 +1,92 @@
+package durable
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/memstore"
+)
+
+// newEnv is a destinations.Env over a memory store, with the policy p for every
+// destination.
+func newEnv(t *testing.T, p destinations.Policy) *destinations.Env {
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	store := memstore.New()
+	return &destinations.Env{
+		Store: store, Log: slog.New(slog.DiscardHandler), Memory: destinations.NewUsage(1 << 30),
+		Space: &destinations.SpaceSignal{}, Policy: func(destinations.Kind, string) destinations.Policy { return p },
+		Background: &wg, Stopping: func() bool { return false }, Done: make(chan struct{}),
+		Commit: func(b persistence.Batch, d persistence.Durability, done func(error)) {
+			done(b.Commit(context.Background(), d))
+		},
+	}
+}
+
+// publish routes m through t's durable subscriptions and commits what they store.
+func publish(t *testing.T, env *destinations.Env, topic *destinations.TopicDest, m *persistence.Message) {
+	batch := env.Store.Begin()
+	acc, store := topic.Accept(m)
+	if store {
+		batch.Add(m)
+	}
+	err := batch.Commit(context.Background(), persistence.Sync)
+	require.NoError(t, err)
+	destinations.SettleAll(acc, err)
+}
+
+func TestRegistryLifecycle(t *testing.T) {
+	ctx := context.Background()
+	env := newEnv(t, destinations.DefaultPolicy(true))
+	r := NewRegistry(env)
+	topic := destinations.NewTopic(env, "t", destinations.DefaultPolicy(true), 0, false)
+	key := persistence.SubKey{ClientID: "c", Name: "s"}
+
+	c1 := &destinations.Consumer{ID: "1"}
+	d, err := r.Subscribe(ctx, key, topic, nil, c1)
+	require.NoError(t, err)
+	_, err = r.Subscribe(ctx, key, topic, nil, &destinations.Consumer{ID: "2"})
+	require.ErrorIs(t, err, ErrInUse, "one consumer at a time")
+
+	d.Detach(c1)
+	publish(t, env, topic, &persistence.Message{ID: "p", Persistent: true, Priority: 4})
+	publish(t, env, topic, &persistence.Message{ID: "np", Priority: 4})
+	n, _ := d.View().Backlog()
+	require.EqualValues(t, 1, n, "offline: the persistent message is kept, the other not")
+	require.Len(t, r.Stats(), 1)
+	require.False(t, r.Stats()[0].Active)
+
+	refuse := func(*destinations.Consumer) error { return ErrInUse }
+	_, err = r.Subscribe(ctx, key, topic, nil, c1)
+	require.NoError(t, err, "reattached")
+	require.ErrorIs(t, r.Delete(ctx, key, func() {}, refuse), ErrInUse)
+	d.Detach(c1)
+	require.NoError(t, r.Delete(ctx, key, func() {}, refuse))
+	require.ErrorIs(t, r.Delete(ctx, key, func() {}, refuse), ErrNotFound)
+	require.Empty(t, r.All())
+}
+
+func TestOfflinePendingLimit(t *testing.T) {
+	ctx := context.Background()
+	p := destinations.DefaultPolicy(true)
+	p.MaxPendingMessages = 2
+	env := newEnv(t, p)
+	r := NewRegistry(env)
+	topic := destinations.NewTopic(env, "t", p, 0, false)
+	c := &destinations.Consumer{ID: "1"}
+	d, err := r.Subscribe(ctx, persistence.SubKey{ClientID: "c", Name: "s"}, topic, nil, c)
+	require.NoError(t, err)
+	d.Detach(c)
+	for range 5 {
+		publish(t, env, topic, &persistence.Message{ID: "m", Persistent: true, Priority: 4})
+	}
+	n, _ := d.View().Backlog()
+	require.EqualValues(t, 2, n)
+	require.EqualValues(t, 3, r.Stats()[0].Dropped)
+}
