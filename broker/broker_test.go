@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/destinations"
-	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
@@ -291,38 +290,4 @@ func (b *Broker) closeForTest() error {
 	}
 	b.wg.Wait()
 	return nil
-}
-
-// The dead-letter destinations of ActiveMQ's shared and individual strategies
-// (IndividualDeadLetterStrategy.createDestination).
-func TestDeadLetterDestination(t *testing.T) {
-	q := func(n string) destinations.Name { return destinations.Name{Kind: destinations.Queue, Name: n} }
-	tp := func(n string) destinations.Name { return destinations.Name{Kind: destinations.Topic, Name: n} }
-	ind := destinations.DefaultPolicy(false).DeadLetter
-	ind.Individual = true
-	perSub := ind
-	perSub.DestinationPerDurableSubscriber = true
-	custom := perSub
-	custom.QueueSuffix, custom.TopicSuffix = ".q", ".t"
-	custom.UseQueueForQueueMessages, custom.UseQueueForTopicMessages = false, false
-	sub := &persistence.SubKey{ClientID: "app", Name: "s1"}
-	for _, tc := range []struct {
-		s    policy.DeadLetter
-		from destinations.Name
-		sub  *persistence.SubKey
-		want destinations.Name
-	}{
-		{destinations.DefaultPolicy(false).DeadLetter, q("A"), nil, q(DLQName)},
-		{destinations.DefaultPolicy(true).DeadLetter, tp("T"), sub, q(DLQName)},
-		{ind, q("A"), nil, q("ActiveMQ.DLQ.Queue.A")},
-		{ind, tp("T"), nil, q("ActiveMQ.DLQ.Topic.T")},
-		{ind, tp("T"), sub, q("ActiveMQ.DLQ.Topic.T")},
-		{perSub, tp("T"), sub, q("ActiveMQ.DLQ.Topic.T.app:s1")},
-		{perSub, tp("T"), nil, q("ActiveMQ.DLQ.Topic.T")},
-		{perSub, q("A"), nil, q("ActiveMQ.DLQ.Queue.A")},
-		{custom, tp("T"), sub, tp("ActiveMQ.DLQ.Topic.T.app:s1.t")},
-		{custom, q("A"), nil, tp("ActiveMQ.DLQ.Queue.A.q")},
-	} {
-		assert.Equal(t, tc.want, destinations.DeadLetterDest(tc.s, tc.from, tc.sub), "%+v from %v", tc.s, tc.from)
-	}
 }

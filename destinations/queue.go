@@ -507,19 +507,6 @@ func (q *QueueDest) pageIn() {
 	q.dispatchLocked()
 }
 
-// pickLocked returns the next consumer in round-robin order that has credit.
-func (q *QueueDest) pickLocked() *Consumer {
-	n := len(q.consumers)
-	for i := 0; i < n; i++ {
-		idx := (q.rr + i) % n
-		if s := q.consumers[idx]; s.Credit.Load() > 0 {
-			q.rr = (idx + 1) % n
-			return s
-		}
-	}
-	return nil
-}
-
 // AddConsumer adds s to the queue's consumers; false if the collector removed the queue
 // (the caller looks it up again).
 func (q *QueueDest) AddConsumer(s *Consumer) bool {
