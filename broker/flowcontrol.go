@@ -51,7 +51,7 @@ func (c *Conn) NoSpaceWait() time.Duration { return c.b.noSpaceWait }
 // roomFor reports the limit m would break if it were sent to dests now (already
 // resolved, streams split off), or nil: a persistent message needs room in the store;
 // a message sent to a topic needs room in the topic's memory when subscribers are
-// behind (slowconsumer.go); a non-persistent one sent to a queue needs room in the
+// behind (destinations/slowconsumer.go); a non-persistent one sent to a queue needs room in the
 // queue's and the broker's memory.
 func (b *Broker) roomFor(dests []destinations.Name, m *persistence.Message) *Error {
 	if len(dests) == 0 {

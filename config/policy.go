@@ -132,7 +132,7 @@ type PolicyEntry struct {
 	RebalanceTimeout time.Duration
 
 	// Slow non-durable topic subscribers (topic entries only; see
-	// slowconsumer.go): by default none is dropped or aborted, producers are
+	// destinations/slowconsumer.go): by default none is dropped or aborted, producers are
 	// held back instead.
 
 	// PendingMessageLimit is the pendingMessageLimitStrategy block.
