@@ -86,6 +86,9 @@ type Options struct {
 	// MaxSubscriptionsPerConnection bounds the subscriptions one connection may have at
 	// once; default DefaultMaxSubscriptionsPerConnection.
 	MaxSubscriptionsPerConnection int
+	// MaxDurableSubscriptions bounds the durable subscriptions clients may create,
+	// broker-wide; default DefaultMaxDurableSubscriptions.
+	MaxDurableSubscriptions int
 	// MaxDestinations bounds the queues and topics clients' SENDs and SUBSCRIBEs may
 	// create; default DefaultMaxDestinations. See gc.go.
 	MaxDestinations int
@@ -116,6 +119,7 @@ type Options struct {
 const (
 	DefaultMaxTransactionsPerConnection  = 64
 	DefaultMaxSubscriptionsPerConnection = 10000
+	DefaultMaxDurableSubscriptions       = 10000
 )
 
 // DefaultMemoryUsage is the broker-wide memory limit's default, 1 GiB.
@@ -140,6 +144,7 @@ type Broker struct {
 	maxTxs          int
 	maxDests        int
 	maxSubs         int
+	maxDurables     int
 	destsLogged     time.Time // the last "destination limit reached" line; under mu
 	seqFloor        atomic.Uint64
 	sched           *scheduler
@@ -218,6 +223,10 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	if b.maxTxs <= 0 {
 		b.maxTxs = DefaultMaxTransactionsPerConnection
 	}
+	b.maxDurables = o.MaxDurableSubscriptions
+	if b.maxDurables <= 0 {
+		b.maxDurables = DefaultMaxDurableSubscriptions
+	}
 	b.maxSubs = o.MaxSubscriptionsPerConnection
 	if b.maxSubs <= 0 {
 		b.maxSubs = DefaultMaxSubscriptionsPerConnection
@@ -234,7 +243,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		Background: &b.wg, Commit: b.commit, Stopping: b.stopping.Load, Done: b.done,
 		DeadLetter: b.sendToDeadLetter, Streams: b.streams,
 	}
-	b.durables = durable.NewRegistry(&b.env)
+	b.durables = durable.NewRegistry(&b.env, b.maxDurables)
 	if o.Scheduler {
 		b.sched = newScheduler(b, o.SchedulerMemoryLimit)
 	}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"log/slog"
 
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/durable"
@@ -67,6 +68,11 @@ func (c *Conn) subscribeDurable(ctx context.Context, r SubscribeRequest, s *Subs
 	switch {
 	case errors.Is(err, durable.ErrInUse):
 		return errorf(ErrDurableInUse, "Durable consumer is in use for client: %s and subscriptionName: %s", key.ClientID, key.Name)
+	case errors.Is(err, durable.ErrTooMany):
+		c.b.log.Warn("durable subscription limit reached: a new one was refused",
+			slog.String("clientID", key.ClientID), slog.String("name", key.Name), slog.Int("maxDurableSubscriptions", c.b.maxDurables))
+		return errorf(ErrTooManyDurableSubscriptions, "maximum number of durable subscriptions reached (systemUsage maxDurableSubscriptions %d): %s:%s not created",
+			c.b.maxDurables, key.ClientID, key.Name)
 	case err != nil:
 		return storeError(err)
 	}

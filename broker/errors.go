@@ -46,6 +46,9 @@ var (
 	// ErrTooManySubscriptions: SUBSCRIBE on a connection that has as many subscriptions
 	// as Options.MaxSubscriptionsPerConnection allows.
 	ErrTooManySubscriptions = errors.New("broker: too many subscriptions")
+	// ErrTooManyDurableSubscriptions: a SUBSCRIBE would create a durable subscription
+	// past Options.MaxDurableSubscriptions.
+	ErrTooManyDurableSubscriptions = errors.New("broker: too many durable subscriptions")
 	// ErrTooManyDestinations: a SEND or SUBSCRIBE would create a destination past
 	// Options.MaxDestinations.
 	ErrTooManyDestinations = errors.New("broker: too many destinations")

@@ -47,6 +47,9 @@ const (
 	// DefaultMaxSubscriptionsPerConnection bounds the subscriptions (queue browsers
 	// included) one connection may have at once.
 	DefaultMaxSubscriptionsPerConnection = 10000
+	// DefaultMaxDurableSubscriptions bounds the durable topic subscriptions clients may
+	// create, broker-wide (ActiveMQ has no limit).
+	DefaultMaxDurableSubscriptions = 10000
 	// DefaultSchedulerMemoryLimit bounds the persistent scheduled messages held in
 	// memory; MinSchedulerMemoryLimit is the smallest limit accepted.
 	DefaultSchedulerMemoryLimit = 64 << 20 // 64mb
@@ -164,6 +167,11 @@ type SystemUsage struct {
 	// one connection may have at once (default 10000; at least 1); a SUBSCRIBE past
 	// it gets an ERROR.
 	MaxSubscriptionsPerConnection int
+	// MaxDurableSubscriptions caps the durable topic subscriptions clients may
+	// create, broker-wide (default 10000; at least 1); a SUBSCRIBE that would create
+	// one past it gets an ERROR. Those recovered from the store are never refused,
+	// but count.
+	MaxDurableSubscriptions int
 	// SchedulerMemoryLimit caps the bytes of persistent scheduled messages held in
 	// memory, the soonest due; the others wait in the store (default 64mb; at least
 	// 64kb). Non-persistent scheduled messages count against MemoryUsage.

@@ -30,6 +30,9 @@
 //	                             # (dead-letter queues are still made); >= 1
 //	  maxSubscriptionsPerConnection: 10000   # subscriptions (browsers too) one
 //	                             # connection may have; a SUBSCRIBE past it gets an ERROR
+//	  maxDurableSubscriptions: 10000   # durable topic subscriptions clients may create,
+//	                             # broker-wide; a SUBSCRIBE creating one past it gets an
+//	                             # ERROR (recovered ones count, are never refused); >= 1
 //	  schedulerMemoryLimit: 64mb # persistent scheduled messages held in memory, the
 //	                             # soonest; the others wait in the store; >= 64kb
 //	  memoryUsage: 1gb           # bytes of messages held in memory, broker-wide; >= 1mb

@@ -77,6 +77,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault(key("systemUsage", "maxTransactionsPerConnection"), int64(DefaultMaxTransactionsPerConnection))
 	v.SetDefault(key("systemUsage", "maxDestinations"), int64(DefaultMaxDestinations))
 	v.SetDefault(key("systemUsage", "maxSubscriptionsPerConnection"), int64(DefaultMaxSubscriptionsPerConnection))
+	v.SetDefault(key("systemUsage", "maxDurableSubscriptions"), int64(DefaultMaxDurableSubscriptions))
 	v.SetDefault(key("systemUsage", "schedulerMemoryLimit"), int64(DefaultSchedulerMemoryLimit))
 	v.SetDefault(key("streams", "flush"), DefaultStreamsFlush)
 	v.SetDefault(key("streams", "flushInterval"), DefaultFlushInterval)

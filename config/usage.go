@@ -15,6 +15,7 @@ type systemUsageSection struct {
 	MaxTransactionsPerConnection  int64         `mapstructure:"maxTransactionsPerConnection"`
 	MaxDestinations               int64         `mapstructure:"maxDestinations"`
 	MaxSubscriptionsPerConnection int64         `mapstructure:"maxSubscriptionsPerConnection"`
+	MaxDurableSubscriptions       int64         `mapstructure:"maxDurableSubscriptions"`
 	SchedulerMemoryLimit          byteSize      `mapstructure:"schedulerMemoryLimit"`
 }
 
@@ -42,6 +43,9 @@ func (c *checker) buildSystemUsage(s systemUsageSection) (SystemUsage, *Error) {
 	if err := c.intRange(joinKey(path, "maxSubscriptionsPerConnection"), s.MaxSubscriptionsPerConnection, 1, math.MaxInt32, ""); err != nil {
 		return SystemUsage{}, err
 	}
+	if err := c.intRange(joinKey(path, "maxDurableSubscriptions"), s.MaxDurableSubscriptions, 1, math.MaxInt32, ""); err != nil {
+		return SystemUsage{}, err
+	}
 	if err := c.sizeAtLeast(joinKey(path, "schedulerMemoryLimit"), int64(s.SchedulerMemoryLimit), MinSchedulerMemoryLimit); err != nil {
 		return SystemUsage{}, err
 	}
@@ -54,6 +58,7 @@ func (c *checker) buildSystemUsage(s systemUsageSection) (SystemUsage, *Error) {
 		MaxTransactionsPerConnection:  int(s.MaxTransactionsPerConnection),
 		MaxDestinations:               int(s.MaxDestinations),
 		MaxSubscriptionsPerConnection: int(s.MaxSubscriptionsPerConnection),
+		MaxDurableSubscriptions:       int(s.MaxDurableSubscriptions),
 		SchedulerMemoryLimit:          int64(s.SchedulerMemoryLimit),
 	}, nil
 }

@@ -47,6 +47,8 @@ var (
 	ErrInUse = errors.New("durable: consumer in use")
 	// ErrNotFound: no durable subscription has the key.
 	ErrNotFound = errors.New("durable: no such subscription")
+	// ErrTooMany: creating the subscription would pass the registry's maximum.
+	ErrTooMany = errors.New("durable: too many subscriptions")
 )
 
 // Sub is one durable subscription.
@@ -95,6 +97,7 @@ func (d *Sub) Detach(c *destinations.Consumer) {
 // Registry holds the durable subscriptions of a broker.
 type Registry struct {
 	env *destinations.Env
+	max int // subscriptions Subscribe may create; 0: no limit
 
 	lifecycle sync.Mutex // serialises creating, attaching, replacing, deleting, expiring
 
@@ -102,9 +105,10 @@ type Registry struct {
 	subs map[persistence.SubKey]*Sub
 }
 
-// NewRegistry returns an empty registry working in env.
-func NewRegistry(env *destinations.Env) *Registry {
-	return &Registry{env: env, subs: map[persistence.SubKey]*Sub{}}
+// NewRegistry returns an empty registry working in env, in which Subscribe creates
+// subscriptions while fewer than max exist (0: no limit); Recover never refuses one.
+func NewRegistry(env *destinations.Env, max int) *Registry {
+	return &Registry{env: env, max: max, subs: map[persistence.SubKey]*Sub{}}
 }
 
 // Get returns the subscription of key, or nil.
@@ -112,6 +116,13 @@ func (r *Registry) Get(key persistence.SubKey) *Sub {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.subs[key]
+}
+
+// Len is the number of subscriptions.
+func (r *Registry) Len() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.subs)
 }
 
 // All returns every subscription.
@@ -127,8 +138,9 @@ func (r *Registry) All() []*Sub {
 
 // Subscribe attaches consumer c to the durable subscription key on topic t with sel,
 // creating it, or replacing it when its topic or selector changed (as ActiveMQ does).
-// It fails with ErrInUse while another consumer is attached, and with the store's
-// error when the subscription cannot be stored.
+// It fails with ErrInUse while another consumer is attached, with ErrTooMany when
+// creating it would pass the registry's maximum, and with the store's error when the
+// subscription cannot be stored.
 func (r *Registry) Subscribe(ctx context.Context, key persistence.SubKey, t *destinations.TopicDest, sel *selector.Selector, c *destinations.Consumer) (*Sub, error) {
 	selText := ""
 	if sel != nil {
@@ -145,6 +157,9 @@ func (r *Registry) Subscribe(ctx context.Context, key persistence.SubKey, t *des
 			return nil, err
 		}
 		d = nil
+	}
+	if d == nil && r.max > 0 && r.Len() >= r.max {
+		return nil, ErrTooMany
 	}
 	if d == nil {
 		info := persistence.SubInfo{Key: key, Dest: t.Qualified(), Selector: selText, Created: time.Now().UnixMilli()}

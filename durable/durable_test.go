@@ -44,7 +44,7 @@ func publish(t *testing.T, env *destinations.Env, topic *destinations.TopicDest,
 func TestRegistryLifecycle(t *testing.T) {
 	ctx := context.Background()
 	env := newEnv(t, destinations.DefaultPolicy(true))
-	r := NewRegistry(env)
+	r := NewRegistry(env, 0)
 	topic := destinations.NewTopic(env, "t", destinations.DefaultPolicy(true), 0, false)
 	key := persistence.SubKey{ClientID: "c", Name: "s"}
 
@@ -77,7 +77,7 @@ func TestOfflinePendingLimit(t *testing.T) {
 	p := destinations.DefaultPolicy(true)
 	p.MaxPendingMessages = 2
 	env := newEnv(t, p)
-	r := NewRegistry(env)
+	r := NewRegistry(env, 0)
 	topic := destinations.NewTopic(env, "t", p, 0, false)
 	c := &destinations.Consumer{ID: "1"}
 	d, err := r.Subscribe(ctx, persistence.SubKey{ClientID: "c", Name: "s"}, topic, nil, c)
@@ -89,4 +89,32 @@ func TestOfflinePendingLimit(t *testing.T) {
 	n, _ := d.View().Backlog()
 	require.EqualValues(t, 2, n)
 	require.EqualValues(t, 3, r.Stats()[0].Dropped)
+}
+
+// Subscribe creates subscriptions while fewer than the registry's maximum exist;
+// attaching to an existing one is never refused, and deleting one makes room.
+func TestRegistryMaximum(t *testing.T) {
+	ctx := context.Background()
+	p := destinations.DefaultPolicy(true)
+	env := newEnv(t, p)
+	r := NewRegistry(env, 2)
+	topic := destinations.NewTopic(env, "t", p, 0, false)
+	a, b := persistence.SubKey{ClientID: "c", Name: "a"}, persistence.SubKey{ClientID: "c", Name: "b"}
+	for _, key := range []persistence.SubKey{a, b} {
+		c := &destinations.Consumer{ID: key.Name}
+		d, err := r.Subscribe(ctx, key, topic, nil, c)
+		require.NoError(t, err)
+		d.Detach(c)
+	}
+	_, err := r.Subscribe(ctx, persistence.SubKey{ClientID: "c", Name: "third"}, topic, nil, &destinations.Consumer{ID: "3"})
+	require.ErrorIs(t, err, ErrTooMany)
+	require.Equal(t, 2, r.Len())
+
+	c := &destinations.Consumer{ID: "again"}
+	d, err := r.Subscribe(ctx, a, topic, nil, c)
+	require.NoError(t, err, "reattaching is not creating")
+	d.Detach(c)
+	require.NoError(t, r.Delete(ctx, b, func() {}, func(*destinations.Consumer) error { return nil }))
+	_, err = r.Subscribe(ctx, persistence.SubKey{ClientID: "c", Name: "third"}, topic, nil, &destinations.Consumer{ID: "3"})
+	require.NoError(t, err)
 }

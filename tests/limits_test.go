@@ -224,6 +224,35 @@ func TestMaxPrefetchPolicy(t *testing.T) {
 // TestMaxSubscriptionsPerConnection: a connection may have at most
 // systemUsage.maxSubscriptionsPerConnection subscriptions, queue browsers included; a
 // SUBSCRIBE past it gets an ERROR and the connection stays open.
+// TestMaxDurableSubscriptions: systemUsage.maxDurableSubscriptions bounds the durable
+// subscriptions clients create, broker-wide: past it a SUBSCRIBE that would create one
+// gets an ERROR (the connection goes on, with a log line), reattaching an existing one
+// is never refused, and deleting one makes room.
+func TestMaxDurableSubscriptions(t *testing.T) {
+	b := startBroker(t, brokerConfig{Extra: "systemUsage: {maxDurableSubscriptions: 2}\n"})
+	one := durConnect(t, b.Addr, "app-1")
+	durAttach(one, "/topic/prices", "s1")
+	two := durConnect(t, b.Addr, "app-2")
+	durAttach(two, "/topic/prices", "s2")
+	three := durConnect(t, b.Addr, "app-3")
+	e := three.refused("SUBSCRIBE", "id", "d3", "destination", "/topic/prices", "activemq.subscriptionName", "s3")
+	assert.Contains(t, e.Header.Get("message"), "maximum number of durable subscriptions reached (systemUsage maxDurableSubscriptions 2)")
+	awaitLogLine(t, b, 5*time.Second, "durable subscription limit reached")
+	three.do("SEND", "destination", "/queue/still-served")
+
+	// The existing ones keep their messages and can be reattached.
+	one.leave()
+	durPublish(three, "/topic/prices", true, []string{"p1"})
+	again := durConnect(t, b.Addr, "app-1")
+	sub := durAttach(again, "/topic/prices", "s1")
+	durExpect(again, sub, "p1")
+
+	// Deleting one makes room for a new one.
+	two.do("UNSUBSCRIBE", "id", "s1")
+	two.do("UNSUBSCRIBE", "id", "s1", "activemq.subscriptionName", "s2")
+	durAttach(three, "/topic/prices", "s3")
+}
+
 func TestMaxSubscriptionsPerConnection(t *testing.T) {
 	b := startBroker(t, brokerConfig{Extra: "systemUsage: {maxSubscriptionsPerConnection: 2}\n"})
 	c := jmsDial(t, b.Addr)

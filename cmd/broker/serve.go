@@ -151,6 +151,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 		MaxTransactionsPerConnection:  cfg.SystemUsage.MaxTransactionsPerConnection,
 		MaxDestinations:               cfg.SystemUsage.MaxDestinations,
 		MaxSubscriptionsPerConnection: cfg.SystemUsage.MaxSubscriptionsPerConnection,
+		MaxDurableSubscriptions:       cfg.SystemUsage.MaxDurableSubscriptions,
 		DestinationGCPeriod:           destinationGCPeriod(cfg.DestinationPolicy),
 		NoSpaceWait:                   noSpaceWait(cfg.SystemUsage),
 		Policies:                      policies(cfg.DestinationPolicy),
