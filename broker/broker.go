@@ -272,23 +272,17 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	sctx, cancel := context.WithCancel(context.Background())
 	b.stopSweeper = cancel
 	if o.ExpirySweep > 0 {
-		b.wg.Add(1)
-		go b.runExpirySweeper(sctx, o.ExpirySweep)
+		b.every(sctx, o.ExpirySweep, b.sweepExpired)
 	}
 	if o.DurableSweep <= 0 {
 		o.DurableSweep = 5 * time.Minute
 	}
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		b.durables.RunSweeper(sctx, o.DurableSweep)
-	}()
+	b.every(sctx, o.DurableSweep, func() { b.durables.ExpireOffline(sctx) })
 	if o.DestinationGCPeriod == 0 {
 		o.DestinationGCPeriod = DefaultDestinationGCPeriod
 	}
 	if o.DestinationGCPeriod > 0 {
-		b.wg.Add(1)
-		go b.runDestinationGC(sctx, o.DestinationGCPeriod)
+		b.every(sctx, o.DestinationGCPeriod, func() { b.collectInactive(sctx, time.Now()) })
 	}
 
 	if sz, ok := b.store.(persistence.Sizer); ok && b.storeUsage > 0 {
@@ -468,6 +462,26 @@ func (b *Broker) Close() error {
 	b.wg.Wait()
 	b.acks.flush()
 	return b.store.Close()
+}
+
+// every runs fn every period, in a goroutine of its own that Close waits for, until
+// ctx ends: the expiry sweeper, the offline durable subscriptions' sweeper, the
+// destination collector.
+func (b *Broker) every(ctx context.Context, period time.Duration, fn func()) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				fn()
+			}
+		}
+	}()
 }
 
 // watchStoreUsage keeps storeFull current: the store's size is read a few times a

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"time"
 
 	"github.com/activemq-go/broker/destinations"
@@ -58,20 +57,6 @@ func (b *Broker) sweepExpired() {
 		q.SweepExpired(now)
 	}
 	b.expirySweeps.Add(1)
-}
-
-func (b *Broker) runExpirySweeper(ctx context.Context, every time.Duration) {
-	defer b.wg.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			b.sweepExpired()
-		}
-	}
 }
 
 // sendToDeadLetter puts dead-letter copies on dlq, stored by batch, and returns the

@@ -89,21 +89,6 @@ func (b *Broker) roomForDestinationsLocked(n int, dests []destinations.Name) err
 		b.maxDests, dests[0])
 }
 
-// runDestinationGC removes inactive destinations every period.
-func (b *Broker) runDestinationGC(ctx context.Context, every time.Duration) {
-	defer b.wg.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			b.collectInactive(ctx, time.Now())
-		}
-	}
-}
-
 // collectInactive removes the destinations whose policy collects them and that have
 // been inactive for its InactiveTimeout.
 func (b *Broker) collectInactive(ctx context.Context, now time.Time) {

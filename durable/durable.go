@@ -319,17 +319,3 @@ func (r *Registry) ExpireOffline(ctx context.Context) {
 		}
 	}
 }
-
-// RunSweeper calls ExpireOffline every period until ctx ends.
-func (r *Registry) RunSweeper(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			r.ExpireOffline(ctx)
-		}
-	}
-}
