@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/activemq-go/broker/persistence"
 )
@@ -39,6 +40,18 @@ type Env struct {
 	DeadLetter func(batch persistence.Batch, dlq Name, copies []*persistence.Message) []Accepted
 	// Streams is the stream log of stream topics; nil refuses them.
 	Streams *Streams
+	// Now is the clock of expiry, slow subscribers and durable subscriptions' offline
+	// time; nil is time.Now. (Stream records take their times from the stream log's
+	// clock.)
+	Now func() time.Time
+}
+
+// Time is the time by the environment's clock.
+func (e *Env) Time() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
 }
 
 // Usage counts bytes against a limit, broker-wide.

@@ -144,7 +144,7 @@ func (q *QueueDest) Accept(m *persistence.Message, ready bool) (*Entry, error) {
 		if !q.paged {
 			q.paged = true
 			q.pageAfter = m.Seq - 1
-			if now := time.Now(); now.Sub(q.pagingLogged) > time.Minute {
+			if now := q.env.Time(); now.Sub(q.pagingLogged) > time.Minute {
 				q.pagingLogged = now
 				used, limit := q.env.Memory.Used()
 				q.env.Log.Info("queue over its memory limit: paging new messages to the store",
@@ -288,7 +288,7 @@ func (q *QueueDest) dispatchPass() {
 		}
 		if e.Msg.Expires != 0 || e.NotBefore != 0 {
 			if now == 0 {
-				now = time.Now().UnixNano()
+				now = q.env.Time().UnixNano()
 			}
 			if e.Msg.Expires != 0 && e.Msg.Expires*int64(time.Millisecond) <= now {
 				expired = append(expired, e)
@@ -548,7 +548,7 @@ func (q *QueueDest) RemoveConsumer(s *Consumer) {
 func (q *QueueDest) Requeue(ds []*Delivery, delay bool) {
 	q.mu.Lock()
 	var dead []*Entry
-	now := time.Now()
+	now := q.env.Time()
 	for _, d := range ds {
 		e := d.entry
 		if !d.Written {
@@ -636,7 +636,7 @@ func (q *QueueDest) writeMarkerLocked() {
 		if err != nil {
 			// Tried again after a pause (with a log line at most once a minute); the
 			// write in flight meanwhile keeps others from starting.
-			if now := time.Now(); now.Sub(q.markerLogged) > time.Minute {
+			if now := q.env.Time(); now.Sub(q.markerLogged) > time.Minute {
 				q.markerLogged = now
 				q.env.Log.Error("storing a queue's dispatch mark failed; trying again", slog.String("dest", q.client),
 					slog.Duration("in", markerRetryDelay), slog.Any("err", err))

@@ -79,7 +79,7 @@ func (s *Consumer) offer(t *TopicDest, m *persistence.Message, w *waiting) *wait
 	}
 	w.refs.Add(1)
 	if len(s.overflow) == 0 {
-		s.slowSince = time.Now()
+		s.slowSince = t.env.Time()
 		s.slowCount++
 	}
 	s.overflow = append(s.overflow, w)

@@ -3,7 +3,6 @@ package destinations
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/activemq-go/broker/destinations/selector"
 	"github.com/activemq-go/broker/persistence"
@@ -99,7 +98,7 @@ func (q *QueueDest) Drop() {
 // Messages dispatched to a consumer and not yet acknowledged are not included.
 func (q *QueueDest) Browse(ctx context.Context, sel *selector.Selector, max int) ([]*persistence.Message, error) {
 	var out []*persistence.Message
-	now := time.Now().UnixMilli()
+	now := q.env.Time().UnixMilli()
 	live := func(m *persistence.Message) bool { return m.Expires == 0 || m.Expires > now }
 	q.mu.Lock()
 	q.pending.Each(func(e *Entry) bool {

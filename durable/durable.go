@@ -57,6 +57,7 @@ type Sub struct {
 	sel   *selector.Selector
 	topic *destinations.TopicDest
 	view  *destinations.QueueDest
+	clock func() time.Time // the registry's environment's
 
 	mu           sync.Mutex
 	active       *destinations.Consumer // guarded by mu; nil while offline
@@ -89,7 +90,7 @@ func (d *Sub) Detach(c *destinations.Consumer) {
 	d.mu.Lock()
 	if d.active == c {
 		d.active = nil
-		d.offlineSince = time.Now()
+		d.offlineSince = d.clock()
 	}
 	d.mu.Unlock()
 }
@@ -162,13 +163,13 @@ func (r *Registry) Subscribe(ctx context.Context, key persistence.SubKey, t *des
 		return nil, ErrTooMany
 	}
 	if d == nil {
-		info := persistence.SubInfo{Key: key, Dest: t.Qualified(), Selector: selText, Created: time.Now().UnixMilli()}
+		info := persistence.SubInfo{Key: key, Dest: t.Qualified(), Selector: selText, Created: r.env.Time().UnixMilli()}
 		batch := r.env.Store.Begin()
 		batch.AddSub(info)
 		if err := batch.Commit(ctx, persistence.Sync); err != nil {
 			return nil, err
 		}
-		d = &Sub{info: info, sel: sel, topic: t, view: destinations.NewView(r.env, key, t)}
+		d = &Sub{info: info, sel: sel, topic: t, view: destinations.NewView(r.env, key, t), clock: r.env.Time}
 		r.mu.Lock()
 		r.subs[key] = d
 		r.mu.Unlock()
@@ -236,7 +237,7 @@ type Stats struct {
 func (r *Registry) Stats() []Stats {
 	subs := r.All()
 	out := make([]Stats, 0, len(subs))
-	now := time.Now()
+	now := r.env.Time()
 	for _, d := range subs {
 		active, since := d.attached()
 		st := Stats{
@@ -277,7 +278,7 @@ func (r *Registry) Recover(ctx context.Context, subs []persistence.SubInfo, topi
 					slog.String("name", info.Key.String()), slog.Any("err", err))
 			}
 		}
-		d := &Sub{info: info, sel: sel, topic: t, view: destinations.NewView(r.env, info.Key, t), offlineSince: time.Now()}
+		d := &Sub{info: info, sel: sel, topic: t, view: destinations.NewView(r.env, info.Key, t), clock: r.env.Time, offlineSince: r.env.Time()}
 		// The backlog matters for the offline pending limits: count what is stored, and
 		// its size. This reads the subscription's backlog once, which the limits bound
 		// while it is offline; without a limit it is not read.
@@ -304,7 +305,7 @@ func (r *Registry) Recover(ctx context.Context, subs []persistence.SubInfo, topi
 func (r *Registry) ExpireOffline(ctx context.Context) {
 	r.lifecycle.Lock()
 	defer r.lifecycle.Unlock()
-	now := time.Now()
+	now := r.env.Time()
 	for _, d := range r.All() {
 		to := r.env.Policy(destinations.Topic, d.topic.Name()).OfflineTimeout
 		active, since := d.attached()

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -117,4 +118,28 @@ func TestRegistryMaximum(t *testing.T) {
 	require.NoError(t, r.Delete(ctx, b, func() {}, func(*destinations.Consumer) error { return nil }))
 	_, err = r.Subscribe(ctx, persistence.SubKey{ClientID: "c", Name: "third"}, topic, nil, &destinations.Consumer{ID: "3"})
 	require.NoError(t, err)
+}
+
+// The registry keeps time by its environment's clock: a subscription offline past its
+// policy's offline timeout by that clock is removed, one not yet is kept.
+func TestExpireOfflineByEnvironmentClock(t *testing.T) {
+	ctx := context.Background()
+	p := destinations.DefaultPolicy(true)
+	p.OfflineTimeout = time.Hour
+	env := newEnv(t, p)
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	env.Now = func() time.Time { return now }
+	r := NewRegistry(env, 0)
+	topic := destinations.NewTopic(env, "t", p, 0, false)
+	c := &destinations.Consumer{ID: "1"}
+	d, err := r.Subscribe(ctx, persistence.SubKey{ClientID: "c", Name: "s"}, topic, nil, c)
+	require.NoError(t, err)
+	d.Detach(c)
+	now = now.Add(59 * time.Minute)
+	r.ExpireOffline(ctx)
+	require.Equal(t, 1, r.Len())
+	require.Equal(t, 59*time.Minute, r.Stats()[0].OfflineFor)
+	now = now.Add(2 * time.Minute)
+	r.ExpireOffline(ctx)
+	require.Zero(t, r.Len())
 }
