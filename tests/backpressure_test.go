@@ -244,12 +244,7 @@ destinationPolicy:
 	slow.subscribe("/topic/bp.limited", "ack", "client-individual")
 	p := jmsDial(t, b.Addr)
 	const n = 3000
-	for i := range n {
-		f := frame.New("SEND", "destination", "/topic/bp.limited", "receipt", "r"+strconv.Itoa(i))
-		f.Body = bpBody(i)
-		p.raw.send(f)
-	}
-	awaitReceipts(t, p, n)
+	sendNumbered(t, p, "/topic/bp.limited", n)
 	st := destStats(t, addr, "/topic/bp.limited")
 	require.Positive(t, st.Dropped)
 	// The subscriber now reads and acknowledges everything it was kept.
@@ -272,9 +267,15 @@ destinationPolicy:
 	awaitLogLine(t, b, 5*time.Second, "dropping its oldest waiting messages")
 }
 
-// awaitReceipts requires RECEIPTs for the n SENDs p sent last, in order.
-func awaitReceipts(t testing.TB, p *jmsClient, n int) {
+// sendNumbered pipelines n numbered SENDs to dest, each with a receipt, and requires
+// every RECEIPT, in order: the producer is never refused nor held for good.
+func sendNumbered(t testing.TB, p *jmsClient, dest string, n int) {
 	t.Helper()
+	for i := range n {
+		f := frame.New("SEND", "destination", dest, "receipt", "r"+strconv.Itoa(i))
+		f.Body = bpBody(i)
+		p.raw.send(f)
+	}
 	for i := range n {
 		reply, ok := p.read(30 * time.Second)
 		require.True(t, ok, "no answer to SEND %d", i)
@@ -299,13 +300,7 @@ destinationPolicy:
 			slow := jmsDial(t, b.Addr)
 			slow.subscribe("/topic/bp.slow", "ack", "client-individual")
 			p := jmsDial(t, b.Addr)
-			const n = 2000
-			for i := range n {
-				f := frame.New("SEND", "destination", "/topic/bp.slow", "receipt", "r"+strconv.Itoa(i))
-				f.Body = bpBody(i)
-				p.raw.send(f)
-			}
-			awaitReceipts(t, p, n)
+			sendNumbered(t, p, "/topic/bp.slow", 2000)
 			var errFrame *frame.Frame
 			for errFrame == nil {
 				f, ok := slow.read(20 * time.Second)
@@ -409,9 +404,7 @@ print("stomp.py backpressure OK, producer held after", sent[0])
 
 // TestStompPyBackpressure: the same two scenarios with stomp.py on both ends.
 func TestStompPyBackpressure(t *testing.T) {
-	if _, err := os.Stat(systemPython); err != nil {
-		t.Fatalf("%s is missing: install Debian's python3 and python3-stomp (.ci/run does)", systemPython)
-	}
+	requirePython(t)
 	for _, dest := range []string{"/topic/bp.py", "/queue/bp.py"} {
 		t.Run(dest, func(t *testing.T) {
 			b := startBroker(t, brokerConfig{Extra: `

@@ -74,25 +74,31 @@ conn.disconnect(receipt="bye")
 print("stomp.py durable %s OK" % phase)
 `
 
+// stompPyPhases writes script (a stomp.py program taking the broker's address and a
+// phase) and returns a runner of its phases: each must exit 0 and print
+// "stomp.py <name> <phase> OK"; the runner returns the output.
+func stompPyPhases(t *testing.T, b *brokerProc, name, script string) func(args ...string) string {
+	t.Helper()
+	requirePython(t)
+	path := filepath.Join(t.TempDir(), name+".py")
+	require.NoError(t, os.WriteFile(path, []byte(script), 0o644))
+	return func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(systemPython, append([]string{path, b.Addr}, args...)...).CombinedOutput()
+		require.NoError(t, err, "stomp.py %v failed:\n%s\nbroker log:\n%s", args, out, b.Log())
+		require.Contains(t, string(out), "stomp.py "+name+" "+args[0]+" OK", string(out))
+		return string(out)
+	}
+}
+
 // TestDurableStompPy: stomp.py (Debian's python3-stomp) creates a durable subscription
 // and leaves; go-stomp publishes persistent messages (and non-persistent ones, which are
 // not kept); stomp.py comes back and receives the persistent ones in publish order, and
 // its acknowledgements hold: a go-stomp consumer on the same subscription afterwards
 // gets only what is published from then on.
 func TestDurableStompPy(t *testing.T) {
-	if _, err := os.Stat(systemPython); err != nil {
-		t.Fatalf("%s is missing: install Debian's python3 and python3-stomp (.ci/run does)", systemPython)
-	}
 	b := startBroker(t, brokerConfig{})
-	script := filepath.Join(t.TempDir(), "durable.py")
-	require.NoError(t, os.WriteFile(script, []byte(stompPyDurableScript), 0o644))
-	runPy := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(systemPython, append([]string{script, b.Addr}, args...)...).CombinedOutput()
-		require.NoError(t, err, "stomp.py %v failed:\n%s\nbroker log:\n%s", args, out, b.Log())
-		require.Contains(t, string(out), "stomp.py durable "+args[0]+" OK", string(out))
-		return string(out)
-	}
+	runPy := stompPyPhases(t, b, "durable", stompPyDurableScript)
 
 	runPy("attach")
 	durAwaitFree(t, b.Addr, "py-app")
@@ -203,19 +209,8 @@ print("stomp.py rabbit %s OK" % phase)
 // attached, another connection cannot attach it too. An UNSUBSCRIBE with the same
 // headers deletes it: nothing is kept for it afterwards.
 func TestDurableRabbitMQStyleWithoutClientID(t *testing.T) {
-	if _, err := os.Stat(systemPython); err != nil {
-		t.Fatalf("%s is missing: install Debian's python3 and python3-stomp (.ci/run does)", systemPython)
-	}
 	b := startBroker(t, brokerConfig{})
-	script := filepath.Join(t.TempDir(), "rabbit.py")
-	require.NoError(t, os.WriteFile(script, []byte(stompPyRabbitScript), 0o644))
-	runPy := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(systemPython, append([]string{script, b.Addr}, args...)...).CombinedOutput()
-		require.NoError(t, err, "stomp.py %v failed:\n%s\nbroker log:\n%s", args, out, b.Log())
-		require.Contains(t, string(out), "stomp.py rabbit "+args[0]+" OK", string(out))
-		return string(out)
-	}
+	runPy := stompPyPhases(t, b, "rabbit", stompPyRabbitScript)
 	const topic = "/topic/py.rabbit"
 	p := dial(t, b.Addr)
 
