@@ -13,16 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// stompPyDurableScript is a stomp.py durable subscriber: CONNECT with client-id,
-// SUBSCRIBE with activemq.subscriptionName and client-individual acks, as an ActiveMQ
-// user writes it. "attach" subscribes (with a receipt) and leaves; "consume N" comes
-// back, requires N messages in publish order, acknowledges each (the last with a
-// receipt) and prints their bodies.
-const stompPyDurableScript = `
+// stompPyCollector is the listener the stomp.py durable scripts share: it collects
+// MESSAGEs, RECEIPT ids and ERROR messages, and wait(what, cond) waits for cond, failing
+// the script on an ERROR (unless errors_ok) or after timeout seconds.
+const stompPyCollector = `
 import sys, threading, stomp
-
-host, port = sys.argv[1].rsplit(":", 1)
-phase = sys.argv[2]
 
 class Collector(stomp.ConnectionListener):
     def __init__(self):
@@ -40,12 +35,23 @@ class Collector(stomp.ConnectionListener):
         with self.cond:
             self.errors.append(frame.headers.get("message"))
             self.cond.notify_all()
-    def wait(self, what, cond, timeout=10):
+    def wait(self, what, cond, timeout=10, errors_ok=False):
         with self.cond:
-            if not self.cond.wait_for(lambda: cond() or self.errors, timeout):
+            if not self.cond.wait_for(lambda: cond() or (self.errors and not errors_ok), timeout):
                 raise SystemExit("timed out waiting for %s (%d messages)" % (what, len(self.msgs)))
-            if self.errors:
+            if self.errors and not errors_ok:
                 raise SystemExit("ERROR from the broker: %s" % self.errors)
+`
+
+// stompPyDurableScript is a stomp.py durable subscriber: CONNECT with client-id,
+// SUBSCRIBE with activemq.subscriptionName and client-individual acks, as an ActiveMQ
+// user writes it. "attach" subscribes (with a receipt) and leaves; "consume N" comes
+// back, requires N messages in publish order, acknowledges each (the last with a
+// receipt) and prints their bodies.
+const stompPyDurableScript = stompPyCollector + `
+
+host, port = sys.argv[1].rsplit(":", 1)
+phase = sys.argv[2]
 
 col = Collector()
 conn = stomp.Connection12([(host, int(port))])
@@ -130,35 +136,11 @@ func TestDurableStompPy(t *testing.T) {
 // a second connection's SUBSCRIBE with the same id to be refused; "delete" attaches and
 // deletes the subscription with UNSUBSCRIBE id + durable:true + auto-delete:false (with
 // a receipt), as RabbitMQ's clients do.
-const stompPyRabbitScript = `
-import sys, threading, stomp
+const stompPyRabbitScript = stompPyCollector + `
 
 host, port = sys.argv[1].rsplit(":", 1)
 phase = sys.argv[2]
 DURABLE = {"durable": "true", "auto-delete": "false"}
-
-class Collector(stomp.ConnectionListener):
-    def __init__(self):
-        self.msgs, self.receipts, self.errors = [], set(), []
-        self.cond = threading.Condition()
-    def on_message(self, frame):
-        with self.cond:
-            self.msgs.append(frame)
-            self.cond.notify_all()
-    def on_receipt(self, frame):
-        with self.cond:
-            self.receipts.add(frame.headers.get("receipt-id"))
-            self.cond.notify_all()
-    def on_error(self, frame):
-        with self.cond:
-            self.errors.append(frame.headers.get("message"))
-            self.cond.notify_all()
-    def wait(self, what, cond, timeout=10, errors_ok=False):
-        with self.cond:
-            if not self.cond.wait_for(lambda: cond() or (self.errors and not errors_ok), timeout):
-                raise SystemExit("timed out waiting for %s (%d messages)" % (what, len(self.msgs)))
-            if self.errors and not errors_ok:
-                raise SystemExit("ERROR from the broker: %s" % self.errors)
 
 def attach():
     col = Collector()
