@@ -89,6 +89,9 @@ type Config struct {
 	VirtualTopics     VirtualTopics
 	// SSLContext holds the certificate of the TLS connectors, loaded and checked.
 	SSLContext SSLContext
+	// Plugins is who may connect and what they may do (authentication,
+	// authorization); without a user source every client is let in anonymously.
+	Plugins Plugins
 	// Source is the file the configuration came from; "" for Parse.
 	Source string
 	// IgnoredEnv lists BROKER_ variables whose first key names no section of this
@@ -125,6 +128,15 @@ type Broker struct {
 	// destinations, durable subscriptions with their backlog and age, and the store's
 	// disk use and oldest segment. Default "" (off).
 	StatsAddress string `mapstructure:"statsAddress"`
+	// PopulateJMSXUserID sets the JMSXUserID header of every message a client sends
+	// to the user its connection authenticated as, replacing any the client set
+	// (default false, as ActiveMQ).
+	PopulateJMSXUserID bool `mapstructure:"populateJMSXUserID"`
+	// UseAuthenticatedPrincipalForJMSXUserID makes PopulateJMSXUserID use the user
+	// the login produced (for a TLS client certificate, the user certificateUsers
+	// maps its subject DN to) instead of the login header as the client sent it
+	// (default false, as ActiveMQ). It has no effect without PopulateJMSXUserID.
+	UseAuthenticatedPrincipalForJMSXUserID bool `mapstructure:"useAuthenticatedPrincipalForJMSXUserID"`
 }
 
 // SystemUsage is the systemUsage section: broker-wide limits, ActiveMQ's
@@ -286,6 +298,14 @@ type Connector struct {
 	// a client's CONNECT has none (transport.defaultHeartBeat "x,y" in ms; default
 	// 0,0: none).
 	DefaultHeartBeat [2]time.Duration
+	// AllowedOrigins are the Origin host patterns a WebSocket connector accepts
+	// besides its own host (allowedOrigins, comma-separated; ws and wss only), as
+	// coder/websocket's AcceptOptions.OriginPatterns: host or host:port, matched
+	// case-insensitively with path.Match ("*.example.com", "*" for any), or
+	// scheme://host to match the scheme too. Empty (the default): only pages
+	// served from the connector's own host may connect. A request without an
+	// Origin header (not a browser) is always accepted.
+	AllowedOrigins []string
 }
 
 // Default returns the configuration of an empty file with an empty environment:

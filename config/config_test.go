@@ -68,13 +68,17 @@ func TestDefault(t *testing.T) {
 			SegmentBytes: 1 << 30, SegmentMs: 168 * time.Hour, IndexIntervalBytes: 4 << 10,
 		},
 		VirtualTopics: VirtualTopics{Enabled: true, Name: "VirtualTopic.>", Prefix: "Consumer.*."},
+		Plugins: Plugins{
+			AnonymousUser: "anonymous", AnonymousGroup: "anonymous", AdminGroups: []string{"admins"},
+			LoginFailureDelay: 100 * time.Millisecond, MaxLoginFailureDelay: 5 * time.Second,
+		},
 	}
 	assert.Equal(t, want, Default())
 
 	// An empty file, or one with only comments or a null document, gives the same.
 	for _, in := range []string{"", "# nothing here\n", "---\n", "~\n", "broker:\n", "broker: {}\n",
 		"systemUsage:\n", "systemUsage: {}\n", "destinationPolicy:\n", "destinationPolicy: []\n",
-		"streams:\n", "streams: {}\n", "virtualTopics:\n", "virtualTopics: {}\n"} {
+		"streams:\n", "streams: {}\n", "virtualTopics:\n", "virtualTopics: {}\n", "plugins:\n", "plugins: {}\n"} {
 		c, err := Parse([]byte(in), nil)
 		require.NoError(t, err, "%q", in)
 		assert.Equal(t, want, c, "%q", in)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -116,6 +117,7 @@ var connectorOptions = []connectorOption{
 		}
 		return nil
 	}},
+	{[]string{"allowedOrigins"}, allowedOriginsOption},
 }
 
 // optionsAllowed lists every accepted option name.
@@ -249,7 +251,47 @@ func parseConnectorURI(raw string) (Connector, *Error) {
 		return fail("needClientAuth and wantClientAuth apply to TLS connectors only",
 			"stomp+ssl://, stomp+nio+ssl:// or wss:// with the option, or no option")
 	}
+	if c.AllowedOrigins != nil && !c.WebSocket {
+		return fail("allowedOrigins applies to WebSocket connectors only: browsers send Origin",
+			"ws:// or wss:// with the option, or no option")
+	}
 	return c, nil
+}
+
+const originsAllowed = `Origin host patterns separated by ",": host or host:port, matched case-insensitively ` +
+	`with path.Match ("*.example.com:8443"), "*" for any, or scheme://host to match the scheme too`
+
+// allowedOriginsOption sets the Origin patterns of a WebSocket connector, as
+// coder/websocket's AcceptOptions.OriginPatterns takes them.
+func allowedOriginsOption(c *Connector, v string) *Error {
+	var patterns []string
+	for _, p := range strings.Split(v, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if _, err := path.Match(strings.ToLower(p), ""); err != nil {
+			return &Error{Problem: fmt.Sprintf("malformed pattern %q", p), Allowed: originsAllowed}
+		}
+		host := p
+		if scheme, rest, ok := strings.Cut(p, "://"); ok {
+			if scheme == "" {
+				return &Error{Problem: fmt.Sprintf("pattern %q has an empty scheme", p), Allowed: originsAllowed}
+			}
+			host = rest
+		}
+		if host == "" || strings.ContainsAny(host, "/?#@") {
+			return &Error{Problem: fmt.Sprintf("pattern %q is not a host: an Origin is scheme://host[:port], with no path", p),
+				Allowed: originsAllowed}
+		}
+		patterns = append(patterns, p)
+	}
+	if len(patterns) == 0 {
+		return &Error{Problem: "no pattern (leave the option out to accept pages of the connector's own host only)",
+			Allowed: originsAllowed}
+	}
+	c.AllowedOrigins = patterns
+	return nil
 }
 
 // clientAuthOption sets a client-certificate option: true asks for auth (need

@@ -63,6 +63,7 @@ func firstDecodeFailure(err error) (string, error) {
 var (
 	durationType = reflect.TypeOf(time.Duration(0))
 	sizeType     = reflect.TypeOf(byteSize(0))
+	namesType    = reflect.TypeOf(nameList{})
 )
 
 // byteSize is a size in bytes as written in the file: a plain number of bytes or
@@ -74,11 +75,15 @@ type byteSize int64
 // scalarHook converts a scalar to the field's type: strings to booleans and
 // numbers (as environment variables give them), numbers to strings (a broker
 // name written as 1234), integers or setting.ParseDuration strings to time.Duration,
-// non-negative integers or setting.ParseSize strings to byteSize. Anything it cannot
-// convert is an *Error naming what is allowed.
+// non-negative integers or setting.ParseSize strings to byteSize, a string or a
+// list to a nameList (see names). Anything it cannot convert is an *Error naming
+// what is allowed.
 func scalarHook(_ reflect.Type, to reflect.Type, data any) (any, error) {
 	if data == nil {
 		return nil, nil
+	}
+	if to == namesType {
+		return names(data), nil
 	}
 	switch data.(type) {
 	case map[string]any, []any:

@@ -16,6 +16,10 @@
 //	  statsAddress: ""           # e.g. 127.0.0.1:8161: GET /stats as JSON (off when empty)
 //	  allowLinkStealing: false   # true: a CONNECT with the client-id of a live
 //	                             # connection replaces it instead of failing
+//	  populateJMSXUserID: false  # true: every sent message's JMSXUserID header is the
+//	                             # sender's user, whatever the client set (as ActiveMQ)
+//	  useAuthenticatedPrincipalForJMSXUserID: false   # true: the user the login produced
+//	                             # (a certificate's mapped user) rather than the login header
 //	persistenceAdapter:          # exactly one adapter key; without the section: memory
 //	  memory: {}                 # memory | kahaDB | bbolt | jdbc | kafkaLog
 //	transportConnectors:         # at least one; without the section: one connector
@@ -63,6 +67,7 @@
 //	  name: VirtualTopic.>       # the topics that fan out
 //	  prefix: Consumer.*.        # consumer queue: the prefix with "*" replaced by the
 //	                             # group, then the topic's name; exactly one "*" element
+//	plugins:                     # authentication and authorization: see Plugins
 //
 // With the defaults, a message sent to topic VirtualTopic.Orders is consumed from
 // queue Consumer.<group>.VirtualTopic.Orders, one queue per consumer group.
@@ -97,9 +102,19 @@
 //	transport.needClientAuth | needClientAuth           default false; TLS only: require a client
 //	                                                    certificate signed by clientCAFile's CAs
 //	transport.wantClientAuth | wantClientAuth           default false; TLS only: verify one if given
+//	allowedOrigins                                      default none; ws and wss only: see below
 //
 // ActiveMQ silently ignores an option it does not know, so a misspelt or wrongly
 // prefixed option does nothing there; here it is an error listing the options.
+//
+// allowedOrigins lists, comma-separated, the Origin hosts whose pages may open a
+// WebSocket connection besides the connector's own host, as coder/websocket's
+// OriginPatterns: host or host:port, matched case-insensitively with path.Match
+// ("*.example.com", "localhost:*"), "*" for any site, or scheme://host to match the
+// scheme too (https://app.example.com). Without it only pages served from the
+// connector's own host may connect; a client that sends no Origin (not a browser)
+// always may. It is an error on a stomp, stomp+nio, stomp+ssl or stomp+nio+ssl
+// connector, as is an empty list or a pattern with a path.
 //
 // Everywhere, sizes are as setting.ParseSize reads them ("64mb", "1 GiB", plain bytes;
 // never negative), durations as setting.ParseDuration reads them (an integer is
@@ -196,6 +211,64 @@
 // retentionBytes or rebalanceTimeout on an entry without type: stream, an empty
 // or wildcard prefix with individual: true. PolicyEntry.Set records which keys each entry wrote.
 //
+// # Plugins
+//
+// The plugins section is ActiveMQ's <plugins>: simpleAuthenticationPlugin,
+// jaasAuthenticationPlugin (PropertiesLoginModule, TextFileCertificateLoginModule)
+// and authorizationPlugin. Without simpleAuthentication users, jaasProperties or
+// certificateUsers there is no authentication: every client is let in as the
+// anonymous user. Without authorization every client may do anything.
+//
+//	plugins:
+//	  simpleAuthentication:
+//	    anonymousAccessAllowed: false  # a client without login gets in as anonymousUser,
+//	    anonymousUser: anonymous       # member of anonymousGroup
+//	    anonymousGroup: anonymous
+//	    users:                         # username and exactly one of password, passwordHash
+//	      - {username: system, password: "${SYSTEM_PASSWORD}", groups: [users, admins]}
+//	      - {username: app, passwordHash: "$2a$10$...", groups: "users,ops", maxConnections: 10}
+//	  jaasProperties:                  # ActiveMQ's users.properties and groups.properties
+//	    users: users.properties        # user=password lines (or hashes); required
+//	    groups: groups.properties      # group=user1,user2 lines; optional
+//	    reload: false                  # re-read the files when they change
+//	  certificateUsers:                # TLS client certificates: user=subject DN lines
+//	    file: users-by-dn.properties   # required
+//	    groups: groups.properties      # optional
+//	    reload: false
+//	  authorization:                   # ActiveMQ's authorizationMap
+//	    entries:                       # exactly one of queue: or topic:, a pattern
+//	      - {queue: ">", read: admins, write: admins, admin: admins}
+//	      - {topic: "ActiveMQ.Advisory.>", read: "*", write: "*", admin: "*"}
+//	    tempDestination: {read: users, write: users, admin: users}
+//	  adminGroups: [admins]            # may use the admin HTTP listener; at least one
+//	  maxConnectionsPerUser: 0         # live connections of each user; 0: no limit
+//	  loginFailureDelay: 100ms         # the ERROR of a first failed login waits this long,
+//	  maxLoginFailureDelay: 5s         # doubling per further failure up to this; > 0
+//
+// A list of groups (groups, read, write, admin, adminGroups) is a YAML list or a
+// comma-separated string, and either way commas separate names: spaces around names,
+// empty names and repeats are dropped; "*" is every group. read, write and admin
+// left out or empty give the right to no group. A passwordHash is what `broker
+// passwd` prints: bcrypt ($2a$, $2b$, $2y$) or argon2id ($argon2id$); a password
+// is plain text, best from a placeholder. A password is taken as written, never as
+// a number or a boolean (YAML would read password: 0123 as 83). A user's
+// maxConnections (0: maxConnectionsPerUser) overrides maxConnectionsPerUser.
+// Relative paths of jaasProperties and certificateUsers are resolved against the
+// directory of the configuration file (Parse, which has no file, keeps them as
+// written). Authorization patterns are those of destinationPolicy; an
+// authorization section, even empty ("authorization:" or "entries: []"), turns
+// authorization on, and then what no entry allows is denied. Temporary
+// destinations have no entries: tempDestination gives their rights (tempQueue and
+// tempTopic, which destinationPolicy has, are errors here).
+//
+// Errors, besides values out of the ranges above: a user without a username, with
+// a username used before, with neither or both of password and passwordHash, with
+// an empty password or a hash of another format; a simpleAuthentication section
+// (even "users: []") with no user and no other user source, since no client could
+// log in; jaasProperties without users, certificateUsers without file; an
+// authorization entry with neither or both of queue and topic, or a bad pattern;
+// an empty adminGroups; maxLoginFailureDelay below loginFailureDelay.
+//
 // # Placeholders
 //
 // Before anything else, ${NAME} in any key or value of the file is replaced by
@@ -225,6 +298,9 @@
 //	BROKER_SYSTEMUSAGE_MEMORYUSAGE=2gb       systemUsage.memoryUsage
 //	BROKER_DESTINATIONPOLICY_0_MEMORYLIMIT=128mb
 //	BROKER_DESTINATIONPOLICY_0_REDELIVERYPOLICY_MAXIMUMREDELIVERIES=3
+//	BROKER_PLUGINS_MAXCONNECTIONSPERUSER=10  plugins.maxConnectionsPerUser
+//	BROKER_PLUGINS_ADMINGROUPS=ops,admins    plugins.adminGroups, a list of names set whole
+//	BROKER_PLUGINS_SIMPLEAUTHENTICATION_USERS_0_PASSWORD=...
 //
 // Keys may be set whether or not the file has them, and inside an adapter's block
 // any key may be created (its value is then a string). A list index may name an
@@ -247,6 +323,8 @@
 // Every problem a user can cause is a *Error naming the key (as written in the
 // file, or the environment variable), the value and what is allowed; a bad value
 // that came from the environment also names its variable. Values of
-// keys naming a password, passcode or secret, and passwords inside URLs, are
-// never shown.
+// keys naming a password, passcode or secret (passwordHash too), passwords inside
+// URLs, and any value in simpleAuthentication's users but usernames, groups and
+// maxConnections, are never shown. Printed (fmt), logged (slog) or marshalled to
+// JSON, a PluginUser shows "xxxxx" for its password and hash.
 package config

@@ -112,6 +112,15 @@ func lessSegs(a, b []string) bool {
 // put applies o.v at segs below slot, which is described by n and sits at path
 // (display form; lpath lower-cased), and returns the new value of the slot.
 func (o *overlay) put(slot any, n *schemaNode, segs []string, path, lpath string) (any, *Error) {
+	switch n.kind {
+	case rejectedNode:
+		return nil, o.errorf(describePath(path)+": "+n.hint, "")
+	case namesNode:
+		if len(segs) > 0 {
+			return nil, o.errorf(describePath(path)+" is a list of names; set it whole, comma-separated, e.g. "+
+				o.v.name[:len(o.v.name)-len(strings.Join(segs, "_"))-1]+"=a,b", namesAllowed)
+		}
+	}
 	if len(segs) == 0 {
 		return o.leaf(slot, n, path, lpath)
 	}
@@ -175,7 +184,7 @@ func (o *overlay) put(slot any, n *schemaNode, segs []string, path, lpath string
 // leaf sets the variable's value in slot.
 func (o *overlay) leaf(slot any, n *schemaNode, path, lpath string) (any, *Error) {
 	switch n.kind {
-	case valueNode:
+	case valueNode, namesNode:
 	case openNode:
 		switch slot.(type) {
 		case map[string]any, []any:

@@ -14,13 +14,13 @@ import (
 const secret = "s3cret-Pa55"
 
 const (
-	topKeys     = "broker, persistenceAdapter, transportConnectors, systemUsage, destinationPolicy, streams, virtualTopics, sslContext"
+	topKeys     = "broker, persistenceAdapter, transportConnectors, systemUsage, destinationPolicy, streams, virtualTopics, sslContext, plugins"
 	brokerKeys  = "brokerName, dataDirectory, persistent, schedulerSupport, offlineDurableSubscriberTaskSchedule, allowLinkStealing"
 	adapterList = "memory, kahaDB, bbolt, jdbc, kafkaLog"
 	optionList  = "maximumConnections, maxConnections, wireFormat.maxFrameSize, maxFrameSize, " +
 		"wireFormat.maxDataLength, wireFormat.maxHeaders, maxHeaders, wireFormat.maxHeaderLength, maxHeaderLength, " +
 		"transport.connectAttemptTimeout, connectTimeout, transport.hbGracePeriodMultiplier, hbGracePeriodMultiplier, " +
-		"transport.needClientAuth, needClientAuth, transport.wantClientAuth, wantClientAuth, transport.defaultHeartBeat"
+		"transport.needClientAuth, needClientAuth, transport.wantClientAuth, wantClientAuth, transport.defaultHeartBeat, allowedOrigins"
 	schemeList = "stomp, stomp+nio, stomp+ssl, stomp+nio+ssl, ws, wss"
 )
 
@@ -41,7 +41,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		// top level
 		{"unknown top-level key", "destinationInterceptors: {}\n", "destinationInterceptors", "unknown top-level key", topKeys, ""},
-		{"unknown top-level key, null", "plugins:\n", "plugins", "unknown top-level key", topKeys, ""},
+		{"unknown top-level key, null", "interceptors:\n", "interceptors", "unknown top-level key", topKeys, ""},
 		{"unknown top-level key, scalar", "brokerName: b1\n", "brokerName", "unknown top-level key", topKeys, ""},
 		{"file is a list", "- broker\n", "", "mapping of sections", topKeys, ""},
 		{"YAML syntax", "broker:\n  brokerName: a\n persistent: [\n", "", "line 2", "", ""},

@@ -22,6 +22,10 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("transportConnectors: [{name: a, uri: 'stomp://h:1?maxFrameSize=1kb'}]\n"), "")
 	f.Add([]byte("destinationPolicy: [{topic: 'A.>', type: stream}]\n"), "BROKER_DESTINATIONPOLICY_0_PARTITIONS=3")
 	f.Add([]byte("destinationPolicy: [{queue: A, deadLetterStrategy: {prefix: D.}}]\n"), "BROKER_DESTINATIONPOLICY_1_TEMPQUEUE=true")
+	f.Add([]byte("plugins: {simpleAuthentication: {users: [{username: a, password: p, groups: 'x,y'}]}, authorization: {entries: [{queue: A, read: x}]}}\n"),
+		"BROKER_PLUGINS_ADMINGROUPS=a,b")
+	f.Add([]byte("plugins: {jaasProperties: {users: u}, authorization: {tempDestination: {read: [a]}}}\n"), "BROKER_PLUGINS_SIMPLEAUTHENTICATION_USERS_0_USERNAME=u")
+	f.Add([]byte("transportConnectors: [{name: w, uri: 'ws://h:1?allowedOrigins=*.e.com'}]\n"), "")
 	f.Fuzz(func(t *testing.T, data []byte, env string) {
 		c, err := Parse(data, strings.Split(env, "\n"))
 		if err != nil {
@@ -40,6 +44,15 @@ func FuzzParse(f *testing.F) {
 		for _, conn := range c.TransportConnectors {
 			if conn.Scheme != "stomp" || conn.MaxFrameSize < 1024 || conn.HeartBeatGrace < 1 || conn.MaxConnections < 1 {
 				t.Fatalf("connector out of range: %+v", conn)
+			}
+		}
+		if p := c.Plugins; len(p.AdminGroups) == 0 || p.LoginFailureDelay <= 0 || p.MaxLoginFailureDelay < p.LoginFailureDelay ||
+			p.AnonymousUser == "" || p.AnonymousGroup == "" {
+			t.Fatalf("plugins out of range: %+v", p)
+		}
+		for _, u := range c.Plugins.Users {
+			if u.Username == "" || (u.Password == "") == (u.PasswordHash == "") {
+				t.Fatalf("user without exactly one password: %q", u.Username)
 			}
 		}
 		if c.SystemUsage.MemoryUsage < MinUsageLimit || c.Streams.Directory == "" || c.Streams.SegmentBytes < 1 {

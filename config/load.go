@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,11 +18,10 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, &Error{Value: path, Problem: readProblem("cannot read the configuration file", err), Err: err}
 	}
-	c, perr := parse(data, os.Environ())
+	c, perr := parse(data, os.Environ(), path)
 	if perr != nil {
 		return nil, perr
 	}
-	c.Source = path
 	return c, nil
 }
 
@@ -38,9 +38,10 @@ func readProblem(what string, err error) string {
 // Parse parses and validates a configuration: the YAML in data, its ${...}
 // placeholders expanded from environ, then the BROKER_ variables of environ
 // applied over it. environ is in the form of os.Environ. Every problem a user can
-// cause is returned as a *Error.
+// cause is returned as a *Error. Relative paths of the plugins section are kept as
+// written (Load resolves them against the file's directory).
 func Parse(data []byte, environ []string) (*Config, error) {
-	c, err := parse(data, environ)
+	c, err := parse(data, environ, "")
 	if err != nil {
 		return nil, err
 	}
@@ -90,9 +91,21 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault(key("sslContext", "certFile"), "")
 	v.SetDefault(key("sslContext", "keyFile"), "")
 	v.SetDefault(key("sslContext", "clientCAFile"), "")
+	v.SetDefault(key("broker", "populateJMSXUserID"), false)
+	v.SetDefault(key("broker", "useAuthenticatedPrincipalForJMSXUserID"), false)
+	// Only keys that are there whether or not the file writes them: the presence of
+	// jaasProperties, certificateUsers and authorization is what turns them on.
+	v.SetDefault(key("plugins", "simpleAuthentication", "anonymousAccessAllowed"), false)
+	v.SetDefault(key("plugins", "simpleAuthentication", "anonymousUser"), DefaultAnonymousUser)
+	v.SetDefault(key("plugins", "simpleAuthentication", "anonymousGroup"), DefaultAnonymousGroup)
+	v.SetDefault(key("plugins", "adminGroups"), []any{DefaultAdminGroup})
+	v.SetDefault(key("plugins", "maxConnectionsPerUser"), int64(0))
+	v.SetDefault(key("plugins", "loginFailureDelay"), DefaultLoginFailureDelay)
+	v.SetDefault(key("plugins", "maxLoginFailureDelay"), DefaultMaxLoginFailureDelay)
 }
 
-func parse(data []byte, environ []string) (*Config, *Error) {
+// parse is Parse and Load; source is the file's path, "" for Parse.
+func parse(data []byte, environ []string, source string) (*Config, *Error) {
 	env := newEnviron(environ)
 	src, err := readYAML(data, env)
 	if err != nil {
@@ -113,6 +126,9 @@ func parse(data []byte, environ []string) (*Config, *Error) {
 		tree["persistenceadapter"] = map[string]any{DefaultAdapter: map[string]any{}}
 	}
 	c := &checker{spell: src.spell, from: from, tree: tree}
+	if source != "" {
+		c.dir = filepath.Dir(source)
+	}
 	if err := c.check(tree, schema, ""); err != nil {
 		return nil, err
 	}
@@ -125,6 +141,7 @@ func parse(data []byte, environ []string) (*Config, *Error) {
 		return nil, err
 	}
 	cfg.IgnoredEnv = ignored
+	cfg.Source = source
 	return cfg, nil
 }
 
@@ -215,6 +232,10 @@ func (c *checker) build(f *file) (*Config, *Error) {
 	if err != nil {
 		return nil, err
 	}
+	plugins, err := c.buildPlugins(f.Plugins)
+	if err != nil {
+		return nil, err
+	}
 	return &Config{
 		Broker:              f.Broker,
 		Persistence:         buildPersistence(f.PersistenceAdapter, f.Broker.Persistent),
@@ -224,5 +245,6 @@ func (c *checker) build(f *file) (*Config, *Error) {
 		Streams:             streams,
 		VirtualTopics:       vt,
 		SSLContext:          ssl,
+		Plugins:             plugins,
 	}, nil
 }

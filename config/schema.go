@@ -23,6 +23,7 @@ type file struct {
 	Streams             streamsSection     `mapstructure:"streams"`
 	VirtualTopics       VirtualTopics      `mapstructure:"virtualTopics"`
 	SSLContext          sslContextSection  `mapstructure:"sslContext"`
+	Plugins             pluginsSection     `mapstructure:"plugins"`
 }
 
 // adapterBlocks is the persistenceAdapter section: one adapter key whose value is
@@ -45,6 +46,8 @@ const (
 	listNode                     // a list of elem
 	openNode                     // a mapping with any keys, values of any shape
 	adaptersNode                 // persistenceAdapter: adapter names, each an open block
+	namesNode                    // a list of names: a comma-separated string or a list of values
+	rejectedNode                 // a key that is never accepted; its hint says what to write instead
 )
 
 // schemaNode describes one place in the settings tree.
@@ -52,7 +55,14 @@ type schemaNode struct {
 	kind   nodeKind
 	fields []schemaField // sectionNode
 	elem   *schemaNode   // listNode
+	hint   string        // rejectedNode
 }
+
+// rejectedKey is the type of a field naming a key that a user may be expected to
+// write but that is refused with the field's hint tag, instead of the bare
+// "unknown key" (authorization entries' tempQueue, which ActiveMQ spells
+// tempDestination). It is never decoded: the check stops first.
+type rejectedKey struct{}
 
 type schemaField struct {
 	name string // canonical spelling
@@ -66,6 +76,10 @@ func schemaOf(t reflect.Type) *schemaNode {
 	switch {
 	case t == reflect.TypeOf(adapterBlocks{}):
 		return &schemaNode{kind: adaptersNode}
+	case t == reflect.TypeOf(nameList{}):
+		return &schemaNode{kind: namesNode}
+	case t == reflect.TypeOf(rejectedKey{}):
+		return &schemaNode{kind: rejectedNode}
 	case t.Kind() == reflect.Struct:
 		n := &schemaNode{kind: sectionNode}
 		for i := 0; i < t.NumField(); i++ {
@@ -74,7 +88,11 @@ func schemaOf(t reflect.Type) *schemaNode {
 			if !f.IsExported() || name == "" || name == "-" {
 				continue
 			}
-			n.fields = append(n.fields, schemaField{name: name, node: schemaOf(f.Type)})
+			node := schemaOf(f.Type)
+			if node.kind == rejectedNode {
+				node = &schemaNode{kind: rejectedNode, hint: f.Tag.Get("hint")}
+			}
+			n.fields = append(n.fields, schemaField{name: name, node: node})
 		}
 		return n
 	case t.Kind() == reflect.Slice:
@@ -104,11 +122,13 @@ func (n *schemaNode) mustField(key string) schemaField {
 	return f
 }
 
-// allowed lists a section's keys for error messages.
+// allowed lists a section's keys for error messages, leaving out rejected ones.
 func (n *schemaNode) allowed() string {
-	names := make([]string, len(n.fields))
-	for i, f := range n.fields {
-		names[i] = f.name
+	names := make([]string, 0, len(n.fields))
+	for _, f := range n.fields {
+		if f.node.kind != rejectedNode {
+			names = append(names, f.name)
+		}
 	}
 	return strings.Join(names, ", ")
 }
@@ -134,6 +154,7 @@ type checker struct {
 	spell spelling
 	from  origins
 	tree  map[string]any // the settings tree, for the values of build's errors
+	dir   string         // the configuration file's directory; "" for Parse
 }
 
 func (c *checker) check(v any, n *schemaNode, path string) *Error {
@@ -156,6 +177,9 @@ func (c *checker) check(v any, n *schemaNode, path string) *Error {
 				}
 				return c.errorf(key, nil, problem, n.allowed())
 			}
+			if f.node.kind == rejectedNode {
+				return c.errorf(c.spell.key(path, k), m[k], f.node.hint, n.allowed())
+			}
 			if err := c.check(m[k], f.node, joinKey(path, f.name)); err != nil {
 				return err
 			}
@@ -175,6 +199,16 @@ func (c *checker) check(v any, n *schemaNode, path string) *Error {
 		}
 	case adaptersNode:
 		return c.checkAdapters(v, path)
+	case namesNode:
+		if l, ok := v.([]any); ok {
+			for i, e := range l {
+				if err := c.check(e, &schemaNode{kind: valueNode}, joinIndex(path, i)); err != nil {
+					return err
+				}
+			}
+		} else if _, ok := v.(map[string]any); ok {
+			return c.errorf(path, nil, "must be a list of names or a comma-separated string, not a mapping", namesAllowed)
+		}
 	case valueNode:
 		switch v.(type) {
 		case map[string]any, []any:

@@ -103,6 +103,9 @@ func (s *source) walk(n *yaml.Node, path, lpath string, env environ) *Error {
 			if err := s.walk(v, key, joinKey(lpath, lk), env); err != nil {
 				return err
 			}
+			if lk == "password" || lk == "passwordhash" {
+				keepString(v)
+			}
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
@@ -136,6 +139,15 @@ func (s *source) scalar(n *yaml.Node, path string, env environ, isValue bool) *E
 		n.Tag = ""
 	}
 	return nil
+}
+
+// keepString makes a plain scalar a string whatever it looks like, so that a
+// password is taken as written: YAML would read password: 0123 as the octal
+// number 83, 1e3 as 1000 and true as a boolean. A null stays null (no password).
+func keepString(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
+		n.Tag = "!!str"
+	}
 }
 
 // yamlError turns a YAML parser error into an *Error, keeping its line number.

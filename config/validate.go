@@ -67,21 +67,33 @@ func (c *checker) written(path string) string {
 // raw is the value at path in the settings tree as written (or as set from the
 // environment), for error messages; "" for none or for a mapping or list.
 func (c *checker) raw(path string) string {
-	var v any = c.tree
+	v, _ := c.lookup(path)
+	return scalarString(v)
+}
+
+// lookup finds the value at path in the settings tree; ok is false when a key on
+// the way is absent. A key written with no value is there, with the value nil.
+func (c *checker) lookup(path string) (v any, ok bool) {
+	v = c.tree
 	for _, s := range splitPath(path) {
 		switch x := v.(type) {
 		case map[string]any:
-			v = x[strings.ToLower(s.key)]
+			if s.key == "" {
+				return nil, false
+			}
+			if v, ok = x[strings.ToLower(s.key)]; !ok {
+				return nil, false
+			}
 		case []any:
 			if s.key != "" || s.index >= len(x) {
-				return ""
+				return nil, false
 			}
 			v = x[s.index]
 		default:
-			return ""
+			return nil, false
 		}
 	}
-	return scalarString(v)
+	return v, true
 }
 
 // nonNegative checks a duration for which 0 means none or never.

@@ -49,6 +49,10 @@ var allowed = map[string][]string{
 	"transport":             {"transport/stomp", "transport/stomp/codec", "broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs"},
 	"internal/pgtest":       {},
 	"internal/loadtest":     {},
+
+	// security (users, groups, password hashes, the authorization map) is a leaf: the
+	// broker and transport ask it; cmd builds its Config from config's Plugins.
+	"security": {},
 }
 
 // TestLayering fails when a package imports across the layering of DESIGN.md: an adapter

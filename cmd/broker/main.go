@@ -3,6 +3,7 @@
 //	broker                      serve with ./activemq-style.yaml
 //	broker serve --config FILE  serve with another configuration file
 //	broker bench ...            drive any STOMP broker and report msgs/s and latency
+//	broker passwd               print a password hash for the configuration's users
 package main
 
 import (
@@ -31,6 +32,6 @@ func newRootCommand() *cobra.Command {
 		RunE:          serve.RunE,
 	}
 	root.Flags().AddFlagSet(serve.Flags())
-	root.AddCommand(serve, newBenchCommand())
+	root.AddCommand(serve, newBenchCommand(), newPasswdCommand())
 	return root
 }

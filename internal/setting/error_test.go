@@ -45,7 +45,8 @@ func TestErrorUnwrap(t *testing.T) {
 }
 
 func TestNewErrorRedactsSecretKeys(t *testing.T) {
-	for _, key := range []string{"password", "plugins.users[0].password", "sslContext.keyStorePassword", "BROKER_X_PASSCODE", "jdbc.passwd", "clientSecret"} {
+	for _, key := range []string{"password", "plugins.users[0].password", "plugins.simpleAuthentication.users[1].passwordHash",
+		"BROKER_PLUGINS_SIMPLEAUTHENTICATION_USERS_0_PASSWORDHASH", "sslContext.keyStorePassword", "BROKER_X_PASSCODE", "jdbc.passwd", "clientSecret"} {
 		e := NewError(key, secret, "bad", "")
 		assert.Equal(t, Redacted, e.Value, key)
 		assert.NotContains(t, e.Error(), secret, key)
