@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"os/exec"
 	"strings"
 	"testing"
@@ -42,4 +43,36 @@ func TestBenchToolClients(t *testing.T) {
 			assert.Contains(t, out, "out-of-order 0")
 		})
 	}
+}
+
+// TestBenchToolConnects: the connect scenario against the real broker, which has no
+// authentication: every connect is accepted, which fails a run that expects refusals.
+func TestBenchToolConnects(t *testing.T) {
+	b := startBroker(t, brokerConfig{})
+	out := runBench(t, "--addr", b.Addr, "--connects", "200", "--producers", "4", "--json")
+	assert.Contains(t, out, "broker bench: addr="+b.Addr+" connects=200 producers=4\n")
+	assert.Contains(t, out, "connects 200 in ")
+	assert.Contains(t, out, "ok 200  refused 0  errors 0\n")
+	var got struct {
+		OK      int64   `json:"ok"`
+		Refused int64   `json:"refused"`
+		Errors  int64   `json:"errors"`
+		Rate    float64 `json:"connect_rate"`
+	}
+	line := out[strings.LastIndex(strings.TrimSuffix(out, "\n"), "\n")+1:]
+	require.NoError(t, json.Unmarshal([]byte(line), &got), out)
+	assert.Equal(t, int64(200), got.OK)
+	assert.Zero(t, got.Refused+got.Errors)
+	assert.Positive(t, got.Rate)
+
+	cmd := exec.Command(brokerBin, "bench", "--progress", "0", "--addr", b.Addr,
+		"--connects", "20", "--producers", "2", "--stomp-version", "1.2", "--login", "nobody", "--passcode", "wrong",
+		"--expect-refused")
+	fail, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "%s", fail)
+	assert.NotZero(t, exit.ExitCode())
+	assert.Contains(t, string(fail), "ok 20  refused 0  errors 0\n")
+	assert.Contains(t, string(fail), "connects accepted, refusal expected: 20 of 20")
+	assert.NotContains(t, string(fail), "wrong", "no passcode in the report")
 }

@@ -44,6 +44,16 @@ With --replay it publishes every message with no consumer subscribed, then
 subscribes the consumers and reports how fast they drain what is stored: a
 stream read with --consumer-header x-stream-offset=first, or a queue's backlog.
 
+With --connects N it measures the connection rate instead: N times a fresh TCP
+connection sends CONNECT (with --login, --passcode and --stomp-version), waits for
+CONNECTED, sends DISCONNECT with a receipt, waits for it and closes; --producers
+workers share the N, each one connect after another. It reports connects/s, the
+latency from CONNECT to CONNECTED, and the connects refused (an ERROR frame, whose
+message it prints) or failed otherwise (dial, timeout, closed without a frame);
+any of those makes the exit status non-zero. With --expect-refused every connect
+must be refused instead (a bad login, to measure how fast the broker turns those
+away, e.g. with failed-login throttling), and the latency runs to the ERROR.
+
 --shared (with --destination /topic/...) counts a topic's messages once over all
 consumers, as the members of a stream's consumer group share them
 (--consumer-header consumer-group=G).`,
@@ -101,6 +111,8 @@ consumers, as the members of a stream's consumer group share them
 	f.StringVar(&o.ClientIDPrefix, "client-id-prefix", "", "durable subscribers connect as <prefix>-<i> (default bench-<unixnano>)")
 	f.StringVar(&o.Catchup, "catchup", "", "sequential | parallel: how the durable subscribers drain their backlogs (default sequential)")
 	f.BoolVar(&cleanup, "cleanup", true, "delete the durable subscriptions at the end, also after an error or an interrupt (a second interrupt abandons it)")
+	f.IntVar(&o.Connects, "connects", 0, "connect scenario: N CONNECT/CONNECTED/DISCONNECT round trips on fresh connections, shared by --producers workers")
+	f.BoolVar(&o.ExpectRefused, "expect-refused", false, "connect scenario: every CONNECT must be answered with an ERROR frame (a bad login)")
 	f.BoolVar(&jsonOut, "json", false, "also print the result as one JSON object")
 	f.DurationVar(&progress, "progress", loadtest.DefaultProgress, "interval of progress lines on stderr (0: none)")
 	return cmd

@@ -76,6 +76,28 @@
 // from their lengths: ActiveMQ's KahaDB creates each 32 MiB journal file at
 // full length, sparse, and fills it. Both are measured (DirSize).
 //
+// # Connect rate
+//
+// With Options.Connects N, Run measures how fast a broker takes connections
+// instead. Each connect opens a fresh TCP connection, sends CONNECT (with
+// Options.Login and Options.Passcode when set, offering Options.Version or
+// every version), waits for CONNECTED, sends DISCONNECT with a receipt,
+// waits for the RECEIPT and closes. Options.Producers workers share the N
+// connects, each making its share one after another. The frames are written
+// as prepared bytes and read with a small buffer reused by the worker, so
+// the tool's CPU per connect is small and the broker's cost dominates;
+// Options.Client is not used. A connect must be done within 30 s from its
+// dial: a broker may delay its answer to a failed login on purpose.
+//
+// The rate is the connects made over the time from the start to the last
+// one; the latency runs from CONNECT sent to CONNECTED received. A connect
+// is refused when the broker answers CONNECT with an ERROR frame (the first
+// one's message is kept), and failed for any other reason: a failed dial, a
+// timeout, a socket closed without an answer, no RECEIPT for the
+// DISCONNECT. With Options.ExpectRefused every connect must be refused
+// instead, as a bad login is, to measure how fast a broker turns those
+// away; the latency then runs to the ERROR frame.
+//
 // # Why a receipted BEGIN/ABORT after SUBSCRIBE
 //
 // go-stomp's client routes the RECEIPT of a receipted SUBSCRIBE to the new

@@ -35,4 +35,23 @@ var (
 	// ErrUnsent is returned by Result.Failure when the run stopped before
 	// the producers had sent every message.
 	ErrUnsent = errors.New("loadtest: not every message was sent")
+
+	// ErrRefused is returned by Result.Failure when the broker answered
+	// connects of the connect scenario with an ERROR frame.
+	ErrRefused = errors.New("loadtest: connects refused")
+
+	// ErrAccepted is returned by Result.Failure when the connect scenario
+	// expected every connect to be refused (Options.ExpectRefused) and the
+	// broker accepted some.
+	ErrAccepted = errors.New("loadtest: connects accepted, refusal expected")
+
+	// ErrConnectsFailed is returned by Result.Failure when connects of the
+	// connect scenario failed other than by a refusal: a failed dial, a
+	// timeout, a socket closed without a frame, no RECEIPT for the
+	// DISCONNECT.
+	ErrConnectsFailed = errors.New("loadtest: connects failed")
+
+	// ErrConnectsUnmade is returned by Result.Failure when the connect
+	// scenario stopped before every connect was made.
+	ErrConnectsUnmade = errors.New("loadtest: not every connect was made")
 )

@@ -144,6 +144,19 @@ type Options struct {
 	// MaxDuration for the broker to confirm.
 	KeepDurable bool
 
+	// Connects, when positive, makes Run perform the connect scenario (see
+	// the package comment): that many CONNECT, CONNECTED, DISCONNECT round
+	// trips, each on a fresh TCP connection, shared by Producers workers
+	// that each make theirs one after another. Login, Passcode and Version
+	// apply; Consumers, Messages and the other options of messages and
+	// subscriptions are not used.
+	Connects int
+
+	// ExpectRefused makes the connect scenario expect an ERROR frame in
+	// answer to every CONNECT (a bad login's, to measure how fast a broker
+	// turns those away): a CONNECTED then counts as a failure.
+	ExpectRefused bool
+
 	// Progress is the interval of progress lines written to ProgressOut
 	// (default 1s). No progress is written when ProgressOut is nil.
 	Progress    time.Duration
@@ -213,7 +226,13 @@ func (o Options) validate() error {
 		return bad("producers must be at least 1, got %d", o.Producers)
 	case o.DurableSubscribers < 0:
 		return bad("durable subscribers must not be negative, got %d", o.DurableSubscribers)
-	case o.DurableSubscribers == 0 && o.Consumers < 1:
+	case o.Connects < 0:
+		return bad("connects must not be negative, got %d", o.Connects)
+	case o.Connects > 0 && (o.DurableSubscribers > 0 || o.Replay):
+		return bad("connects is a scenario of its own, not one with durable subscribers or replay")
+	case o.ExpectRefused && o.Connects == 0:
+		return bad("expect-refused applies to the connects scenario only")
+	case o.DurableSubscribers == 0 && o.Connects == 0 && o.Consumers < 1:
 		return bad("consumers must be at least 1, got %d", o.Consumers)
 	case o.DurableSubscribers == 0 && (o.DataDir != "" || o.Catchup != ""):
 		return bad("data dir and catch-up apply to durable subscribers only")
@@ -221,7 +240,7 @@ func (o Options) validate() error {
 		return bad("catch-up must be %s or %s, got %q", CatchupSequential, CatchupParallel, o.Catchup)
 	case o.Size < 0:
 		return bad("size must not be negative, got %d", o.Size)
-	case o.Messages < 1:
+	case o.Connects == 0 && o.Messages < 1:
 		return bad("messages must be at least 1, got %d", o.Messages)
 	case o.Prefetch < 0:
 		return bad("prefetch must not be negative, got %d", o.Prefetch)
@@ -247,6 +266,9 @@ func (o Options) validate() error {
 		if err := stomp.Version(o.Version).CheckSupported(); err != nil {
 			return bad("stomp version must be 1.0, 1.1 or 1.2, got %q", o.Version)
 		}
+	}
+	if o.Connects > 0 {
+		return nil // no destination is used
 	}
 	dest := o.subscribed()
 	if o.Topic && strings.HasPrefix(dest, "/queue/") {

@@ -46,13 +46,19 @@ type Result struct {
 	// their subscribers on purpose.
 	Durable *DurableResult
 
+	// Connects has the figures of the connect scenario, nil for other
+	// runs; the message figures of Result are zero there.
+	Connects *ConnectResult
+
 	// Err is the error Run returned.
 	Err error
 }
 
 // Failure returns why a run should not count as a pass, or nil: an error,
 // lost or duplicated messages, or messages never sent (the run stopped
-// before the producers were done). o are the options of the run.
+// before the producers were done); in the connect scenario, connects
+// refused (accepted, when a refusal was expected), failed or not made.
+// o are the options of the run.
 func (r Result) Failure(o Options) error {
 	var errs []error
 	if r.Err != nil {
@@ -64,7 +70,9 @@ func (r Result) Failure(o Options) error {
 	if r.Duplicated > 0 {
 		errs = append(errs, fmt.Errorf("%w: %d", ErrDuplicated, r.Duplicated))
 	}
-	if r.Err == nil && r.Sent < int64(o.Messages) {
+	if r.Connects != nil {
+		errs = append(errs, r.Connects.failures(r.Stop, r.Err)...)
+	} else if r.Err == nil && r.Sent < int64(o.Messages) {
 		errs = append(errs, fmt.Errorf("%w: %d of %d before %s", ErrUnsent, r.Sent, o.Messages, r.Stop))
 	}
 	if r.Durable != nil && r.Durable.CleanupErr != nil && !errors.Is(r.Err, ErrCleanup) {
@@ -92,6 +100,10 @@ func (f failures) Unwrap() []error { return f }
 // Fprint writes the human report of a run with options o.
 func (r Result) Fprint(w io.Writer, o Options) {
 	o = o.withDefaults(time.Time{})
+	if r.Connects != nil {
+		r.fprintConnects(w, o)
+		return
+	}
 	dest := r.Destination
 	if dest == "" {
 		dest = o.Destination
@@ -217,6 +229,9 @@ type jsonReport struct {
 // on one line.
 func (r Result) WriteJSON(w io.Writer, o Options) error {
 	o = o.withDefaults(time.Time{})
+	if r.Connects != nil {
+		return r.writeConnectsJSON(w, o)
+	}
 	j := jsonReport{
 		Addr: o.Addr, Destination: r.Destination, ConsumerDestination: o.ConsumerDestination,
 		Producers: o.Producers, Consumers: o.Consumers, Size: o.Size, Messages: o.Messages,

@@ -68,13 +68,17 @@ type run struct {
 // duplicated messages are not errors of Run; see Result.Failure.
 //
 // With Options.DurableSubscribers, Run performs the durable catch-up
-// scenario instead; see the package comment.
+// scenario instead, with Options.Connects the connect scenario; see the
+// package comment.
 func Run(ctx context.Context, o Options) (Result, error) {
 	o = o.withDefaults(time.Now())
 	res := Result{Destination: o.Destination}
 	if err := o.validate(); err != nil {
 		res.Err = err
 		return res, err
+	}
+	if o.Connects > 0 {
+		return runConnects(ctx, o)
 	}
 	if o.DurableSubscribers > 0 {
 		return runDurable(ctx, o)

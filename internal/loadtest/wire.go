@@ -125,24 +125,7 @@ func dialWireOnce(ctx context.Context, o Options, clientID string, timeout time.
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	defer stop()
 
-	versions := "1.0,1.1,1.2"
-	if o.Version != "" {
-		versions = o.Version
-	}
-	// CONNECT headers are never escaped.
-	b := append(make([]byte, 0, 256), "CONNECT\naccept-version:"...)
-	b = append(b, versions...)
-	b = appendRawHeader(b, "host", host)
-	b = appendRawHeader(b, "heart-beat", "0,0")
-	if o.Login != "" || o.Passcode != "" {
-		b = appendRawHeader(b, "login", o.Login)
-		b = appendRawHeader(b, "passcode", o.Passcode)
-	}
-	if clientID != "" {
-		b = appendRawHeader(b, "client-id", clientID)
-	}
-	b = append(b, "\n\n\x00"...)
-	if _, err := nc.Write(b); err != nil {
+	if _, err := nc.Write(appendConnect(make([]byte, 0, 256), o, host, clientID)); err != nil {
 		nc.Close()
 		return nil, connectErr(ctx, err)
 	}
@@ -163,6 +146,29 @@ func dialWireOnce(ctx context.Context, o Options, clientID string, timeout time.
 	}
 	go w.flush()
 	return w, nil
+}
+
+// appendConnect appends the CONNECT frame of o to host, as clientID when not
+// empty: the versions o offers, no heart-beats, login and passcode when
+// either is set.
+func appendConnect(b []byte, o Options, host, clientID string) []byte {
+	versions := "1.0,1.1,1.2"
+	if o.Version != "" {
+		versions = o.Version
+	}
+	// CONNECT headers are never escaped.
+	b = append(b, "CONNECT\naccept-version:"...)
+	b = append(b, versions...)
+	b = appendRawHeader(b, "host", host)
+	b = appendRawHeader(b, "heart-beat", "0,0")
+	if o.Login != "" || o.Passcode != "" {
+		b = appendRawHeader(b, "login", o.Login)
+		b = appendRawHeader(b, "passcode", o.Passcode)
+	}
+	if clientID != "" {
+		b = appendRawHeader(b, "client-id", clientID)
+	}
+	return append(b, "\n\n\x00"...)
 }
 
 func connectErr(ctx context.Context, err error) error {
@@ -277,11 +283,17 @@ func (w *wire) control(kind frameKind) error {
 
 // errorFrame turns the ERROR frame just read into an error with its message.
 func (w *wire) errorFrame() error {
+	return fmt.Errorf("ERROR: %s", w.errorMessage())
+}
+
+// errorMessage is the message header of the ERROR frame just read, or the
+// start of its body when it has none.
+func (w *wire) errorMessage() string {
 	msg := unescapeValue(w.in.message, w.version)
 	if msg == "" {
 		msg = string(bytes.TrimSpace(w.in.body))
 	}
-	return fmt.Errorf("ERROR: %s", msg)
+	return msg
 }
 
 // newReceipt returns a fresh receipt id.

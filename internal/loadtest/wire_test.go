@@ -98,9 +98,15 @@ func TestWireEscaping(t *testing.T) {
 	assert.Equal(t, `a\cb`, unescapeValue([]byte(`a\cb`), "1.0"))
 }
 
-// scriptedBroker accepts one connection and answers each frame the client
-// sends with answer(frame), written as is.
-func scriptedBroker(t *testing.T, answer func(f *frame.Frame) string) string {
+// hangUp, as an answer of scriptedBroker, closes the connection without
+// writing anything.
+const hangUp = "\x00hang up"
+
+// scriptedBroker accepts connections and answers each frame a client sends
+// with answer(frame), written as is; "" answers nothing, hangUp closes the
+// connection. An ERROR answer closes it too. answer may be called from
+// several connections at once.
+func scriptedBroker(t testing.TB, answer func(f *frame.Frame) string) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -109,11 +115,7 @@ func scriptedBroker(t *testing.T, answer func(f *frame.Frame) string) string {
 		l.Close()
 		wg.Wait()
 	})
-	wg.Go(func() {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
+	serve := func(c net.Conn) {
 		defer c.Close()
 		r := frame.NewReader(c)
 		for {
@@ -125,12 +127,24 @@ func scriptedBroker(t *testing.T, answer func(f *frame.Frame) string) string {
 				continue
 			}
 			out := answer(f)
-			if out == "" {
+			switch {
+			case out == "":
 				continue
+			case out == hangUp:
+				return
 			}
 			if _, err := c.Write([]byte(out)); err != nil || strings.HasPrefix(out, "ERROR") {
 				return
 			}
+		}
+	}
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { serve(c) })
 		}
 	})
 	return l.Addr().String()
