@@ -27,6 +27,9 @@ type testPKI struct {
 	CAFile, CertFile, KeyFile string
 	Roots                     *x509.CertPool  // trusts the CA
 	Client                    tls.Certificate // signed by the CA
+
+	ca    *x509.Certificate
+	caKey *ecdsa.PrivateKey
 }
 
 func newTestPKI(t testing.TB) *testPKI {
@@ -83,6 +86,8 @@ func newTestPKI(t testing.TB) *testPKI {
 		KeyFile:  write("broker-key.pem", "PRIVATE KEY", keyDER(srvKey)),
 		Roots:    x509.NewCertPool(),
 		Client:   tls.Certificate{Certificate: [][]byte{cli.Raw}, PrivateKey: cliKey, Leaf: cli},
+		ca:       ca,
+		caKey:    caKey,
 	}
 	p.Roots.AddCert(ca)
 	return p
@@ -148,4 +153,23 @@ func writeFile(t testing.TB, content string) string {
 	path := filepath.Join(t.TempDir(), "broker.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
 	return path
+}
+
+// clientCert issues another client certificate of the CA, for subject.
+func (p *testPKI) clientCert(t testing.TB, subject pkix.Name) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: subject,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	require.NoError(t, err)
+	leaf, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
 }

@@ -84,8 +84,31 @@ func TestMain(m *testing.M) {
 	// pgtest.Run: the PostgreSQL server of pgtest.Shared (the jdbc tests') is started on
 	// first use and stopped, with its data, when the tests end.
 	code := pgtest.Run(m)
+	runExitHooks()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// exitHooks are run by TestMain when the tests end: what tests share and start on first
+// use (sharedActiveMQ) registers its stop here.
+var exitHooks struct {
+	sync.Mutex
+	fns []func()
+}
+
+// onExit registers f to run when the tests end.
+func onExit(f func()) {
+	exitHooks.Lock()
+	defer exitHooks.Unlock()
+	exitHooks.fns = append(exitHooks.fns, f)
+}
+
+func runExitHooks() {
+	exitHooks.Lock()
+	defer exitHooks.Unlock()
+	for _, f := range exitHooks.fns {
+		f()
+	}
 }
 
 // brokerProc is one running broker process.
@@ -341,6 +364,12 @@ func dialRaw(t testing.TB, addr string) *rawConn {
 	t.Helper()
 	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	require.NoError(t, err)
+	return newRawConn(t, nc)
+}
+
+// newRawConn is a rawConn on nc (a TLS or WebSocket connection as well), closed at the
+// end of the test.
+func newRawConn(t testing.TB, nc net.Conn) *rawConn {
 	t.Cleanup(func() { _ = nc.Close() })
 	lim := codec.DefaultLimits()
 	lim.MaxFrameSize = 64 << 20
