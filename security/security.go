@@ -85,7 +85,7 @@ type Config struct {
 	// User's MaxConnections overrides it for that user.
 	MaxConnectionsPerUser int
 
-	FailureDelay         time.Duration // default DefaultFailureDelay
+	FailureDelay         time.Duration // default DefaultFailureDelay; negative: no delays
 	MaxFailureDelay      time.Duration // default DefaultMaxFailureDelay
 	MaxDelayedPerAddress int           // default DefaultMaxDelayedPerAddress
 }
