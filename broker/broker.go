@@ -50,6 +50,7 @@ import (
 	"github.com/activemq-go/broker/durable"
 	"github.com/activemq-go/broker/kafkalog"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/security"
 )
 
 // DLQName is ActiveMQ's shared dead-letter queue.
@@ -113,6 +114,15 @@ type Options struct {
 	// stream.go). The caller opens it and closes it after the broker; nil refuses
 	// stream topics.
 	Streams *kafkalog.Log
+	// Security authenticates clients and authorizes their requests (see security.go);
+	// nil lets everyone in, as ActiveMQ without security plugins.
+	Security *security.Service
+	// PopulateJMSXUserID stamps the sender's user on every message it sends
+	// (ActiveMQ's populateJMSXUserID), replacing whatever the client put there.
+	PopulateJMSXUserID bool
+	// UseAuthenticatedPrincipalForJMSXUserID stamps only an authenticated user, never
+	// the login of a client the broker did not authenticate.
+	UseAuthenticatedPrincipalForJMSXUserID bool
 }
 
 // Defaults of the per-connection limits of Options.
@@ -156,6 +166,10 @@ type Broker struct {
 	streams         *destinations.Streams // nil without streams
 	env             destinations.Env      // what destinations are made with
 	durables        *durable.Registry
+	sec             *security.Service // nil: no authentication or authorization
+	populateUserID  bool
+	principalUserID bool
+	deniedLog       logLimit // the log line of requests not authorized
 
 	mu       sync.RWMutex
 	queues   map[string]*destinations.QueueDest // by destination name (without kind prefix)
@@ -168,6 +182,7 @@ type Broker struct {
 	vtQueues      map[string][]destinations.Name // virtual topic -> its consumer queues
 	clientIDs     map[string]*Conn
 	conns         map[*Conn]struct{}
+	userConns     map[string]int // live connections per user with a connection limit
 	closed        bool
 	stopping      atomic.Bool // set when Close starts: background retries end
 
@@ -200,8 +215,12 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		vtQueues:  map[string][]destinations.Name{},
 		virtual:   o.VirtualTopics,
 		conns:     map[*Conn]struct{}{},
+		userConns: map[string]int{},
 		done:      make(chan struct{}),
+		sec:       o.Security,
 	}
+	b.populateUserID = o.PopulateJMSXUserID
+	b.principalUserID = o.UseAuthenticatedPrincipalForJMSXUserID
 	b.acks.b = b
 	if o.MemoryUsage <= 0 {
 		o.MemoryUsage = DefaultMemoryUsage
@@ -383,7 +402,7 @@ func (b *Broker) topicLocked(name string) *destinations.TopicDest {
 	if t == nil {
 		t = destinations.NewTopic(&b.env, name, b.policyFor(destinations.Topic, name), b.seqFloor.Load(), false)
 		for _, s := range b.wildSubs {
-			if destinations.Match(s.Dest.Name, name) {
+			if destinations.Match(s.Dest.Name, name) && b.mayReadLocked(s, true, name) {
 				t.Add(&s.Consumer)
 			}
 		}

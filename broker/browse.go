@@ -6,6 +6,7 @@ import (
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/selector"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/security"
 )
 
 // DefaultBrowsePageSize is how many messages a queue browser sees at most (ActiveMQ's
@@ -18,6 +19,9 @@ const DefaultBrowsePageSize = 400
 func (c *Conn) Browse(ctx context.Context, d destinations.Name, sel *selector.Selector, max int) ([]*persistence.Message, error) {
 	if max <= 0 {
 		max = DefaultBrowsePageSize
+	}
+	if err := c.authorizeUse([]destinations.Name{d}, security.Read); err != nil {
+		return nil, err
 	}
 	d, err := c.resolve(d, true)
 	if err != nil {

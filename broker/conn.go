@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,13 +12,20 @@ import (
 
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/security"
 )
 
 // ConnectInfo is what a client says about itself when it connects.
 type ConnectInfo struct {
-	ClientID   string
-	Login      string
-	RemoteAddr string
+	ClientID string
+	// Login and Passcode are the CONNECT frame's credentials; HasLogin says the frame
+	// had a login header at all.
+	Login, Passcode string
+	HasLogin        bool
+	RemoteAddr      string
+	// PeerCertificates is the client's verified TLS certificate chain, leaf first
+	// (none on plain connections or when the client sent none).
+	PeerCertificates []*x509.Certificate
 }
 
 // Conn is one client connection. See the package comment for which goroutine may call
@@ -27,6 +35,7 @@ type Conn struct {
 	ID         string
 	ClientID   string
 	RemoteAddr string
+	subject    *security.Subject // who the connection acts as; never nil
 
 	mu      sync.Mutex // guards out, nextTag, notices and kickReason
 	out     []*Delivery
@@ -54,9 +63,14 @@ type Conn struct {
 	gone     chan struct{} // closed by Close
 }
 
-// Connect registers a new connection.
+// Connect authenticates a new connection and registers it.
 func (b *Broker) Connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
+	subject, err := b.authenticate(ctx, info)
+	if err != nil {
+		return nil, err
+	}
 	c := &Conn{
+		subject:    subject,
 		b:          b,
 		ID:         b.idBase + "c" + strconv.FormatUint(b.connSeq.Add(1), 10),
 		ClientID:   info.ClientID,
@@ -75,6 +89,10 @@ func (b *Broker) Connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
 	}
 	if info.ClientID != "" {
 		if old, taken := b.clientIDs[info.ClientID]; taken {
+			if b.sec != nil && b.sec.Authenticating() && old.subject.User != subject.User {
+				b.mu.Unlock()
+				return nil, &Error{Message: "Client: " + info.ClientID + " is already connected as another user", Fatal: true, Err: ErrClientIDInUse}
+			}
 			if !b.linkStealing {
 				b.mu.Unlock()
 				return nil, &Error{Message: "Client: " + info.ClientID + " already connected from " + old.RemoteAddr +
@@ -94,6 +112,12 @@ func (b *Broker) Connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
 			}
 			b.mu.Lock()
 		}
+	}
+	if err := b.admitUserLocked(subject); err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	if info.ClientID != "" {
 		b.clientIDs[info.ClientID] = c
 	}
 	b.conns[c] = struct{}{}
@@ -308,6 +332,12 @@ func (b *Broker) commit(batch persistence.Batch, d persistence.Durability, done 
 func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persistence.Message, tx string, done func(error)) error {
 	if c.closed {
 		return &Error{Message: "connection closed", Fatal: true, Err: ErrClosed}
+	}
+	if err := c.authorizeUse(dests, security.Write); err != nil {
+		return err
+	}
+	if c.b.populateUserID {
+		m.Headers = c.stampUser(m.Headers)
 	}
 	dests, err := c.resolveSend(dests, m)
 	if err != nil {
@@ -548,6 +578,7 @@ func (c *Conn) Close() {
 	if c.ClientID != "" && c.b.clientIDs[c.ClientID] == c {
 		delete(c.b.clientIDs, c.ClientID)
 	}
+	c.b.releaseUserLocked(c.subject)
 	delete(c.b.conns, c)
 	c.b.mu.Unlock()
 	close(c.gone)

@@ -8,6 +8,7 @@ import (
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/durable"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/security"
 )
 
 // Durable topic subscriptions live in the durable package; the broker resolves the
@@ -89,6 +90,13 @@ func (c *Conn) unsubscribeDurable(ctx context.Context, r UnsubscribeRequest) err
 	key, err := c.durableKey(r.DurableName, r.DurableStyle)
 	if err != nil {
 		return err
+	}
+	if d := c.b.durables.Get(key); d != nil && c.b.authorizing() {
+		// Removing it needs the right that made it: read on its topic.
+		t := destinations.Name{Kind: destinations.Topic, Name: d.Topic()}
+		if !c.b.sec.Authorize(c.subject, security.Topic, t.Name, security.Read) {
+			return c.denied(security.Read, t)
+		}
 	}
 	var refused *Error
 	err = c.b.durables.Delete(ctx, key, func() {

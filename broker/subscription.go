@@ -8,6 +8,7 @@ import (
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/selector"
 	"github.com/activemq-go/broker/durable"
+	"github.com/activemq-go/broker/security"
 )
 
 // AckMode is how a subscription acknowledges.
@@ -80,6 +81,9 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 		return nil, errorf(ErrDuplicateSubscription, "subscription id %q is already in use on this connection", r.ID)
 	}
 	if err := c.SubscriptionRoom(0); err != nil {
+		return nil, err
+	}
+	if err := c.authorizeUse([]destinations.Name{r.Dest}, security.Read); err != nil {
 		return nil, err
 	}
 	dest, err := c.resolve(r.Dest, true)
@@ -158,7 +162,7 @@ func (b *Broker) addWildcard(s *Subscription) {
 	defer b.mu.Unlock()
 	b.wildSubs = append(b.wildSubs, s)
 	for name, t := range b.topics {
-		if destinations.Match(s.Dest.Name, name) {
+		if destinations.Match(s.Dest.Name, name) && b.mayReadLocked(s, true, name) {
 			t.Add(&s.Consumer)
 		}
 	}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/security"
 )
 
 // Temporary destinations (/temp-queue/NAME, /temp-topic/NAME) belong to the connection
@@ -35,6 +36,9 @@ func (c *Conn) resolve(d destinations.Name, consume bool) (destinations.Name, er
 			return d, errorf(ErrInvalidDestination, "temporary destination %s no longer exists", d)
 		}
 		if consume && owner != c {
+			if c.b.sec != nil && c.b.sec.Authenticating() {
+				return d, c.denied(security.Read, d)
+			}
 			return d, errorf(ErrInvalidDestination, "only the connection that created %s may consume from it", d)
 		}
 		return destinations.Name{Kind: kind, Name: d.Name}, nil

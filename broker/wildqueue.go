@@ -19,7 +19,7 @@ func (b *Broker) addWildcardQueue(s *Subscription) {
 	b.mu.Lock()
 	b.wildQueueSubs = append(b.wildQueueSubs, s)
 	for name, q := range b.queues {
-		if destinations.Match(s.Dest.Name, name) {
+		if destinations.Match(s.Dest.Name, name) && b.mayReadLocked(s, false, name) {
 			s.qs = append(s.qs, q)
 		}
 	}
@@ -46,7 +46,7 @@ func (b *Broker) removeWildcardQueue(s *Subscription) {
 // empty, to its consumers. The caller holds b.mu.
 func (b *Broker) attachWildcardQueues(q *destinations.QueueDest, name string) {
 	for _, s := range b.wildQueueSubs {
-		if destinations.Match(s.Dest.Name, name) {
+		if destinations.Match(s.Dest.Name, name) && b.mayReadLocked(s, false, name) {
 			s.qs = append(s.qs, q)
 			q.AddConsumer(&s.Consumer)
 		}

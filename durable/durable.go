@@ -70,6 +70,9 @@ type Sub struct {
 // Key is the subscription's key.
 func (d *Sub) Key() persistence.SubKey { return d.info.Key }
 
+// Topic is the name of the subscription's topic.
+func (d *Sub) Topic() string { return d.topic.Name() }
+
 // View is the queue through which the subscription reads its topic.
 func (d *Sub) View() *destinations.QueueDest { return d.view }
 

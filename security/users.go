@@ -137,19 +137,12 @@ func (s *Service) build(prev *directory, stats []fileStat) (*directory, error) {
 // addJAASUsers adds the "user=password" lines (the last of a user's lines counts, as
 // in Java).
 func (d *directory) addJAASUsers(f fileSpec, props []property, firstHash **password) error {
-	last := make(map[string]property, len(props))
-	var order []string
-	for _, p := range props {
-		if p.key == "" {
-			return fmt.Errorf("security: %s, line %d: the user name is empty; write user=password", f, p.line)
-		}
-		if _, ok := last[p.key]; !ok {
-			order = append(order, p.key)
-		}
-		last[p.key] = p
+	lines, err := lastPerUser(f, props, "user=password")
+	if err != nil {
+		return err
 	}
-	for _, name := range order {
-		p := last[name]
+	for _, p := range lines {
+		name := p.key
 		where := fmt.Sprintf("%s, line %d (%s)", f, p.line, sanitize(name))
 		if _, ok := d.accounts[name]; ok {
 			return fmt.Errorf("security: %s: the user is also in plugins.simpleAuthentication.users; keep one", where)
@@ -189,19 +182,12 @@ func (d *directory) addGroups(f fileSpec, props []property) error {
 
 // addCertUsers adds the "user=DN" lines (the last of a user's lines counts).
 func (d *directory) addCertUsers(f fileSpec, props []property) error {
-	last := make(map[string]property, len(props))
-	var order []string
-	for _, p := range props {
-		if p.key == "" {
-			return fmt.Errorf("security: %s, line %d: the user name is empty; write user=DN", f, p.line)
-		}
-		if _, ok := last[p.key]; !ok {
-			order = append(order, p.key)
-		}
-		last[p.key] = p
+	lines, err := lastPerUser(f, props, "user=DN")
+	if err != nil {
+		return err
 	}
-	for _, name := range order {
-		p := last[name]
+	for _, p := range lines {
+		name := p.key
 		where := fmt.Sprintf("%s, line %d (%s)", f, p.line, sanitize(name))
 		dn, err := normalizeDN(p.value)
 		if err != nil {
@@ -230,4 +216,24 @@ func sortedUnique(names []string) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// lastPerUser returns the last line of each user of a "user=value" file, in the order
+// the users first appear (in Java the last line of a key counts); form is the line's
+// shape for the error about an empty user name.
+func lastPerUser(f fileSpec, props []property, form string) ([]property, error) {
+	last := make(map[string]int, len(props))
+	var out []property
+	for _, p := range props {
+		if p.key == "" {
+			return nil, fmt.Errorf("security: %s, line %d: the user name is empty; write %s", f, p.line, form)
+		}
+		if i, ok := last[p.key]; ok {
+			out[i] = p
+			continue
+		}
+		last[p.key] = len(out)
+		out = append(out, p)
+	}
+	return out, nil
 }

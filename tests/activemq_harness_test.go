@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -57,8 +56,7 @@ type activeMQ struct {
 
 	cmd    *exec.Cmd
 	base   string
-	out    bytes.Buffer
-	mu     sync.Mutex // guards out
+	out    logOutput // the JVM's stdout and stderr
 	exited chan struct{}
 	err    error // the JVM's exit, once exited is closed
 }
@@ -223,7 +221,7 @@ func launchActiveMQOnce(xml string) (*activeMQ, error) {
 	}
 	a.cmd = exec.Command(javaBinary(), args...)
 	a.cmd.Dir = base
-	a.cmd.Stdout, a.cmd.Stderr = (*amqOutput)(a), (*amqOutput)(a)
+	a.cmd.Stdout, a.cmd.Stderr = &a.out, &a.out
 	// The JVM dies with the test binary even when TestMain's exit path is not reached
 	// (a panic, go test's -timeout).
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -263,21 +261,8 @@ func launchActiveMQOnce(xml string) (*activeMQ, error) {
 	}
 }
 
-// amqOutput collects the JVM's stdout and stderr.
-type amqOutput activeMQ
-
-func (o *amqOutput) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.out.Write(p)
-}
-
 // Output is what the JVM wrote so far.
-func (a *activeMQ) Output() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.out.String()
-}
+func (a *activeMQ) Output() string { return a.out.String() }
 
 // stop ends the JVM (nothing of a test's ActiveMQ is worth a clean shutdown: it keeps
 // no data) and removes its base directory.

@@ -43,10 +43,11 @@ var allowed = map[string][]string{
 	// stream log its StreamLog interface names; kafkalog drags internal/vfs in.
 	"destinations": {"persistence", "kafkalog", "internal/vfs"},
 	// broker hands destinations the concrete kafkalog.Log.
-	"broker":                {"destinations", "durable", "persistence", "kafkalog", "internal/vfs"},
+	// broker asks security, a leaf, who a client is and what it may do.
+	"broker":                {"destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security"},
 	"transport/stomp/codec": {},
-	"transport/stomp":       {"transport/stomp/codec", "broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs"},
-	"transport":             {"transport/stomp", "transport/stomp/codec", "broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs"},
+	"transport/stomp":       {"transport/stomp/codec", "broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security"},
+	"transport":             {"transport/stomp", "transport/stomp/codec", "broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security"},
 	"internal/pgtest":       {},
 	"internal/loadtest":     {},
 

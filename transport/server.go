@@ -34,6 +34,10 @@ type Connector struct {
 	TLS *tls.Config
 	// WebSocket serves STOMP over WebSocket (ws, wss): an HTTP upgrade on any path.
 	WebSocket bool
+	// AllowedOrigins are the Origin host patterns a browser's WebSocket handshake
+	// may come from besides the broker's own host (coder/websocket's
+	// OriginPatterns: "host", "host:port", path.Match globs, "*" for any).
+	AllowedOrigins []string
 }
 
 // Server runs the connectors.
@@ -54,6 +58,8 @@ type listener struct {
 	ln     net.Listener
 	mu     sync.Mutex
 	active int
+	// originLog limits the log lines of WebSocket handshakes refused for their Origin.
+	originLog logLimit
 }
 
 // acquire counts a new connection unless the connector is at its limit.

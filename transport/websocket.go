@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -50,18 +52,29 @@ func (s *Server) serveHTTP(l *listener) {
 }
 
 // webSocketHandler upgrades any request to WebSocket and runs a STOMP session on
-// it. Origin is not checked, as in ActiveMQ: browsers on any site may connect, and
-// authentication is the broker's business, not the page's.
+// it. Unlike ActiveMQ 5.x, which never looks at it, the Origin header is checked:
+// a browser may connect from a page of the broker's own host, or of a host the
+// connector's allowedOrigins names; otherwise any web page a user visits could
+// reach a broker on their machine or network. Clients that are not browsers send
+// no Origin and are let through.
 func (s *Server) webSocketHandler(l *listener) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.wg.Add(1)
 		defer s.wg.Done()
 		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{
-			Subprotocols:       Subprotocols,
-			InsecureSkipVerify: true, // any Origin, as ActiveMQ
+			Subprotocols:   Subprotocols,
+			OriginPatterns: l.c.AllowedOrigins,
 		})
 		if err != nil {
 			// Accept has answered with the HTTP error.
+			if origin := r.Header.Get("Origin"); origin != "" && strings.Contains(err.Error(), "Origin") {
+				if ok, more := l.originLog.allow(time.Now()); ok {
+					s.log.Warn("WebSocket connection refused: its Origin is not allowed (add it to the connector's allowedOrigins; logged once a minute)",
+						slog.String("connector", l.c.Name), slog.String("remote", r.RemoteAddr),
+						slog.String("origin", truncate(origin, 200)), slog.Int("refusedSinceLastLine", more))
+				}
+				return
+			}
 			s.log.Debug("WebSocket upgrade failed", slog.String("connector", l.c.Name),
 				slog.String("remote", r.RemoteAddr), slog.Any("err", err))
 			return
@@ -87,14 +100,15 @@ type wsConn struct {
 	rd, wd        deadline
 	r             io.Reader // the message being read; nil between messages
 	eof           bool
-	pending       []byte // written bytes of a frame not yet complete
+	pending       []byte               // written bytes of a frame not yet complete
+	tls           *tls.ConnectionState // the request's, for wss
 }
 
 var _ net.Conn = (*wsConn)(nil)
 
 func newWSConn(c *websocket.Conn, r *http.Request) *wsConn {
 	c.SetReadLimit(-1) // the STOMP reader limits frames, not messages
-	wc := &wsConn{c: c, remote: requestAddr(r.RemoteAddr)}
+	wc := &wsConn{c: c, remote: requestAddr(r.RemoteAddr), tls: r.TLS}
 	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
 		wc.local = a
 	} else {
@@ -189,6 +203,10 @@ func (wc *wsConn) Close() error {
 	return err
 }
 
+// TLSState is the TLS connection state of a wss connection (nil for ws): its client
+// certificate can name the user.
+func (wc *wsConn) TLSState() *tls.ConnectionState { return wc.tls }
+
 func (wc *wsConn) LocalAddr() net.Addr  { return wc.local }
 func (wc *wsConn) RemoteAddr() net.Addr { return wc.remote }
 
@@ -250,3 +268,31 @@ type textAddr string
 
 func (a textAddr) Network() string { return "websocket" }
 func (a textAddr) String() string  { return string(a) }
+
+// truncate shortens an attacker-supplied string for a log line.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// logLimit lets a repeated log line through once a minute and counts the ones held
+// back. It is safe for concurrent use.
+type logLimit struct {
+	mu      sync.Mutex
+	last    time.Time
+	skipped int
+}
+
+func (l *logLimit) allow(now time.Time) (ok bool, heldBack int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.last.IsZero() && now.Sub(l.last) < time.Minute {
+		l.skipped++
+		return false, 0
+	}
+	heldBack, l.skipped = l.skipped, 0
+	l.last = now
+	return true, heldBack
+}

@@ -141,6 +141,16 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 		}
 		return streams.Close()
 	}
+	sec, err := newSecurity(cfg, log)
+	if err != nil {
+		_ = store.Close()
+		_ = closeStreams()
+		return fmt.Errorf("plugins: %w", err)
+	}
+	if sec != nil {
+		defer sec.Close()
+	}
+	warnOpenConnectors(cfg, sec, log)
 	b, err := broker.New(ctx, broker.Options{
 		Name:                          cfg.Broker.BrokerName,
 		Store:                         store,
@@ -161,11 +171,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 			Name:    cfg.VirtualTopics.Name,
 			Prefix:  cfg.VirtualTopics.Prefix,
 		},
-		Scheduler:            cfg.Broker.SchedulerSupport,
-		SchedulerMemoryLimit: cfg.SystemUsage.SchedulerMemoryLimit,
-		DurableSweep:         cfg.Broker.OfflineDurableSubscriberTaskSchedule,
-		LinkStealing:         cfg.Broker.AllowLinkStealing,
-		Streams:              streams,
+		Scheduler:                              cfg.Broker.SchedulerSupport,
+		SchedulerMemoryLimit:                   cfg.SystemUsage.SchedulerMemoryLimit,
+		DurableSweep:                           cfg.Broker.OfflineDurableSubscriberTaskSchedule,
+		LinkStealing:                           cfg.Broker.AllowLinkStealing,
+		Streams:                                streams,
+		Security:                               sec,
+		PopulateJMSXUserID:                     cfg.Broker.PopulateJMSXUserID,
+		UseAuthenticatedPrincipalForJMSXUserID: cfg.Broker.UseAuthenticatedPrincipalForJMSXUserID,
 	})
 	if err != nil {
 		_ = store.Close()
@@ -186,7 +199,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 		statsAddr = cfg.Broker.StatsAddress
 	}
 	if statsAddr != "" {
-		if _, err := serveStats(ctx, statsAddr, b, store, log); err != nil {
+		if _, err := serveStats(ctx, statsAddr, b, store, sec, log); err != nil {
 			_ = srv.Shutdown(context.Background())
 			_ = b.Close()
 			_ = closeStreams()
@@ -265,6 +278,7 @@ func connectors(cfg *config.Config, log *slog.Logger) ([]transport.Connector, er
 			Addr:           c.Addr,
 			MaxConnections: c.MaxConnections,
 			WebSocket:      c.WebSocket,
+			AllowedOrigins: c.AllowedOrigins,
 			Session: stomp.Config{
 				Limits:           lim,
 				ConnectTimeout:   connectTimeout,

@@ -2,7 +2,11 @@ package stomp
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"math"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -109,11 +113,21 @@ func (s *session) onConnect(ctx context.Context, f *frame.Frame) {
 			return
 		}
 	}
+	login, hasLogin := f.Header.Contains("login")
 	conn, err := s.b.Connect(ctx, broker.ConnectInfo{
-		ClientID:   f.Header.Get("client-id"),
-		Login:      f.Header.Get("login"),
-		RemoteAddr: s.nc.RemoteAddr().String(),
+		ClientID:         f.Header.Get("client-id"),
+		Login:            login,
+		HasLogin:         hasLogin,
+		Passcode:         f.Header.Get("passcode"),
+		RemoteAddr:       s.nc.RemoteAddr().String(),
+		PeerCertificates: peerCertificates(s.nc),
 	})
+	if errors.Is(err, broker.ErrLoginThrottled) {
+		// Too many failed logins from this address are waiting out their delay: no
+		// answer, so that guessing in parallel gains nothing.
+		s.closing, s.fatal = true, true
+		return
+	}
 	if err != nil {
 		s.fail(asFatal(err), "")
 		return
@@ -486,3 +500,26 @@ func printable(s string) string {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// peerCertificates returns the client's verified TLS certificate chain, leaf first, or
+// nil: on a plain connection, when the client sent no certificate, or when it was not
+// verified against the connector's trust store.
+func peerCertificates(nc net.Conn) []*x509.Certificate {
+	var st tls.ConnectionState
+	switch c := nc.(type) {
+	case *tls.Conn:
+		st = c.ConnectionState()
+	case interface{ TLSState() *tls.ConnectionState }: // WebSocket over TLS
+		p := c.TLSState()
+		if p == nil {
+			return nil
+		}
+		st = *p
+	default:
+		return nil
+	}
+	if len(st.VerifiedChains) == 0 {
+		return nil
+	}
+	return st.VerifiedChains[0]
+}
