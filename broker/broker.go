@@ -190,6 +190,10 @@ type Broker struct {
 	connSeq      atomic.Uint64
 	expirySweeps atomic.Int64 // passes of the expiry sweeper, for tests
 	gcSweeps     atomic.Int64 // passes of the destination collector, for tests
+	// removals counts the passes that removed queues or topics: a connection's cached
+	// authorization (see authDecision) knows its destination still exists while it
+	// has not changed.
+	removals atomic.Uint64
 }
 
 // New recovers the store's destinations and returns a running broker.

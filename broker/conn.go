@@ -36,6 +36,7 @@ type Conn struct {
 	ClientID   string
 	RemoteAddr string
 	subject    *security.Subject // who the connection acts as; never nil
+	lastAuth   authDecision      // owned by the connection's goroutine
 
 	mu      sync.Mutex // guards out, nextTag, notices and kickReason
 	out     []*Delivery

@@ -114,6 +114,9 @@ func (b *Broker) collectInactive(ctx context.Context, now time.Time) {
 			removedTopics = append(removedTopics, t)
 		}
 	}
+	if len(removedQueues)+len(removedTopics) > 0 {
+		b.removals.Add(1)
+	}
 	for _, q := range removedQueues {
 		b.seqFloor.Store(max(b.seqFloor.Load(), q.NextSeq()))
 	}

@@ -123,18 +123,43 @@ func (c *Conn) authorizeUse(dests []destinations.Name, r security.Rights) error 
 			}
 			continue
 		}
-		if !b.sec.Authorizing() || d.IsWildcard() {
-			continue // a wildcard subscription is filtered per destination: see mayRead
+		if !b.sec.Authorizing() {
+			continue
+		}
+		gen, removals := b.sec.Generation(), b.removals.Load()
+		if a := &c.lastAuth; a.gen == gen && a.r == r && a.d == d && (a.admin || a.removals == removals) {
+			// The connection's last decision, for a producer or consumer that keeps
+			// using one destination; d still exists if nothing was removed since.
+			continue
+		}
+		if d.IsWildcard() {
+			continue // a wildcard subscription is filtered per destination: see mayReadLocked
 		}
 		kind := secKind(d.Kind)
 		if !b.sec.Authorize(c.subject, kind, d.Name, r) {
 			return c.denied(r, d)
 		}
-		if !b.exists(d) && !b.sec.Authorize(c.subject, kind, d.Name, security.Admin) {
-			return c.denied(security.Admin, d)
+		admin := false // known to be allowed to create d
+		if !b.exists(d) {
+			if !b.sec.Authorize(c.subject, kind, d.Name, security.Admin) {
+				return c.denied(security.Admin, d)
+			}
+			admin = true
 		}
+		c.lastAuth = authDecision{d: d, r: r, gen: gen, removals: removals, admin: admin}
 	}
 	return nil
+}
+
+// authDecision is a connection's last granted authorization: right r on d under the
+// security service's generation gen, when the broker had made removals passes that
+// removed destinations, and whether it may create d too.
+type authDecision struct {
+	d        destinations.Name
+	r        security.Rights
+	gen      uint64
+	removals uint64
+	admin    bool
 }
 
 // authorizeTemp checks a temporary destination against the tempDestination rule: a

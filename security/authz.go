@@ -87,7 +87,7 @@ func newAuthorizer(entries []Entry) (*authorizer, error) {
 	a := &authorizer{}
 	a.cache.Store(&aclCache{})
 	for i, e := range entries {
-		where := fmt.Sprintf("plugins.authorizationEntries[%d] (%s %s)", i, kindName(e.Kind), e.Pattern)
+		where := fmt.Sprintf("plugins.authorization.entries[%d] (%s %s)", i, kindName(e.Kind), e.Pattern)
 		if err := checkEntry(where, e); err != nil {
 			return nil, err
 		}

@@ -162,7 +162,7 @@ func TestEntryErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := New(Config{Entries: []Entry{{Pattern: ">"}, tt.e}}, nil)
-		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "authorizationEntries[1]") {
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "authorization.entries[1]") {
 			t.Errorf("entry %+v: err = %v, want one about entries[1] saying %q", tt.e, err, tt.want)
 		}
 	}

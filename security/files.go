@@ -48,7 +48,7 @@ func fileSpecs(cfg *Config) ([]fileSpec, error) {
 	var specs []fileSpec
 	if j := cfg.JAAS; j != nil {
 		if j.Users == "" {
-			return nil, fmt.Errorf("security: plugins.jaasAuthentication.users is empty; give the path of the users.properties file (user=password lines)")
+			return nil, fmt.Errorf("security: plugins.jaasProperties.users is empty; give the path of the users.properties file (user=password lines)")
 		}
 		specs = append(specs, fileSpec{jaasUsersFile, j.Users, j.Reload})
 		if j.Groups != "" {

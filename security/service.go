@@ -132,7 +132,7 @@ func applyDefaults(cfg *Config) error {
 	case cfg.MaxConnectionsPerUser < 0:
 		return errors.New("security: plugins.maxConnectionsPerUser is negative; use 0 for no limit")
 	case cfg.FailureDelay > 0 && cfg.MaxFailureDelay < cfg.FailureDelay:
-		return fmt.Errorf("security: plugins.maxFailureDelay (%v) is below plugins.failureDelay (%v); raise it", cfg.MaxFailureDelay, cfg.FailureDelay)
+		return fmt.Errorf("security: plugins.maxLoginFailureDelay (%v) is below plugins.loginFailureDelay (%v); raise it", cfg.MaxFailureDelay, cfg.FailureDelay)
 	case cfg.MaxDelayedPerAddress < 0:
 		return errors.New("security: plugins.maxDelayedPerAddress is negative; use a positive bound (0 is the default, 32)")
 	}

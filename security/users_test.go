@@ -82,7 +82,7 @@ func TestJAASFileErrors(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 	_, err = New(Config{JAAS: &JAASFiles{}}, nil)
-	if err == nil || !strings.Contains(err.Error(), "jaasAuthentication.users is empty") {
+	if err == nil || !strings.Contains(err.Error(), "jaasProperties.users is empty") {
 		t.Errorf("no users file: %v", err)
 	}
 }

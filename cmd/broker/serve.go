@@ -18,6 +18,7 @@ import (
 
 	"github.com/activemq-go/broker/broker"
 	"github.com/activemq-go/broker/config"
+	"github.com/activemq-go/broker/internal/gctune"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/transport"
 	"github.com/activemq-go/broker/transport/stomp"
@@ -58,6 +59,9 @@ func newServeCommand() *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
+			// A broker's live heap is small next to what it allocates per second:
+			// without a floor the collector runs every few milliseconds.
+			defer gctune.Start(0).Stop()
 			return serve(ctx, cfg, log, statsAddr)
 		},
 	}

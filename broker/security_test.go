@@ -1,0 +1,128 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/memstore"
+	"github.com/activemq-go/broker/security"
+)
+
+// entries1000 is an authorization map of 1,000 entries: one that grants the
+// application's group everything on queues, and 999 others that do not match its
+// queue.
+func entries1000() []security.Entry {
+	es := []security.Entry{{Kind: security.Queue, Pattern: ">", Read: []string{"app"}, Write: []string{"app"}, Admin: []string{"app"}}}
+	for i := 1; i < 1000; i++ {
+		g := []string{fmt.Sprintf("g%d", i)}
+		es = append(es, security.Entry{Kind: security.Queue, Pattern: fmt.Sprintf("APP%d.ORDERS.>", i), Read: g, Write: g, Admin: g})
+	}
+	return es
+}
+
+func securedBroker(t testing.TB, entries []security.Entry) *Broker {
+	sec, err := security.New(security.Config{
+		Users:   []security.User{{Name: "app", Password: "pw", Groups: []string{"app"}}, {Name: "other", Password: "pw", Groups: []string{"g7"}}},
+		Entries: entries,
+	}, nil)
+	require.NoError(t, err)
+	b, err := New(context.Background(), Options{Name: "sec", Store: memstore.New(), Security: sec, PopulateJMSXUserID: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+func login(t testing.TB, b *Broker, user string) *Conn {
+	c, err := b.Connect(context.Background(), ConnectInfo{Login: user, HasLogin: true, Passcode: "pw", RemoteAddr: "127.0.0.1:1"})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+// TestAuthorizationCachedDecision: a connection's last decision is reused for its
+// next request to the same destination, but whether it must be created is asked
+// again, so a destination removed meanwhile is not re-created by a user who may not
+// create it.
+func TestAuthorizationCachedDecision(t *testing.T) {
+	es := entries1000()
+	es = append(es, security.Entry{Kind: security.Queue, Pattern: "APP7.ORDERS.x", Write: []string{"g7"}})
+	b := securedBroker(t, es)
+	other := login(t, b, "other")
+	dest, err := destinations.Parse("/queue/APP7.ORDERS.x")
+	require.NoError(t, err)
+	send := func() error {
+		return other.Send(context.Background(), dest, &persistence.Message{Body: []byte("x"), Priority: 4}, "", func(error) {})
+	}
+	require.NoError(t, send(), "g7 has admin on APP7.ORDERS.>")
+	require.NoError(t, send())
+	assert.True(t, other.lastAuth.admin)
+}
+
+// TestStampUser: populateJMSXUserID replaces every JMSXUserID the client sent with the
+// authenticated user.
+func TestStampUser(t *testing.T) {
+	b := securedBroker(t, nil)
+	c := login(t, b, "app")
+	hs := c.stampUser([]string{"a", "1", JMSXUserIDHeader, "evil", "b", "2", JMSXUserIDHeader, "evil2"})
+	assert.Equal(t, []string{"a", "1", "b", "2", JMSXUserIDHeader, "app"}, hs)
+}
+
+// TestUserConnectionLimit: a user's maxConnections counts its live connections only.
+func TestUserConnectionLimit(t *testing.T) {
+	sec, err := security.New(security.Config{
+		Users: []security.User{{Name: "app", Password: "pw", MaxConnections: 1}},
+	}, nil)
+	require.NoError(t, err)
+	b, err := New(context.Background(), Options{Name: "sec", Store: memstore.New(), Security: sec})
+	require.NoError(t, err)
+	defer b.Close()
+	info := ConnectInfo{Login: "app", HasLogin: true, Passcode: "pw", RemoteAddr: "127.0.0.1:1"}
+	c, err := b.Connect(context.Background(), info)
+	require.NoError(t, err)
+	_, err = b.Connect(context.Background(), info)
+	require.ErrorIs(t, err, ErrTooManyUserConnections)
+	c.Close()
+	c, err = b.Connect(context.Background(), info)
+	require.NoError(t, err)
+	c.Close()
+}
+
+// BenchmarkSendAuthorization is BenchmarkQueueSendDispatch with authentication and
+// no authorization map, then with a map of 1,000 entries: the map must cost under 5%.
+func BenchmarkSendAuthorization(b *testing.B) {
+	for _, bc := range []struct {
+		name    string
+		entries []security.Entry
+	}{{"noMap", nil}, {"map1000", entries1000()}} {
+		b.Run(bc.name, func(b *testing.B) {
+			br := securedBroker(b, bc.entries)
+			prod, cons := login(b, br, "app"), login(b, br, "app")
+			dest, _ := destinations.Parse("/queue/bench")
+			_, err := cons.Subscribe(context.Background(), SubscribeRequest{ID: "s", Dest: dest[0], Mode: AckAuto, Prefetch: 1000})
+			require.NoError(b, err)
+			body := make([]byte, 256)
+			var buf []*Delivery
+			done := func(error) {}
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				if err := prod.Send(context.Background(), dest, &persistence.Message{Body: body, Priority: 4}, "", done); err != nil {
+					b.Fatal(err)
+				}
+				if i%64 == 63 || i == b.N-1 {
+					buf = cons.Take(buf)
+					cons.Delivered(buf)
+				}
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+		})
+	}
+}
