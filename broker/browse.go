@@ -20,7 +20,7 @@ func (c *Conn) Browse(ctx context.Context, d destinations.Name, sel *selector.Se
 	if max <= 0 {
 		max = DefaultBrowsePageSize
 	}
-	if err := c.authorizeUse([]destinations.Name{d}, security.Read); err != nil {
+	if err := c.authorizeUse([]destinations.Name{d}, security.Read, false); err != nil {
 		return nil, err
 	}
 	d, err := c.resolve(d, true)

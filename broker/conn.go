@@ -334,7 +334,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if c.closed {
 		return &Error{Message: "connection closed", Fatal: true, Err: ErrClosed}
 	}
-	if err := c.authorizeUse(dests, security.Write); err != nil {
+	if err := c.authorizeUse(dests, security.Write, true); err != nil {
 		return err
 	}
 	if c.b.populateUserID {

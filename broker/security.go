@@ -109,9 +109,10 @@ func rightVerb(r security.Rights) string {
 }
 
 // authorizeUse checks that the connection may use the destinations a request names
-// (before temporary ones are resolved and virtual topics expanded) with right r, and
-// create those that do not exist yet.
-func (c *Conn) authorizeUse(dests []destinations.Name, r security.Rights) error {
+// (before temporary ones are resolved and virtual topics expanded) with right r, and,
+// when the request creates what does not exist yet (every one but a browse), create
+// them.
+func (c *Conn) authorizeUse(dests []destinations.Name, r security.Rights, creates bool) error {
 	b := c.b
 	if b.sec == nil {
 		return nil
@@ -127,7 +128,7 @@ func (c *Conn) authorizeUse(dests []destinations.Name, r security.Rights) error 
 			continue
 		}
 		gen, removals := b.sec.Generation(), b.removals.Load()
-		if a := &c.lastAuth; a.gen == gen && a.r == r && a.d == d && (a.admin || a.removals == removals) {
+		if a := &c.lastAuth; a.gen == gen && a.r == r && a.d == d && (a.admin || a.removals == removals) && creates {
 			// The connection's last decision, for a producer or consumer that keeps
 			// using one destination; d still exists if nothing was removed since.
 			continue
@@ -140,13 +141,15 @@ func (c *Conn) authorizeUse(dests []destinations.Name, r security.Rights) error 
 			return c.denied(r, d)
 		}
 		admin := false // known to be allowed to create d
-		if !b.exists(d) {
+		if creates && !b.exists(d) {
 			if !b.sec.Authorize(c.subject, kind, d.Name, security.Admin) {
 				return c.denied(security.Admin, d)
 			}
 			admin = true
 		}
-		c.lastAuth = authDecision{d: d, r: r, gen: gen, removals: removals, admin: admin}
+		if creates { // a browse's decision says nothing of whether d exists
+			c.lastAuth = authDecision{d: d, r: r, gen: gen, removals: removals, admin: admin}
+		}
 	}
 	return nil
 }

@@ -126,3 +126,19 @@ func BenchmarkSendAuthorization(b *testing.B) {
 		})
 	}
 }
+
+// TestBrowseCreatesNothing: browsing needs read only, since it creates no queue; a
+// SUBSCRIBE to the same missing queue needs admin too, and the browse's decision is not
+// taken for it.
+func TestBrowseCreatesNothing(t *testing.T) {
+	b := securedBroker(t, []security.Entry{{Kind: security.Queue, Pattern: "RO.>", Read: []string{"app"}}})
+	c := login(t, b, "app")
+	dest, err := destinations.ParseOne("/queue/RO.x")
+	require.NoError(t, err)
+	msgs, err := c.Browse(context.Background(), dest, nil, 0)
+	require.NoError(t, err)
+	assert.Empty(t, msgs)
+	_, err = c.Subscribe(context.Background(), SubscribeRequest{ID: "s", Dest: dest, Mode: AckAuto})
+	require.ErrorIs(t, err, ErrNotAuthorized)
+	assert.Equal(t, "User app is not authorized to create: queue://RO.x", err.(*Error).Message)
+}

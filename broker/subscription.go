@@ -83,7 +83,7 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	if err := c.SubscriptionRoom(0); err != nil {
 		return nil, err
 	}
-	if err := c.authorizeUse([]destinations.Name{r.Dest}, security.Read); err != nil {
+	if err := c.authorizeUse([]destinations.Name{r.Dest}, security.Read, true); err != nil {
 		return nil, err
 	}
 	dest, err := c.resolve(r.Dest, true)

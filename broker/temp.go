@@ -84,6 +84,12 @@ func (c *Conn) rewriteReplyTo(hs []string) error {
 		if !ok {
 			return nil // kept as a plain string, as ActiveMQ does
 		}
+		if c.b.sec != nil {
+			// Naming one's own temporary destination creates it: it will be read.
+			if err := c.authorizeTemp(n, security.Read); err != nil {
+				return err
+			}
+		}
 		real, err := c.resolve(n, false)
 		if err != nil {
 			return err
