@@ -1,0 +1,173 @@
+// Package admin is the admin HTTP listener (broker.adminAddress, default
+// 127.0.0.1:8161): the web console, the REST API under /api/, Prometheus /metrics and
+// /stats. It uses the broker through Backend, a small read/manage surface, never its
+// insides; every route is behind one authorization check (a user of an admin group
+// when authentication is configured).
+package admin
+
+import (
+	"context"
+	"time"
+)
+
+// Backend is what the admin listener needs of the broker. broker.Broker implements it
+// (broker/manage.go); tests of the console and the API may use a fake.
+//
+// Names are as clients write them: "/queue/X", "/topic/X". Errors are *broker.Error
+// values whose Err is one of the broker's sentinels; the API maps ErrNotFound-like
+// ones to 404 and ErrInvalidDestination to 400 (see api.go).
+type Backend interface {
+	Overview() Overview
+	// Destinations lists queues, topics and streams ("" all, or "queue", "topic",
+	// "stream"), sorted by name. It never touches the store.
+	Destinations(kind string) []Destination
+	// Browse returns up to limit messages waiting on a queue, in dispatch order,
+	// starting after the message id after ("" from the head); next is the id to pass
+	// for the following page ("" at the end).
+	Browse(ctx context.Context, queue string, after string, limit int) (msgs []Message, next string, err error)
+	Message(ctx context.Context, queue, id string) (Message, error)
+	DeleteMessage(ctx context.Context, queue, id string) error
+	// Send sends a message to a destination as the admin user would over STOMP.
+	Send(ctx context.Context, dest string, m SendRequest) (id string, err error)
+	// Purge removes every message waiting on a queue (not those dispatched and not yet
+	// acknowledged), atomically against the store: after a crash halfway the queue
+	// holds either all of them or none.
+	Purge(ctx context.Context, queue string) (int, error)
+	// RemoveDestination deletes a queue or topic and its messages.
+	RemoveDestination(ctx context.Context, dest string) error
+	// Move moves (or with Copy copies) up to Limit messages of a queue matching
+	// Selector to To, a destination or "original" (each message back to its
+	// original-destination header: a dead-letter queue retried). Each message is
+	// added to its target and removed from the source in one store batch: nothing is
+	// lost or delivered twice if the broker dies halfway.
+	Move(ctx context.Context, queue string, r MoveRequest) (int, error)
+	Connections() []Connection
+	CloseConnection(id, reason string) error
+	DurableSubscriptions() []DurableSubscription
+	RemoveDurableSubscription(ctx context.Context, clientID, name string) error
+	Stream(name string) (Stream, error)
+}
+
+// Overview is the broker as a whole.
+type Overview struct {
+	Name        string    `json:"name"`
+	Version     string    `json:"version"`
+	Started     time.Time `json:"started"`
+	Uptime      float64   `json:"uptime_seconds"`
+	Adapter     string    `json:"adapter"`
+	MemoryUsed  int64     `json:"memory_used_bytes"`
+	MemoryLimit int64     `json:"memory_limit_bytes"`
+	StoreUsed   int64     `json:"store_used_bytes"`
+	StoreLimit  int64     `json:"store_limit_bytes"`
+	Connections int       `json:"connections"`
+	Queues      int       `json:"queues"`
+	Topics      int       `json:"topics"`
+	Streams     int       `json:"streams"`
+	// MessagesIn and MessagesOut are totals since start (rates are the console's).
+	MessagesIn  int64 `json:"messages_received_total"`
+	MessagesOut int64 `json:"messages_delivered_total"`
+}
+
+// Destination is one queue, topic or stream with its counters.
+type Destination struct {
+	Name       string `json:"name"` // "/queue/X", "/topic/X"
+	Type       string `json:"type"` // queue | topic | stream
+	Messages   int64  `json:"messages"`
+	Enqueued   int64  `json:"enqueued"`
+	Dequeued   int64  `json:"dequeued"`
+	Dispatched int64  `json:"dispatched"` // delivered, not yet acknowledged
+	Expired    int64  `json:"expired"`
+	Consumers  int    `json:"consumers"`
+	Producers  int    `json:"producers"`
+	Memory     int64  `json:"memory_bytes"`
+	// OldestAge is the age of the oldest waiting message in seconds; 0 when empty.
+	OldestAge float64 `json:"oldest_message_age_seconds"`
+	DLQ       bool    `json:"dlq"`
+}
+
+// Message is a message as browsed.
+type Message struct {
+	ID          string            `json:"id"`
+	Destination string            `json:"destination"`
+	Headers     map[string]string `json:"headers"` // application headers, first of each name
+	Persistent  bool              `json:"persistent"`
+	Priority    int               `json:"priority"`
+	Timestamp   time.Time         `json:"timestamp"`
+	Expires     *time.Time        `json:"expires,omitempty"`
+	Redelivered bool              `json:"redelivered"`
+	Size        int               `json:"size"`
+	// Body is the body as text when it is valid UTF-8; otherwise BodyBase64 holds it.
+	// Browse truncates both to a preview (Truncated set); Message returns it whole.
+	Body       string `json:"body,omitempty"`
+	BodyBase64 string `json:"body_base64,omitempty"`
+	Truncated  bool   `json:"truncated,omitempty"`
+}
+
+// SendRequest is a message to send.
+type SendRequest struct {
+	Body       string            `json:"body"`
+	Headers    map[string]string `json:"headers,omitempty"`
+	Persistent bool              `json:"persistent"`
+}
+
+// MoveRequest says which messages of a queue go where.
+type MoveRequest struct {
+	To       string `json:"to"` // a destination, or "original"
+	Selector string `json:"selector,omitempty"`
+	Limit    int    `json:"limit,omitempty"` // 0: all
+	Copy     bool   `json:"copy,omitempty"`
+}
+
+// Connection is one client connection.
+type Connection struct {
+	ID            string    `json:"id"`
+	ClientID      string    `json:"client_id,omitempty"`
+	User          string    `json:"user,omitempty"`
+	Remote        string    `json:"remote"`
+	Connector     string    `json:"connector,omitempty"`
+	Version       string    `json:"version,omitempty"`
+	ConnectedAt   time.Time `json:"connected_at"`
+	Subscriptions int       `json:"subscriptions"`
+}
+
+// DurableSubscription is one durable topic subscription.
+type DurableSubscription struct {
+	ClientID       string  `json:"client_id"`
+	Name           string  `json:"name"`
+	Topic          string  `json:"topic"`
+	Selector       string  `json:"selector,omitempty"`
+	Active         bool    `json:"active"`
+	Pending        int64   `json:"pending"`
+	OfflineSeconds float64 `json:"offline_seconds"`
+}
+
+// Stream is a stream destination with its partitions and consumer groups.
+type Stream struct {
+	Name       string            `json:"name"`
+	Partitions []StreamPartition `json:"partitions"`
+	Groups     []StreamGroup     `json:"groups"`
+}
+
+// StreamPartition is one partition's offsets.
+type StreamPartition struct {
+	Partition   int   `json:"partition"`
+	StartOffset int64 `json:"start_offset"`
+	EndOffset   int64 `json:"end_offset"`
+	Bytes       int64 `json:"size_bytes"`
+}
+
+// StreamGroup is a consumer group's position on the stream.
+type StreamGroup struct {
+	Group      string                 `json:"group"`
+	Lag        int64                  `json:"lag"`
+	Members    int                    `json:"members"`
+	Partitions []StreamGroupPartition `json:"partitions"`
+}
+
+// StreamGroupPartition is a group's committed offset on one partition.
+type StreamGroupPartition struct {
+	Partition int   `json:"partition"`
+	Committed int64 `json:"committed_offset"`
+	End       int64 `json:"end_offset"`
+	Lag       int64 `json:"lag"`
+}
