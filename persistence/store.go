@@ -31,6 +31,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 )
 
 // Durability says how far a Commit must go before it returns.
@@ -144,6 +145,14 @@ type SpaceReporter interface {
 // a few times a second, so a store for which that is costly answers from a cache.
 type Sizer interface {
 	Size(ctx context.Context) (int64, error)
+}
+
+// SyncObserver is an optional power of a Store that syncs files on its write path: it
+// reports how long each sync took (one per group commit, not per message), for the
+// broker's store sync histogram. Set it once, before the store is busy; fn is called
+// from the store's writer goroutine and must not block. A nil fn stops the reports.
+type SyncObserver interface {
+	SetSyncObserver(fn func(time.Duration))
 }
 
 // Recovered is what Store.Recover reports.

@@ -36,8 +36,9 @@ func open(ctx context.Context, po persistence.Options) (persistence.Store, error
 
 // Compile-time guards.
 var (
-	_ persistence.Store = (*Store)(nil)
-	_ persistence.Sizer = (*Store)(nil)
+	_ persistence.Store        = (*Store)(nil)
+	_ persistence.Sizer        = (*Store)(nil)
+	_ persistence.SyncObserver = (*Store)(nil)
 )
 
 // Top-level buckets and meta keys of format version 1 (see the package comment).
@@ -78,6 +79,30 @@ type Store struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
+
+	syncObs atomic.Pointer[func(time.Duration)] // see SetSyncObserver
+}
+
+// SetSyncObserver makes the writer report how long each synced commit took
+// (persistence.SyncObserver): one report per group commit's Update, which writes the
+// changed pages and fsyncs the file, under syncStrategy always only (under never
+// nothing is synced).
+func (s *Store) SetSyncObserver(fn func(time.Duration)) {
+	if fn == nil {
+		s.syncObs.Store(nil)
+		return
+	}
+	s.syncObs.Store(&fn)
+}
+
+// observeSync reports a synced commit that began at start.
+func (s *Store) observeSync(start time.Time) {
+	if s.opts.SyncStrategy != SyncAlways {
+		return
+	}
+	if obs := s.syncObs.Load(); obs != nil {
+		(*obs)(time.Since(start))
+	}
 }
 
 // Open opens (creating it if needed) the database file o.Path and starts the writer.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -219,6 +220,7 @@ func (w *writer) commitGroup(group []*request) {
 			txid     int
 		)
 		a := s.applier
+		start := time.Now()
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			txid = tx.ID()
 			a.begin(tx)
@@ -247,6 +249,7 @@ func (w *writer) commitGroup(group []*request) {
 		switch {
 		case err == nil:
 			w.batches.Add(uint64(live))
+			s.observeSync(start)
 			a.publish()
 			return
 		case culprit >= 0:

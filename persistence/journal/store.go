@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/activemq-go/broker/internal/vfs"
@@ -39,6 +40,7 @@ var (
 	_ persistence.Store         = (*Store)(nil)
 	_ persistence.SpaceReporter = (*Store)(nil)
 	_ persistence.Sizer         = (*Store)(nil)
+	_ persistence.SyncObserver  = (*Store)(nil)
 )
 
 // Store is the journal persistence adapter. It is safe for concurrent use.
@@ -72,6 +74,18 @@ type Store struct {
 
 	corruptMu   sync.Mutex
 	corruptSeen map[loc]bool // messages Scan found corrupt, logged once each
+
+	syncObs atomic.Pointer[func(time.Duration)] // see SetSyncObserver
+}
+
+// SetSyncObserver makes the writer report how long each fsync of the journal's
+// segments took (persistence.SyncObserver): one report per synced group commit.
+func (s *Store) SetSyncObserver(fn func(time.Duration)) {
+	if fn == nil {
+		s.syncObs.Store(nil)
+		return
+	}
+	s.syncObs.Store(&fn)
 }
 
 // Open opens (creating it if needed) the journal in o.Dir, recovers its index and starts

@@ -235,6 +235,7 @@ func (w *writer) syncDirty() error {
 	if len(w.dirty) == 0 {
 		return nil
 	}
+	start := time.Now()
 	for len(w.dirty) > 0 {
 		seg := w.dirty[0]
 		if err := seg.f.Sync(); err != nil {
@@ -244,6 +245,9 @@ func (w *writer) syncDirty() error {
 	}
 	w.dirty = w.dirty[:0]
 	w.syncedAt = time.Now()
+	if obs := w.s.syncObs.Load(); obs != nil {
+		(*obs)(w.syncedAt.Sub(start))
+	}
 	return nil
 }
 
