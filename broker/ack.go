@@ -95,6 +95,9 @@ func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error 
 		done(nil)
 		return nil
 	}
+	if ack {
+		c.b.counters.acked[c.proto].Add(int64(len(ds)))
+	}
 	if s.stream != nil {
 		s.kick()
 		s.stream.Ack(ds, done)

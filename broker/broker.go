@@ -194,6 +194,8 @@ type Broker struct {
 	// authorization (see authDecision) knows its destination still exists while it
 	// has not changed.
 	removals atomic.Uint64
+
+	counters counters // for metrics: see metrics.go
 }
 
 // New recovers the store's destinations and returns a running broker.
@@ -223,6 +225,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		done:      make(chan struct{}),
 		sec:       o.Security,
 	}
+	b.counters.init(o.Store)
 	b.populateUserID = o.PopulateJMSXUserID
 	b.principalUserID = o.UseAuthenticatedPrincipalForJMSXUserID
 	b.acks.b = b
@@ -264,7 +267,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	b.env = destinations.Env{
 		Store: b.store, Log: b.log, Memory: b.mem, Space: &b.space, Policy: b.policyFor,
 		Background: &b.wg, Commit: b.commit, Stopping: b.stopping.Load, Done: b.done,
-		DeadLetter: b.sendToDeadLetter, Streams: b.streams,
+		DeadLetter: b.sendToDeadLetter, Streams: b.streams, Counters: &b.counters.dests,
 	}
 	b.durables = durable.NewRegistry(&b.env, b.maxDurables)
 	if o.Scheduler {

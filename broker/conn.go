@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/activemq-go/broker/destinations"
@@ -26,6 +27,8 @@ type ConnectInfo struct {
 	// PeerCertificates is the client's verified TLS certificate chain, leaf first
 	// (none on plain connections or when the client sent none).
 	PeerCertificates []*x509.Certificate
+	// Protocol is how the client speaks to the broker, for the metrics.
+	Protocol Protocol
 }
 
 // Conn is one client connection. See the package comment for which goroutine may call
@@ -37,6 +40,8 @@ type Conn struct {
 	RemoteAddr string
 	subject    *security.Subject // who the connection acts as; never nil
 	lastAuth   authDecision      // owned by the connection's goroutine
+	proto      Protocol
+	blocked    atomic.Bool // a SEND is held by producer flow control (SetBlocked)
 
 	mu      sync.Mutex // guards out, nextTag, notices and kickReason
 	out     []*Delivery
@@ -66,12 +71,27 @@ type Conn struct {
 
 // Connect authenticates a new connection and registers it.
 func (b *Broker) Connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
+	c, err := b.connect(ctx, info)
+	if r, ok := rejectReason(err); ok {
+		b.counters.rejected[r].Add(1)
+	}
+	if err == nil {
+		b.counters.opened[c.proto].Add(1)
+	}
+	return c, err
+}
+
+func (b *Broker) connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
 	subject, err := b.authenticate(ctx, info)
 	if err != nil {
 		return nil, err
 	}
+	if info.Protocol >= NumProtocols {
+		info.Protocol = ProtocolSTOMP
+	}
 	c := &Conn{
 		subject:    subject,
+		proto:      info.Protocol,
 		b:          b,
 		ID:         b.idBase + "c" + strconv.FormatUint(b.connSeq.Add(1), 10),
 		ClientID:   info.ClientID,
@@ -238,7 +258,12 @@ func (c *Conn) Take(buf []*Delivery) []*Delivery {
 	clear(c.out)
 	c.out = c.out[:0]
 	c.mu.Unlock()
-	return dropExpired(buf)
+	n := len(buf)
+	buf = dropExpired(buf)
+	if expired := n - len(buf); expired > 0 {
+		c.b.counters.topicExpired.Add(int64(expired))
+	}
+	return buf
 }
 
 // Delivered tells the broker these deliveries are written to the client. Auto-ack
@@ -252,8 +277,12 @@ func (c *Conn) Delivered(ds []*Delivery) {
 		counts  map[*destinations.QueueDest]ackCount
 	)
 	var hwm map[*destinations.QueueDest]uint64
+	var auto, redelivered int64
 	for _, d := range ds {
 		d.Written = true
+		if d.Redelivered {
+			redelivered++
+		}
 		if d.Stream {
 			d.StreamWritten(d.Sub.Mode == AckAuto)
 		}
@@ -274,6 +303,7 @@ func (c *Conn) Delivered(ds []*Delivery) {
 			c.indexID(d)
 			continue
 		}
+		auto++
 		if credits == nil {
 			credits = map[*Subscription]int32{}
 		}
@@ -315,6 +345,15 @@ func (c *Conn) Delivered(ds []*Delivery) {
 		s.Credit.Add(n)
 		s.kick()
 	}
+	if auto > 0 {
+		c.b.counters.delivered[c.proto][DeliveredAuto].Add(auto)
+	}
+	if client := int64(len(ds)) - auto; client > 0 {
+		c.b.counters.delivered[c.proto][DeliveredClient].Add(client)
+	}
+	if redelivered > 0 {
+		c.b.counters.redelivered.Add(redelivered)
+	}
 }
 
 // commit runs a batch without blocking when the store can, and calls done with the result.
@@ -331,6 +370,7 @@ func (b *Broker) commit(batch persistence.Batch, d persistence.Durability, done 
 // once for non-persistent messages), possibly before Send returns; inside one, when it
 // is recorded. The returned error is for a request that cannot be accepted at all.
 func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persistence.Message, tx string, done func(error)) error {
+	start := time.Now()
 	if c.closed {
 		return &Error{Message: "connection closed", Fatal: true, Err: ErrClosed}
 	}
@@ -352,7 +392,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	}
 	m.ID = c.b.newMessageID()
 	if m.Timestamp == 0 {
-		m.Timestamp = time.Now().UnixMilli()
+		m.Timestamp = start.UnixMilli()
 	}
 	streams, dests, err := c.b.splitStreams(dests)
 	if err != nil {
@@ -370,6 +410,8 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if err := c.b.checkRoom(dests, m, tx != ""); err != nil {
 		return err
 	}
+	// Counted once accepted: a SEND held by flow control is sent again.
+	c.b.counters.received[c.proto].Add(1)
 	if tx != "" {
 		t := c.txs[tx]
 		if t == nil {
@@ -390,6 +432,10 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		done(nil)
 		return nil
 	}
+	persistent := m.Persistent
+	if len(streams) > 0 || c.b.sched != nil && c.b.sched.wants(m) {
+		done = c.b.timedDone(done, persistent, start)
+	}
 	if len(streams) > 0 {
 		rest, err := destinations.AppendStreams(streams, m, len(dests) > 0, done)
 		if err != nil || len(dests) == 0 {
@@ -401,19 +447,25 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		return c.b.sched.maybeSchedule(ctx, dests, m, done)
 	}
 	batch, entries, refused := c.b.route(dests, m, c)
+	if len(streams) > 0 {
+		start = time.Time{} // done records the latency
+	}
 	if batch == nil {
 		if refused == nil {
+			c.b.sent(persistent, start)
 			done(nil)
 		}
 		return refused
 	}
-	if c.b.storeAndDispatch(batch, entries, refused, done) {
+	if c.b.storeAndDispatch(batch, entries, refused, done, persistent, start) {
 		return nil
 	}
 	c.b.commit(batch, persistence.Sync, func(err error) {
 		destinations.SettleAll(entries, err)
 		if err != nil {
 			err = storeError(err)
+		} else {
+			c.b.sent(persistent, start)
 		}
 		if refused == nil {
 			done(err)
@@ -428,8 +480,8 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 // it before the write began, the write is withdrawn and the producer answered at once
 // (the message was delivered and consumed, so it needs no disk). Otherwise the RECEIPT
 // goes after the write, as without it. It reports false, committing nothing, when the
-// send does not qualify.
-func (b *Broker) storeAndDispatch(batch persistence.Batch, entries []destinations.Accepted, refused error, done func(error)) bool {
+// send does not qualify. persistent and start are for the SEND's latency (see sent).
+func (b *Broker) storeAndDispatch(batch persistence.Batch, entries []destinations.Accepted, refused error, done func(error), persistent bool, start time.Time) bool {
 	cb, ok := batch.(persistence.CancelableBatch)
 	if !ok || refused != nil || len(entries) != 1 || entries[0].E == nil || batch.Len() != 1 {
 		return false
@@ -442,6 +494,8 @@ func (b *Broker) storeAndDispatch(batch persistence.Batch, entries []destination
 		destinations.SettleAll(entries, err)
 		if err != nil {
 			err = storeError(err)
+		} else {
+			b.sent(persistent, start)
 		}
 		done(err)
 	})
@@ -450,6 +504,7 @@ func (b *Broker) storeAndDispatch(batch persistence.Batch, entries []destination
 			if !cancel() {
 				return false
 			}
+			b.sent(persistent, start)
 			done(nil)
 			return true
 		})
@@ -582,5 +637,6 @@ func (c *Conn) Close() {
 	c.b.releaseUserLocked(c.subject)
 	delete(c.b.conns, c)
 	c.b.mu.Unlock()
+	c.b.counters.closed[c.proto].Add(1)
 	close(c.gone)
 }

@@ -229,6 +229,14 @@ func (c *Conn) denied(r security.Rights, d destinations.Name) error {
 		what = d.String()
 	}
 	user := c.subject.User
+	op := OpSubscribe
+	switch r {
+	case security.Write:
+		op = OpSend
+	case security.Admin:
+		op = OpCreate
+	}
+	c.b.counters.denied[op].Add(1)
 	if ok, more := c.b.deniedLog.allow(time.Now()); ok {
 		attrs := []any{slog.String("user", user), slog.String("right", rightVerb(r)), slog.String("dest", what),
 			slog.String("conn", c.ID), slog.String("remote", c.RemoteAddr)}

@@ -116,6 +116,7 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 			return nil, err
 		}
 		c.subs[r.ID] = s
+		c.b.counters.nonDurable.Add(1)
 		return s, nil
 	}
 	if r.DurableName != "" {
@@ -126,6 +127,7 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 		return s, nil
 	}
 	c.subs[r.ID] = s
+	c.b.counters.nonDurable.Add(1)
 	switch {
 	case r.Dest.Kind == destinations.Queue && r.Dest.IsWildcard():
 		c.b.addWildcardQueue(s)
@@ -244,6 +246,8 @@ func (c *Conn) unsubscribe(s *Subscription) {
 	delete(c.subs, s.ID)
 	if s.durable != nil {
 		s.durable.Detach(&s.Consumer)
+	} else {
+		c.b.counters.nonDurable.Add(-1)
 	}
 	switch {
 	case s.stream != nil:

@@ -55,7 +55,11 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 	done = c.b.streamsAfterCommit(t, done)
 	batch := c.b.store.Begin()
 	var applies []func(error)
+	var acked int64
 	for _, st := range t.settles {
+		if st.ack {
+			acked += int64(len(st.ds))
+		}
 		if st.sub.stream != nil {
 			continue // in streamsAfterCommit
 		}
@@ -125,6 +129,7 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 			}
 		}
 	}
+	c.b.counters.acked[c.proto].Add(acked)
 	c.b.finish(batch, persistence.Sync, func(err error) {
 		destinations.SettleAll(entries, err)
 		for _, f := range applies {

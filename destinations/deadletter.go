@@ -13,14 +13,17 @@ import (
 // dropped otherwise. The caller holds q.mu.
 func (q *QueueDest) expire(es []*Entry) {
 	q.env.Log.Debug("messages expired", slog.String("dest", q.client), slog.Int("count", len(es)))
-	q.retire(es, "expired", q.policy.DeadLetter.ProcessExpired)
+	q.expired += int64(len(es))
+	q.env.Counters.expired(len(es))
+	q.retire(es, "expired", q.policy.DeadLetter.ProcessExpired, DeadLetterExpired)
 }
 
 // retire takes entries that left q (already out of its pending list) to the
 // dead-letter queue its policy names (toDLQ), or drops them (the discarding strategy,
 // and non-persistent messages unless processNonPersistent), in one store batch with the
-// deletion of the originals. The caller holds q.mu; the store work runs outside it.
-func (q *QueueDest) retire(es []*Entry, reason string, toDLQ bool) {
+// deletion of the originals. why counts them (Env.Counters). The caller holds q.mu; the
+// store work runs outside it.
+func (q *QueueDest) retire(es []*Entry, reason string, toDLQ bool, why DeadLetterReason) {
 	var bytes int64
 	for _, e := range es {
 		bytes += e.Size
@@ -39,18 +42,26 @@ func (q *QueueDest) retire(es []*Entry, reason string, toDLQ bool) {
 		defer env.Background.Done()
 		batch := env.Store.Begin()
 		var copies []*persistence.Message
+		dropped := 0
 		for _, m := range msgs {
 			if m.Persistent {
 				q.StoreAck(batch, m)
 			}
-			if !toDLQ || strategy.Discard || (!m.Persistent && !strategy.ProcessNonPersistent) {
+			if !toDLQ {
+				continue
+			}
+			if strategy.Discard || (!m.Persistent && !strategy.ProcessNonPersistent) {
+				dropped++
 				continue
 			}
 			copies = append(copies, deadLetter(m, q.client, reason))
 		}
 		if dlq == q.origin {
+			dropped += len(copies)
 			copies = nil // a dead message of a dead-letter queue is dropped, never looped
 		}
+		env.Counters.deadLettered(why, len(copies))
+		env.Counters.discarded(DiscardDeadLetterStrategy, dropped)
 		entries := q.sendToDeadLetter(batch, dlq, copies)
 		if batch.Len() == 0 {
 			batch.Rollback()
@@ -121,6 +132,7 @@ func (q *QueueDest) Settle(batch persistence.Batch, ds []*Delivery, ack bool) fu
 			return q.nackToDLQ(batch, ds)
 		}
 		// NackDiscard: acknowledged like an ACK.
+		q.env.Counters.discarded(DiscardNack, len(ds))
 	}
 	for _, d := range ds {
 		if d.Msg.Persistent && !d.Withdrawn() {
@@ -164,6 +176,8 @@ func (q *QueueDest) nackToDLQ(batch persistence.Batch, ds []*Delivery) func(erro
 		}
 		copies = append(copies, deadLetter(d.Msg, q.client, "poison ack (NACK)"))
 	}
+	q.env.Counters.deadLettered(DeadLetterNack, len(copies))
+	q.env.Counters.discarded(DiscardDeadLetterStrategy, len(ds)-len(copies))
 	return q.settled(ds, q.sendToDeadLetter(batch, dlq, copies))
 }
 

@@ -40,6 +40,9 @@ type Env struct {
 	DeadLetter func(batch persistence.Batch, dlq Name, copies []*persistence.Message) []Accepted
 	// Streams is the stream log of stream topics; nil refuses them.
 	Streams *Streams
+	// Counters are the broker-wide totals of expired, dead-lettered and discarded
+	// messages; nil counts nothing.
+	Counters *Counters
 	// Now is the clock of expiry, slow subscribers and durable subscriptions' offline
 	// time; nil is time.Now. (Stream records take their times from the stream log's
 	// clock.)

@@ -122,6 +122,23 @@ func (p *Pending) Each(fn func(*Entry) bool) {
 	}
 }
 
+// OldestTimestamp is the earliest Message.Timestamp among the entries that lead each
+// priority level (a level is in sequence order, so in arrival order): the age of what
+// has waited longest. 0 when nothing is pending.
+func (p *Pending) OldestTimestamp() int64 {
+	var ts int64
+	for i := range p.levels {
+		f := &p.levels[i]
+		if f.len() == 0 {
+			continue
+		}
+		if t := f.front().Msg.Timestamp; t != 0 && (ts == 0 || t < ts) {
+			ts = t
+		}
+	}
+	return ts
+}
+
 // RemoveIf removes every entry for which fn returns true and returns how many it removed.
 func (p *Pending) RemoveIf(fn func(*Entry) bool) int {
 	removed := 0

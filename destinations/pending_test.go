@@ -127,3 +127,27 @@ func TestPendingRemoveMiddleAndEach(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+// OldestTimestamp is the earliest timestamp among the heads of the priority levels.
+func TestPendingOldestTimestamp(t *testing.T) {
+	p := NewPending(true)
+	if ts := p.OldestTimestamp(); ts != 0 {
+		t.Fatalf("empty: %d", ts)
+	}
+	at := func(seq uint64, prio uint8, ts int64) *Entry {
+		e := entry(seq, prio)
+		e.Msg.Timestamp = ts
+		return e
+	}
+	p.Push(at(1, 4, 300))
+	p.Push(at(2, 9, 500)) // dispatched first, but not the oldest
+	p.Push(at(3, 4, 400))
+	if ts := p.OldestTimestamp(); ts != 300 {
+		t.Fatalf("got %d, want 300", ts)
+	}
+	p.Pop() // seq 2
+	p.Pop() // seq 1
+	if ts := p.OldestTimestamp(); ts != 400 {
+		t.Fatalf("got %d, want 400", ts)
+	}
+}

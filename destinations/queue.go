@@ -37,6 +37,11 @@ type QueueDest struct {
 	nextSeq   uint64
 	enqueued  int64
 	dequeued  int64
+	// dispatched counts deliveries, inFlight those not yet acknowledged or given back,
+	// expired the messages that expired waiting (for Stats).
+	dispatched int64
+	inFlight   int
+	expired    int64
 
 	policy   Policy
 	memLimit int64
@@ -328,6 +333,8 @@ func (q *QueueDest) dispatchPass() {
 		}
 		s.Sink.Push(d)
 	}
+	q.dispatched += int64(len(takes))
+	q.inFlight += len(takes)
 	clear(takes)
 	q.scratch = takes[:0]
 	var dead []*Entry
@@ -547,6 +554,7 @@ func (q *QueueDest) RemoveConsumer(s *Consumer) {
 // policy's redelivery delay first (a NACK under the redeliver policy).
 func (q *QueueDest) Requeue(ds []*Delivery, delay bool) {
 	q.mu.Lock()
+	q.inFlight -= len(ds)
 	var dead []*Entry
 	now := q.env.Time()
 	for _, d := range ds {
@@ -572,7 +580,7 @@ func (q *QueueDest) Requeue(ds []*Delivery, delay bool) {
 		q.pending.Requeue(e)
 	}
 	if len(dead) > 0 {
-		q.retire(dead, fmt.Sprintf("maximum redeliveries (%d) exceeded", q.policy.Redelivery.MaximumRedeliveries), true)
+		q.retire(dead, fmt.Sprintf("maximum redeliveries (%d) exceeded", q.policy.Redelivery.MaximumRedeliveries), true, DeadLetterMaxRedeliveries)
 	}
 	q.dispatchLocked()
 	q.mu.Unlock()
@@ -582,6 +590,7 @@ func (q *QueueDest) Requeue(ds []*Delivery, delay bool) {
 func (q *QueueDest) Acked(n int, bytes int64) {
 	q.mu.Lock()
 	q.dequeued += int64(n)
+	q.inFlight -= n
 	q.release(bytes)
 	q.maybePageInLocked()
 	q.mu.Unlock()
@@ -589,18 +598,32 @@ func (q *QueueDest) Acked(n int, bytes int64) {
 
 // Stats is a snapshot of the queue's counters.
 func (q *QueueDest) Stats() Stats {
+	st := q.MemoryStats()
+	st.Stored, _ = q.env.Store.Stats(q.dest)
+	return st
+}
+
+// MemoryStats is Stats without Stored, which it does not ask the store for: what the
+// queue keeps in memory, for readers that take every queue's often (metrics).
+func (q *QueueDest) MemoryStats() Stats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	stored, _ := q.env.Store.Stats(q.dest)
-	return Stats{
-		Name:        q.client,
-		Pending:     q.pending.Len() + int(q.pagedOut),
-		Consumers:   len(q.consumers),
-		Enqueued:    q.enqueued,
-		Dequeued:    q.dequeued,
-		Stored:      stored,
-		MemoryBytes: q.memBytes,
+	st := Stats{
+		Name:            q.client,
+		Pending:         q.pending.Len() + int(q.pagedOut),
+		Consumers:       len(q.consumers),
+		Enqueued:        q.enqueued,
+		Dequeued:        q.dequeued,
+		MemoryBytes:     q.memBytes,
+		Dispatched:      q.dispatched,
+		InFlight:        q.inFlight,
+		Expired:         q.expired,
+		OldestTimestamp: q.pending.OldestTimestamp(),
 	}
+	if q.memLimit != math.MaxInt64 {
+		st.MemoryLimit = q.memLimit
+	}
+	return st
 }
 
 // DispatchHWMHint is a racy read of the mark, only to skip taking the lock when a

@@ -93,6 +93,7 @@ func (s *Consumer) offer(t *TopicDest, m *persistence.Message, w *waiting) *wait
 func (s *Consumer) dropOldestLocked(log *slog.Logger, n int) {
 	for _, w := range s.overflow[:n] {
 		w.t.dropped.Add(1)
+		w.t.env.Counters.discarded(DiscardSlowConsumer, 1)
 		w.release()
 	}
 	clear(s.overflow[:n])

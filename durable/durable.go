@@ -87,6 +87,12 @@ func (d *Sub) attached() (*destinations.Consumer, time.Time) {
 	return d.active, d.offlineSince
 }
 
+// Active reports whether a consumer is attached to the subscription.
+func (d *Sub) Active() bool {
+	c, _ := d.attached()
+	return c != nil
+}
+
 // Detach detaches c if it is the attached consumer; the subscription stays and keeps
 // messages.
 func (d *Sub) Detach(c *destinations.Consumer) {

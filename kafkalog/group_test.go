@@ -158,3 +158,22 @@ func TestCommitOffsetsIsOneDurableRewrite(t *testing.T) {
 		require.Equal(t, want.Offset, off)
 	}
 }
+
+// GroupOffsets lists every group's committed offsets in one topic, by group then
+// partition, and nothing of other topics.
+func TestGroupOffsetsOfTopic(t *testing.T) {
+	l := openT(t, memOpts(vfs.NewMem(), newClock()))
+	defer l.Close()
+	require.NoError(t, l.CreateTopic("t", 3))
+	require.NoError(t, l.CreateTopic("u", 1))
+	require.NoError(t, l.Commit("g2", "t", 2, 7))
+	require.NoError(t, l.Commit("g1", "t", 1, 5))
+	require.NoError(t, l.Commit("g1", "t", 0, 4))
+	require.NoError(t, l.Commit("g1", "u", 0, 9))
+	require.Equal(t, []GroupOffset{
+		{Group: "g1", Topic: "t", Partition: 0, Offset: 4},
+		{Group: "g1", Topic: "t", Partition: 1, Offset: 5},
+		{Group: "g2", Topic: "t", Partition: 2, Offset: 7},
+	}, l.GroupOffsets("t"))
+	require.Empty(t, l.GroupOffsets("none"))
+}

@@ -166,6 +166,25 @@ func (s *offsetStore) committed(k offsetKey) (int64, bool) {
 
 func (s *offsetStore) close() error { return nil }
 
+// ofTopic lists the committed offsets of every group in topic, by group then partition.
+func (s *offsetStore) ofTopic(topic string) []GroupOffset {
+	s.mu.Lock()
+	var out []GroupOffset
+	for k, off := range s.m {
+		if k.topic == topic {
+			out = append(out, GroupOffset{Group: k.group, Topic: k.topic, Partition: k.partition, Offset: off})
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b GroupOffset) int {
+		if c := strings.Compare(a.Group, b.Group); c != 0 {
+			return c
+		}
+		return a.Partition - b.Partition
+	})
+	return out
+}
+
 // maxNameLen bounds group names, which the offsets file stores with a 16-bit length.
 const maxNameLen = math.MaxUint16
 
@@ -210,6 +229,10 @@ func (l *Log) CommitOffsets(offs []GroupOffset) error {
 	}
 	return l.offsets.commitMany(ks, vs)
 }
+
+// GroupOffsets lists the committed offset of every consumer group in every partition of
+// topic, by group then partition (Kafka's kafka-consumer-groups --describe, for lag).
+func (l *Log) GroupOffsets(topic string) []GroupOffset { return l.offsets.ofTopic(topic) }
 
 // Committed returns the group's committed offset in a partition, and false if it never
 // committed one.

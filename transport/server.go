@@ -119,6 +119,9 @@ func (s *Server) Listen(cs []Connector) error {
 		// ActiveMQ sends a WebSocket message per frame, ending at the NUL; on a stream
 		// an LF follows.
 		c.Session.NoFrameEOL = c.WebSocket
+		if c.WebSocket {
+			c.Session.Protocol = broker.ProtocolSTOMPWebSocket
+		}
 		opened = append(opened, &listener{c: c, ln: ln})
 	}
 	for _, l := range opened {
@@ -200,6 +203,7 @@ func (s *Server) serveConn(l *listener, nc net.Conn) {
 
 // refuse tells a client over the connection limit why, then closes.
 func (s *Server) refuse(l *listener, nc net.Conn) {
+	s.b.CountRejected(broker.RejectLimit)
 	s.log.Warn("connection refused: maximum connections reached",
 		slog.String("connector", l.c.Name), slog.Int("maxConnections", l.c.MaxConnections),
 		slog.String("remote", nc.RemoteAddr().String()))

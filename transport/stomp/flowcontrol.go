@@ -55,6 +55,7 @@ func (s *session) hold(f *frame.Frame, err error) bool {
 	}
 	h := s.retrying
 	if h == nil || h.f != f {
+		s.conn.SetBlocked(true)
 		h = &heldSend{f: f}
 		if wait := s.conn.NoSpaceWait(); wait > 0 {
 			h.deadline = time.Now().Add(wait)
@@ -92,6 +93,9 @@ func (s *session) retryHeld(ctx context.Context) {
 	s.retrying = nil
 	if s.held != h && h.timer != nil {
 		h.timer.Stop()
+	}
+	if s.held == nil {
+		s.conn.SetBlocked(false)
 	}
 	for s.held == nil && len(s.behind) > 0 && !s.closing {
 		f := s.behind[0]

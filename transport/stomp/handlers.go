@@ -121,7 +121,9 @@ func (s *session) onConnect(ctx context.Context, f *frame.Frame) {
 		Passcode:         f.Header.Get("passcode"),
 		RemoteAddr:       s.nc.RemoteAddr().String(),
 		PeerCertificates: peerCertificates(s.nc),
+		Protocol:         s.cfg.Protocol,
 	})
+	s.refused = err != nil
 	if errors.Is(err, broker.ErrLoginThrottled) {
 		// Too many failed logins from this address are waiting out their delay: no
 		// answer, so that guessing in parallel gains nothing.

@@ -15,6 +15,7 @@ package stomp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -46,7 +47,10 @@ type Config struct {
 	// a stream: for WebSocket, where ActiveMQ sends each frame as a message ending at the
 	// NUL.
 	NoFrameEOL bool
-	Logger     *slog.Logger
+	// Protocol is what the broker's metrics count the connections under (STOMP over
+	// WebSocket or not).
+	Protocol broker.Protocol
+	Logger   *slog.Logger
 }
 
 func (c Config) withDefaults() Config {
@@ -122,6 +126,11 @@ type session struct {
 
 	closing bool
 	fatal   bool
+	// refused is set when the broker refused the CONNECT (and counted it);
+	// lastReadErr is the reader's error: both say how a connection that never
+	// connected ended, for the metrics (countRejected).
+	refused     bool
+	lastReadErr error
 }
 
 // completion is the outcome of one client frame that is written in frame order: a
@@ -209,6 +218,8 @@ func (s *session) run(ctx context.Context) {
 		}
 		if s.conn != nil {
 			s.conn.Close()
+		} else {
+			s.countRejected(ctx)
 		}
 		s.shutdownSocket()
 	}()
@@ -285,8 +296,29 @@ func (s *session) writeFailed(err error) {
 	s.closing = true
 }
 
+// countRejected counts, for the broker's metrics, a connection that ends without having
+// connected: a failed TLS handshake, or a protocol failure (no CONNECT in time, another
+// frame first, an unsupported version, a bad frame). One the broker refused was counted
+// by the broker; a client that leaves without a word, or a broker shutting down, is not
+// counted.
+func (s *session) countRejected(ctx context.Context) {
+	if s.refused || ctx.Err() != nil {
+		return
+	}
+	if tc, ok := s.nc.(*tls.Conn); ok && !tc.ConnectionState().HandshakeComplete {
+		if s.lastReadErr != nil && !errors.Is(s.lastReadErr, io.EOF) {
+			s.b.CountRejected(broker.RejectTLS)
+		}
+		return
+	}
+	if s.fatal {
+		s.b.CountRejected(broker.RejectProtocol)
+	}
+}
+
 // readFailed turns a reader error into the right ending.
 func (s *session) readFailed(err error) {
+	s.lastReadErr = err
 	var fe *codec.FrameError
 	var ne net.Error
 	switch {
