@@ -92,6 +92,8 @@ type Config struct {
 	// Plugins is who may connect and what they may do (authentication,
 	// authorization); without a user source every client is let in anonymously.
 	Plugins Plugins
+	// Metrics is what the admin listener's GET /metrics exports per destination.
+	Metrics Metrics
 	// Source is the file the configuration came from; "" for Parse.
 	Source string
 	// IgnoredEnv lists BROKER_ variables whose first key names no section of this

@@ -72,13 +72,15 @@ func TestDefault(t *testing.T) {
 			AnonymousUser: "anonymous", AnonymousGroup: "anonymous", AdminGroups: []string{"admins"},
 			LoginFailureDelay: 100 * time.Millisecond, MaxLoginFailureDelay: 5 * time.Second,
 		},
+		Metrics: Metrics{PerDestination: true, MaxDestinationSeries: 1000},
 	}
 	assert.Equal(t, want, Default())
 
 	// An empty file, or one with only comments or a null document, gives the same.
 	for _, in := range []string{"", "# nothing here\n", "---\n", "~\n", "broker:\n", "broker: {}\n",
 		"systemUsage:\n", "systemUsage: {}\n", "destinationPolicy:\n", "destinationPolicy: []\n",
-		"streams:\n", "streams: {}\n", "virtualTopics:\n", "virtualTopics: {}\n", "plugins:\n", "plugins: {}\n"} {
+		"streams:\n", "streams: {}\n", "virtualTopics:\n", "virtualTopics: {}\n", "plugins:\n", "plugins: {}\n",
+		"metrics:\n", "metrics: {}\n"} {
 		c, err := Parse([]byte(in), nil)
 		require.NoError(t, err, "%q", in)
 		assert.Equal(t, want, c, "%q", in)

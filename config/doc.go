@@ -68,6 +68,14 @@
 //	  prefix: Consumer.*.        # consumer queue: the prefix with "*" replaced by the
 //	                             # group, then the topic's name; exactly one "*" element
 //	plugins:                     # authentication and authorization: see Plugins
+//	metrics:                     # GET /metrics on the admin listener (Prometheus)
+//	  perDestination: true       # series per destination (broker_messages{destination},
+//	                             # broker_queue_*, durable backlogs, stream group lags);
+//	                             # false: broker-wide series only
+//	  maxDestinationSeries: 1000 # the cardinality guard: past this many destinations
+//	                             # (durable subscriptions, stream groups) the smallest
+//	                             # are summed into destination="_other" and counted in
+//	                             # broker_metrics_series_dropped_total; >= 1
 //
 // With the defaults, a message sent to topic VirtualTopic.Orders is consumed from
 // queue Consumer.<group>.VirtualTopic.Orders, one queue per consumer group.

@@ -14,7 +14,7 @@ import (
 const secret = "s3cret-Pa55"
 
 const (
-	topKeys     = "broker, persistenceAdapter, transportConnectors, systemUsage, destinationPolicy, streams, virtualTopics, sslContext, plugins"
+	topKeys     = "broker, persistenceAdapter, transportConnectors, systemUsage, destinationPolicy, streams, virtualTopics, sslContext, plugins, metrics"
 	brokerKeys  = "brokerName, dataDirectory, persistent, schedulerSupport, offlineDurableSubscriberTaskSchedule, allowLinkStealing"
 	adapterList = "memory, kahaDB, bbolt, jdbc, kafkaLog"
 	optionList  = "maximumConnections, maxConnections, wireFormat.maxFrameSize, maxFrameSize, " +

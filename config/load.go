@@ -88,6 +88,8 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault(key("virtualTopics", "enabled"), DefaultVirtualTopicsEnabled)
 	v.SetDefault(key("virtualTopics", "name"), DefaultVirtualTopicName)
 	v.SetDefault(key("virtualTopics", "prefix"), DefaultVirtualTopicPrefix)
+	v.SetDefault(key("metrics", "perDestination"), DefaultMetricsPerDestination)
+	v.SetDefault(key("metrics", "maxDestinationSeries"), int64(DefaultMetricsMaxDestinationSeries))
 	v.SetDefault(key("sslContext", "certFile"), "")
 	v.SetDefault(key("sslContext", "keyFile"), "")
 	v.SetDefault(key("sslContext", "clientCAFile"), "")
@@ -236,6 +238,10 @@ func (c *checker) build(f *file) (*Config, *Error) {
 	if err != nil {
 		return nil, err
 	}
+	metrics, err := c.buildMetrics(f.Metrics)
+	if err != nil {
+		return nil, err
+	}
 	return &Config{
 		Broker:              f.Broker,
 		Persistence:         buildPersistence(f.PersistenceAdapter, f.Broker.Persistent),
@@ -246,5 +252,6 @@ func (c *checker) build(f *file) (*Config, *Error) {
 		VirtualTopics:       vt,
 		SSLContext:          ssl,
 		Plugins:             plugins,
+		Metrics:             metrics,
 	}, nil
 }

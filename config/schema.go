@@ -24,6 +24,7 @@ type file struct {
 	VirtualTopics       VirtualTopics      `mapstructure:"virtualTopics"`
 	SSLContext          sslContextSection  `mapstructure:"sslContext"`
 	Plugins             pluginsSection     `mapstructure:"plugins"`
+	Metrics             Metrics            `mapstructure:"metrics"`
 }
 
 // adapterBlocks is the persistenceAdapter section: one adapter key whose value is

@@ -47,6 +47,21 @@ broker: {allowLinkStealing: "true"}
 	assert.True(t, c.Broker.SchedulerSupport)
 }
 
+// The metrics section: defaults, the file's values, and the environment's.
+func TestMetricsSection(t *testing.T) {
+	c, err := Parse([]byte("metrics: {maxDestinationSeries: 50}\n"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, Metrics{PerDestination: true, MaxDestinationSeries: 50}, c.Metrics)
+
+	c, err = Parse([]byte("metrics:\n  perDestination: false\n"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, Metrics{PerDestination: false, MaxDestinationSeries: 1000}, c.Metrics)
+
+	c, err = Parse(nil, []string{"BROKER_METRICS_MAXDESTINATIONSERIES=7", "BROKER_METRICS_PERDESTINATION=false"})
+	require.NoError(t, err)
+	assert.Equal(t, Metrics{PerDestination: false, MaxDestinationSeries: 7}, c.Metrics)
+}
+
 func TestStreamsDirectoryFollowsDataDirectory(t *testing.T) {
 	for _, tt := range []struct {
 		yaml string
@@ -112,6 +127,11 @@ func TestSectionErrors(t *testing.T) {
 		{"empty name", "virtualTopics: {name: ''}\n", "virtualTopics.name", "must not be empty", "wildcards", ""},
 		{"name > not last", "virtualTopics: {name: VT.>.x}\n", "virtualTopics.name", `">" may only`, "wildcards", "VT.>.x"},
 		{"unknown virtualTopics key", "virtualTopics: {selectorAware: true}\n", "virtualTopics.selectorAware", "unknown key", "enabled, name, prefix", ""},
+
+		// metrics
+		{"maxDestinationSeries 0", "metrics: {maxDestinationSeries: 0}\n", "metrics.maxDestinationSeries", "out of range", "at least 1", "0"},
+		{"maxDestinationSeries negative", "metrics: {maxDestinationSeries: -5}\n", "metrics.maxDestinationSeries", "out of range", "_other", "-5"},
+		{"unknown metrics key", "metrics: {per_destination: true}\n", "metrics.per_destination", "unknown key", "perDestination, maxDestinationSeries", ""},
 	})
 }
 
