@@ -61,8 +61,9 @@ import (
 )
 
 // CSRFField is the name of the hidden form field that carries the CSRF token in every
-// POST of the console; Session.CheckCSRF reads it from the request's form.
-const CSRFField = "csrf_token"
+// POST of the console (the admin listener's admin.CSRFField); Session.CheckCSRF reads
+// it from the request's form.
+const CSRFField = "csrf"
 
 // StaticPrefix is where the console serves its embedded assets.
 const StaticPrefix = "/console/static/"
@@ -119,15 +120,21 @@ func New(b admin.Backend, s Session) *Console {
 // Register mounts the console's pages, actions and assets on mux. It uses the
 // patterns listed in the package comment: GET /{$} (the root exactly) and paths under
 // /queues, /topics, /durable, /connections, /streams and /console/static/.
-func (c *Console) Register(mux *http.ServeMux) {
+func (c *Console) Register(mux *http.ServeMux) { c.Mount(mux.Handle, mux.Handle) }
+
+// Mount mounts the console through the admin listener's own registration: the pages
+// and actions with page (behind the login session), the assets under StaticPrefix
+// with public (no login needed: the login page may use the stylesheet). The patterns
+// are Register's.
+func (c *Console) Mount(page, public func(pattern string, h http.Handler)) {
 	static, err := fs.Sub(staticFS, "static")
 	if err != nil {
 		panic(err)
 	}
-	mux.Handle("GET "+StaticPrefix, http.StripPrefix(StaticPrefix, staticHandler(static)))
+	public("GET "+StaticPrefix, http.StripPrefix(StaticPrefix, staticHandler(static)))
 
 	get := func(pattern string, h func(http.ResponseWriter, *http.Request)) {
-		mux.Handle("GET "+pattern, c.headers(http.HandlerFunc(h)))
+		page("GET "+pattern, c.headers(http.HandlerFunc(h)))
 	}
 	get("/{$}", c.overview)
 	get("/queues", c.queues)
@@ -140,7 +147,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 	get("/streams/{name}", c.stream)
 
 	post := func(pattern string, h func(http.ResponseWriter, *http.Request)) {
-		mux.Handle("POST "+pattern, c.headers(c.csrf(http.HandlerFunc(h))))
+		page("POST "+pattern, c.headers(c.csrf(http.HandlerFunc(h))))
 	}
 	post("/queues/{name}/purge", c.purgeQueue)
 	post("/queues/{name}/delete", c.deleteQueue)

@@ -1,8 +1,10 @@
 // Package browsertest runs one headless Chromium per test binary, driven with
 // github.com/chromedp/chromedp, and opens a tab for each test.
 //
-// The browser is Debian's chromium package (/usr/bin/chromium; $BROWSERTEST_CHROMIUM
-// names another binary). If it is missing, Shared fails the test with an error saying
+// The browser is Debian's chromium package: its binary /usr/lib/chromium/chromium,
+// started directly rather than through the /usr/bin/chromium script, which adds Google
+// API keys and extension flags of its own ($BROWSERTEST_CHROMIUM names another
+// binary). If it is missing, Shared fails the test with an error saying
 // how to install it; tests using this package never skip: .ci/run installs the package.
 //
 // Chromium starts with a fresh profile in a temporary directory, headless, without the
@@ -38,8 +40,15 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
+// DebianChromium is the browser binary of Debian's chromium package.
+const DebianChromium = "/usr/lib/chromium/chromium"
+
 // ChromiumEnv names the environment variable that overrides the Chromium binary.
 const ChromiumEnv = "BROWSERTEST_CHROMIUM"
+
+// VerboseEnv names the environment variable that, set to 1, sends Chromium's own
+// output to the test's stderr.
+const VerboseEnv = "BROWSERTEST_VERBOSE"
 
 // TabTimeout bounds everything a test does in one tab.
 const TabTimeout = 30 * time.Second
@@ -94,7 +103,7 @@ func FindChromium() (string, error) {
 		}
 		return path, nil
 	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+	for _, name := range []string{DebianChromium, "chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p, nil
 		}
@@ -115,6 +124,9 @@ func Start() (*Browser, error) {
 	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(path), chromedp.UserDataDir(dir), chromedp.WindowSize(1280, 900)}
 	for name, v := range Flags {
 		opts = append(opts, chromedp.Flag(name, v))
+	}
+	if os.Getenv(VerboseEnv) == "1" {
+		opts = append(opts, chromedp.CombinedOutput(os.Stderr))
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx)
