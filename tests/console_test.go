@@ -45,7 +45,7 @@ func consoleTab(t testing.TB) *browsertest.Tab {
 // TestConsoleEndToEnd drives the web console of the real broker in Chromium: log in
 // through the login form, see a queue a STOMP producer filled, browse a message, send
 // one from the form (a STOMP consumer receives it), retry a dead letter back to its
-// queue, and purge a queue after the confirmation.
+// queue, purge a queue after the confirmation, and sign out.
 func TestConsoleEndToEnd(t *testing.T) {
 	pw := secPasswords()
 	b := startSecBroker(t, secBroker{Env: []string{"BROKER_BROKER_ADMINADDRESS=127.0.0.1:0"}})
@@ -78,8 +78,12 @@ func TestConsoleEndToEnd(t *testing.T) {
 	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`input[name=username]`))))
 	tb.SetValue(`input[name=username]`, "system")
 	tb.SetValue(`input[name=password]`, pw["system"])
-	_, err = chromedp.RunResponse(ctx, chromedp.Submit(chromedp.CSS(`input[name=password]`)))
+	resp, err := chromedp.RunResponse(ctx, chromedp.Submit(chromedp.CSS(`input[name=password]`)))
 	require.NoError(t, err)
+	if resp.Status != 200 {
+		page, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+		t.Fatalf("logging in: %s answered %d: %s", resp.URL, resp.Status, page)
+	}
 	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`table.queues`))), "the overview after logging in, at %s", tb.Location())
 	tb.CheckPage()
 
@@ -123,4 +127,10 @@ func TestConsoleEndToEnd(t *testing.T) {
 	require.Equal(t, "Purged 5 messages from orders.", tb.Text("#flash"))
 	require.Equal(t, "0", tb.Text("#queue-size"))
 	require.True(t, strings.Contains(b.Log(), "purged a queue"), "the purge is logged")
+
+	// Sign out: back to the login form, and the console is closed again.
+	tb.Submit("header.top .user button")
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`input[name=username]`))))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/queues")))
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`input[name=username]`))), "after signing out, %s", tb.Location())
 }

@@ -46,6 +46,7 @@
 package console
 
 import (
+	"bytes"
 	"embed"
 	"fmt"
 	"html/template"
@@ -69,7 +70,7 @@ const CSRFField = "csrf"
 const StaticPrefix = "/console/static/"
 
 // ContentSecurityPolicy is the policy the console sends with every page.
-const ContentSecurityPolicy = "default-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+const ContentSecurityPolicy = "default-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 // Session is what the console needs of the admin listener's login session.
 type Session interface {
@@ -93,6 +94,9 @@ type Console struct {
 	b     admin.Backend
 	s     Session
 	pages map[string]*template.Template
+
+	nameOnce sync.Once
+	name     string // the broker's name
 
 	mu    sync.Mutex
 	now   func() time.Time // the clock of the rate samples
@@ -229,7 +233,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 		User:   c.s.User(r),
 		CSRF:   c.s.CSRFToken(r),
 		Flash:  takeFlash(w, r),
-		Broker: c.b.Overview().Name,
+		Broker: c.brokerName(),
 		Path:   r.URL.RequestURI(),
 		Data:   data,
 	}
@@ -240,7 +244,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 	if !ok {
 		panic("console: no template " + name)
 	}
-	var buf strings.Builder
+	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
 		slog.Error("console: rendering a page", slog.String("page", name), slog.Any("err", err))
 		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
@@ -248,7 +252,13 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	_, _ = w.Write([]byte(buf.String()))
+	_, _ = buf.WriteTo(w)
+}
+
+// brokerName is the broker's name for the page header, asked of the Backend once.
+func (c *Console) brokerName() string {
+	c.nameOnce.Do(func() { c.name = c.b.Overview().Name })
+	return c.name
 }
 
 // overviewRefresh is how often the overview reloads itself (a meta refresh).
