@@ -55,6 +55,9 @@ var allowed = map[string][]string{
 	// broker and transport ask it; cmd builds its Config from config's Plugins.
 	"security":        {},
 	"internal/gctune": {},
+	// stompclient, the STOMP client of the command-line tools, reads and writes frames
+	// with the broker's codec.
+	"internal/stompclient": {"transport/stomp/codec"},
 }
 
 // TestLayering fails when a package imports across the layering of DESIGN.md: an adapter
