@@ -65,6 +65,9 @@ var allowed = map[string][]string{
 	"admin/console": {"admin"},
 	// browsertest starts a headless Chromium for the browser tests.
 	"internal/browsertest": {},
+	// stompclient, the STOMP client of the command-line tools, reads and writes frames
+	// with the broker's codec.
+	"internal/stompclient": {"transport/stomp/codec"},
 }
 
 // TestLayering fails when a package imports across the layering of DESIGN.md: an adapter

@@ -4,6 +4,8 @@
 //	broker serve --config FILE  serve with another configuration file
 //	broker bench ...            drive any STOMP broker and report msgs/s and latency
 //	broker passwd               print a password hash for the configuration's users
+//	broker send|consume|browse  send, receive and browse messages over STOMP
+//	broker list|stat|purge|move manage destinations through the admin API
 package main
 
 import (
@@ -15,9 +17,14 @@ import (
 
 func main() {
 	root := newRootCommand()
-	if err := root.Execute(); err != nil {
+	cmd, err := root.ExecuteC()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "broker:", err)
-		os.Exit(1)
+		code := exitCode(err)
+		if code == exitUsage && cmd != nil {
+			fmt.Fprintf(os.Stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+		}
+		os.Exit(code)
 	}
 }
 
@@ -28,10 +35,13 @@ func newRootCommand() *cobra.Command {
 		Short:         "STOMP message broker with ActiveMQ-compatible semantics",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		Args:          usageArgs(cobra.NoArgs),
 		RunE:          serve.RunE,
 	}
 	root.Flags().AddFlagSet(serve.Flags())
-	root.AddCommand(serve, newBenchCommand(), newPasswdCommand())
+	root.SetFlagErrorFunc(flagError)
+	root.AddCommand(serve, newBenchCommand(), newPasswdCommand(),
+		newSendCommand(), newConsumeCommand(), newBrowseCommand(),
+		newListCommand(), newStatCommand(), newPurgeCommand(), newMoveCommand())
 	return root
 }

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-stomp/stomp/v3/frame"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/activemq-go/broker/internal/stompclient"
+)
+
+// Defaults of the STOMP client commands.
+const (
+	defaultStompURL = "stomp://127.0.0.1:61613"
+	envStompURL     = "BROKER_URL"
+)
+
+// urlHelp is the part of the STOMP client commands' help that explains --url.
+const urlHelp = `
+--url is where and as whom to connect (default $BROKER_URL, else ` + defaultStompURL + `):
+  stomp://user:pass@host:port        STOMP over TCP (port 61613 when left out)
+  stomp+ssl://user:pass@host:port    over TLS (61612); --ca-file, --cert-file, --key-file,
+                                     --insecure-skip-verify
+  ws://user:pass@host:port/path      over WebSocket (61614)
+  wss://user:pass@host:port/path     over WebSocket and TLS (61619)
+The user and password are CONNECT's login and passcode; percent-encode reserved
+characters (p%40ss for p@ss). Arguments are visible to other users of the machine (ps):
+set BROKER_URL instead to keep a password out of them.`
+
+// stompFlags are the connection flags of send, consume and browse.
+type stompFlags struct {
+	url                       string
+	caFile, certFile, keyFile string
+	insecure                  bool
+	progress                  time.Duration
+}
+
+func (f *stompFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.url, "url", "", "broker URL: stomp://user:pass@host:port, stomp+ssl://..., ws://host:port/path, wss://... (default $"+envStompURL+", else "+defaultStompURL+")")
+	fs.StringVar(&f.caFile, "ca-file", "", "PEM file of the CAs that verify the broker's certificate (default: the system's)")
+	fs.StringVar(&f.certFile, "cert-file", "", "PEM client certificate, for a broker that asks for one (needs --key-file)")
+	fs.StringVar(&f.keyFile, "key-file", "", "PEM key of --cert-file")
+	fs.BoolVar(&f.insecure, "insecure-skip-verify", false, "do not verify the broker's certificate (testing only: anyone on the path can read and change the traffic)")
+	fs.DurationVar(&f.progress, "progress", defaultProgress, "interval of the progress lines on stderr when it is not a terminal (0: no progress at all)")
+}
+
+// target is the URL and the dial options the flags say; every error is a usage error.
+func (f *stompFlags) target(fs *pflag.FlagSet) (*stompclient.URL, stompclient.Options, error) {
+	var o stompclient.Options
+	raw := f.url
+	if !fs.Changed("url") {
+		raw = defaultStompURL
+		if env := os.Getenv(envStompURL); env != "" {
+			raw = env
+		}
+	}
+	u, err := stompclient.ParseURL(raw)
+	if err != nil {
+		return nil, o, usageError(err)
+	}
+	tlsFlags := f.caFile != "" || f.certFile != "" || f.keyFile != "" || f.insecure
+	if !u.TLS() {
+		if tlsFlags {
+			return nil, o, usagef("--ca-file, --cert-file, --key-file and --insecure-skip-verify need a stomp+ssl:// or wss:// URL, not %s", u)
+		}
+		return u, o, nil
+	}
+	cfg := &tls.Config{InsecureSkipVerify: f.insecure, MinVersion: tls.VersionTLS12} //nolint:gosec // only on request
+	if f.caFile != "" {
+		pem, err := os.ReadFile(f.caFile)
+		if err != nil {
+			return nil, o, usagef("--ca-file: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, o, usagef("--ca-file %s: no PEM certificate in it", f.caFile)
+		}
+	}
+	if (f.certFile == "") != (f.keyFile == "") {
+		return nil, o, usagef("--cert-file and --key-file go together")
+	}
+	if f.certFile != "" {
+		cert, err := tls.LoadX509KeyPair(f.certFile, f.keyFile)
+		if err != nil {
+			return nil, o, usagef("--cert-file/--key-file: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	o.TLS = cfg
+	return u, o, nil
+}
+
+// progressOptions are where the command's progress goes; bar allows a bar on a
+// terminal.
+func (f *stompFlags) progressOptions(cmd *cobra.Command, bar bool) progressOptions {
+	return progressOptions{out: cmd.ErrOrStderr(), interval: f.progress, bar: bar}
+}
+
+// stompDestination is a destination argument as STOMP names it: /queue/X, /topic/X
+// (and the broker's other prefixes) as they are; ActiveMQ's queue://X and topic://X
+// are translated.
+func stompDestination(arg string) (string, error) {
+	switch {
+	case strings.HasPrefix(arg, "/") && len(arg) > 1:
+		return arg, nil
+	case strings.HasPrefix(arg, "queue://") && len(arg) > len("queue://"):
+		return "/queue/" + strings.TrimPrefix(arg, "queue://"), nil
+	case strings.HasPrefix(arg, "topic://") && len(arg) > len("topic://"):
+		return "/topic/" + strings.TrimPrefix(arg, "topic://"), nil
+	}
+	return "", usagef("destination %q: write /queue/NAME or /topic/NAME", arg)
+}
+
+// parseHeaders reads name=value flags into a header list; reserved names are the
+// command's own and refused.
+func parseHeaders(flag string, kvs []string, reserved ...string) (*frame.Header, error) {
+	h := &frame.Header{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usagef("--%s %q: write name=value", flag, kv)
+		}
+		for _, r := range reserved {
+			if k == r {
+				return nil, usagef("--%s %s: the command sets %s itself", flag, kv, r)
+			}
+		}
+		h.Add(k, v)
+	}
+	return h, nil
+}
+
+// signalContext is the command's context, cancelled by SIGINT or SIGTERM.
+func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+}
