@@ -116,6 +116,7 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 			return nil, err
 		}
 		c.subs[r.ID] = s
+		c.nsubs.Store(int32(len(c.subs)))
 		return s, nil
 	}
 	if r.DurableName != "" {
@@ -123,9 +124,11 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 			return nil, err
 		}
 		c.subs[r.ID] = s
+		c.nsubs.Store(int32(len(c.subs)))
 		return s, nil
 	}
 	c.subs[r.ID] = s
+	c.nsubs.Store(int32(len(c.subs)))
 	switch {
 	case r.Dest.Kind == destinations.Queue && r.Dest.IsWildcard():
 		c.b.addWildcardQueue(s)
@@ -242,6 +245,7 @@ func (c *Conn) Unsubscribe(ctx context.Context, r UnsubscribeRequest) error {
 // unsubscribe removes s, one of c's subscriptions (see Unsubscribe).
 func (c *Conn) unsubscribe(s *Subscription) {
 	delete(c.subs, s.ID)
+	c.nsubs.Store(int32(len(c.subs)))
 	if s.durable != nil {
 		s.durable.Detach(&s.Consumer)
 	}

@@ -13,6 +13,7 @@ import (
 // dropped otherwise. The caller holds q.mu.
 func (q *QueueDest) expire(es []*Entry) {
 	q.env.Log.Debug("messages expired", slog.String("dest", q.client), slog.Int("count", len(es)))
+	q.expired += int64(len(es))
 	q.retire(es, "expired", q.policy.DeadLetter.ProcessExpired)
 }
 

@@ -105,6 +105,22 @@ func (p *Pending) Remove(e *Entry) {
 	p.n--
 }
 
+// OldestTimestamp is the oldest Timestamp among the fronts of the priority levels (each
+// level is in sequence order, so its front is its oldest message); 0 when empty.
+func (p *Pending) OldestTimestamp() int64 {
+	var ts int64
+	for i := range p.levels {
+		f := &p.levels[i]
+		if f.len() == 0 {
+			continue
+		}
+		if t := f.front().Msg.Timestamp; ts == 0 || t < ts {
+			ts = t
+		}
+	}
+	return ts
+}
+
 // Each calls fn for every pending entry in dispatch order until fn returns false. fn may
 // Remove the entry it is given.
 func (p *Pending) Each(fn func(*Entry) bool) {

@@ -14,6 +14,13 @@ type Stats struct {
 	// dropped and the subscribers its slowConsumerStrategy aborted.
 	Dropped int64 `json:"Dropped,omitempty"`
 	Aborted int64 `json:"Aborted,omitempty"`
+	// Dispatched counts, for a queue, the messages delivered and not yet acknowledged,
+	// Expired those that expired on it since start, and OldestTimestamp is the
+	// timestamp (ms since the epoch) of its oldest waiting message (0 when none waits,
+	// or while it is being read from the store).
+	Dispatched      int64 `json:"Dispatched,omitempty"`
+	Expired         int64 `json:"Expired,omitempty"`
+	OldestTimestamp int64 `json:"OldestTimestamp,omitempty"`
 	// Partitions describes a stream's partitions (nil for other destinations). For a
 	// stream, Enqueued counts every message its log holds or held, Stored those it holds,
 	// Dequeued the messages written to subscribers since start, and Pending those

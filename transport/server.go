@@ -119,6 +119,7 @@ func (s *Server) Listen(cs []Connector) error {
 		// ActiveMQ sends a WebSocket message per frame, ending at the NUL; on a stream
 		// an LF follows.
 		c.Session.NoFrameEOL = c.WebSocket
+		c.Session.Connector = c.Name
 		opened = append(opened, &listener{c: c, ln: ln})
 	}
 	for _, l := range opened {

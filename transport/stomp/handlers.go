@@ -121,6 +121,8 @@ func (s *session) onConnect(ctx context.Context, f *frame.Frame) {
 		Passcode:         f.Header.Get("passcode"),
 		RemoteAddr:       s.nc.RemoteAddr().String(),
 		PeerCertificates: peerCertificates(s.nc),
+		Connector:        s.cfg.Connector,
+		Version:          version,
 	})
 	if errors.Is(err, broker.ErrLoginThrottled) {
 		// Too many failed logins from this address are waiting out their delay: no

@@ -47,6 +47,9 @@ type Config struct {
 	// NUL.
 	NoFrameEOL bool
 	Logger     *slog.Logger
+	// Connector names the transport connector, shown to operators with each
+	// connection.
+	Connector string
 }
 
 func (c Config) withDefaults() Config {
