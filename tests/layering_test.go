@@ -55,6 +55,11 @@ var allowed = map[string][]string{
 	// broker and transport ask it; cmd builds its Config from config's Plugins.
 	"security":        {},
 	"internal/gctune": {},
+
+	// admin, the admin HTTP listener, uses the broker's management surface and its
+	// types, and asks security for the operators; never transport or config (cmd
+	// hands it what it needs).
+	"admin": {"broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security"},
 }
 
 // TestLayering fails when a package imports across the layering of DESIGN.md: an adapter
