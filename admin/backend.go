@@ -10,12 +10,16 @@ import (
 	"time"
 )
 
-// Backend is what the admin listener needs of the broker. broker.Broker implements it
-// (broker/manage.go); tests of the console and the API may use a fake.
+// Backend is what the admin listener needs of the broker. BrokerBackend
+// (brokerbackend.go) implements it over a *broker.Broker's management surface
+// (broker/manage.go); tests of the console and the API may use a fake. Its methods
+// that take a context learn the operator from it (IdentityOf), for the broker's log.
 //
 // Names are as clients write them: "/queue/X", "/topic/X". Errors are *broker.Error
-// values whose Err is one of the broker's sentinels; the API maps ErrNotFound-like
-// ones to 404 and ErrInvalidDestination to 400 (see api.go).
+// values whose Err is one of the broker's sentinels; the API maps broker.ErrNotFound
+// and ErrNoCursor to 404, ErrDestinationInUse and ErrDurableInUse to 409,
+// ErrInvalidDestination and ErrInvalidSelector to 400, ErrNotAuthorized to 403 (see
+// statusOf in api.go).
 type Backend interface {
 	Overview() Overview
 	// Destinations lists queues, topics and streams ("" all, or "queue", "topic",

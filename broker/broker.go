@@ -183,8 +183,14 @@ type Broker struct {
 	clientIDs     map[string]*Conn
 	conns         map[*Conn]struct{}
 	userConns     map[string]int // live connections per user with a connection limit
-	closed        bool
-	stopping      atomic.Bool // set when Close starts: background retries end
+	// closedReceived and closedDelivered are the message counters of the connections
+	// that closed (MessageTotals adds the live ones').
+	closedReceived, closedDelivered int64
+	closed                          bool
+	stopping                        atomic.Bool // set when Close starts: background retries end
+
+	started time.Time
+	mgmt    mgmtStats // operators' requests done (manage.go)
 
 	msgSeq       atomic.Uint64
 	connSeq      atomic.Uint64
@@ -224,6 +230,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		userConns: map[string]int{},
 		done:      make(chan struct{}),
 		sec:       o.Security,
+		started:   time.Now(),
 	}
 	b.counters.init(o.Store)
 	b.populateUserID = o.PopulateJMSXUserID

@@ -29,6 +29,9 @@ type ConnectInfo struct {
 	PeerCertificates []*x509.Certificate
 	// Protocol is how the client speaks to the broker, for the metrics.
 	Protocol Protocol
+	// Connector names the transport connector the client came through, and Version
+	// the protocol version agreed ("1.2"): both only shown to operators.
+	Connector, Version string
 }
 
 // Conn is one client connection. See the package comment for which goroutine may call
@@ -67,6 +70,17 @@ type Conn struct {
 	kicked   chan struct{} // closed when the connection must go: see kick
 	kickOnce sync.Once
 	gone     chan struct{} // closed by Close
+
+	// What operators see of the connection (manage.go): where it came from, when, and
+	// its counters, written by its own goroutine and read by anyone. internal marks
+	// the broker's own connections (the admin listener's sends), never listed.
+	connector   string
+	version     string
+	connectedAt time.Time
+	internal    bool
+	nsubs       atomic.Int32
+	received    atomic.Int64 // messages sent by the client and accepted
+	delivered   atomic.Int64 // messages written to the client
 }
 
 // Connect authenticates a new connection and registers it.
@@ -90,18 +104,21 @@ func (b *Broker) connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
 		info.Protocol = ProtocolSTOMP
 	}
 	c := &Conn{
-		subject:    subject,
-		proto:      info.Protocol,
-		b:          b,
-		ID:         b.idBase + "c" + strconv.FormatUint(b.connSeq.Add(1), 10),
-		ClientID:   info.ClientID,
-		RemoteAddr: info.RemoteAddr,
-		wake:       make(chan struct{}, 1),
-		subs:       map[string]*Subscription{},
-		byTag:      map[uint64]*Delivery{},
-		txs:        map[string]*txState{},
-		kicked:     make(chan struct{}),
-		gone:       make(chan struct{}),
+		subject:     subject,
+		proto:       info.Protocol,
+		b:           b,
+		ID:          b.idBase + "c" + strconv.FormatUint(b.connSeq.Add(1), 10),
+		ClientID:    info.ClientID,
+		RemoteAddr:  info.RemoteAddr,
+		wake:        make(chan struct{}, 1),
+		subs:        map[string]*Subscription{},
+		byTag:       map[uint64]*Delivery{},
+		txs:         map[string]*txState{},
+		kicked:      make(chan struct{}),
+		gone:        make(chan struct{}),
+		connector:   info.Connector,
+		version:     info.Version,
+		connectedAt: time.Now(),
 	}
 	b.mu.Lock()
 	if b.closed {
@@ -278,6 +295,7 @@ func (c *Conn) Delivered(ds []*Delivery) {
 	)
 	var hwm map[*destinations.QueueDest]uint64
 	var auto, redelivered int64
+	c.delivered.Store(c.delivered.Load() + int64(len(ds))) // only the owner writes: no locked add
 	for _, d := range ds {
 		d.Written = true
 		if d.Redelivered {
@@ -412,6 +430,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	}
 	// Counted once accepted: a SEND held by flow control is sent again.
 	c.b.counters.received[c.proto].Add(1)
+	c.received.Store(c.received.Load() + 1) // only the owner writes: no locked add
 	if tx != "" {
 		t := c.txs[tx]
 		if t == nil {
@@ -636,6 +655,8 @@ func (c *Conn) Close() {
 	}
 	c.b.releaseUserLocked(c.subject)
 	delete(c.b.conns, c)
+	c.b.closedReceived += c.received.Load()
+	c.b.closedDelivered += c.delivered.Load()
 	c.b.mu.Unlock()
 	c.b.counters.closed[c.proto].Add(1)
 	close(c.gone)

@@ -57,4 +57,16 @@ var (
 	// ErrInvalidStreamOffset: SUBSCRIBE to a stream with an x-stream-offset header that
 	// is none of the accepted forms.
 	ErrInvalidStreamOffset = destinations.ErrInvalidStreamOffset
+	// ErrNotFound: a management request names a destination, message, connection,
+	// durable subscription or stream that does not exist.
+	ErrNotFound = errors.New("broker: not found")
+	// ErrDestinationInUse: removing a destination that has consumers, subscribers or
+	// durable subscriptions.
+	ErrDestinationInUse = destinations.ErrInUse
+	// ErrNoCursor: a browse page starts after a message no longer waiting.
+	ErrNoCursor = destinations.ErrNoCursor
+	// ErrInvalidSelector: a management request's selector does not parse.
+	ErrInvalidSelector = errors.New("broker: invalid selector")
+	// ErrMemoryFull: a non-persistent message would pass a memory limit.
+	ErrMemoryFull = destinations.ErrMemoryFull
 )

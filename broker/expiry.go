@@ -79,6 +79,7 @@ func (b *Broker) sendToDeadLetter(batch persistence.Batch, dlq destinations.Name
 	}
 	for _, c := range copies {
 		dq, e, _ := b.acceptQueue(dlq.Name, c, false)
+		dq.MarkDLQ()
 		entries = append(entries, destinations.Accepted{Q: dq, E: e, Seq: c.Seq})
 		batch.Add(c)
 	}

@@ -321,7 +321,7 @@ func TestStreamGroupMetrics(t *testing.T) {
 	lag := func(dm DestinationMetrics) (committed, lag int64) {
 		for _, g := range dm.Groups {
 			for _, gp := range g.Partitions {
-				committed += gp.Committed
+				committed += gp.Position
 				lag += gp.Lag
 			}
 		}

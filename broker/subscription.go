@@ -117,6 +117,7 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 		}
 		c.subs[r.ID] = s
 		c.b.counters.nonDurable.Add(1)
+		c.nsubs.Store(int32(len(c.subs)))
 		return s, nil
 	}
 	if r.DurableName != "" {
@@ -124,10 +125,12 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 			return nil, err
 		}
 		c.subs[r.ID] = s
+		c.nsubs.Store(int32(len(c.subs)))
 		return s, nil
 	}
 	c.subs[r.ID] = s
 	c.b.counters.nonDurable.Add(1)
+	c.nsubs.Store(int32(len(c.subs)))
 	switch {
 	case r.Dest.Kind == destinations.Queue && r.Dest.IsWildcard():
 		c.b.addWildcardQueue(s)
@@ -244,6 +247,7 @@ func (c *Conn) Unsubscribe(ctx context.Context, r UnsubscribeRequest) error {
 // unsubscribe removes s, one of c's subscriptions (see Unsubscribe).
 func (c *Conn) unsubscribe(s *Subscription) {
 	delete(c.subs, s.ID)
+	c.nsubs.Store(int32(len(c.subs)))
 	if s.durable != nil {
 		s.durable.Detach(&s.Consumer)
 	} else {

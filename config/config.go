@@ -31,6 +31,9 @@ const (
 	DefaultSchedulerSupport                     = true
 	DefaultOfflineDurableSubscriberTaskSchedule = 5 * time.Minute // ActiveMQ's 300000 ms
 	DefaultAllowLinkStealing                    = false
+	// DefaultAdminAddress is where the admin listener listens: ActiveMQ's console
+	// port, on loopback only.
+	DefaultAdminAddress = "127.0.0.1:8161"
 
 	DefaultMemoryUsage        = 1 << 30   // 1gb
 	DefaultMaxTransactionSize = 64 << 20  // 64mb
@@ -126,10 +129,19 @@ type Broker struct {
 	// connection close the old connection and take its place; when false (the
 	// default) the new CONNECT fails, as in ActiveMQ.
 	AllowLinkStealing bool `mapstructure:"allowLinkStealing"`
-	// StatsAddress, when set (e.g. 127.0.0.1:8161), serves GET /stats as JSON:
-	// destinations, durable subscriptions with their backlog and age, and the store's
-	// disk use and oldest segment. Default "" (off).
+	// AdminAddress is where the admin listener serves the web console, the REST API
+	// (/api/), /metrics and /stats (default DefaultAdminAddress, loopback; "" for
+	// none; a host-less ":8161" listens on loopback too).
+	AdminAddress string `mapstructure:"adminAddress"`
+	// StatsAddress is AdminAddress's older name, from when the listener served only
+	// /stats: a file or variable setting it alone sets AdminAddress. After Load both
+	// hold the address in use.
 	StatsAddress string `mapstructure:"statsAddress"`
+	// AdminGroups are the groups whose users may use the admin listener when
+	// authentication is configured (default [admins]; at least one).
+	// plugins.adminGroups is its older place: this key wins when both are set, and
+	// after Load both hold the groups in use.
+	AdminGroups Names `mapstructure:"adminGroups"`
 	// PopulateJMSXUserID sets the JMSXUserID header of every message a client sends
 	// to the user its connection authenticated as, replacing any the client set
 	// (default false, as ActiveMQ).

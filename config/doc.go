@@ -13,7 +13,12 @@
 //	                             # is false; see DefaultSchedulerSupport)
 //	  offlineDurableSubscriberTaskSchedule: 5m   # how often offline durable
 //	                             # subscriptions are checked for their timeout; > 0
-//	  statsAddress: ""           # e.g. 127.0.0.1:8161: GET /stats as JSON (off when empty)
+//	  adminAddress: 127.0.0.1:8161   # the admin listener: web console, REST API (/api/),
+//	                             # /metrics, /stats; "" for none; statsAddress is its
+//	                             # older name (set alone, it sets adminAddress)
+//	  adminGroups: [admins]      # users of these groups may use the admin listener when
+//	                             # authentication is configured; wins over the older
+//	                             # plugins.adminGroups; at least one
 //	  allowLinkStealing: false   # true: a CONNECT with the client-id of a live
 //	                             # connection replaces it instead of failing
 //	  populateJMSXUserID: false  # true: every sent message's JMSXUserID header is the
@@ -248,7 +253,7 @@
 //	      - {queue: ">", read: admins, write: admins, admin: admins}
 //	      - {topic: "ActiveMQ.Advisory.>", read: "*", write: "*", admin: "*"}
 //	    tempDestination: {read: users, write: users, admin: users}
-//	  adminGroups: [admins]            # may use the admin HTTP listener; at least one
+//	  adminGroups: [admins]            # older place of broker.adminGroups, which wins
 //	  maxConnectionsPerUser: 0         # live connections of each user; 0: no limit
 //	  loginFailureDelay: 100ms         # the ERROR of a first failed login waits this long,
 //	  maxLoginFailureDelay: 5s         # doubling per further failure up to this; > 0
@@ -301,6 +306,8 @@
 //
 //	BROKER_BROKER_BROKERNAME=b1              broker.brokerName
 //	BROKER_BROKER_PERSISTENT=false           broker.persistent
+//	BROKER_BROKER_ADMINADDRESS=              broker.adminAddress (empty: no admin listener)
+//	BROKER_BROKER_ADMINGROUPS=ops,admins     broker.adminGroups, a list of names set whole
 //	BROKER_TRANSPORTCONNECTORS_0_URI=...     transportConnectors[0].uri
 //	BROKER_PERSISTENCEADAPTER_KAHADB_JOURNALMAXFILELENGTH=64mb
 //	BROKER_SYSTEMUSAGE_MEMORYUSAGE=2gb       systemUsage.memoryUsage

@@ -66,6 +66,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault(key("broker", "schedulerSupport"), DefaultSchedulerSupport)
 	v.SetDefault(key("broker", "offlineDurableSubscriberTaskSchedule"), DefaultOfflineDurableSubscriberTaskSchedule)
 	v.SetDefault(key("broker", "allowLinkStealing"), DefaultAllowLinkStealing)
+	v.SetDefault(key("broker", "adminAddress"), DefaultAdminAddress)
 	v.SetDefault(key("broker", "statsAddress"), "")
 	v.SetDefault(key("transportConnectors"), []any{
 		map[string]any{"name": DefaultConnectorName, "uri": DefaultConnectorURI},
@@ -240,6 +241,9 @@ func (c *checker) build(f *file) (*Config, *Error) {
 	}
 	metrics, err := c.buildMetrics(f.Metrics)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.buildAdmin(&f.Broker, &plugins); err != nil {
 		return nil, err
 	}
 	return &Config{

@@ -131,6 +131,10 @@ type AuthorizationRights struct {
 // comma-separated string.
 type nameList []string
 
+// Names is a list of names as the file writes it: a YAML list or one comma-separated
+// string (see nameList).
+type Names = nameList
+
 const namesAllowed = `names as a list ([users, admins]) or comma-separated ("users,admins")`
 
 // names reads a nameList's value: a string or a list of values, each split at

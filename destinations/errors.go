@@ -43,6 +43,12 @@ var (
 	ErrRemoved = errors.New("broker: destination removed")
 	// ErrStreamBusy: a stream partition's append queue is full; the SEND is held.
 	ErrStreamBusy = errors.New("broker: stream append queue full")
+	// ErrInUse: an operator's request would take a destination from under its
+	// consumers.
+	ErrInUse = errors.New("broker: destination in use")
+	// ErrNoCursor: a browse page starts after a message that is no longer waiting on
+	// the queue (consumed, deleted or moved since the previous page).
+	ErrNoCursor = errors.New("broker: browse cursor is no longer on the queue")
 )
 
 // closingError is what a request gets while the broker shuts down.

@@ -105,6 +105,22 @@ func (p *Pending) Remove(e *Entry) {
 	p.n--
 }
 
+// OldestTimestamp is the oldest Timestamp among the fronts of the priority levels (each
+// level is in sequence order, so its front is its oldest message); 0 when empty.
+func (p *Pending) OldestTimestamp() int64 {
+	var ts int64
+	for i := range p.levels {
+		f := &p.levels[i]
+		if f.len() == 0 {
+			continue
+		}
+		if t := f.front().Msg.Timestamp; ts == 0 || t < ts {
+			ts = t
+		}
+	}
+	return ts
+}
+
 // Each calls fn for every pending entry in dispatch order until fn returns false. fn may
 // Remove the entry it is given.
 func (p *Pending) Each(fn func(*Entry) bool) {
@@ -120,23 +136,6 @@ func (p *Pending) Each(fn func(*Entry) bool) {
 			}
 		}
 	}
-}
-
-// OldestTimestamp is the earliest Message.Timestamp among the entries that lead each
-// priority level (a level is in sequence order, so in arrival order): the age of what
-// has waited longest. 0 when nothing is pending.
-func (p *Pending) OldestTimestamp() int64 {
-	var ts int64
-	for i := range p.levels {
-		f := &p.levels[i]
-		if f.len() == 0 {
-			continue
-		}
-		if t := f.front().Msg.Timestamp; t != 0 && (ts == 0 || t < ts) {
-			ts = t
-		}
-	}
-	return ts
 }
 
 // RemoveIf removes every entry for which fn returns true and returns how many it removed.

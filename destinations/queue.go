@@ -81,6 +81,19 @@ type QueueDest struct {
 
 	lastSwept time.Time // of the expiry sweeper (sweepExpired), which alone uses it
 	gc        gcState   // see gc.go
+
+	// What an operator's requests use (manage.go): pagingIdle is closed when a page-in
+	// or a claim ends, writesIdle when the last store write in flight completes (for
+	// Drain); expired counts the messages that expired here, head remembers the
+	// timestamp of the first message held in the store only, dlq marks a dead-letter
+	// queue.
+	pagingIdle chan struct{}
+	writesIdle chan struct{}
+	head       headCache
+	dlq        atomic.Bool
+	// cursors are the sequences of the messages the last browse pages ended at, by
+	// id: the next page starts there (manage.go).
+	cursors map[string]uint64
 }
 
 // pageBatch is the most messages one page-in reads.
@@ -149,6 +162,7 @@ func (q *QueueDest) Accept(m *persistence.Message, ready bool) (*Entry, error) {
 		if !q.paged {
 			q.paged = true
 			q.pageAfter = m.Seq - 1
+			q.head = headCache{valid: true, after: q.pageAfter, ts: m.Timestamp}
 			if now := q.env.Time(); now.Sub(q.pagingLogged) > time.Minute {
 				q.pagingLogged = now
 				used, limit := q.env.Memory.Used()
@@ -229,6 +243,7 @@ func (q *QueueDest) commitDone(e *Entry, err error) {
 		e.Ready = true
 	}
 	q.dispatchLocked()
+	q.wakeRetireLocked()
 	q.mu.Unlock()
 }
 
@@ -257,6 +272,7 @@ func (q *QueueDest) pagedDone(seq uint64, err error) {
 		q.pagedOutBytes -= size
 	}
 	q.maybePageInLocked()
+	q.wakeRetireLocked()
 	q.mu.Unlock()
 }
 
@@ -495,7 +511,7 @@ func (q *QueueDest) pageIn() {
 	})
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.pagingNow = false
+	q.releasePagingLocked()
 	if err != nil && !errors.Is(err, errStopScan) {
 		q.env.Log.Error("paging messages in from the store failed", slog.String("dest", q.client), slog.Any("err", err))
 		return
@@ -618,7 +634,7 @@ func (q *QueueDest) MemoryStats() Stats {
 		Dispatched:      q.dispatched,
 		InFlight:        q.inFlight,
 		Expired:         q.expired,
-		OldestTimestamp: q.pending.OldestTimestamp(),
+		OldestTimestamp: q.oldestLocked(),
 	}
 	if q.memLimit != math.MaxInt64 {
 		st.MemoryLimit = q.memLimit

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -246,84 +245,11 @@ type StreamPartitionStats struct {
 	Appends, Syncs int64
 }
 
-// StreamGroupStats is a consumer group's position in a stream.
-type StreamGroupStats struct {
-	Group      string
-	Partitions []StreamGroupPartition
-}
-
-// StreamGroupPartition is a group's position in one partition: Committed is the offset
-// it reads next (the one committed in the log, or a higher one a member asked to commit
-// since start), Lag the messages after it (the partition's Next minus Committed).
-type StreamGroupPartition struct {
-	Partition int
-	Committed int64
-	Lag       int64
-}
-
-// groupLister is the optional power of a StreamLog that lists the groups' committed
-// offsets in a topic (kafkalog.Log.GroupOffsets).
-type groupLister interface {
-	GroupOffsets(topic string) []kafkalog.GroupOffset
-}
-
-// groupStats lists the stream's consumer groups, those committed in the log and those
-// joined since start, with their positions in the partitions they have one in; next is
-// each partition's next offset.
-func (st *Stream) groupStats(next map[int]int64) []StreamGroupStats {
-	pos := map[string]map[int]int64{}
-	at := func(group string) map[int]int64 {
-		m := pos[group]
-		if m == nil {
-			m = map[int]int64{}
-			pos[group] = m
-		}
-		return m
-	}
-	if gl, ok := st.log.(groupLister); ok {
-		for _, o := range gl.GroupOffsets(st.logTopic) {
-			at(o.Group)[o.Partition] = o.Offset
-		}
-	}
-	st.mu.Lock()
-	gs := make([]*groupState, 0, len(st.groups))
-	for _, g := range st.groups {
-		gs = append(gs, g)
-	}
-	st.mu.Unlock()
-	for _, g := range gs {
-		g.mu.Lock()
-		m := at(g.name)
-		for p, off := range g.pos {
-			if cur, ok := m[p]; !ok || off > cur {
-				m[p] = off
-			}
-		}
-		g.mu.Unlock()
-	}
-	out := make([]StreamGroupStats, 0, len(pos))
-	for name, m := range pos {
-		gs := StreamGroupStats{Group: name}
-		for p, off := range m {
-			n, ok := next[p]
-			if !ok {
-				continue
-			}
-			gs.Partitions = append(gs.Partitions, StreamGroupPartition{Partition: p, Committed: off, Lag: max(n-off, 0)})
-		}
-		slices.SortFunc(gs.Partitions, func(a, b StreamGroupPartition) int { return a.Partition - b.Partition })
-		out = append(out, gs)
-	}
-	slices.SortFunc(out, func(a, b StreamGroupStats) int { return strings.Compare(a.Group, b.Group) })
-	return out
-}
-
 func (st *Stream) stats() Stats {
 	st.mu.Lock()
 	consumers := len(st.subs)
 	st.mu.Unlock()
 	ds := Stats{Name: st.t.client, Consumers: consumers, Dequeued: st.delivered.Load()}
-	nexts := make(map[int]int64, len(st.apps))
 	for p, a := range st.apps {
 		oldest, err1 := st.log.OldestOffset(st.logTopic, p)
 		next, err2 := st.log.NextOffset(st.logTopic, p)
@@ -336,9 +262,8 @@ func (st *Stream) stats() Stats {
 		ds.Pending += a.queued()
 		ds.Partitions = append(ds.Partitions, StreamPartitionStats{Partition: p, Oldest: oldest, Next: next,
 			Bytes: ps.Bytes, Appends: ps.Appends, Syncs: ps.Syncs})
-		nexts[p] = next
 	}
-	ds.Groups = st.groupStats(nexts)
+	ds.Groups = st.groupsFor(ds.Partitions)
 	return ds
 }
 

@@ -157,6 +157,8 @@ func TestCommitOffsetsIsOneDurableRewrite(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, want.Offset, off)
 	}
+	require.Equal(t, []string{"g", "h"}, l.CommittedGroups("t"), "the groups survive the crash")
+	require.Empty(t, l.CommittedGroups("other"))
 }
 
 // GroupOffsets lists every group's committed offsets in one topic, by group then

@@ -164,6 +164,20 @@ func (s *offsetStore) committed(k offsetKey) (int64, bool) {
 	return off, ok
 }
 
+// groups lists, sorted, the groups with a committed offset in topic.
+func (s *offsetStore) groups(topic string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k := range s.m {
+		if k.topic == topic && !slices.Contains(out, k.group) {
+			out = append(out, k.group)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 func (s *offsetStore) close() error { return nil }
 
 // ofTopic lists the committed offsets of every group in topic, by group then partition.
@@ -233,6 +247,9 @@ func (l *Log) CommitOffsets(offs []GroupOffset) error {
 // GroupOffsets lists the committed offset of every consumer group in every partition of
 // topic, by group then partition (Kafka's kafka-consumer-groups --describe, for lag).
 func (l *Log) GroupOffsets(topic string) []GroupOffset { return l.offsets.ofTopic(topic) }
+// CommittedGroups lists, sorted, the consumer groups that committed an offset in some
+// partition of topic (Kafka's ListGroups narrowed to one topic).
+func (l *Log) CommittedGroups(topic string) []string { return l.offsets.groups(topic) }
 
 // Committed returns the group's committed offset in a partition, and false if it never
 // committed one.

@@ -204,7 +204,7 @@ func spawnBrokerBin(t testing.TB, bin, path, dataDir string, env ...string) *bro
 	t.Helper()
 	p := &brokerProc{t: t, DataDir: dataDir, Config: path, exited: make(chan struct{}), addrCh: make(chan string, 1)}
 	p.cmd = exec.Command(bin, "serve", "--config", path)
-	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Env = append(os.Environ(), adminOff(t, path, env)...)
 	stderr, err := p.cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, p.cmd.Start())
@@ -232,6 +232,25 @@ func spawnBrokerBin(t testing.TB, bin, path, dataDir string, env ...string) *bro
 		p.checkRaces()
 	})
 	return p
+}
+
+// adminOff returns env with the admin listener turned off (BROKER_BROKER_ADMINADDRESS
+// empty) unless the test asks for it, in env or in the configuration file at path:
+// the tests start many brokers at once, and each would take 127.0.0.1:8161.
+func adminOff(t testing.TB, path string, env []string) []string {
+	t.Helper()
+	for _, kv := range env {
+		name, _, _ := strings.Cut(strings.ToUpper(kv), "=")
+		if name == "BROKER_BROKER_ADMINADDRESS" || name == "BROKER_BROKER_STATSADDRESS" {
+			return env
+		}
+	}
+	cfg, err := os.ReadFile(path)
+	require.NoError(t, err)
+	if lower := strings.ToLower(string(cfg)); strings.Contains(lower, "adminaddress") || strings.Contains(lower, "statsaddress") {
+		return env
+	}
+	return append(env[:len(env):len(env)], "BROKER_BROKER_ADMINADDRESS=")
 }
 
 // checkRaces fails the test if the broker, now ended, reported a data race: the race

@@ -68,6 +68,10 @@ var allowed = map[string][]string{
 	// stompclient, the STOMP client of the command-line tools, reads and writes frames
 	// with the broker's codec.
 	"internal/stompclient": {"transport/stomp/codec"},
+	// admin, the admin HTTP listener, uses the broker's management surface and its
+	// types, and asks security for the operators; never transport or config (cmd
+	// hands it what it needs).
+	"admin": {"broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security"},
 }
 
 // TestLayering fails when a package imports across the layering of DESIGN.md: an adapter

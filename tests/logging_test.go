@@ -97,7 +97,7 @@ func TestLogFormatJSON(t *testing.T) {
 		require.NoError(t, ln.Close())
 		dir := t.TempDir()
 		path := filepath.Join(dir, "broker.yaml")
-		require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf("broker:\n  dataDirectory: %s\n"+
+		require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf("broker:\n  dataDirectory: %s\n  adminAddress: \"\"\n"+
 			"persistenceAdapter:\n  kahaDB: {journalMaxFileLength: 64kb}\n"+
 			"transportConnectors:\n  - name: stomp\n    uri: stomp://%s\n", dir, addr)), 0o644))
 

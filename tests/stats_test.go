@@ -12,10 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var statsRE = regexp.MustCompile(`msg="stats listening" addr=(\S+)`)
+var statsRE = regexp.MustCompile(`msg="admin listening" addr=(\S+)`)
 
-// statsAddr waits for the broker's stats listener (broker.statsAddress, e.g. from
-// BROKER_BROKER_STATSADDRESS=127.0.0.1:0) and returns its address.
+// statsAddr waits for the broker's admin listener (broker.adminAddress, or its older
+// name broker.statsAddress, e.g. from BROKER_BROKER_STATSADDRESS=127.0.0.1:0) and
+// returns its address.
 func statsAddr(t testing.TB, b *brokerProc) string {
 	t.Helper()
 	var addr string

@@ -122,6 +122,7 @@ func (s *Server) Listen(cs []Connector) error {
 		if c.WebSocket {
 			c.Session.Protocol = broker.ProtocolSTOMPWebSocket
 		}
+		c.Session.Connector = c.Name
 		opened = append(opened, &listener{c: c, ln: ln})
 	}
 	for _, l := range opened {

@@ -226,7 +226,7 @@ func (c *Console) closeConnection(w http.ResponseWriter, r *http.Request) {
 	if reason == "" {
 		reason = "closed by an administrator"
 	}
-	if err := c.b.CloseConnection(id, reason); err != nil {
+	if err := admin.CloseConnection(r.Context(), c.b, id, reason); err != nil {
 		redirect(w, r, "/connections", errorFlash("Closing connection %s failed: %v", id, err))
 		return
 	}

@@ -150,7 +150,9 @@ func (c *collector) destinationSeries(emit emitFunc, dm *broker.DestinationMetri
 		for _, gr := range dm.Groups {
 			var lag int64
 			for _, p := range gr.Partitions {
-				emit(c.d.groupCommitted, g, float64(p.Committed), name, strconv.Itoa(p.Partition), gr.Group)
+				if p.HasPosition {
+					emit(c.d.groupCommitted, g, float64(p.Position), name, strconv.Itoa(p.Partition), gr.Group)
+				}
 				lag += p.Lag
 			}
 			emit(c.d.groupLag, g, float64(lag), name, gr.Group)

@@ -90,7 +90,7 @@ func fullSource() *fakeSource {
 		Name: "/topic/events", Enqueued: 50, Stored: 40, Consumers: 2, Dequeued: 30,
 		Partitions: []destinations.StreamPartitionStats{{Partition: 0, Oldest: 5, Next: 30, Bytes: 3000}, {Partition: 1, Oldest: 5, Next: 20, Bytes: 2000}},
 		Groups: []destinations.StreamGroupStats{{Group: "G", Partitions: []destinations.StreamGroupPartition{
-			{Partition: 0, Committed: 25, Lag: 5}, {Partition: 1, Committed: 18, Lag: 2}}}},
+			{Partition: 0, Position: 25, HasPosition: true, Lag: 5}, {Partition: 1, Position: 18, HasPosition: true, Lag: 2}}}},
 	}}
 	oldest := queue("orders", 5, 2)
 	oldest.OldestTimestamp = time.Now().Add(-10 * time.Second).UnixMilli()

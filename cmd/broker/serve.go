@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -16,17 +18,21 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/activemq-go/broker/admin"
+	"github.com/activemq-go/broker/admin/console"
+	adminmetrics "github.com/activemq-go/broker/admin/metrics"
 	"github.com/activemq-go/broker/broker"
 	"github.com/activemq-go/broker/config"
 	"github.com/activemq-go/broker/internal/gctune"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/security"
 	"github.com/activemq-go/broker/transport"
 	"github.com/activemq-go/broker/transport/stomp"
 	"github.com/activemq-go/broker/transport/stomp/codec"
 )
 
 func newServeCommand() *cobra.Command {
-	var configPath, logLevel, logFormat, cpuProfile, statsAddr string
+	var configPath, logLevel, logFormat, cpuProfile, adminAddr string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the broker",
@@ -62,14 +68,19 @@ func newServeCommand() *cobra.Command {
 			// A broker's live heap is small next to what it allocates per second:
 			// without a floor the collector runs every few milliseconds.
 			defer gctune.Start(0).Stop()
-			return serve(ctx, cfg, log, statsAddr)
+			if cmd.Flags().Changed("admin-addr") || cmd.Flags().Changed("stats-addr") {
+				cfg.Broker.AdminAddress = adminAddr
+			}
+			return serve(ctx, cfg, log)
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "activemq-style.yaml", "configuration file")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "text (key=value) or json (one object a line)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown")
-	cmd.Flags().StringVar(&statsAddr, "stats-addr", "", "serve GET /stats (JSON: destinations, durable subscriptions, store) on this address, e.g. 127.0.0.1:8161 (overrides broker.statsAddress)")
+	cmd.Flags().StringVar(&adminAddr, "admin-addr", "", `serve the admin listener (web console, REST API, /metrics, /stats) on this address, e.g. 127.0.0.1:8161; "" for none (overrides broker.adminAddress)`)
+	cmd.Flags().StringVar(&adminAddr, "stats-addr", "", "older name of --admin-addr")
+	_ = cmd.Flags().MarkDeprecated("stats-addr", "use --admin-addr")
 	return cmd
 }
 
@@ -94,7 +105,7 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 // connections, flush and close the store.
 var errLockLost = errors.New("stopped: the store lock was lost")
 
-func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr string) (err error) {
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) {
 	if err := os.MkdirAll(cfg.Broker.DataDirectory, 0o755); err != nil {
 		return fmt.Errorf("dataDirectory %s: %w", cfg.Broker.DataDirectory, err)
 	}
@@ -199,15 +210,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 		_ = closeStreams()
 		return err
 	}
-	if statsAddr == "" {
-		statsAddr = cfg.Broker.StatsAddress
-	}
-	if statsAddr != "" {
-		if _, err := serveStats(ctx, statsAddr, b, store, sec, log); err != nil {
+	var adminSrv *admin.Server
+	if addr := cfg.Broker.AdminAddress; addr != "" {
+		adminSrv, err = startAdmin(addr, cfg, b, store, sec, log)
+		if err != nil {
 			_ = srv.Shutdown(context.Background())
 			_ = b.Close()
 			_ = closeStreams()
-			return fmt.Errorf("--stats-addr: %w", err)
+			return fmt.Errorf("broker.adminAddress %s: %w", addr, err)
 		}
 	}
 	log.Info("broker started", slog.String("brokerName", cfg.Broker.BrokerName),
@@ -224,6 +234,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 	}()
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if adminSrv != nil {
+		// No operator's request may start once connections are closing.
+		actx, acancel := context.WithTimeout(sctx, 5*time.Second)
+		if err := adminSrv.Shutdown(actx); err != nil {
+			log.Warn("admin requests did not end in time", slog.Any("err", err))
+		}
+		acancel()
+	}
 	serr := srv.Shutdown(sctx)
 	if serr != nil {
 		log.Warn("connections did not close in time", slog.Any("err", serr))
@@ -312,4 +330,42 @@ func noSpaceWait(u config.SystemUsage) time.Duration {
 		return 0
 	}
 	return -1
+}
+
+// startAdmin starts the admin listener on addr: the REST API, /stats, the login page,
+// and what the console and the metrics mount.
+func startAdmin(addr string, cfg *config.Config, b *broker.Broker, store persistence.Store, sec *security.Service, log *slog.Logger) (*admin.Server, error) {
+	be := admin.NewBrokerBackend(b, admin.BrokerInfo{Adapter: cfg.Persistence.Key, Store: store, Security: sec})
+	s, err := admin.New(admin.Options{
+		Backend: be, Security: sec, Logger: log,
+		Metrics: adminmetrics.Handler(b, adminmetrics.Options{
+			Store:                cfg.Persistence.Adapter,
+			Security:             sec,
+			PerDestination:       cfg.Metrics.PerDestination,
+			MaxDestinationSeries: cfg.Metrics.MaxDestinationSeries,
+			Logger:               log,
+		}),
+		Console:         func(s *admin.Server) { console.New(be, consoleSession{}).Mount(s.Handle, s.HandlePublic) },
+		LoginStylesheet: console.StaticPrefix + "console.css",
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Listen(addr); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// consoleSession is the console's view of the admin listener's login session.
+type consoleSession struct{}
+
+func (consoleSession) User(r *http.Request) string      { return admin.User(r) }
+func (consoleSession) CSRFToken(r *http.Request) string { return admin.CSRFToken(r) }
+
+// CheckCSRF accepts a form carrying the session's token; a POST with HTTP Basic
+// credentials and no session has none, and is refused.
+func (consoleSession) CheckCSRF(r *http.Request) bool {
+	want := admin.CSRFToken(r)
+	return want != "" && subtle.ConstantTimeCompare([]byte(r.PostFormValue(console.CSRFField)), []byte(want)) == 1
 }

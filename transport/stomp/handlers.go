@@ -122,6 +122,8 @@ func (s *session) onConnect(ctx context.Context, f *frame.Frame) {
 		RemoteAddr:       s.nc.RemoteAddr().String(),
 		PeerCertificates: peerCertificates(s.nc),
 		Protocol:         s.cfg.Protocol,
+		Connector:        s.cfg.Connector,
+		Version:          version,
 	})
 	s.refused = err != nil
 	if errors.Is(err, broker.ErrLoginThrottled) {

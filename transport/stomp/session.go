@@ -51,6 +51,9 @@ type Config struct {
 	// WebSocket or not).
 	Protocol broker.Protocol
 	Logger   *slog.Logger
+	// Connector names the transport connector, shown to operators with each
+	// connection.
+	Connector string
 }
 
 func (c Config) withDefaults() Config {

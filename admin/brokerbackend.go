@@ -1,0 +1,382 @@
+package admin
+
+import (
+	"context"
+	"encoding/base64"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/security"
+)
+
+// BrokerBackend is the Backend of a running broker: it translates the listener's
+// requests into the broker's management surface (broker/manage.go) and its answers
+// into the API's JSON shapes. Operations are done on behalf of the request's operator
+// (IdentityOf its context): the broker logs them with that name, and a message sent
+// through the API is sent as that user.
+type BrokerBackend struct {
+	b   *broker.Broker
+	o   BrokerInfo
+	now func() time.Time
+}
+
+// BrokerInfo is what the broker does not know of itself.
+type BrokerInfo struct {
+	// Adapter names the persistence adapter (persistenceAdapter's key).
+	Adapter string
+	// Version is the broker's version; default the binary's module version.
+	Version string
+	// Store is the broker's store, for the file details of GET /stats (optional).
+	Store persistence.Store
+	// Security is the broker's security service, for the login counters of GET /stats
+	// (optional).
+	Security *security.Service
+}
+
+var (
+	_ Backend          = (*BrokerBackend)(nil)
+	_ StatsReporter    = (*BrokerBackend)(nil)
+	_ ConnectionCloser = (*BrokerBackend)(nil)
+)
+
+// PreviewBytes is how much of a body a browsed message shows.
+const PreviewBytes = 256
+
+// NewBrokerBackend returns the Backend of b.
+func NewBrokerBackend(b *broker.Broker, info BrokerInfo) *BrokerBackend {
+	if info.Version == "" {
+		info.Version = binaryVersion()
+	}
+	return &BrokerBackend{b: b, o: info, now: time.Now}
+}
+
+// binaryVersion is the module version the binary was built from, with its VCS revision
+// when known.
+func binaryVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " (" + s.Value[:12] + ")"
+		}
+	}
+	return v
+}
+
+// who names the operator of ctx for the broker's log.
+func who(ctx context.Context) string {
+	id := IdentityOf(ctx)
+	if id.Remote == "" && id.User == "" {
+		return "admin listener"
+	}
+	return id.String()
+}
+
+// Overview implements Backend.
+func (bb *BrokerBackend) Overview() Overview {
+	b := bb.b
+	now := bb.now()
+	o := Overview{Name: b.Name(), Version: bb.o.Version, Started: b.Started(), Uptime: now.Sub(b.Started()).Seconds(),
+		Adapter: bb.o.Adapter}
+	o.MemoryUsed, o.MemoryLimit = b.MemoryUsage()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	o.StoreUsed, o.StoreLimit = b.StoreUsage(ctx)
+	cancel()
+	o.Connections = len(b.Connections())
+	for _, d := range b.ManagedDestinations() {
+		switch {
+		case d.Stream:
+			o.Streams++
+		case d.Kind == destinations.Topic:
+			o.Topics++
+		default:
+			o.Queues++
+		}
+	}
+	o.MessagesIn, o.MessagesOut = b.MessageTotals()
+	return o
+}
+
+// Destinations implements Backend.
+func (bb *BrokerBackend) Destinations(kind string) []Destination {
+	now := bb.now()
+	var out []Destination
+	for _, d := range bb.b.ManagedDestinations() {
+		typ := "queue"
+		switch {
+		case d.Stream:
+			typ = "stream"
+		case d.Kind == destinations.Topic:
+			typ = "topic"
+		}
+		if kind != "" && kind != typ {
+			continue
+		}
+		x := Destination{Name: d.Name, Type: typ, Messages: int64(d.Pending) + int64(d.InFlight), Enqueued: d.Enqueued,
+			Dequeued: d.Dequeued, Dispatched: int64(d.InFlight), Expired: d.Expired, Consumers: d.Consumers,
+			Memory: d.MemoryBytes, DLQ: d.DLQ}
+		if d.Stream {
+			x.Messages = d.Stored
+		}
+		if d.OldestTimestamp > 0 {
+			x.OldestAge = max(now.Sub(time.UnixMilli(d.OldestTimestamp)).Seconds(), 0)
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// queueName is the queue a client-form name ("/queue/X") names.
+func queueName(dest string) (string, error) {
+	n, err := destinations.ParseOne(dest)
+	if err != nil || n.Kind != destinations.Queue || n.IsWildcard() || !strings.HasPrefix(dest, "/queue/") {
+		return "", badRequest("%q is not a queue (/queue/NAME)", dest)
+	}
+	return n.Name, nil
+}
+
+// managedName parses a client-form queue or topic name.
+func managedName(dest string) (destinations.Name, error) {
+	n, err := destinations.ParseOne(dest)
+	if err != nil {
+		return n, badRequest("destination %q: %v", dest, err)
+	}
+	if (n.Kind != destinations.Queue && n.Kind != destinations.Topic) || n.IsWildcard() ||
+		!(strings.HasPrefix(dest, "/queue/") || strings.HasPrefix(dest, "/topic/")) {
+		return n, badRequest("destination %q: name a queue or a topic as /queue/NAME or /topic/NAME", dest)
+	}
+	return n, nil
+}
+
+// Browse implements Backend.
+func (bb *BrokerBackend) Browse(ctx context.Context, queue, after string, limit int) ([]Message, string, error) {
+	name, err := queueName(queue)
+	if err != nil {
+		return nil, "", err
+	}
+	msgs, next, err := bb.b.BrowseQueue(ctx, name, after, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = toMessage(queue, m, PreviewBytes)
+	}
+	return out, next, nil
+}
+
+// Message implements Backend.
+func (bb *BrokerBackend) Message(ctx context.Context, queue, id string) (Message, error) {
+	name, err := queueName(queue)
+	if err != nil {
+		return Message{}, err
+	}
+	m, err := bb.b.QueueMessage(ctx, name, id)
+	if err != nil {
+		return Message{}, err
+	}
+	return toMessage(queue, m, 0), nil
+}
+
+// toMessage is m as the API shows it, its body cut to preview bytes (0: whole).
+func toMessage(dest string, m *persistence.Message, preview int) Message {
+	out := Message{ID: m.ID, Destination: dest, Headers: map[string]string{}, Persistent: m.Persistent,
+		Priority: int(m.Priority), Timestamp: time.UnixMilli(m.Timestamp), Redelivered: m.RedeliveryCount > 0,
+		Size: len(m.Body)}
+	for i := 0; i+1 < len(m.Headers); i += 2 {
+		if _, seen := out.Headers[m.Headers[i]]; !seen {
+			out.Headers[m.Headers[i]] = m.Headers[i+1]
+		}
+	}
+	if m.Expires != 0 {
+		t := time.UnixMilli(m.Expires)
+		out.Expires = &t
+	}
+	body := m.Body
+	if preview > 0 && len(body) > preview {
+		body, out.Truncated = body[:preview], true
+	}
+	if utf8.Valid(m.Body) {
+		if out.Truncated {
+			for len(body) > 0 && !utf8.Valid(body) {
+				body = body[:len(body)-1] // not in the middle of a character
+			}
+		}
+		out.Body = string(body)
+	} else {
+		out.BodyBase64 = base64.StdEncoding.EncodeToString(body)
+	}
+	return out
+}
+
+// DeleteMessage implements Backend.
+func (bb *BrokerBackend) DeleteMessage(ctx context.Context, queue, id string) error {
+	name, err := queueName(queue)
+	if err != nil {
+		return err
+	}
+	return bb.b.DeleteMessage(ctx, who(ctx), name, id)
+}
+
+// Send implements Backend. The headers priority (0-9), expires and timestamp (ms since
+// the epoch) set the message's fields as a STOMP SEND's do; the headers a client may
+// not set on SEND are ignored.
+func (bb *BrokerBackend) Send(ctx context.Context, dest string, r SendRequest) (string, error) {
+	d, err := managedName(dest)
+	if err != nil {
+		return "", err
+	}
+	m, err := messageOf(r)
+	if err != nil {
+		return "", err
+	}
+	return bb.b.SendAs(ctx, IdentityOf(ctx).Subject, who(ctx), d, m)
+}
+
+// messageOf builds the message of a SendRequest, its headers in name order.
+func messageOf(r SendRequest) (*persistence.Message, error) {
+	m := &persistence.Message{Priority: 4, Body: []byte(r.Body), Persistent: r.Persistent}
+	names := make([]string, 0, len(r.Headers))
+	for k := range r.Headers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		v := r.Headers[k]
+		switch k {
+		case "priority":
+			p, err := strconv.Atoi(v)
+			if err != nil || p < 0 || p > 9 {
+				return nil, badRequest("header priority %q: an integer 0-9", v)
+			}
+			m.Priority = uint8(p)
+			continue
+		case "expires":
+			e, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || e < 0 {
+				return nil, badRequest("header expires %q: milliseconds since the epoch, 0 for never", v)
+			}
+			m.Expires = e
+			continue
+		case "timestamp":
+			if ts, err := strconv.ParseInt(v, 10, 64); err == nil && ts > 0 {
+				m.Timestamp = ts
+			}
+			continue
+		case "destination", "receipt", "transaction", "content-length", "message-id", "redelivered",
+			"subscription", "ack", broker.JMSXUserIDHeader, "persistent":
+			continue
+		}
+		if k == "" {
+			return nil, badRequest("a header with an empty name")
+		}
+		m.Headers = append(m.Headers, k, v)
+	}
+	return m, nil
+}
+
+// Purge implements Backend.
+func (bb *BrokerBackend) Purge(ctx context.Context, queue string) (int, error) {
+	name, err := queueName(queue)
+	if err != nil {
+		return 0, err
+	}
+	return bb.b.PurgeQueue(ctx, who(ctx), name)
+}
+
+// RemoveDestination implements Backend.
+func (bb *BrokerBackend) RemoveDestination(ctx context.Context, dest string) error {
+	d, err := managedName(dest)
+	if err != nil {
+		return err
+	}
+	return bb.b.RemoveDestination(ctx, who(ctx), d)
+}
+
+// Move implements Backend.
+func (bb *BrokerBackend) Move(ctx context.Context, queue string, r MoveRequest) (int, error) {
+	name, err := queueName(queue)
+	if err != nil {
+		return 0, err
+	}
+	mr := broker.MoveRequest{Selector: r.Selector, Limit: r.Limit, Copy: r.Copy}
+	if r.To == "original" {
+		mr.Original = true
+	} else if mr.To, err = managedName(r.To); err != nil {
+		return 0, err
+	}
+	return bb.b.MoveMessages(ctx, who(ctx), name, mr)
+}
+
+// Connections implements Backend.
+func (bb *BrokerBackend) Connections() []Connection {
+	cs := bb.b.Connections()
+	out := make([]Connection, len(cs))
+	for i, c := range cs {
+		out[i] = Connection{ID: c.ID, ClientID: c.ClientID, User: c.User, Remote: c.RemoteAddr, Connector: c.Connector,
+			Version: c.Version, ConnectedAt: c.ConnectedAt, Subscriptions: c.Subscriptions}
+	}
+	return out
+}
+
+// CloseConnection implements Backend.
+func (bb *BrokerBackend) CloseConnection(id, reason string) error {
+	return bb.CloseConnectionContext(context.Background(), id, reason)
+}
+
+// CloseConnectionContext implements ConnectionCloser.
+func (bb *BrokerBackend) CloseConnectionContext(ctx context.Context, id, reason string) error {
+	return bb.b.CloseConnection(ctx, who(ctx), id, reason)
+}
+
+// DurableSubscriptions implements Backend.
+func (bb *BrokerBackend) DurableSubscriptions() []DurableSubscription {
+	ds := bb.b.DurableSubscriptions()
+	out := make([]DurableSubscription, len(ds))
+	for i, d := range ds {
+		out[i] = DurableSubscription{ClientID: d.ClientID, Name: d.Name, Topic: d.Topic, Selector: d.Selector,
+			Active: d.Active, Pending: int64(d.Backlog), OfflineSeconds: d.OfflineFor.Seconds()}
+	}
+	return out
+}
+
+// RemoveDurableSubscription implements Backend.
+func (bb *BrokerBackend) RemoveDurableSubscription(ctx context.Context, clientID, name string) error {
+	return bb.b.RemoveDurableSubscription(ctx, who(ctx), clientID, name)
+}
+
+// Stream implements Backend; name is the topic's name, with or without /topic/. A
+// group's committed_offset is -1 in a partition where it has no position.
+func (bb *BrokerBackend) Stream(name string) (Stream, error) {
+	info, err := bb.b.StreamInfo(strings.TrimPrefix(name, "/topic/"))
+	if err != nil {
+		return Stream{}, err
+	}
+	out := Stream{Name: info.Name, Partitions: []StreamPartition{}, Groups: []StreamGroup{}}
+	for _, p := range info.Partitions {
+		out.Partitions = append(out.Partitions, StreamPartition{Partition: p.Partition, StartOffset: p.Oldest, EndOffset: p.Next, Bytes: p.Bytes})
+	}
+	for _, g := range info.Groups {
+		sg := StreamGroup{Group: g.Group, Members: g.Members, Partitions: []StreamGroupPartition{}}
+		for _, p := range g.Partitions {
+			committed := p.Position
+			if !p.HasPosition {
+				committed = -1
+			}
+			sg.Partitions = append(sg.Partitions, StreamGroupPartition{Partition: p.Partition, Committed: committed, End: p.Next, Lag: p.Lag})
+			sg.Lag += p.Lag
+		}
+		out.Groups = append(out.Groups, sg)
+	}
+	return out, nil
+}
