@@ -269,7 +269,7 @@ func TestAdminAPIQueue(t *testing.T) {
 	_, _, h := a.call("GET", "/api/broker", "")
 	assert.Equal(t, "DENY", h.Get("X-Frame-Options"))
 	assert.Equal(t, "nosniff", h.Get("X-Content-Type-Options"))
-	assert.Equal(t, "no-referrer", h.Get("Referrer-Policy"))
+	assert.Equal(t, "same-origin", h.Get("Referrer-Policy"))
 	assert.Contains(t, h.Get("Content-Security-Policy"), "default-src 'self'")
 	assert.Contains(t, b.Log(), `msg="management operation" op=purge by=anonymous@127.0.0.1:`)
 }
