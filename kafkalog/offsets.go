@@ -247,6 +247,7 @@ func (l *Log) CommitOffsets(offs []GroupOffset) error {
 // GroupOffsets lists the committed offset of every consumer group in every partition of
 // topic, by group then partition (Kafka's kafka-consumer-groups --describe, for lag).
 func (l *Log) GroupOffsets(topic string) []GroupOffset { return l.offsets.ofTopic(topic) }
+
 // CommittedGroups lists, sorted, the consumer groups that committed an offset in some
 // partition of topic (Kafka's ListGroups narrowed to one topic).
 func (l *Log) CommittedGroups(topic string) []string { return l.offsets.groups(topic) }
