@@ -56,6 +56,9 @@ type Conn struct {
 	txs    map[string]*txState
 	temps  []tempKey
 	closed bool
+	// consumers numbers the connection's subscriptions, for the consumer ids of
+	// advisories.
+	consumers uint64
 
 	refusedLog logLimit // the log line of non-persistent messages refused for memory
 
@@ -123,6 +126,9 @@ func (b *Broker) Connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
 	}
 	b.conns[c] = struct{}{}
 	b.mu.Unlock()
+	if b.adv != nil {
+		b.adv.connected(c)
+	}
 	return c, nil
 }
 
@@ -227,6 +233,9 @@ func (c *Conn) AbortConsumer(consumer *destinations.Consumer, reason string, wit
 		c.b.removeWildcard(s)
 	}
 	consumer.DropOverflow()
+	if c.b.adv != nil {
+		c.b.adv.unsubscribed(s) // it is gone, as far as consumers go
+	}
 	c.notify(&Error{Message: reason})
 }
 
@@ -344,7 +353,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if err != nil {
 		return err
 	}
-	if err := c.b.admitDestinations(dests); err != nil {
+	if err := c.b.admitDestinations(c, dests); err != nil {
 		return err
 	}
 	if err := c.rewriteReplyTo(m.Headers); err != nil {
@@ -582,5 +591,8 @@ func (c *Conn) Close() {
 	c.b.releaseUserLocked(c.subject)
 	delete(c.b.conns, c)
 	c.b.mu.Unlock()
+	if c.b.adv != nil {
+		c.b.adv.disconnected(c)
+	}
 	close(c.gone)
 }

@@ -31,6 +31,7 @@ const (
 	DefaultSchedulerSupport                     = true
 	DefaultOfflineDurableSubscriberTaskSchedule = 5 * time.Minute // ActiveMQ's 300000 ms
 	DefaultAllowLinkStealing                    = false
+	DefaultAdvisorySupport                      = true // as ActiveMQ
 
 	DefaultMemoryUsage        = 1 << 30   // 1gb
 	DefaultMaxTransactionSize = 64 << 20  // 64mb
@@ -124,6 +125,12 @@ type Broker struct {
 	// connection close the old connection and take its place; when false (the
 	// default) the new CONNECT fails, as in ActiveMQ.
 	AllowLinkStealing bool `mapstructure:"allowLinkStealing"`
+	// AdvisorySupport publishes ActiveMQ's advisory messages on the topics under
+	// ActiveMQ.Advisory. (connections, consumers, destinations, expired and
+	// dead-lettered messages, slow consumers), as ActiveMQ's advisorySupport does
+	// (default true). When false those are topics like others, on which nothing is
+	// published.
+	AdvisorySupport bool `mapstructure:"advisorySupport"`
 	// StatsAddress, when set (e.g. 127.0.0.1:8161), serves GET /stats as JSON:
 	// destinations, durable subscriptions with their backlog and age, and the store's
 	// disk use and oldest segment. Default "" (off).

@@ -32,6 +32,7 @@ func newBroker(name, dir string, persistent bool) Broker {
 	return Broker{
 		BrokerName: name, DataDirectory: dir, Persistent: persistent,
 		SchedulerSupport: true, OfflineDurableSubscriberTaskSchedule: 5 * time.Minute, AllowLinkStealing: false,
+		AdvisorySupport: true,
 	}
 }
 

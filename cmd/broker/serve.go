@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -183,6 +184,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 		Security:                               sec,
 		PopulateJMSXUserID:                     cfg.Broker.PopulateJMSXUserID,
 		UseAuthenticatedPrincipalForJMSXUserID: cfg.Broker.UseAuthenticatedPrincipalForJMSXUserID,
+		AdvisorySupport:                        cfg.Broker.AdvisorySupport,
 	})
 	if err != nil {
 		_ = store.Close()
@@ -199,6 +201,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, statsAddr 
 		_ = closeStreams()
 		return err
 	}
+	b.SetAdvisoryURL(advisoryURL(cfg.TransportConnectors[0], srv.Addrs()[0]))
 	if statsAddr == "" {
 		statsAddr = cfg.Broker.StatsAddress
 	}
@@ -300,6 +303,13 @@ func connectors(cfg *config.Config, log *slog.Logger) ([]transport.Connector, er
 		}
 	}
 	return out, nil
+}
+
+// advisoryURL is the originBrokerURL of advisories: the first connector's scheme and
+// the address it listens on, as ActiveMQ gives its connector's connect string.
+func advisoryURL(c config.Connector, addr net.Addr) string {
+	scheme, _, _ := strings.Cut(c.URI, "://")
+	return scheme + "://" + addr.String()
 }
 
 // noSpaceWait maps ActiveMQ's two flow-control settings onto broker.Options.NoSpaceWait:
