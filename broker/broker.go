@@ -20,9 +20,10 @@
 // destinations.Sink deliveries are pushed to.
 //
 // Lock order: durable.Registry's lifecycle lock (it took the place of broker.durMu),
-// then broker.mu, then a destination's lock (for a topic, its publish lock before a
-// durable subscription's mu and its view's mu: see the durable package), then a
-// consumer's mu (destinations.Consumer, its topic overflow), then conn.mu. A topic's
+// then broker.mu, then the advisories' mu (advisory.go), then a destination's lock
+// (for a topic, its publish lock before a durable subscription's mu and its view's mu:
+// see the durable package), then a consumer's mu (destinations.Consumer, its topic
+// overflow), then conn.mu. A topic's
 // stream lock (destinations.TopicDest's streamMu) is taken before broker.mu.
 // durable.Registry's mu guards only its map of subscriptions (once under broker.mu)
 // and nothing is taken while it is held.
@@ -123,6 +124,10 @@ type Options struct {
 	// UseAuthenticatedPrincipalForJMSXUserID stamps only an authenticated user, never
 	// the login of a client the broker did not authenticate.
 	UseAuthenticatedPrincipalForJMSXUserID bool
+	// AdvisorySupport publishes ActiveMQ's advisory messages on the ActiveMQ.Advisory.
+	// topics (see advisory.go); off, those are topics like others that nothing is
+	// published on.
+	AdvisorySupport bool
 }
 
 // Defaults of the per-connection limits of Options.
@@ -167,6 +172,7 @@ type Broker struct {
 	env             destinations.Env      // what destinations are made with
 	durables        *durable.Registry
 	sec             *security.Service // nil: no authentication or authorization
+	adv             *advisories       // nil without advisorySupport
 	populateUserID  bool
 	principalUserID bool
 	deniedLog       logLimit // the log line of requests not authorized
@@ -276,6 +282,10 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		Background: &b.wg, Commit: b.commit, Stopping: b.stopping.Load, Done: b.done,
 		DeadLetter: b.sendToDeadLetter, Streams: b.streams, Counters: &b.counters.dests,
 	}
+	if o.AdvisorySupport {
+		b.adv = newAdvisories(b)
+		b.env.Advise = b.adv
+	}
 	b.durables = durable.NewRegistry(&b.env, b.maxDurables)
 	if o.Scheduler {
 		b.sched = newScheduler(b, o.SchedulerMemoryLimit)
@@ -343,7 +353,7 @@ func (b *Broker) recover(ctx context.Context) error {
 		}
 		// Stored messages stay in the store until a consumer needs them: they are read
 		// in pages, so start-up does not depend on how deep the queues are.
-		b.queueLocked(d.Name[len(persistence.QueuePrefix):]).RecoverStored(d.LastSeq, d.Msgs)
+		b.queueLocked(d.Name[len(persistence.QueuePrefix):], nil).RecoverStored(d.LastSeq, d.Msgs)
 		msgs += d.Msgs
 	}
 	if err := b.durables.Recover(ctx, rec.Subs, b.topic); err != nil {
@@ -370,15 +380,18 @@ func (b *Broker) newMessageID() string {
 	return string(buf)
 }
 
-// queueLocked returns the queue called name, creating it on first use as ActiveMQ does.
-// The caller must not hold b.mu for reading only; it takes b.mu itself when needed.
-func (b *Broker) queueLocked(name string) *destinations.QueueDest {
+// queueLocked returns the queue called name, creating it on first use as ActiveMQ does
+// (for connection by; nil: for the broker). The caller holds b.mu for writing.
+func (b *Broker) queueLocked(name string, by *Conn) *destinations.QueueDest {
 	q := b.queues[name]
 	if q == nil {
 		q = destinations.NewQueue(&b.env, name, b.policyFor(destinations.Queue, name), b.seqFloor.Load())
 		b.queues[name] = q
 		b.registerVirtual(q)
 		b.attachWildcardQueues(q, name)
+		if b.adv != nil {
+			b.adv.destinationAdded(destinations.Name{Kind: destinations.Queue, Name: name}, false, by, q, nil)
+		}
 	}
 	return q
 }
@@ -393,7 +406,7 @@ func (b *Broker) queue(name string) *destinations.QueueDest {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.queueLocked(name)
+	return b.queueLocked(name, nil)
 }
 
 func (b *Broker) topic(name string) *destinations.TopicDest {
@@ -406,12 +419,12 @@ func (b *Broker) topic(name string) *destinations.TopicDest {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.topicLocked(name)
+	return b.topicLocked(name, nil)
 }
 
-// topicLocked returns the topic called name, creating it on first use. The caller holds
-// b.mu for writing.
-func (b *Broker) topicLocked(name string) *destinations.TopicDest {
+// topicLocked returns the topic called name, creating it on first use (for connection
+// by; nil: for the broker). The caller holds b.mu for writing.
+func (b *Broker) topicLocked(name string, by *Conn) *destinations.TopicDest {
 	t := b.topics[name]
 	if t == nil {
 		t = destinations.NewTopic(&b.env, name, b.policyFor(destinations.Topic, name), b.seqFloor.Load(), false)
@@ -421,6 +434,9 @@ func (b *Broker) topicLocked(name string) *destinations.TopicDest {
 			}
 		}
 		b.topics[name] = t
+		if b.adv != nil {
+			b.adv.destinationAdded(destinations.Name{Kind: destinations.Topic, Name: name}, false, by, nil, t)
+		}
 	}
 	return t
 }

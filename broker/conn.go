@@ -64,6 +64,9 @@ type Conn struct {
 	txs    map[string]*txState
 	temps  []tempKey
 	closed bool
+	// consumers numbers the connection's subscriptions, for the consumer ids of
+	// advisories.
+	consumers uint64
 
 	refusedLog logLimit // the log line of non-persistent messages refused for memory
 
@@ -160,6 +163,9 @@ func (b *Broker) connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
 	}
 	b.conns[c] = struct{}{}
 	b.mu.Unlock()
+	if b.adv != nil {
+		b.adv.connected(c)
+	}
 	return c, nil
 }
 
@@ -264,6 +270,9 @@ func (c *Conn) AbortConsumer(consumer *destinations.Consumer, reason string, wit
 		c.b.removeWildcard(s)
 	}
 	consumer.DropOverflow()
+	if c.b.adv != nil {
+		c.b.adv.unsubscribed(s) // it is gone, as far as consumers go
+	}
 	c.notify(&Error{Message: reason})
 }
 
@@ -402,7 +411,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if err != nil {
 		return err
 	}
-	if err := c.b.admitDestinations(dests); err != nil {
+	if err := c.b.admitDestinations(c, dests); err != nil {
 		return err
 	}
 	if err := c.rewriteReplyTo(m.Headers); err != nil {
@@ -659,5 +668,8 @@ func (c *Conn) Close() {
 	c.b.closedDelivered += c.delivered.Load()
 	c.b.mu.Unlock()
 	c.b.counters.closed[c.proto].Add(1)
+	if c.b.adv != nil {
+		c.b.adv.disconnected(c)
+	}
 	close(c.gone)
 }

@@ -91,10 +91,12 @@ func (c *Conn) unsubscribeDurable(ctx context.Context, r UnsubscribeRequest) err
 	if err != nil {
 		return err
 	}
-	if d := c.b.durables.Get(key); d != nil && c.b.authorizing() {
+	var topic string
+	if d := c.b.durables.Get(key); d != nil {
+		topic = d.Topic()
 		// Removing it needs the right that made it: read on its topic.
-		t := destinations.Name{Kind: destinations.Topic, Name: d.Topic()}
-		if !c.b.sec.Authorize(c.subject, security.Topic, t.Name, security.Read) {
+		t := destinations.Name{Kind: destinations.Topic, Name: topic}
+		if c.b.authorizing() && !c.b.sec.Authorize(c.subject, security.Topic, t.Name, security.Read) {
 			return c.denied(security.Read, t)
 		}
 	}
@@ -116,6 +118,9 @@ func (c *Conn) unsubscribeDurable(ctx context.Context, r UnsubscribeRequest) err
 	})
 	switch {
 	case err == nil:
+		if c.b.adv != nil && topic != "" {
+			c.b.adv.durableDeleted(c, key, topic)
+		}
 		return nil
 	case errors.Is(err, durable.ErrNotFound):
 		return errorf(ErrUnknownSubscription, "No durable subscription exists for clientID: %s and subscriptionName: %s", key.ClientID, key.Name)

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"strings"
 	"time"
 
 	"github.com/activemq-go/broker/destinations"
@@ -23,6 +24,9 @@ func dropExpired(ds []*Delivery) []*Delivery {
 			}
 			if d.Msg.Expires <= now {
 				s := subOf(d)
+				if a := s.conn.b.adv; a != nil {
+					a.Expired(destinations.Name{Kind: destinations.Topic, Name: strings.TrimPrefix(d.Msg.Dest, persistence.TopicPrefix)}, d.Msg)
+				}
 				s.Credit.Add(1)
 				if len(credited) == 0 || credited[len(credited)-1] != s {
 					credited = append(credited, s)

@@ -33,7 +33,7 @@ const DefaultDestinationGCPeriod = 10 * time.Second
 // admitDestinations makes the queues and topics of dests (resolved, as a client's SEND
 // or SUBSCRIBE names them) that do not exist yet, unless that would take the broker past
 // MaxDestinations: then nothing is made and the client gets an ERROR.
-func (b *Broker) admitDestinations(dests []destinations.Name) error {
+func (b *Broker) admitDestinations(by *Conn, dests []destinations.Name) error {
 	missing := func() int {
 		n := 0
 		for _, d := range dests {
@@ -65,9 +65,9 @@ func (b *Broker) admitDestinations(dests []destinations.Name) error {
 		switch {
 		case d.IsWildcard():
 		case d.Kind == destinations.Queue:
-			b.queueLocked(d.Name)
+			b.queueLocked(d.Name, by)
 		case d.Kind == destinations.Topic:
-			b.topicLocked(d.Name)
+			b.topicLocked(d.Name, by)
 		}
 	}
 	return nil
@@ -119,9 +119,11 @@ func (b *Broker) collectInactive(ctx context.Context, now time.Time) {
 	}
 	for _, q := range removedQueues {
 		b.seqFloor.Store(max(b.seqFloor.Load(), q.NextSeq()))
+		b.adviseRemovedLocked(destinations.Name{Kind: destinations.Queue, Name: q.Name()})
 	}
 	for _, t := range removedTopics {
 		b.seqFloor.Store(max(b.seqFloor.Load(), t.Seq()+1))
+		b.adviseRemovedLocked(destinations.Name{Kind: destinations.Topic, Name: t.Name()})
 	}
 	b.mu.Unlock()
 	b.gcSweeps.Add(1)

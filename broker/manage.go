@@ -319,6 +319,7 @@ func (b *Broker) RemoveDestination(ctx context.Context, who string, d destinatio
 		}
 		delete(b.topics, d.Name)
 		b.removals.Add(1)
+		b.adviseRemovedLocked(destinations.Name{Kind: destinations.Topic, Name: d.Name})
 		b.seqFloor.Store(max(b.seqFloor.Load(), t.Seq()+1))
 		b.mu.Unlock()
 		b.managed(who, "remove-destination", t.ClientName(), 0)
@@ -341,6 +342,7 @@ func (b *Broker) removeQueue(ctx context.Context, who, name string) error {
 	delete(b.queues, name)
 	b.unregisterVirtual(q)
 	b.removals.Add(1)
+	b.adviseRemovedLocked(destinations.Name{Kind: destinations.Queue, Name: name})
 	floor := q.NextSeq()
 	b.seqFloor.Store(max(b.seqFloor.Load(), floor))
 	b.mu.Unlock()

@@ -183,7 +183,7 @@ func (b *Broker) moveChunk(ctx context.Context, c *destinations.Claim, target fu
 		if to.Kind == destinations.Topic {
 			dests = append(dests, b.virtualQueues(to.Name)...)
 		}
-		if err := b.admitDestinations(dests); err != nil {
+		if err := b.admitDestinations(nil, dests); err != nil {
 			return fail(err)
 		}
 		msg := m.Clone()

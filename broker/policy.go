@@ -10,5 +10,9 @@ func (b *Broker) policyFor(kind destinations.Kind, name string) destinations.Pol
 		}
 		return p
 	}
-	return b.policies(kind, name)
+	p := b.policies(kind, name)
+	if p.Stream && isAdvisoryTopic(destinations.Name{Kind: kind, Name: name}) {
+		p.Stream = false // the broker publishes advisories as topic messages
+	}
+	return p
 }

@@ -60,6 +60,7 @@ type Subscription struct {
 	durable *durable.Sub
 	t       *destinations.TopicDest // nil for a wildcard topic subscription
 	stream  *destinations.StreamReader
+	advID   uint64 // the value of its ActiveMQ consumer id, for advisories
 
 	// Owned by the connection's goroutine: written, not yet acknowledged, in tag order.
 	dispatched []*Delivery
@@ -90,7 +91,7 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	if err != nil {
 		return nil, err
 	}
-	if err := c.b.admitDestinations([]destinations.Name{dest}); err != nil {
+	if err := c.b.admitDestinations(c, []destinations.Name{dest}); err != nil {
 		return nil, err
 	}
 	policyKind := r.Dest.Kind // a temporary destination has its own kind's policy
@@ -107,7 +108,8 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 			prefetch = p.DurableTopicPrefetch
 		}
 	}
-	s := &Subscription{conn: c}
+	c.consumers++
+	s := &Subscription{conn: c, advID: c.consumers}
 	s.Consumer = destinations.Consumer{Sink: c, Owner: s, ID: r.ID, Dest: r.Dest, Mode: r.Mode, Prefetch: int32(prefetch),
 		Selector: r.Selector, Exclusive: r.Exclusive, Priority: r.Priority, NoLocal: r.NoLocal}
 	s.Credit.Store(int32(prefetch))
@@ -118,6 +120,7 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 		c.subs[r.ID] = s
 		c.b.counters.nonDurable.Add(1)
 		c.nsubs.Store(int32(len(c.subs)))
+		c.b.adviseSubscribed(s)
 		return s, nil
 	}
 	if r.DurableName != "" {
@@ -126,6 +129,7 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 		}
 		c.subs[r.ID] = s
 		c.nsubs.Store(int32(len(c.subs)))
+		c.b.adviseSubscribed(s)
 		return s, nil
 	}
 	c.subs[r.ID] = s
@@ -150,6 +154,7 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 			s.t.Remove(&s.Consumer)
 		}
 	}
+	c.b.adviseSubscribed(s)
 	return s, nil
 }
 
@@ -266,6 +271,9 @@ func (c *Conn) unsubscribe(s *Subscription) {
 	default:
 		c.b.removeWildcard(s)
 		s.DropOverflow()
+	}
+	if c.b.adv != nil {
+		c.b.adv.unsubscribed(s)
 	}
 	// Deliveries queued for the wire but not written yet.
 	c.mu.Lock()

@@ -33,7 +33,8 @@ const (
 	DefaultAllowLinkStealing                    = false
 	// DefaultAdminAddress is where the admin listener listens: ActiveMQ's console
 	// port, on loopback only.
-	DefaultAdminAddress = "127.0.0.1:8161"
+	DefaultAdminAddress    = "127.0.0.1:8161"
+	DefaultAdvisorySupport = true // as ActiveMQ
 
 	DefaultMemoryUsage        = 1 << 30   // 1gb
 	DefaultMaxTransactionSize = 64 << 20  // 64mb
@@ -129,6 +130,12 @@ type Broker struct {
 	// connection close the old connection and take its place; when false (the
 	// default) the new CONNECT fails, as in ActiveMQ.
 	AllowLinkStealing bool `mapstructure:"allowLinkStealing"`
+	// AdvisorySupport publishes ActiveMQ's advisory messages on the topics under
+	// ActiveMQ.Advisory. (connections, consumers, destinations, expired and
+	// dead-lettered messages, slow consumers), as ActiveMQ's advisorySupport does
+	// (default true). When false those are topics like others, on which nothing is
+	// published.
+	AdvisorySupport bool `mapstructure:"advisorySupport"`
 	// AdminAddress is where the admin listener serves the web console, the REST API
 	// (/api/), /metrics and /stats (default DefaultAdminAddress, loopback; "" for
 	// none; a host-less ":8161" listens on loopback too).

@@ -33,6 +33,7 @@ func newBroker(name, dir string, persistent bool) Broker {
 		BrokerName: name, DataDirectory: dir, Persistent: persistent,
 		SchedulerSupport: true, OfflineDurableSubscriberTaskSchedule: 5 * time.Minute, AllowLinkStealing: false,
 		AdminAddress: DefaultAdminAddress, StatsAddress: DefaultAdminAddress, AdminGroups: Names{"admins"},
+		AdvisorySupport: true,
 	}
 }
 

@@ -21,6 +21,8 @@
 //	                             # plugins.adminGroups; at least one
 //	  allowLinkStealing: false   # true: a CONNECT with the client-id of a live
 //	                             # connection replaces it instead of failing
+//	  advisorySupport: true      # ActiveMQ's advisory messages on ActiveMQ.Advisory.*
+//	                             # topics; false: nothing is published on them
 //	  populateJMSXUserID: false  # true: every sent message's JMSXUserID header is the
 //	                             # sender's user, whatever the client set (as ActiveMQ)
 //	  useAuthenticatedPrincipalForJMSXUserID: false   # true: the user the login produced
@@ -210,6 +212,9 @@
 //	      constantPendingMessageLimitStrategy: {limit: 1000}   # keep at most N waiting,
 //	                                   # drop the oldest; -1: none. Or instead:
 //	      prefetchRatePendingMessageLimitStrategy: {multiplier: 2.5}   # N = prefetch × it
+//	    advisoryForSlowConsumers: false   # announce a topic subscriber with more than its
+//	                                   # prefetch waiting on ActiveMQ.Advisory.SlowConsumer.Topic.<name>
+//	                                   # (accepted on queue entries, where it does nothing)
 //	    slowConsumerStrategy:          # topics only; none by default
 //	      abortSlowConsumerStrategy:   # end a non-durable subscriber that stays behind
 //	        abortConnection: false     # false: its subscription, with an ERROR; true: the connection

@@ -67,6 +67,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault(key("broker", "offlineDurableSubscriberTaskSchedule"), DefaultOfflineDurableSubscriberTaskSchedule)
 	v.SetDefault(key("broker", "allowLinkStealing"), DefaultAllowLinkStealing)
 	v.SetDefault(key("broker", "adminAddress"), DefaultAdminAddress)
+	v.SetDefault(key("broker", "advisorySupport"), DefaultAdvisorySupport)
 	v.SetDefault(key("broker", "statsAddress"), "")
 	v.SetDefault(key("transportConnectors"), []any{
 		map[string]any{"name": DefaultConnectorName, "uri": DefaultConnectorURI},

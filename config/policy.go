@@ -139,6 +139,10 @@ type PolicyEntry struct {
 	PendingMessageLimit PendingMessageLimit
 	// SlowConsumer is the slowConsumerStrategy block; nil: none.
 	SlowConsumer *AbortSlowConsumer
+	// AdvisoryForSlowConsumers announces a subscriber that falls behind on
+	// ActiveMQ.Advisory.SlowConsumer.Topic.<name> (default false, as ActiveMQ). Only
+	// topic subscribers are ever found behind; on a queue entry it does nothing.
+	AdvisoryForSlowConsumers bool
 
 	// Set holds the keys the file or the environment wrote for this entry, as
 	// canonical paths below the entry: "prefetch", "redeliveryPolicy.redeliveryDelay".
@@ -207,6 +211,7 @@ type policyEntry struct {
 	RetentionBytes                  byteSize            `mapstructure:"retentionBytes"`
 	PendingMessageLimitStrategy     pendingLimitSection `mapstructure:"pendingMessageLimitStrategy"`
 	SlowConsumerStrategy            slowConsumerSection `mapstructure:"slowConsumerStrategy"`
+	AdvisoryForSlowConsumers        bool                `mapstructure:"advisoryForSlowConsumers"`
 	RebalanceTimeout                time.Duration       `mapstructure:"rebalanceTimeout"`
 }
 
@@ -327,6 +332,7 @@ func (c *checker) buildPolicy(at string, e policyEntry, set map[string]bool) (Po
 		return PolicyEntry{}, err
 	}
 	take(set, "allConsumersExclusiveByDefault", &p.AllConsumersExclusiveByDefault, e.AllConsumersExclusiveByDefault)
+	take(set, "advisoryForSlowConsumers", &p.AdvisoryForSlowConsumers, e.AdvisoryForSlowConsumers)
 	take(set, "gcInactiveDestinations", &p.GCInactiveDestinations, e.GCInactiveDestinations)
 	if set["inactiveTimeoutBeforeGC"] {
 		if err := c.positive(key("inactiveTimeoutBeforeGC"), e.InactiveTimeoutBeforeGC); err != nil {

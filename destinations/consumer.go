@@ -66,6 +66,8 @@ type Consumer struct {
 	dropped       int64
 	droppedLogged time.Time
 	ended         bool
+	// advisedSlow: the SlowConsumer advisory went out for this time behind.
+	advisedSlow bool
 }
 
 // Delivery is one message handed to one consumer.

@@ -15,8 +15,11 @@ func (q *QueueDest) expire(es []*Entry) {
 	q.env.Log.Debug("messages expired", slog.String("dest", q.client), slog.Int("count", len(es)))
 	q.expired += int64(len(es))
 	q.env.Counters.expired(len(es))
-	q.retire(es, "expired", q.policy.DeadLetter.ProcessExpired, DeadLetterExpired)
+	q.retire(es, expiredCause, q.policy.DeadLetter.ProcessExpired, DeadLetterExpired)
 }
+
+// expiredCause is the dlqDeliveryFailureCause of a message that expired.
+const expiredCause = "expired"
 
 // retire takes entries that left q (already out of its pending list) to the
 // dead-letter queue its policy names (toDLQ), or drops them (the discarding strategy,
@@ -41,7 +44,7 @@ func (q *QueueDest) retire(es []*Entry, reason string, toDLQ bool, why DeadLette
 	go func() {
 		defer env.Background.Done()
 		batch := env.Store.Begin()
-		var copies []*persistence.Message
+		var dead, copies []*persistence.Message
 		dropped := 0
 		for _, m := range msgs {
 			if m.Persistent {
@@ -50,19 +53,23 @@ func (q *QueueDest) retire(es []*Entry, reason string, toDLQ bool, why DeadLette
 			if !toDLQ {
 				continue
 			}
-			if strategy.Discard || (!m.Persistent && !strategy.ProcessNonPersistent) {
+			if strategy.Discard || (!m.Persistent && !strategy.ProcessNonPersistent) || dlq == q.origin {
+				// A dead message of a dead-letter queue is dropped, never looped.
 				dropped++
 				continue
 			}
+			dead = append(dead, m)
 			copies = append(copies, deadLetter(m, q.client, reason))
-		}
-		if dlq == q.origin {
-			dropped += len(copies)
-			copies = nil // a dead message of a dead-letter queue is dropped, never looped
 		}
 		env.Counters.deadLettered(why, len(copies))
 		env.Counters.discarded(DiscardDeadLetterStrategy, dropped)
-		entries := q.sendToDeadLetter(batch, dlq, copies)
+		entries := q.sendToDeadLetter(batch, dlq, dead, copies)
+		if reason == expiredCause && env.Advise != nil {
+			// After the dead-letter copies were made, as ActiveMQ announces them.
+			for _, m := range msgs {
+				env.Advise.Expired(q.origin, m)
+			}
+		}
 		if batch.Len() == 0 {
 			batch.Rollback()
 			return
@@ -76,11 +83,19 @@ func (q *QueueDest) retire(es []*Entry, reason string, toDLQ bool, why DeadLette
 	}()
 }
 
-func (q *QueueDest) sendToDeadLetter(batch persistence.Batch, dlq Name, copies []*persistence.Message) []Accepted {
+// sendToDeadLetter puts copies, the dead-letter copies of dead, on dlq (see
+// Env.DeadLetter), and tells the advisor.
+func (q *QueueDest) sendToDeadLetter(batch persistence.Batch, dlq Name, dead, copies []*persistence.Message) []Accepted {
 	if len(copies) == 0 {
 		return nil
 	}
-	return q.env.DeadLetter(batch, dlq, copies)
+	entries := q.env.DeadLetter(batch, dlq, copies)
+	if q.env.Advise != nil {
+		for _, m := range dead {
+			q.env.Advise.DeadLettered(q.origin, m)
+		}
+	}
+	return entries
 }
 
 // deadLetter makes the dead-letter copy of m: same id and body, the original destination
@@ -166,7 +181,7 @@ func (q *QueueDest) settled(ds []*Delivery, entries []Accepted) func(error) {
 func (q *QueueDest) nackToDLQ(batch persistence.Batch, ds []*Delivery) func(error) {
 	strategy := q.policy.DeadLetter
 	dlq := q.deadLetterDest()
-	var copies []*persistence.Message
+	var dead, copies []*persistence.Message
 	for _, d := range ds {
 		if d.Msg.Persistent && !d.Withdrawn() {
 			q.StoreAck(batch, d.Msg)
@@ -174,11 +189,12 @@ func (q *QueueDest) nackToDLQ(batch persistence.Batch, ds []*Delivery) func(erro
 		if strategy.Discard || (!d.Msg.Persistent && !strategy.ProcessNonPersistent) || dlq == q.origin {
 			continue
 		}
+		dead = append(dead, d.Msg)
 		copies = append(copies, deadLetter(d.Msg, q.client, "poison ack (NACK)"))
 	}
 	q.env.Counters.deadLettered(DeadLetterNack, len(copies))
 	q.env.Counters.discarded(DiscardDeadLetterStrategy, len(ds)-len(copies))
-	return q.settled(ds, q.sendToDeadLetter(batch, dlq, copies))
+	return q.settled(ds, q.sendToDeadLetter(batch, dlq, dead, copies))
 }
 
 // SweepExpired removes expired messages from the queue's waiting list if its policy's

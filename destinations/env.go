@@ -43,10 +43,29 @@ type Env struct {
 	// Counters are the broker-wide totals of expired, dead-lettered and discarded
 	// messages; nil counts nothing.
 	Counters *Counters
+	// Advise hears of the events the broker's advisory messages tell of (a message
+	// that expired or went to its dead-letter queue, a topic subscriber that fell
+	// behind); nil when nobody hears them.
+	Advise Advisor
 	// Now is the clock of expiry, slow subscribers and durable subscriptions' offline
 	// time; nil is time.Now. (Stream records take their times from the stream log's
 	// clock.)
 	Now func() time.Time
+}
+
+// Advisor hears of events of destinations that ActiveMQ announces on its advisory
+// topics. Its methods are called with no destination lock held, and only for what
+// the destination's policy asks to be announced.
+type Advisor interface {
+	// Expired: m, a message of dest (a queue, or the topic of a durable subscription
+	// or of a plain subscriber), expired before it was consumed.
+	Expired(dest Name, m *persistence.Message)
+	// DeadLettered: m, a message of dest, was sent to its dead-letter destination
+	// (a copy of it, that is: m is the message as it was).
+	DeadLettered(dest Name, m *persistence.Message)
+	// SlowConsumer: c, a subscriber of t, has more than its prefetch of messages
+	// waiting (its policy's advisoryForSlowConsumers); told once until it catches up.
+	SlowConsumer(t *TopicDest, c *Consumer)
 }
 
 // Time is the time by the environment's clock.

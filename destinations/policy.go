@@ -60,6 +60,9 @@ type Policy struct {
 	// (slowConsumerStrategy).
 	PendingLimit PendingLimit
 	SlowConsumer *SlowConsumerPolicy
+	// AdvisoryForSlowConsumers announces a subscriber that falls behind on the
+	// ActiveMQ.Advisory.SlowConsumer topic (Env.Advise).
+	AdvisoryForSlowConsumers bool
 
 	// Streams (topics): Stream keeps the topic's messages in the stream log, in
 	// Partitions partitions (at least 1), for Retention (0: whatever their age) and

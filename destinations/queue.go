@@ -543,6 +543,13 @@ func (q *QueueDest) AddConsumer(s *Consumer) bool {
 	return true
 }
 
+// ConsumerCount is the number of the queue's consumers.
+func (q *QueueDest) ConsumerCount() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.consumers)
+}
+
 // RemoveConsumer takes s off the queue's consumers; the groups it owned move on.
 func (q *QueueDest) RemoveConsumer(s *Consumer) {
 	q.mu.Lock()

@@ -60,17 +60,18 @@ func (t *TopicDest) Full(size int64) bool {
 }
 
 // offer gives m to s: at once if it has credit, else into its overflow, sharing w
-// (made on first need) with the other subscribers that keep m. It returns w.
-func (s *Consumer) offer(t *TopicDest, m *persistence.Message, w *waiting) *waiting {
+// (made on first need) with the other subscribers that keep m. It returns w, and
+// whether s has just fallen behind for the SlowConsumer advisory.
+func (s *Consumer) offer(t *TopicDest, m *persistence.Message, w *waiting) (*waiting, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
-		return w
+		return w, false
 	}
 	if len(s.overflow) == 0 && s.Credit.Load() > 0 {
 		s.Credit.Add(-1)
 		s.Sink.Push(&Delivery{Sub: s, Msg: m, Destination: t.client, DeliveryCount: 1})
-		return w
+		return w, false
 	}
 	if w == nil {
 		w = &waiting{t: t, m: m, size: int64(m.Size())}
@@ -86,7 +87,12 @@ func (s *Consumer) offer(t *TopicDest, m *persistence.Message, w *waiting) *wait
 	if limit := t.pending.Max(s.Prefetch); limit >= 0 && len(s.overflow) > limit {
 		s.dropOldestLocked(t.env.Log, len(s.overflow)-limit)
 	}
-	return w
+	// As ActiveMQ's TopicSubscription: slow once more than its prefetch waits.
+	slow := t.slowAdvisory && !s.advisedSlow && s.Prefetch > 1 && len(s.overflow) > int(s.Prefetch)
+	if slow {
+		s.advisedSlow = true
+	}
+	return w, slow
 }
 
 // dropOldestLocked drops the n oldest waiting messages of s (pendingMessageLimitStrategy).
@@ -120,8 +126,17 @@ func (s *Consumer) Refill() {
 	}
 	if len(s.overflow) == 0 {
 		s.overflow = nil
+		s.advisedSlow = false
 	}
 	s.mu.Unlock()
+}
+
+// Waiting is the number of topic messages waiting for the subscriber beyond its
+// prefetch credit.
+func (s *Consumer) Waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.overflow)
 }
 
 // DropOverflow lets go of every waiting message of a subscription that ends; it gets

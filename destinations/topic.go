@@ -35,9 +35,11 @@ type TopicDest struct {
 	memLimit int64
 	pending  PendingLimit
 	slow     *SlowConsumerPolicy
-	gone     chan struct{} // closed when the topic is removed (see close)
-	dropped  atomic.Int64
-	aborted  atomic.Int64
+	// slowAdvisory announces subscribers that fall behind (advisoryForSlowConsumers).
+	slowAdvisory bool
+	gone         chan struct{} // closed when the topic is removed (see close)
+	dropped      atomic.Int64
+	aborted      atomic.Int64
 
 	// A stream topic (policy Stream) keeps its messages in the stream log; its plain
 	// subscribers (wildcards) get them once appended. See stream.go.
@@ -105,6 +107,7 @@ func (t *TopicDest) applyPolicy(p Policy) {
 		t.gcTimeout = p.InactiveTimeout
 	}
 	t.memLimit, t.pending, t.slow = p.MemoryLimit, p.PendingLimit, p.SlowConsumer
+	t.slowAdvisory = p.AdvisoryForSlowConsumers && t.env.Advise != nil
 	if t.slow != nil {
 		go t.watchSlow()
 	}
@@ -117,16 +120,23 @@ func (t *TopicDest) Publish(m *persistence.Message, from Sink) {
 		t.assign(m)
 	}
 	var w *waiting
+	var slow []*Consumer
 	t.mu.RLock()
 	for _, s := range t.subs {
 		if (s.NoLocal && from != nil && s.Sink == from) || !s.Selector.MatchesMessage(m, 1) {
 			continue
 		}
-		w = s.offer(t, m, w)
+		var behind bool
+		if w, behind = s.offer(t, m, w); behind {
+			slow = append(slow, s)
+		}
 	}
 	t.mu.RUnlock()
 	if w != nil {
 		w.release()
+	}
+	for _, s := range slow {
+		t.env.Advise.SlowConsumer(t, s)
 	}
 }
 
@@ -188,6 +198,24 @@ func (t *TopicDest) Remove(s *Consumer) {
 		}
 	}
 	t.mu.Unlock()
+}
+
+// ConsumerCount is the number of the topic's consumers as ActiveMQ counts them for its
+// advisories: its subscribers (wildcard ones included) and its durable subscriptions,
+// online or not; a stream's subscribers.
+func (t *TopicDest) ConsumerCount() int {
+	if st := t.st.Load(); st != nil {
+		return st.stats().Consumers
+	}
+	t.mu.RLock()
+	n := len(t.subs)
+	t.mu.RUnlock()
+	t.pubMu.Lock()
+	if t.durables != nil {
+		n += t.durables.Len()
+	}
+	t.pubMu.Unlock()
+	return n
 }
 
 // Stats is a snapshot of the topic's counters.

@@ -39,6 +39,14 @@ const (
 	amqStartTimeout = 90 * time.Second
 )
 
+// amqAdvisoryJars are what ActiveMQ's STOMP transport needs to send an advisory message
+// (XStream, and Jettison for its JSON). The upstream distribution ships them in
+// lib/optional; Debian's package installs them (libxstream-java, libjettison-java) but
+// leaves them off the broker's class path, so the dispatch thread of a connection that
+// subscribes to an advisory topic dies of a NoClassDefFoundError. Each test ActiveMQ
+// gets them in its base's lib/optional, as the upstream distribution has them.
+var amqAdvisoryJars = []string{"/usr/share/java/xstream.jar", "/usr/share/java/jettison.jar"}
+
 // amqLog4j2 sends ActiveMQ's log to the console (the test keeps it for failure
 // messages), warnings and errors only.
 const amqLog4j2 = `rootLogger.level = WARN
@@ -179,10 +187,19 @@ func launchActiveMQOnce(xml string) (*activeMQ, error) {
 	}
 	a := &activeMQ{StompAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), base: base, exited: make(chan struct{})}
 	conf, data, tmp := filepath.Join(base, "conf"), filepath.Join(base, "data"), filepath.Join(base, "tmp")
-	for _, d := range []string{conf, data, tmp} {
-		if err := os.Mkdir(d, 0o755); err != nil {
+	optional := filepath.Join(base, "lib", "optional")
+	for _, d := range []string{conf, data, tmp, optional} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
 			_ = os.RemoveAll(base)
 			return nil, err
+		}
+	}
+	for _, jar := range amqAdvisoryJars {
+		if _, err := os.Stat(jar); err == nil {
+			if err := os.Symlink(jar, filepath.Join(optional, filepath.Base(jar))); err != nil {
+				_ = os.RemoveAll(base)
+				return nil, err
+			}
 		}
 	}
 	files := map[string]string{

@@ -125,6 +125,7 @@ func toPolicy(e config.PolicyEntry) destinations.Policy {
 		p.SlowConsumer = &destinations.SlowConsumerPolicy{AbortConnection: a.AbortConnection,
 			MaxSlowDuration: a.MaxSlowDuration, MaxSlowCount: a.MaxSlowCount, CheckPeriod: a.CheckPeriod}
 	}
+	p.AdvisoryForSlowConsumers = e.AdvisoryForSlowConsumers
 	p.Stream = e.IsStream()
 	p.Partitions = e.Partitions
 	p.Retention = e.Retention

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -194,6 +195,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 		Security:                               sec,
 		PopulateJMSXUserID:                     cfg.Broker.PopulateJMSXUserID,
 		UseAuthenticatedPrincipalForJMSXUserID: cfg.Broker.UseAuthenticatedPrincipalForJMSXUserID,
+		AdvisorySupport:                        cfg.Broker.AdvisorySupport,
 	})
 	if err != nil {
 		_ = store.Close()
@@ -210,6 +212,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 		_ = closeStreams()
 		return err
 	}
+	b.SetAdvisoryURL(advisoryURL(cfg.TransportConnectors[0], srv.Addrs()[0]))
 	var adminSrv *admin.Server
 	if addr := cfg.Broker.AdminAddress; addr != "" {
 		adminSrv, err = startAdmin(addr, cfg, b, store, sec, log)
@@ -318,6 +321,13 @@ func connectors(cfg *config.Config, log *slog.Logger) ([]transport.Connector, er
 		}
 	}
 	return out, nil
+}
+
+// advisoryURL is the originBrokerURL of advisories: the first connector's scheme and
+// the address it listens on, as ActiveMQ gives its connector's connect string.
+func advisoryURL(c config.Connector, addr net.Addr) string {
+	scheme, _, _ := strings.Cut(c.URI, "://")
+	return scheme + "://" + addr.String()
 }
 
 // noSpaceWait maps ActiveMQ's two flow-control settings onto broker.Options.NoSpaceWait:
