@@ -69,6 +69,8 @@ var allowed = map[string][]string{
 	// stompclient, the STOMP client of the command-line tools, reads and writes frames
 	// with the broker's codec.
 	"internal/stompclient": {"transport/stomp/codec"},
+	// migrate moves stored messages from another STOMP broker with the tools' client.
+	"migrate": {"internal/stompclient", "transport/stomp/codec"},
 	// admin, the admin HTTP listener, uses the broker's management surface and its
 	// types, and asks security for the operators; never transport or config (cmd
 	// hands it what it needs).

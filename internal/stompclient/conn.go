@@ -438,9 +438,17 @@ func (c *Conn) Receive(ctx context.Context) (*frame.Frame, error) {
 	}
 }
 
-// Ack acknowledges m, a MESSAGE of a client or client-individual subscription.
-func (c *Conn) Ack(m *frame.Frame) error {
-	return c.write(c.ackFrame(m))
+// Ack acknowledges ms, MESSAGEs of a client or client-individual subscription, in one
+// write.
+func (c *Conn) Ack(ms ...*frame.Frame) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	fs := make([]*frame.Frame, len(ms))
+	for i, m := range ms {
+		fs[i] = c.ackFrame(m)
+	}
+	return c.write(fs...)
 }
 
 // ackFrame is the ACK of m as the negotiated version says: by its ack header in 1.2, by

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/activemq-go/broker/internal/stompclient"
+	"github.com/activemq-go/broker/migrate"
+)
+
+// migrateOptions are migrate's flags.
+type migrateOptions struct {
+	from, to string
+	queues   []string
+	dryRun   bool
+	idle     time.Duration
+	settle   time.Duration
+	window   int
+	progress time.Duration
+}
+
+func newMigrateCommand() *cobra.Command {
+	var o migrateOptions
+	cmd := &cobra.Command{
+		Use:   "migrate --from URL [--to URL] [--queue NAME|PATTERN]... [--dry-run]",
+		Short: "Move the messages stored in another STOMP broker's queues (ActiveMQ) into this one",
+		Long: `Move the messages waiting in the queues of another STOMP broker (ActiveMQ 5.x, the DLQ
+included) into this broker's queues of the same names, each exactly once.
+
+  broker migrate --from stomp://admin:secret@old-mq:61613
+  broker migrate --from stomp://old-mq:61613 --to stomp://new-mq:61613 --queue 'ORDERS.>' --queue ActiveMQ.DLQ
+  broker migrate --from stomp://old-mq:61613 --dry-run
+
+Without --queue the source's queues are found on ActiveMQ's advisory topic
+ActiveMQ.Advisory.Queue (ActiveMQ replays what exists to a new subscriber; it needs
+XStream and Jettison on its class path for the JSON form); --queue takes names and
+patterns with ActiveMQ's wildcards (* one part, > the rest) instead, repeatable.
+--dry-run lists the queues and moves nothing.
+
+A source message is acknowledged only after this broker's receipt for it, so an
+interrupted run loses nothing; every moved message carries the source's message-id
+in _AMQ_DUPL_ID, and this broker's duplicate detection makes a re-run move each
+message once. A queue is done when no message came for --idle. Every header is kept
+(persistent, priority, expires, timestamp, type, correlation-id, reply-to,
+JMSXGroupID/JMSXGroupSeq, content-type, custom ones) but the source's delivery
+headers (message-id, subscription, ack, redelivered, ...). Durable subscriptions are
+not moved (see docs/migration.md).
+
+--from and --to take the URLs of --url in send and consume (stomp://, stomp+ssl://,
+ws://, wss://; the passwords are visible in ps: set MIGRATE_FROM and BROKER_URL
+instead). --to defaults to $BROKER_URL, else ` + defaultStompURL + `.` + exitCodesHelp,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runMigrate(cmd, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.from, "from", "", "the source broker's URL (default $MIGRATE_FROM)")
+	f.StringVar(&o.to, "to", "", "this broker's URL (default $"+envStompURL+", else "+defaultStompURL+")")
+	f.StringArrayVar(&o.queues, "queue", nil, "queue NAME or PATTERN (* one part, > the rest) to move; repeatable (default: every queue the source announces)")
+	f.BoolVar(&o.dryRun, "dry-run", false, "list the queues that would move, move nothing")
+	f.DurationVar(&o.idle, "idle", migrate.DefaultIdle, "a queue is drained when no message came for this long")
+	f.DurationVar(&o.settle, "settle", migrate.DefaultSettle, "how long to collect the source's queue advisories")
+	f.IntVar(&o.window, "window", migrate.DefaultWindow, "source prefetch and most receipts outstanding on the target (at most 512)")
+	f.DurationVar(&o.progress, "progress", defaultProgress, "interval of the progress lines on stderr when it is not a terminal (0: none)")
+	return cmd
+}
+
+func runMigrate(cmd *cobra.Command, o migrateOptions) error {
+	from := o.from
+	if from == "" {
+		from = os.Getenv("MIGRATE_FROM")
+	}
+	if from == "" {
+		return usagef("--from is required: the URL of the broker to move messages from")
+	}
+	src, err := stompclient.ParseURL(from)
+	if err != nil {
+		return usagef("--from: %w", err)
+	}
+	to := o.to
+	if to == "" {
+		to = defaultStompURL
+		if env := os.Getenv(envStompURL); env != "" {
+			to = env
+		}
+	}
+	dst, err := stompclient.ParseURL(to)
+	if err != nil {
+		return usagef("--to: %w", err)
+	}
+	if o.window <= 0 || o.window > stompclient.MaxOutstanding {
+		return usagef("--window %d: between 1 and %d", o.window, stompclient.MaxOutstanding)
+	}
+	ctx, stop := signalContext(cmd)
+	defer stop()
+
+	var found []string
+	needDiscovery := len(o.queues) == 0
+	for _, q := range o.queues {
+		needDiscovery = needDiscovery || migrate.IsPattern(q)
+	}
+	if needDiscovery {
+		found, err = migrate.Discover(ctx, src, stompclient.Options{}, o.settle)
+		if err != nil {
+			return err
+		}
+	}
+	queues, err := migrate.Select(found, o.queues)
+	if err != nil {
+		return usageError(err)
+	}
+	out := cmd.OutOrStdout()
+	if o.dryRun {
+		fmt.Fprintf(out, "would move %d queue(s) from %s to %s (counts are not known over STOMP):\n", len(queues), src, dst)
+		for _, q := range queues {
+			fmt.Fprintf(out, "  %s\n", q)
+		}
+		return nil
+	}
+	m := &migrate.Mover{
+		Source: migrate.Endpoint{URL: src},
+		Target: migrate.Endpoint{URL: dst},
+		Idle:   o.idle,
+		Window: o.window,
+	}
+	popts := progressOptions{out: cmd.ErrOrStderr(), interval: o.progress, bar: true}
+	var results []migrate.Result
+	for _, q := range queues {
+		p := newProgress(popts, "moved "+q, 0)
+		r, err := m.MoveQueue(ctx, q, p.Add)
+		p.Done()
+		results = append(results, r)
+		if err != nil {
+			writeSummary(out, results)
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w: queue %s: %d moved", errInterrupted, q, r.Moved)
+			}
+			return fmt.Errorf("queue %s (%d moved before): %w", q, r.Moved, err)
+		}
+	}
+	writeSummary(out, results)
+	return nil
+}
+
+// writeSummary prints the table of the queues moved.
+func writeSummary(w io.Writer, rs []migrate.Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "queue\tmoved\ttime\tmsgs/s\t")
+	var total int64
+	var d time.Duration
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", r.Queue, thousands(r.Moved), r.Elapsed.Round(10*time.Millisecond), thousands(int64(r.Rate())))
+		total += r.Moved
+		d += r.Elapsed
+	}
+	fmt.Fprintf(tw, "total\t%s\t%s\t%s\t\n", thousands(total), d.Round(10*time.Millisecond), rate(total, d))
+	_ = tw.Flush()
+}
