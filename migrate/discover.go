@@ -93,12 +93,33 @@ func Match(p, name string) bool {
 	return len(ps) == len(ns)
 }
 
+// IsDeadLetter reports whether the queue is a dead-letter queue by ActiveMQ's names:
+// ActiveMQ.DLQ, the individual strategy's ActiveMQ.DLQ.Queue.* and DLQ.* prefixes.
+func IsDeadLetter(name string) bool {
+	return strings.HasPrefix(name, "ActiveMQ.DLQ") || strings.HasPrefix(name, "DLQ.")
+}
+
+// order sorts names with the dead-letter queues last: a message that expires on the
+// source while the others move is dead-lettered there, and still moved.
+func order(names []string) []string {
+	slices.SortFunc(names, func(a, b string) int {
+		if da, db := IsDeadLetter(a), IsDeadLetter(b); da != db {
+			if da {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(a, b)
+	})
+	return names
+}
+
 // Select returns the queues of found that match patterns, plus every pattern that is a
-// plain name (which need not have been found), sorted without repeats. No patterns
-// select everything found.
+// plain name (which need not have been found), without repeats, sorted with the
+// dead-letter queues last. No patterns select everything found.
 func Select(found, patterns []string) ([]string, error) {
 	if len(patterns) == 0 {
-		return slices.Clone(found), nil
+		return order(slices.Clone(found)), nil
 	}
 	set := map[string]bool{}
 	for _, p := range patterns {
@@ -120,6 +141,5 @@ func Select(found, patterns []string) ([]string, error) {
 	for n := range set {
 		out = append(out, n)
 	}
-	slices.Sort(out)
-	return out, nil
+	return order(out), nil
 }

@@ -26,7 +26,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/go-stomp/stomp/v3/frame"
@@ -119,7 +118,6 @@ func (m *Mover) MoveQueue(ctx context.Context, queue string, moved func(n int)) 
 	var fifo []pending
 	last := start // of the last acknowledgement: the idle wait that ends a queue is not its time
 	acks := make([]*frame.Frame, 0, window)
-	txs := 0
 	collect := func(n int) error {
 		acks = acks[:0]
 		for range n {
@@ -134,8 +132,7 @@ func (m *Mover) MoveQueue(ctx context.Context, queue string, moved func(n int)) 
 			fifo[0] = pending{}
 			fifo = fifo[1:]
 		}
-		txs++
-		if err := src.AckTx("migrate-"+strconv.Itoa(txs), acks...); err != nil {
+		if err := src.Ack(acks...); err != nil {
 			return fmt.Errorf("source: ack: %w", err)
 		}
 		res.Moved += int64(n)

@@ -31,13 +31,13 @@ func TestMatch(t *testing.T) {
 }
 
 func TestSelect(t *testing.T) {
-	found := []string{"ActiveMQ.DLQ", "ORDERS.EU", "ORDERS.US", "PRICES"}
+	found := []string{"ActiveMQ.DLQ", "DLQ.ORDERS", "ORDERS.EU", "ORDERS.US", "PRICES"}
 	got, err := Select(found, nil)
 	require.NoError(t, err)
-	assert.Equal(t, found, got)
-	got, err = Select(found, []string{"ORDERS.*", "/queue/NEW", "queue://PRICES", "ORDERS.EU"})
+	assert.Equal(t, []string{"ORDERS.EU", "ORDERS.US", "PRICES", "ActiveMQ.DLQ", "DLQ.ORDERS"}, got, "dead-letter queues last")
+	got, err = Select(found, []string{"ORDERS.*", "/queue/NEW", "queue://PRICES", "ORDERS.EU", "ActiveMQ.DLQ"})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"NEW", "ORDERS.EU", "ORDERS.US", "PRICES"}, got)
+	assert.Equal(t, []string{"NEW", "ORDERS.EU", "ORDERS.US", "PRICES", "ActiveMQ.DLQ"}, got)
 	for _, bad := range []string{"", "/topic/T", "topic://T"} {
 		_, err = Select(found, []string{bad})
 		assert.ErrorIs(t, err, ErrPattern, "%q", bad)

@@ -451,24 +451,6 @@ func (c *Conn) Ack(ms ...*frame.Frame) error {
 	return c.write(fs...)
 }
 
-// AckTx acknowledges ms in the transaction tx: BEGIN, their ACKs and COMMIT in one
-// write. A broker that syncs its store once per transaction (ActiveMQ's KahaDB) then
-// syncs once for them all instead of once per ACK; if the connection dies before the
-// COMMIT is handled, none of them is acknowledged.
-func (c *Conn) AckTx(tx string, ms ...*frame.Frame) error {
-	if len(ms) == 0 {
-		return nil
-	}
-	fs := make([]*frame.Frame, 0, len(ms)+2)
-	fs = append(fs, frame.New(frame.BEGIN, frame.Transaction, tx))
-	for _, m := range ms {
-		f := c.ackFrame(m)
-		f.Header.Add(frame.Transaction, tx)
-		fs = append(fs, f)
-	}
-	return c.write(append(fs, frame.New(frame.COMMIT, frame.Transaction, tx))...)
-}
-
 // ackFrame is the ACK of m as the negotiated version says: by its ack header in 1.2, by
 // message-id and subscription before.
 func (c *Conn) ackFrame(m *frame.Frame) *frame.Frame {
