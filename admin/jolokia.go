@@ -77,18 +77,42 @@ type jolokiaView struct {
 	beans []mbean
 }
 
-func (s *Server) jolokiaView(canonical bool) *jolokiaView {
+// objectNames is an attribute listing MBeans (the broker's Queues and Topics): it
+// renders as Jolokia renders ObjectName[], [{"objectName": "..."}], canonical or not
+// as the request asks.
+type objectNames []objectName
+
+func (ns objectNames) render(canonical bool) []any {
+	out := make([]any, len(ns))
+	for i, n := range ns {
+		out[i] = map[string]any{"objectName": nameString(n, canonical)}
+	}
+	return out
+}
+
+// render turns an attribute's value into its JSON form.
+func render(v any, canonical bool) any {
+	if ns, ok := v.(objectNames); ok {
+		return ns.render(canonical)
+	}
+	return v
+}
+
+// renderAll is the JSON form of some attributes.
+func renderAll(attrs map[string]any, canonical bool) map[string]any {
+	out := make(map[string]any, len(attrs))
+	for k, v := range attrs {
+		out[k] = render(v, canonical)
+	}
+	return out
+}
+
+func (s *Server) jolokiaView() *jolokiaView {
 	ov := s.o.Backend.Overview()
 	ds := s.o.Backend.Destinations("")
 	brokerName := encodeNamePart(ov.Name)
 	broker := objectName{domain: jolokiaDomain, keys: []nameKey{{"type", "Broker"}, {"brokerName", brokerName}}}
-	nameOf := func(n objectName) string {
-		if canonical {
-			return n.canonical()
-		}
-		return n.String()
-	}
-	queues, topics := []any{}, []any{}
+	queues, topics := objectNames{}, objectNames{}
 	var consumers, producers, enq, deq, msgs int64
 	var beans []mbean
 	for _, d := range ds {
@@ -103,11 +127,10 @@ func (s *Server) jolokiaView(canonical bool) *jolokiaView {
 		}
 		n := objectName{domain: jolokiaDomain, keys: append(append([]nameKey(nil), broker.keys...),
 			nameKey{"destinationType", typ}, nameKey{"destinationName", encodeNamePart(short)})}
-		ref := map[string]any{"objectName": nameOf(n)}
 		if typ == "Queue" {
-			queues = append(queues, ref)
+			queues = append(queues, n)
 		} else {
-			topics = append(topics, ref)
+			topics = append(topics, n)
 		}
 		consumers += int64(d.Consumers)
 		producers += int64(d.Producers)
@@ -205,7 +228,7 @@ func (s *Server) jolokia(w http.ResponseWriter, r *http.Request) {
 		if jerr != nil {
 			resp = errorResponse(nil, jerr)
 		} else {
-			resp = s.jolokiaView(canonical).handle(req, canonical)
+			resp = s.jolokiaView().handle(req, canonical)
 		}
 		writeJolokia(w, resp)
 	case http.MethodPost:
@@ -221,7 +244,7 @@ func (s *Server) jolokia(w http.ResponseWriter, r *http.Request) {
 				writeJolokia(w, errorResponse(nil, jolokiaErr(400, illegalArgument, "invalid JSON request: %v", err)))
 				return
 			}
-			view := s.jolokiaView(canonical)
+			view := s.jolokiaView()
 			out := make([]map[string]any, len(reqs))
 			for i, req := range reqs {
 				out[i] = view.handle(req, canonicalFor(req, canonical))
@@ -235,7 +258,7 @@ func (s *Server) jolokia(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		c := canonicalFor(req, canonical)
-		writeJolokia(w, s.jolokiaView(c).handle(req, c))
+		writeJolokia(w, s.jolokiaView().handle(req, c))
 	default:
 		w.Header().Set("Allow", "GET, POST")
 		writeJolokia(w, errorResponse(nil, jolokiaErr(405, illegalArgument, "HTTP method %s is not supported: use GET or POST", r.Method)))
@@ -452,13 +475,13 @@ func (v *jolokiaView) read(req jolokiaRequest, canonical bool) map[string]any {
 		var value any
 		switch {
 		case attrs == nil:
-			value = b.attrs
+			value = renderAll(b.attrs, canonical)
 		case !several:
 			x, ok := b.attrs[attrs[0]]
 			if !ok {
 				return errorResponse(echo, jolokiaErr(404, attributeNotFound, "No such attribute: %s", attrs[0]))
 			}
-			value = x
+			value = render(x, canonical)
 		default:
 			m := map[string]any{}
 			for _, a := range attrs {
@@ -466,7 +489,7 @@ func (v *jolokiaView) read(req jolokiaRequest, canonical bool) map[string]any {
 				if !ok {
 					return errorResponse(echo, jolokiaErr(404, attributeNotFound, "No such attribute: %s", a))
 				}
-				m[a] = x
+				m[a] = render(x, canonical)
 			}
 			value = m
 		}
@@ -486,13 +509,11 @@ func (v *jolokiaView) read(req jolokiaRequest, canonical bool) map[string]any {
 	for _, b := range beans {
 		m := map[string]any{}
 		if attrs == nil {
-			for k, x := range b.attrs {
-				m[k] = x
-			}
+			m = renderAll(b.attrs, canonical)
 		}
 		for _, a := range attrs {
 			if x, ok := b.attrs[a]; ok {
-				m[a] = x
+				m[a] = render(x, canonical)
 			}
 		}
 		if len(m) > 0 {

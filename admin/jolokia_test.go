@@ -209,12 +209,16 @@ func TestJolokiaPost(t *testing.T) {
 		{"type":"read","mbean":"org.apache.activemq:type=Broker,brokerName=localhost","attribute":["TotalMessageCount","BrokerName"]},
 		{"type":"read","mbean":"org.apache.activemq:type=Broker,brokerName=localhost,destinationType=Queue,destinationName=nope"},
 		{"type":"exec","mbean":"org.apache.activemq:type=Broker,brokerName=localhost","operation":"removeQueue","arguments":["orders"]},
-		{"type":"read","mbean":"org.apache.activemq:type=Broker,brokerName=localhost,destinationType=Queue,destinationName=*","attribute":"QueueSize","config":{"canonicalNaming":false}}
+		{"type":"read","mbean":"org.apache.activemq:type=Broker,brokerName=localhost,destinationType=Queue,destinationName=*","attribute":"QueueSize","config":{"canonicalNaming":false}},
+		{"type":"read","mbean":"org.apache.activemq:type=Broker,brokerName=localhost","attribute":"Topics","config":{"canonicalNaming":false}},
+		{"type":"read","mbean":"org.apache.activemq:type=Broker,brokerName=localhost","attribute":"Topics"}
 	]`)
 	require.Equal(t, 200, resp.StatusCode)
 	var many []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(body), &many), body)
-	require.Len(t, many, 4)
+	require.Len(t, many, 6)
+	assert.Equal(t, []any{map[string]any{"objectName": "org.apache.activemq:type=Broker,brokerName=localhost,destinationType=Topic,destinationName=prices"}}, many[4]["value"])
+	assert.Equal(t, []any{map[string]any{"objectName": "org.apache.activemq:brokerName=localhost,destinationName=prices,destinationType=Topic,type=Broker"}}, many[5]["value"])
 	assert.Equal(t, map[string]any{"TotalMessageCount": 8.0, "BrokerName": "localhost"}, many[0]["value"])
 	assert.EqualValues(t, 404, many[1]["status"])
 	assert.EqualValues(t, 403, many[2]["status"])
