@@ -391,8 +391,9 @@ func errorResponse(request map[string]any, e *jolokiaError) map[string]any {
 // find returns the MBeans pattern names.
 func (v *jolokiaView) find(pattern objectName) []mbean {
 	var out []mbean
+	match := pattern.matcher()
 	for _, b := range v.beans {
-		if pattern.matches(b.name) {
+		if match(b.name) {
 			out = append(out, b)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -288,4 +290,34 @@ func TestObjectName(t *testing.T) {
 	assert.Equal(t, "2 hours", printDuration(2*time.Hour))
 	assert.Equal(t, "3 days 12 hours", printDuration(84*time.Hour))
 	assert.Equal(t, "1 day", printDuration(24*time.Hour))
+}
+
+// manyQueues is a fake broker with n queues.
+type manyQueues struct {
+	jolokiaBackend
+	n int
+}
+
+func (m *manyQueues) Destinations(string) []Destination {
+	ds := make([]Destination, m.n)
+	for i := range ds {
+		ds[i] = Destination{Name: "/queue/q." + strconv.Itoa(i), Type: "queue", Messages: int64(i)}
+	}
+	return ds
+}
+
+// BenchmarkJolokiaPatternRead: every queue's QueueSize of a broker with 1000 queues,
+// the read a monitoring script makes each minute.
+func BenchmarkJolokiaPatternRead(b *testing.B) {
+	s, err := New(Options{Backend: &manyQueues{n: 1000}})
+	require.NoError(b, err)
+	h := s.Handler()
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/jolokia/read/org.apache.activemq:type=Broker,brokerName=localhost,destinationType=Queue,destinationName=*/QueueSize", nil))
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"status":200`) {
+			b.Fatal(rec.Body.String())
+		}
+	}
 }

@@ -179,25 +179,32 @@ func valuePattern(v string) bool {
 // matches reports whether the MBean named name (not a pattern) is one of pattern n's.
 // Values compare unquoted: "orders" and orders name the same queue here, as ActiveMQ
 // never quotes its names.
-func (n objectName) matches(name objectName) bool {
-	if !glob(n.domain, name.domain, false) {
-		return false
+func (n objectName) matches(name objectName) bool { return n.matcher()(name) }
+
+// matcher compiles n's globs once, for matching many names.
+func (n objectName) matcher() func(objectName) bool {
+	domain := globRE(n.domain, false)
+	values := make([]*regexp.Regexp, len(n.keys))
+	for i, k := range n.keys {
+		values[i] = globRE(k.value, true)
 	}
-	if !n.anyKeys && len(n.keys) != len(name.keys) {
-		return false
-	}
-	for _, k := range n.keys {
-		v, ok := name.get(k.key)
-		if !ok || !glob(k.value, v, true) {
+	return func(name objectName) bool {
+		if !domain.MatchString(name.domain) || (!n.anyKeys && len(n.keys) != len(name.keys)) {
 			return false
 		}
+		for i, k := range n.keys {
+			v, ok := name.get(k.key)
+			if !ok || !values[i].MatchString(v) {
+				return false
+			}
+		}
+		return true
 	}
-	return true
 }
 
-// glob matches s against pattern p (* any run, ? one character); a quoted p is
-// unquoted first, its \* and \? standing for themselves.
-func glob(p, s string, value bool) bool {
+// globRE compiles pattern p (* any run, ? one character); a quoted value is unquoted
+// first, its \* and \? standing for themselves.
+func globRE(p string, value bool) *regexp.Regexp {
 	var re strings.Builder
 	re.WriteString("^")
 	quoted := value && len(p) >= 2 && p[0] == '"'
@@ -223,13 +230,12 @@ func glob(p, s string, value bool) bool {
 		}
 	}
 	re.WriteString("$")
-	ok, err := regexp.MatchString(re.String(), s)
-	return err == nil && ok
+	return regexp.MustCompile(re.String()) // every part is quoted: it compiles
 }
 
 // encodeNamePart is ActiveMQ's JMXSupport.encodeObjectNamePart: how a broker or
 // destination name becomes an ObjectName value (':' ',' quotes become '_', '?' "&qe;",
 // '=' "&amp;", '*' "&ast;").
-func encodeNamePart(s string) string {
-	return strings.NewReplacer(":", "_", ",", "_", "'", "_", `"`, "_", "?", "&qe;", "=", "&amp;", "*", "&ast;").Replace(s)
-}
+func encodeNamePart(s string) string { return namePartEncoder.Replace(s) }
+
+var namePartEncoder = strings.NewReplacer(":", "_", ",", "_", "'", "_", `"`, "_", "?", "&qe;", "=", "&amp;", "*", "&ast;")
