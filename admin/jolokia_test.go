@@ -321,3 +321,20 @@ func BenchmarkJolokiaPatternRead(b *testing.B) {
 		}
 	}
 }
+
+// TestJolokiaPathEscapes: "!/" is a slash inside a part, "!!" a "!", and a
+// percent-encoded slash works too.
+func TestJolokiaPathEscapes(t *testing.T) {
+	for raw, want := range map[string][]string{
+		"read/d:name=a!/b/Attr":        {"read", "d:name=a/b", "Attr"},
+		"read/d:name=a%2Fb/Attr/x":     {"read", "d:name=a/b", "Attr", "x"},
+		"read/d:name=wow!!/Attr":       {"read", "d:name=wow!", "Attr"},
+		"read/d:name=x%20y/Attr,Other": {"read", "d:name=x y", "Attr,Other"},
+	} {
+		got, err := splitJolokiaPath(raw)
+		require.NoError(t, err, raw)
+		assert.Equal(t, want, got, raw)
+	}
+	_, err := splitJolokiaPath("read/d:name=%zz")
+	assert.Error(t, err)
+}
