@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"bytes"
+	"compress/gzip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,4 +113,36 @@ func TestConfigImportDeadLetterPrefix(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("nothing on /queue/DEAD.ORDERS.eu\n%s", b.Log())
 	}
+}
+
+// TestConfigImportCommand: a gzipped file converts (YAML on stdout, report on
+// stderr); XML that does not parse exits 1 and writes no YAML.
+func TestConfigImportCommand(t *testing.T) {
+	dir := t.TempDir()
+	xml := `<beans><broker xmlns="http://activemq.apache.org/schema/core" brokerName="gz" persistent="false"/></beans>`
+	var gz bytes.Buffer
+	z := gzip.NewWriter(&gz)
+	_, err := z.Write([]byte(xml))
+	require.NoError(t, err)
+	require.NoError(t, z.Close())
+	src := filepath.Join(dir, "activemq.xml.gz")
+	require.NoError(t, os.WriteFile(src, gz.Bytes(), 0o600))
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(brokerBin, "config", "import", src)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	assert.Contains(t, stdout.String(), "brokerName: gz")
+	assert.Contains(t, stderr.String(), "summary: ")
+
+	bad := filepath.Join(dir, "bad.xml")
+	require.NoError(t, os.WriteFile(bad, []byte("<beans><broker></beans>"), 0o600))
+	out := filepath.Join(dir, "bad.yaml")
+	cmd = exec.Command(brokerBin, "config", "import", bad, "-o", out)
+	b, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "%s", b)
+	assert.Equal(t, 1, ee.ExitCode())
+	assert.Contains(t, string(b), "not well-formed XML")
+	_, err = os.Stat(out)
+	assert.True(t, os.IsNotExist(err), "no YAML is written for a file that does not parse")
 }

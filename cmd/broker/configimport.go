@@ -27,7 +27,7 @@ func newConfigCommand() *cobra.Command {
 
 // newConfigImportCommand is `broker config import activemq.xml [-o FILE]`.
 func newConfigImportCommand() *cobra.Command {
-	var out, report, base, data, login string
+	var out, report, base, conf, data, login string
 	c := &cobra.Command{
 		Use:   "import activemq.xml",
 		Short: "Convert ActiveMQ's activemq.xml (or .xml.gz) into activemq-style.yaml",
@@ -46,17 +46,20 @@ value cannot be converted safely (deleteAllMessagesOnStartup="true"); 2 usage er
 			if err != nil {
 				return err
 			}
+			abs, err := filepath.Abs(args[0])
+			if err != nil {
+				return err
+			}
 			if base == "" {
-				abs, err := filepath.Abs(args[0])
-				if err != nil {
-					return err
-				}
 				base = filepath.Dir(abs)
+			}
+			if conf == "" {
+				conf = filepath.Dir(abs)
 			}
 			if data == "" {
 				data = base
 			}
-			res, err := xmlconfig.Convert(in, xmlconfig.Options{Base: base, Data: data, LoginConfig: login, Source: args[0]})
+			res, err := xmlconfig.Convert(in, xmlconfig.Options{Base: base, Conf: conf, Data: data, LoginConfig: login, Source: args[0]})
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
@@ -82,7 +85,8 @@ value cannot be converted safely (deleteAllMessagesOnStartup="true"); 2 usage er
 	f := c.Flags()
 	f.StringVarP(&out, "output", "o", "", "YAML file to write (default stdout)")
 	f.StringVar(&report, "report", "", "file to write the report to (default stderr)")
-	f.StringVar(&base, "activemq-base", "", "${activemq.base}, ${activemq.home}; ${activemq.conf} is its conf/ (default the XML file's directory)")
+	f.StringVar(&base, "activemq-base", "", "${activemq.base} and ${activemq.home} (default the XML file's directory)")
+	f.StringVar(&conf, "activemq-conf", "", "${activemq.conf} (default the XML file's directory)")
 	f.StringVar(&data, "activemq-data", "", "${activemq.data} (default the XML file's directory)")
 	f.StringVar(&login, "login-config", "", "JAAS login.config a jaasAuthenticationPlugin reads")
 	return c

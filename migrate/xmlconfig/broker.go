@@ -29,7 +29,7 @@ func (c *conv) convertBroker(b *node) error {
 		c.broker.set("schedulerSupport", typed(c.val(v)))
 	} else {
 		c.broker.set("schedulerSupport", false)
-		c.res.Items = append(c.res.Items, Item{Line: b.line, Element: "broker@schedulerSupport", Status: Differs,
+		c.res.Items = append(c.res.Items, Item{Line: b.line, Element: b.path() + "@schedulerSupport", Status: Differs,
 			Note: "absent, ActiveMQ's default false is written out (the broker's own default is true)"})
 	}
 	c.copyAttrs(b, c.broker, "advisorySupport", "populateJMSXUserID", "useAuthenticatedPrincipalForJMSXUserID",
@@ -85,7 +85,7 @@ func (c *conv) convertBroker(b *node) error {
 	}
 	if !c.hasConnector {
 		c.top.set("transportConnectors", []any{map[string]any{"name": "stomp", "uri": "stomp://0.0.0.0:61613"}})
-		c.res.Items = append(c.res.Items, Item{Line: b.line, Element: "broker/transportConnectors", Status: Differs,
+		c.res.Items = append(c.res.Items, Item{Line: b.line, Element: b.path() + "/transportConnectors", Status: Differs,
 			Note: "no STOMP connector in the file: one named stomp on stomp://0.0.0.0:61613 is written"})
 	}
 	if len(c.policies) > 0 {
@@ -161,16 +161,39 @@ func (c *conv) jdbc(k *node, block *omap) string {
 		}
 	}
 	u := props["url"]
+	class := ""
+	if bean != nil {
+		class, _ = bean.attr("class")
+	}
+	if u == "" && strings.HasPrefix(class, "org.postgresql.") { // PGSimpleDataSource, PGPoolingDataSource
+		host, port := props["serverName"], props["portNumber"]
+		if host == "" {
+			host = "localhost"
+		}
+		if port == "" || port == "0" {
+			port = "5432"
+		}
+		u = "jdbc:postgresql://" + host + ":" + port + "/" + props["databaseName"]
+		props["username"] = props["user"]
+	}
 	if !strings.HasPrefix(u, "jdbc:postgresql:") && !strings.HasPrefix(u, "${") {
-		c.report(k, Unsupported, fmt.Sprintf("data source %q: only PostgreSQL (jdbc:postgresql:) is supported; the kahaDB adapter is used instead", redactURL(u)))
+		what := redactURL(u)
+		if what == "" {
+			what = class
+		}
 		k.attr("createTablesOnStartup")
+		k.attr("dataDirectory")
+		c.report(k, Unsupported, fmt.Sprintf("data source %s (%s): only PostgreSQL is supported; the kahaDB adapter is used instead", ref, what))
 		return "kahaDB"
 	}
+	if _, ok := k.attr("dataDirectory"); ok {
+		c.reportAttr(k, "dataDirectory", Unsupported, "the jdbc adapter keeps nothing on disk")
+	}
 	block.set("url", u)
-	if v, ok := props["username"]; ok {
+	if v := props["username"]; v != "" {
 		block.set("user", v)
 	}
-	if v, ok := props["password"]; ok {
+	if v := props["password"]; v != "" {
 		block.set("password", v)
 	}
 	c.copyAttrs(k, block, "createTablesOnStartup", "lockKeepAlivePeriod", "cleanupPeriod", "useLock")
@@ -240,7 +263,11 @@ func (c *conv) connectors(n *node) {
 			tls = true
 		case "ws":
 		default:
-			c.report(k, Unsupported, fmt.Sprintf("%s (%s): only STOMP is spoken (stomp, stomp+ssl, ws, wss); clients of this protocol will not connect", name, scheme))
+			label := name
+			if label == "" {
+				label = raw
+			}
+			c.report(k, Unsupported, fmt.Sprintf("%s (%s): only STOMP is spoken (stomp, stomp+ssl, ws, wss); clients of this protocol will not connect", label, scheme))
 			continue
 		}
 		hostport, query, _ := strings.Cut(rest, "?")

@@ -35,6 +35,7 @@ func (c *conv) plugins(n *node) {
 					}
 					c.leftover(u, "no counterpart")
 					users = append(users, um)
+					c.report(u, Converted, "")
 				}
 			}
 			if users != nil {

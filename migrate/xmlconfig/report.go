@@ -74,10 +74,10 @@ func (r *Result) WriteReport(w io.Writer) error {
 			fmt.Fprintf(&b, "  %s (was %s)\n", v, r.Env[v])
 		}
 	}
+	if len(r.Commands) > 0 {
+		fmt.Fprintln(&b, "commands producing the PEM files sslContext reads (each asks for the store's password):")
+	}
 	for _, c := range r.Commands {
-		if b.Len() > 0 && c == r.Commands[0] {
-			fmt.Fprintln(&b, "commands producing the PEM files sslContext reads:")
-		}
 		fmt.Fprintln(&b, "  "+c)
 	}
 	fmt.Fprintf(&b, "summary: %d converted, %d converted with a difference, %d not supported\n",

@@ -28,6 +28,8 @@ import (
 type Options struct {
 	// Base is ${activemq.base} and ${activemq.home}; ${activemq.conf} is Base/conf.
 	Base string
+	// Conf is ${activemq.conf}; "" is Base/conf.
+	Conf string
 	// Data is ${activemq.data}; "" is Base/data.
 	Data string
 	// LoginConfig is the JAAS login.config a jaasAuthenticationPlugin names; "" for none.
@@ -53,12 +55,16 @@ type conv struct {
 	policies []*omap
 	beans    map[string]*node
 
+	reported     map[*node]Status // elements with a report line
 	hasConnector bool
 	err          error // the first value that cannot be converted safely
 }
 
 // Convert converts an activemq.xml document.
 func Convert(data []byte, o Options) (*Result, error) {
+	if o.Conf == "" {
+		o.Conf = filepath.Join(o.Base, "conf")
+	}
 	if o.Data == "" {
 		o.Data = filepath.Join(o.Base, "data")
 	}
@@ -66,7 +72,8 @@ func Convert(data []byte, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &conv{o: o, res: &Result{Env: map[string]string{}}, top: newMap(), beans: map[string]*node{}}
+	c := &conv{o: o, res: &Result{Env: map[string]string{}}, top: newMap(), beans: map[string]*node{},
+		reported: map[*node]Status{}}
 	c.broker = c.top.sub("broker")
 	for _, b := range root.find("bean") {
 		if id, ok := b.attr("id"); ok {
@@ -84,6 +91,7 @@ func Convert(data []byte, o Options) (*Result, error) {
 		if err := c.convertBroker(brokers[0]); err != nil {
 			return nil, err
 		}
+		c.sweep(brokers[0])
 	} else {
 		c.res.Items = append(c.res.Items, Item{Line: 1, Element: "broker", Status: Unsupported,
 			Note: "the file has no <broker> element: the YAML keeps every default"})
@@ -125,7 +133,11 @@ func (c *conv) outside(root *node, brokers []*node) {
 				}
 			case "import":
 				res, _ := k.attr("resource")
-				c.report(k, Unsupported, "imported file "+res+" is not read (jetty.xml: the admin listener is broker.adminAddress)")
+				note := "imported file " + res + " is not read"
+				if strings.Contains(res, "jetty") {
+					note += ": the web console and REST API are the admin listener, broker.adminAddress"
+				}
+				c.report(k, Unsupported, note)
 			default:
 				c.report(k, Unsupported, "outside <broker>: no counterpart")
 			}
@@ -150,12 +162,37 @@ func (c *conv) usedBean(b *node, brokers []*node) bool {
 }
 
 func (c *conv) report(n *node, s Status, note string) {
+	if old, ok := c.reported[n]; !ok || s > old {
+		c.reported[n] = s
+	}
 	c.res.Items = append(c.res.Items, Item{Line: n.line, Element: n.path(), Status: s, Note: note})
 }
 
 func (c *conv) reportAttr(n *node, attr string, s Status, note string) {
 	n.done[attr] = true
 	c.res.Items = append(c.res.Items, Item{Line: n.line, Element: n.path() + "@" + attr, Status: s, Note: note})
+}
+
+// sweep reports what the converter did not read: attributes nothing consumed and
+// elements with no report line of their own or of a descendant (wrappers such as
+// <policyEntries> are accounted for by their entries). An element reported not
+// supported accounts for its whole subtree.
+func (c *conv) sweep(n *node) bool {
+	st, ok := c.reported[n]
+	if ok && st == Unsupported {
+		return true
+	}
+	covered := ok
+	for _, k := range n.kids {
+		if c.sweep(k) {
+			covered = true
+		}
+	}
+	c.leftover(n, "no counterpart")
+	if !covered {
+		c.report(n, Unsupported, "no counterpart")
+	}
+	return true
 }
 
 // leftover reports the attributes of n nothing consumed.
@@ -177,7 +214,7 @@ func (c *conv) val(s string) string {
 		case "activemq.base", "activemq.home":
 			return c.o.Base
 		case "activemq.conf":
-			return filepath.Join(c.o.Base, "conf")
+			return c.o.Conf
 		case "activemq.data":
 			return c.o.Data
 		}

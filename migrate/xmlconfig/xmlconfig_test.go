@@ -99,6 +99,7 @@ func TestConvertMappings(t *testing.T) {
 		want   want
 		absent []string
 		report []string // substrings the report must contain
+		never  []string // substrings it must not contain
 		check  func(t *testing.T, c *config.Config)
 	}{
 		{
@@ -151,6 +152,15 @@ func TestConvertMappings(t *testing.T) {
 				"persistenceAdapter.jdbc.password": "${DB_PASSWORD}", "persistenceAdapter.jdbc.createTablesOnStartup": false,
 				"persistenceAdapter.jdbc.lockKeepAlivePeriod": 5000, "persistenceAdapter.jdbc.tablePrefix": "AMQ_"},
 			report: []string{"DB_PASSWORD (was ${db.password})"},
+		},
+		{
+			name: "jdbc with a PGPoolingDataSource",
+			xml: `<beans><broker><persistenceAdapter><jdbcPersistenceAdapter dataSource="#pg"/></persistenceAdapter></broker>
+  <bean id="pg" class="org.postgresql.ds.PGPoolingDataSource"><property name="serverName" value="db1"/>
+  <property name="databaseName" value="amq"/><property name="portNumber" value="0"/>
+  <property name="user" value="activemq"/><property name="password" value="${pg.password}"/></bean></beans>`,
+			want: want{"persistenceAdapter.jdbc.url": "jdbc:postgresql://db1:5432/amq", "persistenceAdapter.jdbc.user": "activemq",
+				"persistenceAdapter.jdbc.password": "${PG_PASSWORD}"},
 		},
 		{
 			name:   "jdbc with another database",
@@ -260,6 +270,7 @@ func TestConvertMappings(t *testing.T) {
 				<virtualTopic name="VT.>" prefix="C.*." selectorAware="true"/>
 				<compositeQueue name="ALL"><forwardTo><queue physicalName="A"/></forwardTo></compositeQueue>
 			</virtualDestinations></virtualDestinationInterceptor></destinationInterceptors>`),
+			never:  []string{"virtualDestinationInterceptor: not supported", "virtualDestinations: not supported"},
 			want:   want{"virtualTopics.enabled": true, "virtualTopics.name": "VT.>", "virtualTopics.prefix": "C.*."},
 			report: []string{"virtualTopic@selectorAware: not supported", "compositeQueue: not supported: composite destinations"},
 		},
@@ -279,7 +290,8 @@ func TestConvertMappings(t *testing.T) {
 				"plugins.simpleAuthentication.users.1.username": "app",
 				"plugins.authorization.entries.0.queue":         ">", "plugins.authorization.entries.1.topic": "ActiveMQ.Advisory.>",
 				"plugins.authorization.tempDestination.read": "users"},
-			report: []string{"ACTIVEMQ_PASSWORD (was ${activemq.password})"},
+			report: []string{"ACTIVEMQ_PASSWORD (was ${activemq.password})", "authenticationUser: converted"},
+			never:  []string{": not supported"},
 			check: func(t *testing.T, c *config.Config) {
 				if c.Plugins.Authorization == nil || len(c.Plugins.Users) != 2 {
 					t.Errorf("plugins = %+v", c.Plugins)
@@ -329,6 +341,11 @@ func TestConvertMappings(t *testing.T) {
 			var rep bytes.Buffer
 			if err := res.WriteReport(&rep); err != nil {
 				t.Fatal(err)
+			}
+			for _, s := range tc.never {
+				if strings.Contains(rep.String(), s) {
+					t.Errorf("report has %q:\n%s", s, rep.String())
+				}
 			}
 			for _, s := range tc.report {
 				if !strings.Contains(rep.String(), s) {
