@@ -88,6 +88,15 @@ func (c *conv) convertBroker(b *node) error {
 		c.res.Items = append(c.res.Items, Item{Line: b.line, Element: b.path() + "/transportConnectors", Status: Differs,
 			Note: "no STOMP connector in the file: one named stomp on stomp://0.0.0.0:61613 is written"})
 	}
+	if _, ok := c.top.get("sslContext"); !ok && c.tlsConnector != nil {
+		s := newMap()
+		s.set("certFile", filepath.Join(c.o.Conf, "broker-cert.pem"))
+		s.set("keyFile", filepath.Join(c.o.Conf, "broker-key.pem"))
+		c.top.set("sslContext", s)
+		c.res.Items = append(c.res.Items, Item{Line: c.tlsConnector.line, Element: c.tlsConnector.path(), Status: Differs,
+			Note: "a TLS connector without <sslContext> (ActiveMQ read javax.net.ssl.keyStore): sslContext names PEM files in " + c.o.Conf + " to write from that key store (KEYSTORE in the commands below)"})
+		c.keyStoreCommands("KEYSTORE", filepath.Join(c.o.Conf, "broker.p12"), filepath.Join(c.o.Conf, "broker-cert.pem"), filepath.Join(c.o.Conf, "broker-key.pem"))
+	}
 	if len(c.policies) > 0 {
 		list := make([]any, len(c.policies))
 		for i, p := range c.policies {
@@ -293,6 +302,9 @@ func (c *conv) connectors(n *node) {
 		}
 		list = append(list, map[string]any{"name": name, "uri": u})
 		c.hasConnector = true
+		if tls {
+			c.tlsConnector = k
+		}
 		switch {
 		case len(dropped) > 0:
 			c.report(k, Differs, "options without a counterpart dropped: "+strings.Join(dropped, ", "))
@@ -403,11 +415,7 @@ func (c *conv) sslContext(n *node) {
 		cert, key := filepath.Join(dir, "broker-cert.pem"), filepath.Join(dir, "broker-key.pem")
 		s.set("certFile", cert)
 		s.set("keyFile", key)
-		p12 := strings.TrimSuffix(ks, filepath.Ext(ks)) + ".p12"
-		c.res.Commands = append(c.res.Commands,
-			fmt.Sprintf("keytool -importkeystore -srckeystore %s -destkeystore %s -deststoretype PKCS12", ks, p12),
-			fmt.Sprintf("openssl pkcs12 -in %s -nokeys -out %s", p12, cert),
-			fmt.Sprintf("openssl pkcs12 -in %s -nocerts -nodes -out %s", p12, key))
+		c.keyStoreCommands(ks, strings.TrimSuffix(ks, filepath.Ext(ks))+".p12", cert, key)
 	}
 	if ts, ok := inner.attr("trustStore"); ok {
 		ts = c.path(c.val(ts))
@@ -431,4 +439,13 @@ func (c *conv) path(p string) string {
 		p = filepath.Join(c.o.Base, p)
 	}
 	return p
+}
+
+// keyStoreCommands adds the commands turning a Java key store into the PEM
+// certificate chain and unencrypted key sslContext reads.
+func (c *conv) keyStoreCommands(ks, p12, cert, key string) {
+	c.res.Commands = append(c.res.Commands,
+		fmt.Sprintf("keytool -importkeystore -srckeystore %s -destkeystore %s -deststoretype PKCS12", ks, p12),
+		fmt.Sprintf("openssl pkcs12 -in %s -nokeys -out %s", p12, cert),
+		fmt.Sprintf("openssl pkcs12 -in %s -nocerts -nodes -out %s", p12, key))
 }

@@ -57,6 +57,7 @@ type conv struct {
 
 	reported     map[*node]Status // elements with a report line
 	hasConnector bool
+	tlsConnector *node // a converted TLS connector, nil for none
 	err          error // the first value that cannot be converted safely
 }
 

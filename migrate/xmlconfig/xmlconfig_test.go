@@ -14,6 +14,7 @@ import (
 	"io"
 	"math/big"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -304,6 +305,13 @@ func TestConvertMappings(t *testing.T) {
 			want: want{"plugins.jaasProperties.users": filepath.Join(base, "users.properties"), "plugins.jaasProperties.reload": true},
 		},
 		{
+			name: "TLS connector without sslContext",
+			xml:  wrap(``, `<transportConnectors><transportConnector name="stomp+ssl" uri="stomp+ssl://0.0.0.0:61612?needClientAuth=false"/></transportConnectors>`),
+			want: want{"sslContext.certFile": filepath.Join(base, "conf", "broker-cert.pem"),
+				"transportConnectors.0.uri": "stomp+ssl://0.0.0.0:61612?needClientAuth=false"},
+			report: []string{"a TLS connector without <sslContext>"},
+		},
+		{
 			name: "sslContext",
 			xml: wrap(``, `<sslContext><sslContext keyStore="file:${activemq.conf}/broker.ks" keyStorePassword="password"
 				trustStore="file:${activemq.conf}/broker.ts" trustStorePassword="password"/></sslContext>`),
@@ -459,5 +467,49 @@ func TestConvertDebianExamples(t *testing.T) {
 	t.Logf("%d files converted (%d with a <broker>), %d distinct unsupported elements/attributes", len(files), brokers, len(unsupported))
 	for e := range unsupported {
 		t.Log("  unsupported:", e)
+	}
+}
+
+// TestConvertKeyStoreCommands makes Java key stores with keytool, converts an
+// sslContext naming them, runs the report's commands (passwords given on the
+// command line instead of at the prompts) and loads the result: the PEM files
+// land where the YAML expects them and config.Load accepts them.
+func TestConvertKeyStoreCommands(t *testing.T) {
+	for _, tool := range []string{"keytool", "openssl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed (Debian's activemq package brings Java's keytool): %v", tool, err)
+		}
+	}
+	dir := t.TempDir()
+	run := func(script string) {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
+	}
+	run(`keytool -genkeypair -alias broker -keyalg RSA -keysize 2048 -dname CN=localhost -validity 2 -storetype JKS -keystore broker.ks -storepass secret -keypass secret &&
+		keytool -exportcert -alias broker -keystore broker.ks -storepass secret -file broker.der &&
+		keytool -importcert -noprompt -alias broker -file broker.der -storetype JKS -keystore broker.ts -storepass secret`)
+	xml := wrap(`persistent="false"`, `<sslContext><sslContext keyStore="broker.ks" keyStorePassword="${ks.password}"
+		trustStore="broker.ts" trustStorePassword="${ks.password}"/></sslContext>
+		<transportConnectors><transportConnector name="ssl" uri="stomp+ssl://127.0.0.1:0?transport.needClientAuth=true"/></transportConnectors>`)
+	res, err := xmlconfig.Convert([]byte(xml), xmlconfig.Options{Base: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Commands) != 4 {
+		t.Fatalf("commands: %q", res.Commands)
+	}
+	for _, c := range res.Commands {
+		c = strings.Replace(c, "-deststoretype PKCS12", "-deststoretype PKCS12 -srcstorepass secret -deststorepass secret", 1)
+		c = strings.Replace(c, "openssl pkcs12 ", "openssl pkcs12 -passin pass:secret ", 1)
+		c = strings.Replace(c, "keytool -list -rfc ", "keytool -list -rfc -storepass secret ", 1)
+		run(c)
+	}
+	cfg := load(t, res)
+	if cfg.SSLContext.Certificate == nil {
+		t.Error("no certificate loaded")
 	}
 }
