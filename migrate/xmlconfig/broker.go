@@ -37,9 +37,7 @@ func (c *conv) convertBroker(b *node) error {
 	if _, ok := b.attr("useJmx"); ok {
 		c.reportAttr(b, "useJmx", Unsupported, "no JMX: use the admin REST API (/api/) and /metrics on broker.adminAddress")
 	}
-	if _, ok := b.attr("offlineDurableSubscriberTimeout"); ok {
-		c.reportAttr(b, "offlineDurableSubscriberTimeout", Unsupported, "set per topic in destinationPolicy (offlineDurableSubscriberTimeout)")
-	}
+	offlineTimeout, hasOfflineTimeout := b.attr("offlineDurableSubscriberTimeout")
 	if _, ok := b.attr("schedulePeriodForDestinationPurge"); ok {
 		c.reportAttr(b, "schedulePeriodForDestinationPurge", Differs, "the broker checks gcInactiveDestinations by itself; dropped")
 	}
@@ -96,6 +94,19 @@ func (c *conv) convertBroker(b *node) error {
 		c.res.Items = append(c.res.Items, Item{Line: c.tlsConnector.line, Element: c.tlsConnector.path(), Status: Differs,
 			Note: "a TLS connector without <sslContext> (ActiveMQ read javax.net.ssl.keyStore): sslContext names PEM files in " + c.o.Conf + " to write from that key store (KEYSTORE in the commands below)"})
 		c.keyStoreCommands("KEYSTORE", filepath.Join(c.o.Conf, "broker.p12"), filepath.Join(c.o.Conf, "broker-cert.pem"), filepath.Join(c.o.Conf, "broker-key.pem"))
+	}
+	if hasOfflineTimeout {
+		// A broker-wide setting here is per policy entry: every topic entry gets it
+		// (an entry applies whole), and a topic ">" entry covers the other topics.
+		c.policyFor("topic", ">")
+		for _, p := range c.policies {
+			if _, topic := p.get("topic"); topic {
+				if _, own := p.get("offlineDurableSubscriberTimeout"); !own {
+					p.set("offlineDurableSubscriberTimeout", typed(c.val(offlineTimeout)))
+				}
+			}
+		}
+		c.reportAttr(b, "offlineDurableSubscriberTimeout", Differs, "written into every topic entry of destinationPolicy, with a topic \">\" entry for the others")
 	}
 	if len(c.policies) > 0 {
 		list := make([]any, len(c.policies))

@@ -121,6 +121,17 @@ func TestConvertMappings(t *testing.T) {
 			},
 		},
 		{
+			name: "broker offlineDurableSubscriberTimeout",
+			xml: wrap(`offlineDurableSubscriberTimeout="120000"`, `<destinationPolicy><policyMap><policyEntries>
+				<policyEntry topic="EVENTS.>" memoryLimit="1mb"/><policyEntry topic="AUDIT" offlineDurableSubscriberTimeout="5000"/>
+				<policyEntry queue=">" memoryLimit="1mb"/></policyEntries></policyMap></destinationPolicy>`),
+			want: want{"destinationPolicy.0.offlineDurableSubscriberTimeout": 120000,
+				"destinationPolicy.1.offlineDurableSubscriberTimeout": 5000,
+				"destinationPolicy.3.topic":                           ">", "destinationPolicy.3.offlineDurableSubscriberTimeout": 120000},
+			absent: []string{"destinationPolicy.2.offlineDurableSubscriberTimeout"},
+			report: []string{"broker@offlineDurableSubscriberTimeout: converted with a difference"},
+		},
+		{
 			name:   "scheduler default is ActiveMQ's",
 			xml:    wrap(`brokerName="b"`, ``),
 			want:   want{"broker.schedulerSupport": false},
