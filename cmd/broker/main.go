@@ -6,6 +6,7 @@
 //	broker passwd               print a password hash for the configuration's users
 //	broker send|consume|browse  send, receive and browse messages over STOMP
 //	broker list|stat|purge|move manage destinations through the admin API
+//	broker config import X.xml convert ActiveMQ's activemq.xml into the YAML configuration
 package main
 
 import (
@@ -42,6 +43,7 @@ func newRootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(serve, newBenchCommand(), newPasswdCommand(),
 		newSendCommand(), newConsumeCommand(), newBrowseCommand(),
-		newListCommand(), newStatCommand(), newPurgeCommand(), newMoveCommand())
+		newListCommand(), newStatCommand(), newPurgeCommand(), newMoveCommand(),
+		newConfigCommand())
 	return root
 }
