@@ -474,7 +474,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if c.b.sched != nil && c.b.sched.wants(m) {
 		return c.b.sched.maybeSchedule(ctx, dests, m, done)
 	}
-	batch, entries, refused := c.b.route(dests, m, c)
+	batch, entries, undos, refused := c.b.routeDedup(dests, m, c, true)
 	if len(streams) > 0 {
 		start = time.Time{} // done records the latency
 	}
@@ -491,6 +491,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	c.b.commit(batch, persistence.Sync, func(err error) {
 		destinations.SettleAll(entries, err)
 		if err != nil {
+			runUndo(undos)
 			err = storeError(err)
 		} else {
 			c.b.sent(persistent, start)
@@ -545,6 +546,16 @@ func (b *Broker) storeAndDispatch(batch persistence.Batch, entries []destination
 // entries to settle when it commits. A queue that refuses the message (memory full) does
 // not stop the others; its error is returned.
 func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *Conn) (persistence.Batch, []destinations.Accepted, error) {
+	batch, entries, _, refused := b.routeDedup(dests, m, from, false)
+	return batch, entries, refused
+}
+
+// routeDedup is route that, with dedup, first checks each destination's duplicate
+// detection (dedup.go): a destination that accepted m's id before is skipped, and the
+// id is recorded in the batch otherwise. undos forget the recorded ids (for a failed
+// store write).
+func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, from *Conn, dedup bool) (persistence.Batch, []destinations.Accepted, []func(), error) {
+	var undos []func()
 	var batch persistence.Batch
 	var entries []destinations.Accepted
 	var refused error
@@ -554,6 +565,16 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *
 		if i > 0 {
 			msg = m.Clone()
 			msg.Expires = expires
+		}
+		var undo func()
+		if dedup {
+			var dup bool
+			if dup, undo = b.duplicate(d, msg, &batch, from); dup {
+				continue
+			}
+			if undo != nil {
+				undos = append(undos, undo)
+			}
 		}
 		if d.Kind.IsTopic() {
 			t := b.topic(d.Name)
@@ -573,6 +594,9 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *
 		if err != nil {
 			// Other parts of a composite send go ahead; the producer hears of this one.
 			refused = b.memoryFull(from, q, err)
+			if undo != nil {
+				undo() // its retry is not a duplicate (a persistent id log entry stays, harmless until pruned)
+			}
 			continue
 		}
 		if !msg.Persistent {
@@ -584,7 +608,7 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *
 		batch.Add(msg)
 		entries = append(entries, destinations.Accepted{Q: q, E: e, Seq: msg.Seq})
 	}
-	return batch, entries, refused
+	return batch, entries, undos, refused
 }
 
 type ackCount struct {

@@ -184,7 +184,7 @@ func TestExpositionHasEveryImplementedName(t *testing.T) {
 		"broker_destinations", "broker_consumers",
 		"broker_messages_received_total", "broker_messages_delivered_total", "broker_messages_acknowledged_total",
 		"broker_messages_redelivered_total", "broker_messages_dead_lettered_total", "broker_messages_expired_total",
-		"broker_messages_discarded_total",
+		"broker_messages_discarded_total", "broker_messages_duplicate_total",
 		"broker_messages", "broker_messages_unacked",
 		"broker_queue_consumers", "broker_queue_enqueued_total", "broker_queue_dispatched_total", "broker_queue_acked_total",
 		"broker_queue_expired_total", "broker_queue_oldest_message_age_seconds", "broker_queue_memory_bytes", "broker_queue_memory_limit_bytes",
