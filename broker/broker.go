@@ -211,7 +211,7 @@ type Broker struct {
 
 	// dedups are the destinations' duplicate-detection caches, by qualified name (a
 	// nil one: detection off); see dedup.go.
-	dedupMu sync.Mutex
+	dedupMu sync.RWMutex
 	dedups  map[string]*dedupCache
 }
 

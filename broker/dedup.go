@@ -75,13 +75,18 @@ type dedupCache struct {
 // dedupFor returns the cache of d, creating it; nil when d's policy turns detection off.
 func (b *Broker) dedupFor(d destinations.Name) *dedupCache {
 	key := qualified(d)
+	b.dedupMu.RLock()
+	c, ok := b.dedups[key]
+	b.dedupMu.RUnlock()
+	if ok {
+		return c
+	}
 	b.dedupMu.Lock()
 	defer b.dedupMu.Unlock()
 	if c, ok := b.dedups[key]; ok {
 		return c
 	}
 	p := b.policyFor(d.Kind, d.Name)
-	var c *dedupCache
 	if p.DedupEnabled {
 		c = &dedupCache{log: dedupLogPrefix + key, size: max(p.DedupCacheSize, 1), window: p.DedupWindow, ids: map[string]*dedupEntry{}}
 	}
@@ -186,9 +191,9 @@ func (c *dedupCache) expireLocked(now time.Time) {
 
 // dedupStats sets s.Duplicates from the cache of d.
 func (b *Broker) dedupStats(s *destinations.Stats, d destinations.Name) {
-	b.dedupMu.Lock()
+	b.dedupMu.RLock()
 	c := b.dedups[qualified(d)]
-	b.dedupMu.Unlock()
+	b.dedupMu.RUnlock()
 	if c != nil {
 		s.Duplicates = c.dups.Load()
 	}
