@@ -80,6 +80,7 @@ func fullSource() *fakeSource {
 	c.Acknowledged[broker.ProtocolSTOMP] = 290
 	c.Redelivered = 5
 	c.Expired = 6
+	c.Duplicates = 12
 	c.DeadLettered[destinations.DeadLetterNack] = 2
 	c.Discarded[destinations.DiscardSlowConsumer] = 8
 	c.Denied[broker.OpSend] = 9
@@ -245,6 +246,7 @@ func TestBrokerWideSeries(t *testing.T) {
 	assert.Equal(t, 290.0, v("broker_messages_acknowledged_total", "protocol", "stomp"))
 	assert.Equal(t, 5.0, v("broker_messages_redelivered_total"))
 	assert.Equal(t, 6.0, v("broker_messages_expired_total"))
+	assert.Equal(t, 12.0, v("broker_messages_duplicate_total"))
 	assert.Equal(t, 2.0, v("broker_messages_dead_lettered_total", "reason", "nack"))
 	assert.Equal(t, 0.0, v("broker_messages_dead_lettered_total", "reason", "max_redeliveries"))
 	assert.Equal(t, 8.0, v("broker_messages_discarded_total", "reason", "slow_consumer"))
