@@ -474,7 +474,8 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if c.b.sched != nil && c.b.sched.wants(m) {
 		return c.b.sched.maybeSchedule(ctx, dests, m, done)
 	}
-	batch, entries, undos, refused := c.b.routeDedup(dests, m, c, true)
+	batch, entries, marks, refused := c.b.routeDedup(dests, m, c, true)
+	done = marks.answer(done)
 	if len(streams) > 0 {
 		start = time.Time{} // done records the latency
 	}
@@ -490,8 +491,8 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	}
 	c.b.commit(batch, persistence.Sync, func(err error) {
 		destinations.SettleAll(entries, err)
+		marks.settle(err)
 		if err != nil {
-			runUndo(undos)
 			err = storeError(err)
 		} else {
 			c.b.sent(persistent, start)
@@ -552,10 +553,13 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *
 
 // routeDedup is route that, with dedup, first checks each destination's duplicate
 // detection (dedup.go): a destination that accepted m's id before is skipped, and the
-// id is recorded in the batch otherwise. undos forget the recorded ids (for a failed
-// store write).
-func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, from *Conn, dedup bool) (persistence.Batch, []destinations.Accepted, []func(), error) {
-	var undos []func()
+// id is recorded in the batch otherwise; marks (nil without dedup) is to be settled
+// with the batch's result.
+func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, from *Conn, dedup bool) (persistence.Batch, []destinations.Accepted, *dedupMarks, error) {
+	var marks *dedupMarks
+	if dedup {
+		marks = &dedupMarks{}
+	}
 	var batch persistence.Batch
 	var entries []destinations.Accepted
 	var refused error
@@ -566,14 +570,11 @@ func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, f
 			msg = m.Clone()
 			msg.Expires = expires
 		}
-		var undo func()
+		var rec *dedupEntry
 		if dedup {
 			var dup bool
-			if dup, undo = b.duplicate(d, msg, &batch, from); dup {
+			if dup, rec = b.duplicate(d, msg, &batch, from, marks); dup {
 				continue
-			}
-			if undo != nil {
-				undos = append(undos, undo)
 			}
 		}
 		if d.Kind.IsTopic() {
@@ -594,8 +595,8 @@ func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, f
 		if err != nil {
 			// Other parts of a composite send go ahead; the producer hears of this one.
 			refused = b.memoryFull(from, q, err)
-			if undo != nil {
-				undo() // its retry is not a duplicate (a persistent id log entry stays, harmless until pruned)
+			if rec != nil {
+				rec.settle(err) // its retry is not a duplicate
 			}
 			continue
 		}
@@ -608,7 +609,7 @@ func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, f
 		batch.Add(msg)
 		entries = append(entries, destinations.Accepted{Q: q, E: e, Seq: msg.Seq})
 	}
-	return batch, entries, undos, refused
+	return batch, entries, marks, refused
 }
 
 type ackCount struct {

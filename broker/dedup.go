@@ -21,7 +21,8 @@ import (
 // whose id it remembers is a producer's retry: it is answered (RECEIPT) but neither
 // stored nor delivered, and counted (Stats.Duplicates, Counters.Duplicates) and logged
 // at debug. Each destination of a composite send checks on its own; a transaction's
-// sends are checked at COMMIT.
+// sends are checked at COMMIT. A duplicate of a message still being written is answered
+// with that write's result (dedupMarks.answer), so its RECEIPT always means stored.
 //
 // Durability: the id of a persistent message is written in the same store batch as the
 // message, as a message of the destination's id log, dedupLogPrefix + its qualified
@@ -51,10 +52,17 @@ func dupID(m *persistence.Message) string {
 }
 
 type dedupEntry struct {
+	c      *dedupCache
 	id     string
 	seq    uint64 // in the id log; 0: not stored
 	at     time.Time
 	undone bool // its send failed: not in the cache, not in the log
+
+	// A persistent message's id is pending until its store write is done (settle);
+	// duplicates sent meanwhile wait for the result. Guarded by c.mu.
+	pending, settled bool
+	err              error
+	waiters          []func(error)
 }
 
 // dedupCache is the ids one destination remembers.
@@ -104,10 +112,64 @@ func qualified(d destinations.Name) string {
 	return persistence.QueueName(d.Name)
 }
 
+// dedupMarks is what duplicate detection did for one send (or COMMIT): the ids it
+// recorded, to settle with the store write's result, and the ids it found still being
+// written for an earlier send, whose results its answer waits for.
+type dedupMarks struct {
+	recorded []*dedupEntry
+	waits    []*dedupEntry
+}
+
+// settle reports the store write of the send: its ids are kept, or forgotten on error
+// (the retry of a send that failed is taken). It is called once the write is done,
+// before the send is answered.
+func (dm *dedupMarks) settle(err error) {
+	if dm == nil {
+		return
+	}
+	for _, e := range dm.recorded {
+		e.settle(err)
+	}
+}
+
+// answer returns done to be called once the send's own result is known (the returned
+// func) and every earlier send it duplicated while still being written is written: a
+// retry is not answered "stored" before the first copy is, and gets an error if the
+// first copy's write fails (its id is then forgotten, and the next retry is taken).
+func (dm *dedupMarks) answer(done func(error)) func(error) {
+	if dm == nil || len(dm.waits) == 0 {
+		return done
+	}
+	var mu sync.Mutex
+	left := len(dm.waits) + 1
+	var first error
+	one := func(err error) {
+		mu.Lock()
+		if err != nil && first == nil {
+			first = err
+		}
+		left--
+		fire := left == 0
+		mu.Unlock()
+		if fire {
+			done(first)
+		}
+	}
+	for _, e := range dm.waits {
+		e.wait(func(err error) {
+			if err != nil {
+				err = &Error{Message: "message not stored: the first copy of this duplicate (same duplicate-detection id) failed to store: " + err.Error() + "; send it again", Err: ErrStore}
+			}
+			one(err)
+		})
+	}
+	return one
+}
+
 // duplicate reports whether m, sent to d, repeats an id d accepted. If not, and m has
-// an id, d remembers it: a persistent m's id goes into *batch (begun if nil), and the
-// returned undo forgets it again (for a send that fails). from is for the log.
-func (b *Broker) duplicate(d destinations.Name, m *persistence.Message, batch *persistence.Batch, from *Conn) (dup bool, undo func()) {
+// an id, d remembers it in marks: a persistent m's id goes into *batch (begun if nil),
+// and marks.settle keeps or forgets it with the write's result. from is for the log.
+func (b *Broker) duplicate(d destinations.Name, m *persistence.Message, batch *persistence.Batch, from *Conn, marks *dedupMarks) (dup bool, rec *dedupEntry) {
 	id := dupID(m)
 	if id == "" {
 		return false, nil
@@ -120,9 +182,12 @@ func (b *Broker) duplicate(d destinations.Name, m *persistence.Message, batch *p
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.expireLocked(now)
-	if _, ok := c.ids[id]; ok {
+	if old, ok := c.ids[id]; ok {
 		c.dups.Add(1)
 		b.counters.duplicates.Add(1)
+		if old.pending {
+			marks.waits = append(marks.waits, old)
+		}
 		if b.log.Enabled(context.Background(), slog.LevelDebug) {
 			attrs := []any{slog.String("dest", d.String()), slog.String("id", id)}
 			if from != nil {
@@ -132,13 +197,14 @@ func (b *Broker) duplicate(d destinations.Name, m *persistence.Message, batch *p
 		}
 		return true, nil
 	}
-	e := &dedupEntry{id: id, at: now}
+	e := &dedupEntry{c: c, id: id, at: now}
 	if m.Persistent {
 		if *batch == nil {
 			*batch = b.store.Begin()
 		}
 		c.lastSeq++
 		e.seq = c.lastSeq
+		e.pending = true
 		(*batch).Add(&persistence.Message{Dest: c.log, Seq: e.seq, ID: id, Timestamp: now.UnixMilli(), Persistent: true, Priority: 4})
 	}
 	c.ids[id] = e
@@ -152,14 +218,45 @@ func (b *Broker) duplicate(d destinations.Name, m *persistence.Message, batch *p
 		}
 		c.prune = c.prune[:0]
 	}
-	return false, func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.ids[id] == e {
-			delete(c.ids, id)
-		}
-		e.undone = true
+	marks.recorded = append(marks.recorded, e)
+	return false, e
+}
+
+// settle ends e's write (see dedupMarks.settle); later calls do nothing.
+func (e *dedupEntry) settle(err error) {
+	c := e.c
+	c.mu.Lock()
+	if e.settled {
+		c.mu.Unlock()
+		return
 	}
+	e.settled, e.pending = true, false
+	if err != nil {
+		if c.ids[e.id] == e {
+			delete(c.ids, e.id)
+		}
+		e.undone, e.err = true, err
+	}
+	ws := e.waiters
+	e.waiters = nil
+	c.mu.Unlock()
+	for _, w := range ws {
+		w(err)
+	}
+}
+
+// wait calls fn with the result of e's write, at once if it is done.
+func (e *dedupEntry) wait(fn func(error)) {
+	c := e.c
+	c.mu.Lock()
+	if e.pending {
+		e.waiters = append(e.waiters, fn)
+		c.mu.Unlock()
+		return
+	}
+	err := e.err
+	c.mu.Unlock()
+	fn(err)
 }
 
 // forgetLocked drops the oldest entry.
@@ -199,13 +296,6 @@ func (b *Broker) dedupStats(s *destinations.Stats, d destinations.Name) {
 	}
 }
 
-// runUndo calls each of undos.
-func runUndo(undos []func()) {
-	for _, u := range undos {
-		u()
-	}
-}
-
 // recoverDedup reads the id logs among the recovered destinations back into the caches,
 // and removes from the logs what the policy no longer keeps.
 func (b *Broker) recoverDedup(ctx context.Context, dests []persistence.DestState) error {
@@ -236,7 +326,7 @@ func (b *Broker) recoverDedup(ctx context.Context, dests []persistence.DestState
 		c.mu.Lock()
 		c.lastSeq = max(c.lastSeq, ds.LastSeq)
 		err := b.store.Scan(ctx, ds.Name, 0, 0, func(m *persistence.Message) error {
-			e := &dedupEntry{id: m.ID, seq: m.Seq, at: time.UnixMilli(m.Timestamp)}
+			e := &dedupEntry{c: c, id: m.ID, seq: m.Seq, at: time.UnixMilli(m.Timestamp), settled: true}
 			if old := c.ids[m.ID]; old != nil {
 				old.undone = true // superseded: not pruned twice
 				c.prune = append(c.prune, old.seq)

@@ -247,3 +247,59 @@ func TestDuplicateIDForgottenWhenStoreFails(t *testing.T) {
 	assert.Equal(t, []string{"x"}, drain(c))
 	assert.Zero(t, b.dups(q("f")))
 }
+
+// sendMsgAsync sends m and returns the channel its answer comes on.
+func (c *client) sendMsgAsync(dest string, m *persistence.Message) <-chan error {
+	c.t.Helper()
+	ns, err := destinations.Parse(dest)
+	require.NoError(c.t, err)
+	res := make(chan error, 1)
+	var serr error
+	c.do(func() { serr = c.conn.Send(context.Background(), ns, m, "", func(err error) { res <- err }) })
+	require.NoError(c.t, serr)
+	return res
+}
+
+// A retry that arrives while the first copy is still being written is answered with
+// the first copy's result: not before it is stored, and with an error if it fails (the
+// id is forgotten then, and the next retry is taken).
+func TestDuplicateOfPendingWaitsForTheFirstWrite(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run("fail="+strconv.FormatBool(fail), func(t *testing.T) {
+			st := newFaultStore()
+			b, err := New(context.Background(), Options{Name: "t", Store: st})
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, b.Close()) })
+			p1, p2 := newClient(t, b, ""), newClient(t, b, "")
+			hold := make(chan struct{})
+			st.set(func(s *faultStore) {
+				s.hold = hold
+				if fail {
+					s.commitErr = func(*faultBatch) error { return errors.New("disk on fire") }
+				}
+			})
+			first := p1.sendMsgAsync("/queue/pend", dupMsg("x", "p1", true))
+			retry := p2.sendMsgAsync("/queue/pend", dupMsg("x", "p1", true))
+			select {
+			case err := <-retry:
+				t.Fatalf("the retry was answered (%v) before the first copy was written", err)
+			case <-time.After(100 * time.Millisecond):
+			}
+			st.set(func(s *faultStore) { s.hold = nil })
+			close(hold)
+			if fail {
+				require.Error(t, <-first)
+				err := <-retry
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "first copy")
+				st.set(func(s *faultStore) { s.commitErr = nil })
+				require.NoError(t, p2.sendDup("/queue/pend", dupMsg("x", "p1", true)), "the next retry is taken")
+			} else {
+				require.NoError(t, <-first)
+				require.NoError(t, <-retry)
+			}
+			p1.subscribe("s", "/queue/pend", AckAuto, 100)
+			assert.Equal(t, []string{"x"}, drain(p1))
+		})
+	}
+}

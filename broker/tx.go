@@ -70,12 +70,12 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 	var entries []destinations.Accepted
 	var topicSends []topicSend
 	var jobs []*job
-	var undos []func() // duplicate detection: forget the ids recorded, if the batch fails
+	marks := &dedupMarks{} // duplicate detection: the ids recorded, kept if the batch is written
 	// fail undoes what the transaction did so far: what it queued is dropped, what it
 	// acknowledged is given back, the keys of its scheduled messages are released.
 	fail := func(err error) {
 		batch.Rollback()
-		runUndo(undos)
+		marks.settle(err)
 		destinations.SettleAll(entries, err)
 		for _, f := range applies {
 			f(err)
@@ -110,12 +110,8 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 				msg.Expires = expires
 			}
 			// Checked at COMMIT: a duplicate in a committed transaction is dropped.
-			dup, undo := c.b.duplicate(d, msg, &batch, c)
-			if dup {
+			if dup, _ := c.b.duplicate(d, msg, &batch, c, marks); dup {
 				continue
-			}
-			if undo != nil {
-				undos = append(undos, undo)
 			}
 			if d.Kind.IsTopic() {
 				t := c.b.topic(d.Name)
@@ -140,11 +136,10 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 		}
 	}
 	c.b.counters.acked[c.proto].Add(acked)
+	done = marks.answer(done)
 	c.b.finish(batch, persistence.Sync, func(err error) {
 		destinations.SettleAll(entries, err)
-		if err != nil {
-			runUndo(undos)
-		}
+		marks.settle(err)
 		for _, f := range applies {
 			f(err)
 		}
