@@ -557,7 +557,7 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *
 // with the batch's result.
 func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, from *Conn, dedup bool) (persistence.Batch, []destinations.Accepted, *dedupMarks, error) {
 	var marks *dedupMarks
-	if dedup {
+	if dedup && dupID(m) != "" { // a message without an id costs nothing
 		marks = &dedupMarks{}
 	}
 	var batch persistence.Batch
@@ -571,7 +571,7 @@ func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, f
 			msg.Expires = expires
 		}
 		var rec *dedupEntry
-		if dedup {
+		if marks != nil {
 			var dup bool
 			if dup, rec = b.duplicate(d, msg, &batch, from, marks); dup {
 				continue
