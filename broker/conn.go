@@ -486,7 +486,9 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		}
 		return refused
 	}
-	if c.b.storeAndDispatch(batch, entries, refused, done, persistent, start) {
+	// (A send that recorded a duplicate-detection id writes it before its RECEIPT: it
+	// never qualifies, its batch holding the id's entry too.)
+	if (marks == nil || len(marks.recorded) == 0) && c.b.storeAndDispatch(batch, entries, refused, done, persistent, start) {
 		return nil
 	}
 	c.b.commit(batch, persistence.Sync, func(err error) {
