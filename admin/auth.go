@@ -27,6 +27,8 @@ import (
 //     without one is sent to /login. A request that changes state carries the
 //     session's CSRF token in the form field CSRFField or the header CSRFHeader.
 //     HTTP Basic credentials are accepted as for the API.
+//   - The Jolokia reads (/api/jolokia) are API routes whose POSTs only read: they
+//     need neither a CSRF token nor a same-site Origin.
 //   - Failed logins are throttled by the security service (its per-host delays), as
 //     STOMP logins are.
 //
@@ -41,6 +43,11 @@ const (
 	publicAccess  access = iota // the login page and the console's assets
 	apiAccess                   // HTTP Basic; 401 with WWW-Authenticate
 	consoleAccess               // a session; the login page for a browser without one
+	// readOnlyAccess is apiAccess for routes whose every method only reads (the
+	// Jolokia reads, POST included): a POST there changes nothing, so it needs no
+	// CSRF token and may come with another Origin (ActiveMQ users' scripts send
+	// "Origin: http://localhost", which ActiveMQ's Jolokia asks for).
+	readOnlyAccess
 )
 
 // CSRFField and CSRFHeader carry a console request's CSRF token.
@@ -131,7 +138,8 @@ func (s *Server) guard(a access, next http.Handler) http.Handler {
 		if a != publicAccess {
 			w.Header().Set("Cache-Control", "no-store")
 		}
-		if mutating(r.Method) && crossSite(r) {
+		changes := mutating(r.Method) && a != readOnlyAccess
+		if changes && crossSite(r) {
 			s.deny(w, r, a, http.StatusForbidden, "cross-site request refused")
 			return
 		}
@@ -150,7 +158,7 @@ func (s *Server) guard(a access, next http.Handler) http.Handler {
 			}
 			id.User, id.Subject = sub.User, sub
 		case sess != nil:
-			if mutating(r.Method) && !validCSRF(r, sess.csrf) {
+			if changes && !validCSRF(r, sess.csrf) {
 				s.deny(w, r, a, http.StatusForbidden, "missing or wrong CSRF token: reload the page")
 				return
 			}
@@ -216,10 +224,11 @@ func validCSRF(r *http.Request, want string) bool {
 
 // deny answers a refused request: JSON for the API, text for the rest.
 func (s *Server) deny(w http.ResponseWriter, r *http.Request, a access, status int, msg string) {
-	if status == http.StatusUnauthorized && a == apiAccess {
+	api := a == apiAccess || a == readOnlyAccess
+	if status == http.StatusUnauthorized && api {
 		w.Header().Set("WWW-Authenticate", `Basic realm="broker", charset="UTF-8"`)
 	}
-	if a == apiAccess {
+	if api {
 		writeError(w, status, msg)
 		return
 	}

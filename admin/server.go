@@ -84,6 +84,9 @@ func New(o Options) (*Server, error) {
 	s.routeAPI()
 	s.route(apiAccess, "/api/", s.api)
 	s.route(apiAccess, "GET /stats", http.HandlerFunc(s.stats))
+	// ActiveMQ's Jolokia path, read-only (jolokia.go): its POSTs read too.
+	s.route(readOnlyAccess, "/api/jolokia", http.HandlerFunc(s.jolokia))
+	s.route(readOnlyAccess, "/api/jolokia/", http.HandlerFunc(s.jolokia))
 	if o.Metrics != nil {
 		s.route(apiAccess, "GET /metrics", o.Metrics)
 	}
@@ -193,6 +196,7 @@ func (s *Server) index(w http.ResponseWriter, _ *http.Request) {
 	for _, r := range apiRoutes {
 		b.WriteString("  " + r + "\n")
 	}
+	b.WriteString("\n  GET /api/jolokia/read/<mbean>[/<attribute>] (ActiveMQ's Jolokia reads)\n  POST /api/jolokia\n")
 	b.WriteString("\n  GET /stats\n")
 	if s.o.Metrics != nil {
 		b.WriteString("  GET /metrics\n")

@@ -208,6 +208,11 @@ type Broker struct {
 	removals atomic.Uint64
 
 	counters counters // for metrics: see metrics.go
+
+	// dedups are the destinations' duplicate-detection caches, by qualified name (a
+	// nil one: detection off); see dedup.go.
+	dedupMu sync.RWMutex
+	dedups  map[string]*dedupCache
 }
 
 // New recovers the store's destinations and returns a running broker.
@@ -362,6 +367,9 @@ func (b *Broker) recover(ctx context.Context) error {
 	if err := b.recoverMarkers(ctx, rec.Destinations); err != nil {
 		return err
 	}
+	if err := b.recoverDedup(ctx, rec.Destinations); err != nil {
+		return err
+	}
 	if msgs > 0 {
 		b.log.Info("recovered stored messages", slog.Int64("messages", msgs), slog.Int("destinations", len(rec.Destinations)))
 	}
@@ -464,10 +472,14 @@ func (b *Broker) Stats() []DestinationStats {
 	b.mu.RUnlock()
 	out := make([]DestinationStats, 0, len(qs)+len(ts))
 	for _, q := range qs {
-		out = append(out, q.Stats())
+		st := q.Stats()
+		b.dedupStats(&st, destinations.Name{Kind: destinations.Queue, Name: q.Name()})
+		out = append(out, st)
 	}
 	for _, t := range ts {
-		out = append(out, t.Stats())
+		st := t.Stats()
+		b.dedupStats(&st, destinations.Name{Kind: destinations.Topic, Name: t.Name()})
+		out = append(out, st)
 	}
 	return out
 }
@@ -480,7 +492,9 @@ func (b *Broker) QueueStats(name string) (DestinationStats, bool) {
 	if q == nil {
 		return DestinationStats{}, false
 	}
-	return q.Stats(), true
+	st := q.Stats()
+	b.dedupStats(&st, destinations.Name{Kind: destinations.Queue, Name: name})
+	return st, true
 }
 
 // Close refuses new connections and closes the store, which flushes what it holds. The

@@ -474,7 +474,8 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if c.b.sched != nil && c.b.sched.wants(m) {
 		return c.b.sched.maybeSchedule(ctx, dests, m, done)
 	}
-	batch, entries, refused := c.b.route(dests, m, c)
+	batch, entries, marks, refused := c.b.routeDedup(dests, m, c, true)
+	done = marks.answer(done)
 	if len(streams) > 0 {
 		start = time.Time{} // done records the latency
 	}
@@ -485,11 +486,14 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		}
 		return refused
 	}
-	if c.b.storeAndDispatch(batch, entries, refused, done, persistent, start) {
+	// (A send that recorded a duplicate-detection id writes it before its RECEIPT: it
+	// never qualifies, its batch holding the id's entry too.)
+	if (marks == nil || len(marks.recorded) == 0) && c.b.storeAndDispatch(batch, entries, refused, done, persistent, start) {
 		return nil
 	}
 	c.b.commit(batch, persistence.Sync, func(err error) {
 		destinations.SettleAll(entries, err)
+		marks.settle(err)
 		if err != nil {
 			err = storeError(err)
 		} else {
@@ -545,6 +549,19 @@ func (b *Broker) storeAndDispatch(batch persistence.Batch, entries []destination
 // entries to settle when it commits. A queue that refuses the message (memory full) does
 // not stop the others; its error is returned.
 func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *Conn) (persistence.Batch, []destinations.Accepted, error) {
+	batch, entries, _, refused := b.routeDedup(dests, m, from, false)
+	return batch, entries, refused
+}
+
+// routeDedup is route that, with dedup, first checks each destination's duplicate
+// detection (dedup.go): a destination that accepted m's id before is skipped, and the
+// id is recorded in the batch otherwise; marks (nil without dedup) is to be settled
+// with the batch's result.
+func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, from *Conn, dedup bool) (persistence.Batch, []destinations.Accepted, *dedupMarks, error) {
+	var marks *dedupMarks
+	if dedup && dupID(m) != "" { // a message without an id costs nothing
+		marks = &dedupMarks{}
+	}
 	var batch persistence.Batch
 	var entries []destinations.Accepted
 	var refused error
@@ -554,6 +571,13 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *
 		if i > 0 {
 			msg = m.Clone()
 			msg.Expires = expires
+		}
+		var rec *dedupEntry
+		if marks != nil {
+			var dup bool
+			if dup, rec = b.duplicate(d, msg, &batch, from, marks); dup {
+				continue
+			}
 		}
 		if d.Kind.IsTopic() {
 			t := b.topic(d.Name)
@@ -573,6 +597,9 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *
 		if err != nil {
 			// Other parts of a composite send go ahead; the producer hears of this one.
 			refused = b.memoryFull(from, q, err)
+			if rec != nil {
+				rec.settle(err) // its retry is not a duplicate
+			}
 			continue
 		}
 		if !msg.Persistent {
@@ -584,7 +611,7 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *
 		batch.Add(msg)
 		entries = append(entries, destinations.Accepted{Q: q, E: e, Seq: msg.Seq})
 	}
-	return batch, entries, refused
+	return batch, entries, marks, refused
 }
 
 type ackCount struct {

@@ -105,6 +105,7 @@ type counters struct {
 	denied    [NumOperations]atomic.Int64
 
 	redelivered  atomic.Int64
+	duplicates   atomic.Int64 // messages dropped by duplicate detection
 	topicExpired atomic.Int64 // topic messages that expired waiting for a slow subscriber
 	sendsBlocked atomic.Int64
 	nonDurable   atomic.Int64 // live subscriptions that are not durable ones
@@ -198,8 +199,10 @@ type Counters struct {
 	Received, Acknowledged [NumProtocols]int64
 	Delivered              [NumProtocols][2]int64
 	// Redelivered counts deliveries of messages delivered before.
-	Redelivered  int64
-	Expired      int64
+	Redelivered int64
+	Expired     int64
+	// Duplicates counts the messages dropped as duplicates (duplicate detection).
+	Duplicates   int64
 	DeadLettered [destinations.NumDeadLetterReasons]int64
 	Discarded    [destinations.NumDiscardReasons]int64
 	// Denied counts the requests the authorization map refused, by operation.
@@ -242,6 +245,7 @@ func (b *Broker) Counters() Counters {
 		out.Denied[o] = c.denied[o].Load()
 	}
 	out.Redelivered = c.redelivered.Load()
+	out.Duplicates = c.duplicates.Load()
 	out.Expired = c.dests.Expired.Load() + c.topicExpired.Load()
 	for r := range destinations.NumDeadLetterReasons {
 		out.DeadLettered[r] = c.dests.DeadLettered[r].Load()

@@ -70,10 +70,12 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 	var entries []destinations.Accepted
 	var topicSends []topicSend
 	var jobs []*job
+	marks := &dedupMarks{} // duplicate detection: the ids recorded, kept if the batch is written
 	// fail undoes what the transaction did so far: what it queued is dropped, what it
 	// acknowledged is given back, the keys of its scheduled messages are released.
 	fail := func(err error) {
 		batch.Rollback()
+		marks.settle(err)
 		destinations.SettleAll(entries, err)
 		for _, f := range applies {
 			f(err)
@@ -107,6 +109,10 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 				msg = msg.Clone()
 				msg.Expires = expires
 			}
+			// Checked at COMMIT: a duplicate in a committed transaction is dropped.
+			if dup, _ := c.b.duplicate(d, msg, &batch, c, marks); dup {
+				continue
+			}
 			if d.Kind.IsTopic() {
 				t := c.b.topic(d.Name)
 				destinations.ExpireAfter(msg, t.TTL())
@@ -130,8 +136,10 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 		}
 	}
 	c.b.counters.acked[c.proto].Add(acked)
+	done = marks.answer(done)
 	c.b.finish(batch, persistence.Sync, func(err error) {
 		destinations.SettleAll(entries, err)
+		marks.settle(err)
 		for _, f := range applies {
 			f(err)
 		}

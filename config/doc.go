@@ -215,6 +215,12 @@
 //	    advisoryForSlowConsumers: false   # announce a topic subscriber with more than its
 //	                                   # prefetch waiting on ActiveMQ.Advisory.SlowConsumer.Topic.<name>
 //	                                   # (accepted on queue entries, where it does nothing)
+//	    duplicateDetection:            # a SEND with _AMQ_DUPL_ID (or x-deduplication-header)
+//	                                   # whose id the destination already accepted is answered
+//	                                   # (RECEIPT) but neither stored nor delivered
+//	      enabled: true                # a message without the header costs nothing
+//	      idCacheSize: 20000           # ids remembered per destination, oldest forgotten first
+//	      window: 0                    # forget ids older than this; 0: no age limit
 //	    slowConsumerStrategy:          # topics only; none by default
 //	      abortSlowConsumerStrategy:   # end a non-durable subscriber that stays behind
 //	        abortConnection: false     # false: its subscription, with an ERROR; true: the connection

@@ -144,6 +144,11 @@ type PolicyEntry struct {
 	// topic subscribers are ever found behind; on a queue entry it does nothing.
 	AdvisoryForSlowConsumers bool
 
+	// DuplicateDetection is the duplicateDetection block: ids sent in _AMQ_DUPL_ID (or
+	// x-deduplication-header) that the destination remembers, to drop a producer's
+	// retry of a message it already accepted (see the broker's dedup.go).
+	DuplicateDetection DuplicateDetection
+
 	// Set holds the keys the file or the environment wrote for this entry, as
 	// canonical paths below the entry: "prefetch", "redeliveryPolicy.redeliveryDelay".
 	// A key written with no value is not set. deadLetterStrategy.prefix is
@@ -175,6 +180,7 @@ func DefaultPolicy(topic bool) PolicyEntry {
 		DurableTopicPrefetch: DefaultDurableTopicPrefetch,
 
 		InactiveTimeoutBeforeGC: DefaultInactiveTimeoutBeforeGC,
+		DuplicateDetection:      DuplicateDetection{Enabled: true, IDCacheSize: DefaultIDCacheSize},
 	}
 	if topic {
 		p.Queue, p.Topic = "", ">"
@@ -213,6 +219,29 @@ type policyEntry struct {
 	SlowConsumerStrategy            slowConsumerSection `mapstructure:"slowConsumerStrategy"`
 	AdvisoryForSlowConsumers        bool                `mapstructure:"advisoryForSlowConsumers"`
 	RebalanceTimeout                time.Duration       `mapstructure:"rebalanceTimeout"`
+	DuplicateDetection              dedupSection        `mapstructure:"duplicateDetection"`
+}
+
+// DefaultIDCacheSize is how many duplicate-detection ids a destination remembers by
+// default (Artemis' id-cache-size).
+const DefaultIDCacheSize = 20000
+
+// DuplicateDetection is a destination's duplicate detection.
+type DuplicateDetection struct {
+	// Enabled (default true): a message without an id costs nothing.
+	Enabled bool
+	// IDCacheSize is how many ids the destination remembers, the oldest forgotten
+	// first (default 20000; at least 1).
+	IDCacheSize int
+	// Window forgets ids older than this (default 0: only IDCacheSize bounds them).
+	Window time.Duration
+}
+
+// dedupSection is duplicateDetection as written.
+type dedupSection struct {
+	Enabled     bool          `mapstructure:"enabled"`
+	IDCacheSize int           `mapstructure:"idCacheSize"`
+	Window      time.Duration `mapstructure:"window"`
 }
 
 const (
@@ -334,6 +363,17 @@ func (c *checker) buildPolicy(at string, e policyEntry, set map[string]bool) (Po
 	take(set, "allConsumersExclusiveByDefault", &p.AllConsumersExclusiveByDefault, e.AllConsumersExclusiveByDefault)
 	take(set, "advisoryForSlowConsumers", &p.AdvisoryForSlowConsumers, e.AdvisoryForSlowConsumers)
 	take(set, "gcInactiveDestinations", &p.GCInactiveDestinations, e.GCInactiveDestinations)
+	take(set, "duplicateDetection.enabled", &p.DuplicateDetection.Enabled, e.DuplicateDetection.Enabled)
+	if set["duplicateDetection.idCacheSize"] {
+		if err := c.intRange(key("duplicateDetection.idCacheSize"), int64(e.DuplicateDetection.IDCacheSize), 1, math.MaxInt32, ""); err != nil {
+			return PolicyEntry{}, err
+		}
+		p.DuplicateDetection.IDCacheSize = e.DuplicateDetection.IDCacheSize
+	}
+	if err := c.nonNegative(key("duplicateDetection.window"), e.DuplicateDetection.Window, "no age limit"); err != nil {
+		return PolicyEntry{}, err
+	}
+	take(set, "duplicateDetection.window", &p.DuplicateDetection.Window, e.DuplicateDetection.Window)
 	if set["inactiveTimeoutBeforeGC"] {
 		if err := c.positive(key("inactiveTimeoutBeforeGC"), e.InactiveTimeoutBeforeGC); err != nil {
 			return PolicyEntry{}, err

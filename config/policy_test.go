@@ -28,6 +28,7 @@ func TestDefaultPolicy(t *testing.T) {
 		MemoryLimit:          64 << 20,
 		PrioritizedMessages:  true,
 		ExpireMessagesPeriod: 30 * time.Second,
+		DuplicateDetection:   DuplicateDetection{Enabled: true, IDCacheSize: 20000},
 		NackPolicy:           "dlq",
 		Redelivery: policy.Redelivery{
 			MaximumRedeliveries: 6, InitialRedeliveryDelay: time.Second, RedeliveryDelay: time.Second,
@@ -115,6 +116,7 @@ func TestPolicyExample(t *testing.T) {
 		PrioritizedMessages:  false,
 		DefaultTimeToLive:    time.Hour,
 		ExpireMessagesPeriod: 0,
+		DuplicateDetection:   DuplicateDetection{Enabled: true, IDCacheSize: 20000},
 		NackPolicy:           "redeliver",
 		Redelivery: policy.Redelivery{
 			MaximumRedeliveries: 4, InitialRedeliveryDelay: 5 * time.Second, RedeliveryDelay: 10 * time.Second,
@@ -394,5 +396,25 @@ func TestMaxPrefetchLowersDefaults(t *testing.T) {
 		assert.Equal(t, 50, p.MaxPrefetch)
 		assert.Equal(t, 50, p.Prefetch)
 		assert.Equal(t, 50, p.DurableTopicPrefetch)
+	}
+}
+
+func TestPolicyDuplicateDetection(t *testing.T) {
+	in := `
+destinationPolicy:
+  - queue: ORDERS.>
+    duplicateDetection: {enabled: false, idCacheSize: 5, window: 10m}
+  - queue: ">"
+    duplicateDetection: {idCacheSize: 7}
+`
+	c, err := Parse([]byte(in), nil)
+	require.NoError(t, err)
+	assert.Equal(t, DuplicateDetection{Enabled: false, IDCacheSize: 5, Window: 10 * time.Minute}, c.DestinationPolicy[0].DuplicateDetection)
+	assert.Equal(t, DuplicateDetection{Enabled: true, IDCacheSize: 7}, c.DestinationPolicy[1].DuplicateDetection)
+
+	for _, bad := range []string{"{idCacheSize: 0}", "{window: -1s}"} {
+		_, err := Parse([]byte("destinationPolicy:\n  - queue: \">\"\n    duplicateDetection: "+bad+"\n"), nil)
+		require.Error(t, err, bad)
+		assert.Contains(t, err.Error(), "duplicateDetection", bad)
 	}
 }

@@ -15,6 +15,9 @@ const (
 	DefaultMaxPrefetch = 32767
 )
 
+// DefaultDedupCacheSize is how many duplicate-detection ids a destination remembers.
+const DefaultDedupCacheSize = 20000
+
 // DefaultDestinationMemoryLimit is ActiveMQ's per-destination memory limit, 64 MiB.
 const DefaultDestinationMemoryLimit = 64 << 20
 
@@ -64,6 +67,14 @@ type Policy struct {
 	// ActiveMQ.Advisory.SlowConsumer topic (Env.Advise).
 	AdvisoryForSlowConsumers bool
 
+	// Duplicate detection (the broker's dedup.go): DedupEnabled drops a message whose
+	// duplicate-detection id the destination accepted before; it remembers
+	// DedupCacheSize ids (the oldest forgotten first), none older than DedupWindow
+	// (0: no age limit).
+	DedupEnabled   bool
+	DedupCacheSize int
+	DedupWindow    time.Duration
+
 	// Streams (topics): Stream keeps the topic's messages in the stream log, in
 	// Partitions partitions (at least 1), for Retention (0: whatever their age) and
 	// within RetentionBytes per partition (0: no size limit). See stream.go.
@@ -92,6 +103,8 @@ func DefaultPolicy(topic bool) Policy {
 		Redelivery:           policy.DefaultRedelivery(),
 		DeadLetter:           policy.DefaultDeadLetter(),
 		InactiveTimeout:      60 * time.Second,
+		DedupEnabled:         true,
+		DedupCacheSize:       DefaultDedupCacheSize,
 	}
 	if topic {
 		p.Prefetch = DefaultTopicPrefetch

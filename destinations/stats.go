@@ -16,6 +16,9 @@ type Stats struct {
 	// dropped and the subscribers its slowConsumerStrategy aborted.
 	Dropped int64 `json:"Dropped,omitempty"`
 	Aborted int64 `json:"Aborted,omitempty"`
+	// Duplicates counts the messages dropped as duplicates (duplicate detection) since
+	// start.
+	Duplicates int64 `json:"Duplicates,omitempty"`
 	// For a queue: Dispatched counts the deliveries to consumers since start
 	// (redeliveries included), InFlight the messages dispatched and not yet
 	// acknowledged, Expired the messages that expired waiting; OldestTimestamp is the

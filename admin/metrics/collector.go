@@ -60,7 +60,7 @@ type descs struct {
 	authAttempts, authzDenied                             *prometheus.Desc
 	destinations, consumers, subscriptions                *prometheus.Desc
 	received, delivered, acked, redelivered               *prometheus.Desc
-	deadLettered, expired, discarded                      *prometheus.Desc
+	deadLettered, expired, discarded, duplicates          *prometheus.Desc
 	resUsed, resLimit, resAlarm                           *prometheus.Desc
 	producersBlocked, sendsBlocked                        *prometheus.Desc
 	storeSync, sendLatency, seriesDropped                 *prometheus.Desc
@@ -96,6 +96,7 @@ func newDescs() descs {
 		redelivered:      n("messages_redelivered_total", "Deliveries since start of messages delivered before."),
 		deadLettered:     n("messages_dead_lettered_total", "Messages sent to a dead-letter queue since start: nack, expired, max_redeliveries.", "reason"),
 		expired:          n("messages_expired_total", "Messages that expired before they were consumed since start."),
+		duplicates:       n("messages_duplicate_total", "Messages dropped by duplicate detection (a producer's retry of an accepted message) since start."),
 		discarded:        n("messages_discarded_total", "Messages dropped since start: slow_consumer (a topic's pending limit), dead_letter_strategy (the strategy dropped a dead message), nack (the discard NACK policy).", "reason"),
 		resUsed:          n("resource_used_bytes", "What the broker uses of a systemUsage limit: memory (messages in memory), store (the store's size), scheduler (scheduled messages in memory).", "resource"),
 		resLimit:         n("resource_limit_bytes", "The systemUsage limit of a resource (absent when it has none).", "resource"),
@@ -131,7 +132,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	v := []*prometheus.Desc{
 		c.d.buildInfo, c.d.startTime, c.d.connections, c.d.connsOpened, c.d.connsClosed, c.d.connsRejected,
 		c.d.authAttempts, c.d.authzDenied, c.d.destinations, c.d.consumers, c.d.subscriptions,
-		c.d.received, c.d.delivered, c.d.acked, c.d.redelivered, c.d.deadLettered, c.d.expired, c.d.discarded,
+		c.d.received, c.d.delivered, c.d.acked, c.d.redelivered, c.d.deadLettered, c.d.expired, c.d.discarded, c.d.duplicates,
 		c.d.resUsed, c.d.resLimit, c.d.resAlarm, c.d.producersBlocked, c.d.sendsBlocked,
 		c.d.storeSync, c.d.sendLatency, c.d.seriesDropped,
 	}
@@ -174,6 +175,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(c.d.redelivered, float64(cs.Redelivered))
 	counter(c.d.expired, float64(cs.Expired))
+	counter(c.d.duplicates, float64(cs.Duplicates))
 	for r := range destinations.NumDeadLetterReasons {
 		counter(c.d.deadLettered, float64(cs.DeadLettered[r]), r.String())
 	}

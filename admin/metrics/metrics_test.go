@@ -80,6 +80,7 @@ func fullSource() *fakeSource {
 	c.Acknowledged[broker.ProtocolSTOMP] = 290
 	c.Redelivered = 5
 	c.Expired = 6
+	c.Duplicates = 12
 	c.DeadLettered[destinations.DeadLetterNack] = 2
 	c.Discarded[destinations.DiscardSlowConsumer] = 8
 	c.Denied[broker.OpSend] = 9
@@ -184,7 +185,7 @@ func TestExpositionHasEveryImplementedName(t *testing.T) {
 		"broker_destinations", "broker_consumers",
 		"broker_messages_received_total", "broker_messages_delivered_total", "broker_messages_acknowledged_total",
 		"broker_messages_redelivered_total", "broker_messages_dead_lettered_total", "broker_messages_expired_total",
-		"broker_messages_discarded_total",
+		"broker_messages_discarded_total", "broker_messages_duplicate_total",
 		"broker_messages", "broker_messages_unacked",
 		"broker_queue_consumers", "broker_queue_enqueued_total", "broker_queue_dispatched_total", "broker_queue_acked_total",
 		"broker_queue_expired_total", "broker_queue_oldest_message_age_seconds", "broker_queue_memory_bytes", "broker_queue_memory_limit_bytes",
@@ -245,6 +246,7 @@ func TestBrokerWideSeries(t *testing.T) {
 	assert.Equal(t, 290.0, v("broker_messages_acknowledged_total", "protocol", "stomp"))
 	assert.Equal(t, 5.0, v("broker_messages_redelivered_total"))
 	assert.Equal(t, 6.0, v("broker_messages_expired_total"))
+	assert.Equal(t, 12.0, v("broker_messages_duplicate_total"))
 	assert.Equal(t, 2.0, v("broker_messages_dead_lettered_total", "reason", "nack"))
 	assert.Equal(t, 0.0, v("broker_messages_dead_lettered_total", "reason", "max_redeliveries"))
 	assert.Equal(t, 8.0, v("broker_messages_discarded_total", "reason", "slow_consumer"))

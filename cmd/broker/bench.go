@@ -98,6 +98,7 @@ consumers, as the members of a stream's consumer group share them
 	f.IntVar(&o.Prefetch, "prefetch", 0, "send activemq.prefetchSize on SUBSCRIBE (0: do not send)")
 	f.StringVar(&o.Selector, "selector", "", "JMS selector every consumer subscribes with (it must match every message sent)")
 	f.StringArrayVar(&o.ConsumerHeaders, "consumer-header", nil, "name=value added to every SUBSCRIBE; repeatable (e.g. consumer-group=bench, x-stream-offset=first)")
+	f.BoolVar(&o.DedupIDs, "dedup-ids", false, "every SEND carries a duplicate-detection id, _AMQ_DUPL_ID: <run>-<producer>-<seq> (what duplicate detection costs on the send path)")
 	f.BoolVar(&o.Shared, "shared", false, "the consumers of a topic share its messages, as a stream's consumer group does: each message counts once over all of them, order is not checked")
 	f.BoolVar(&o.Replay, "replay", false, "publish every message first, then subscribe the consumers and measure how fast they drain what is stored (a stream with --consumer-header x-stream-offset=first, or a queue's backlog)")
 	f.StringVar(&o.Version, "stomp-version", "", "offer only this STOMP version: 1.0, 1.1 or 1.2 (default: let the broker pick)")

@@ -6,7 +6,8 @@
 //	broker passwd               print a password hash for the configuration's users
 //	broker send|consume|browse  send, receive and browse messages over STOMP
 //	broker list|stat|purge|move manage destinations through the admin API
-//	broker migrate --from URL  move the messages of another STOMP broker's queues here
+//	broker config import X.xml convert ActiveMQ's activemq.xml into the YAML configuration
+//	broker migrate --from URL   move the messages of another STOMP broker's queues here
 package main
 
 import (
@@ -44,6 +45,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(serve, newBenchCommand(), newPasswdCommand(),
 		newSendCommand(), newConsumeCommand(), newBrowseCommand(),
 		newListCommand(), newStatCommand(), newPurgeCommand(), newMoveCommand(),
-		newMigrateCommand())
+		newConfigCommand(), newMigrateCommand())
 	return root
 }

@@ -126,6 +126,9 @@ func toPolicy(e config.PolicyEntry) destinations.Policy {
 			MaxSlowDuration: a.MaxSlowDuration, MaxSlowCount: a.MaxSlowCount, CheckPeriod: a.CheckPeriod}
 	}
 	p.AdvisoryForSlowConsumers = e.AdvisoryForSlowConsumers
+	p.DedupEnabled = e.DuplicateDetection.Enabled
+	p.DedupCacheSize = e.DuplicateDetection.IDCacheSize
+	p.DedupWindow = e.DuplicateDetection.Window
 	p.Stream = e.IsStream()
 	p.Partitions = e.Partitions
 	p.Retention = e.Retention

@@ -98,6 +98,9 @@ type Options struct {
 	// ConsumerHeaders are added to every SUBSCRIBE, each written "name=value":
 	// a stream's consumer-group or x-stream-offset, for instance.
 	ConsumerHeaders []string
+	// DedupIDs gives every SEND a duplicate-detection id, _AMQ_DUPL_ID:
+	// <run>-<producer>-<seq>, unique in the run: what duplicate detection costs.
+	DedupIDs bool
 
 	// Shared makes the consumers of a topic share its messages, each delivered
 	// to one of them, as the members of a consumer group on a stream do: the

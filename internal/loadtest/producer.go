@@ -17,6 +17,9 @@ const (
 	hdrP   = "bench-p"
 	hdrSeq = "bench-seq"
 	hdrTS  = "bench-ts"
+
+	// hdrDedupID is the duplicate-detection id header (Options.DedupIDs).
+	hdrDedupID = "_AMQ_DUPL_ID"
 )
 
 // producer sends its share of the messages over one connection.
@@ -69,6 +72,14 @@ func newProducer(r *run, id, count int, c *client) *producer {
 func (p *producer) encodeSend(b []byte) []byte {
 	b = append(b, p.prefix...)
 	b = strconv.AppendInt(b, int64(p.seq), 10)
+	if p.r.o.DedupIDs {
+		b = append(b, "\n"+hdrDedupID+":"...)
+		b = append(b, p.r.id...)
+		b = append(b, '-')
+		b = append(b, p.idStr...)
+		b = append(b, '-')
+		b = strconv.AppendInt(b, int64(p.seq), 10)
+	}
 	b = append(b, "\n"+hdrTS+":"...)
 	b = strconv.AppendInt(b, time.Now().UnixNano(), 10)
 	if p.receipt != "" {
@@ -113,6 +124,9 @@ func (p *producer) headers(f *frame.Frame) error {
 	f.Header.Add(hdrRun, p.r.id)
 	f.Header.Add(hdrP, p.idStr)
 	f.Header.Add(hdrSeq, strconv.Itoa(p.seq))
+	if p.r.o.DedupIDs {
+		f.Header.Add(hdrDedupID, p.r.id+"-"+p.idStr+"-"+strconv.Itoa(p.seq))
+	}
 	if p.r.o.Persistent {
 		f.Header.Add("persistent", "true")
 	}

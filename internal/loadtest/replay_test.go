@@ -85,3 +85,28 @@ func TestSharedAndReplayOptions(t *testing.T) {
 		assert.ErrorIs(t, o.withDefaults(time.Now()).validate(), ErrOptions, name)
 	}
 }
+
+// TestRunDedupIDs: with DedupIDs every SEND carries an _AMQ_DUPL_ID unique in the run,
+// with either client.
+func TestRunDedupIDs(t *testing.T) {
+	forEachClient(t, func(t *testing.T, client string) {
+		p := startProxy(t, startServer(t))
+		o := quick(p.addr())
+		o.Client = client
+		o.Messages = 10
+		o.DedupIDs = true
+		res, err := Run(context.Background(), o)
+		requireClean(t, o, res, err)
+		wire := p.clientBytes()
+		ids := map[string]bool{}
+		for _, line := range strings.Split(wire, "\n") {
+			if id, ok := strings.CutPrefix(line, "_AMQ_DUPL_ID:"); ok {
+				ids[id] = true
+			}
+		}
+		assert.Len(t, ids, o.Messages, "one distinct id per SEND")
+		var out strings.Builder
+		res.Fprint(&out, o)
+		assert.Contains(t, out.String(), "dedup-ids=true")
+	})
+}

@@ -141,6 +141,9 @@ func (r Result) Fprint(w io.Writer, o Options) {
 	for _, h := range o.ConsumerHeaders {
 		fmt.Fprintf(w, " consumer-header=%s", h)
 	}
+	if o.DedupIDs {
+		fmt.Fprint(w, " dedup-ids=true")
+	}
 	fmt.Fprintln(w)
 	if r.Durable != nil {
 		r.fprintDurable(w, o)

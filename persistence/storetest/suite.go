@@ -114,6 +114,7 @@ func Run(t *testing.T, h Harness, feat Features) {
 		{"", batchCases},
 		{"Subs", subCases},
 		{"", lifecycleCases},
+		{"", dedupCases},
 	}
 	for _, g := range groups {
 		runCases := func(t *testing.T) {
