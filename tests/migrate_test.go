@@ -364,13 +364,14 @@ func TestMigrateKilledResumesExactlyOnce(t *testing.T) {
 	migDrain(t, amq, "MIG.KILL", 0)
 }
 
-// TestMigrateRate measures broker migrate moving MIGRATE_RATE_MESSAGES messages of 1 KiB
-// (100000 for the figure in docs/migration.md) from ActiveMQ 5.17 to our broker, both
-// without the race detector. It runs only when that variable is set: it takes minutes.
+// TestMigrateRate moves messages of 1 KiB from ActiveMQ 5.17 to our broker, both without
+// the race detector, and logs the rate: 2,000 in the suite, MIGRATE_RATE_MESSAGES of them
+// (100000 for the figure in docs/migration.md, which takes minutes) when that is set.
 func TestMigrateRate(t *testing.T) {
+	// A short run in the suite; MIGRATE_RATE_MESSAGES=100000 gives the figure.
 	n, _ := strconv.Atoi(os.Getenv("MIGRATE_RATE_MESSAGES"))
 	if n <= 0 {
-		t.Skip("set MIGRATE_RATE_MESSAGES=100000 to measure the migration rate")
+		n = 2000
 	}
 	amq := startActiveMQ(t, amqPersistentXML(t.TempDir()))
 	ours := startBroker(t, brokerConfig{Adapter: "kahaDB: {}", Plain: true})
