@@ -211,21 +211,31 @@ func (q *QueueDest) Claim(ctx context.Context, o ClaimOptions) (*Claim, error) {
 // ownPagingLocked waits until no page-in runs, then keeps any from starting until
 // releasePagingLocked. The caller holds q.mu, which is released while it waits.
 func (q *QueueDest) ownPagingLocked(ctx context.Context) error {
-	for q.pagingNow {
-		if q.pagingIdle == nil {
-			q.pagingIdle = make(chan struct{})
+	if err := q.waitLocked(ctx, func() bool { return q.pagingNow }, &q.pagingIdle); err != nil {
+		return err
+	}
+	q.pagingNow = true
+	return nil
+}
+
+// waitLocked waits until busy reports false, woken by the closing of the channel *idle
+// (made here when nil; whoever ends the work closes it and sets it back to nil). The
+// caller holds q.mu, which is released while it waits and held again on return.
+func (q *QueueDest) waitLocked(ctx context.Context, busy func() bool, idle *chan struct{}) error {
+	for busy() {
+		if *idle == nil {
+			*idle = make(chan struct{})
 		}
-		idle := q.pagingIdle
+		ch := *idle
 		q.mu.Unlock()
 		select {
-		case <-idle:
+		case <-ch:
 		case <-ctx.Done():
 			q.mu.Lock()
 			return ctx.Err()
 		}
 		q.mu.Lock()
 	}
-	q.pagingNow = true
 	return nil
 }
 
@@ -439,19 +449,8 @@ func (q *QueueDest) Drain(ctx context.Context) error {
 	if err := q.ownPagingLocked(ctx); err != nil {
 		return err
 	}
-	for q.writesInFlightLocked() > 0 {
-		if q.writesIdle == nil {
-			q.writesIdle = make(chan struct{})
-		}
-		idle := q.writesIdle
-		q.mu.Unlock()
-		select {
-		case <-idle:
-		case <-ctx.Done():
-			q.mu.Lock()
-			return ctx.Err()
-		}
-		q.mu.Lock()
+	if err := q.waitLocked(ctx, func() bool { return q.writesInFlightLocked() > 0 }, &q.writesIdle); err != nil {
+		return err
 	}
 	q.pending.RemoveIf(func(e *Entry) bool { q.release(e.Size); return true })
 	q.paged, q.pagedOut, q.pagedOutBytes = false, 0, 0
