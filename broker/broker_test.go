@@ -247,11 +247,17 @@ func BenchmarkQueueSendDispatch(b *testing.B) {
 	defer br.Close()
 	prod, _ := br.Connect(context.Background(), ConnectInfo{})
 	cons, _ := br.Connect(context.Background(), ConnectInfo{})
-	dest, _ := destinations.Parse("/queue/bench")
-	_, err = cons.Subscribe(context.Background(), SubscribeRequest{ID: "s", Dest: dest[0], Mode: AckAuto, Prefetch: 1000})
-	require.NoError(b, err)
 	defer prod.Close()
 	defer cons.Close()
+	benchSendDispatch(b, prod, cons)
+}
+
+// benchSendDispatch sends b.N 256-byte messages from prod to /queue/bench, which cons
+// consumes with auto-ack, taking its deliveries every 64 sends.
+func benchSendDispatch(b *testing.B, prod, cons *Conn) {
+	dest, _ := destinations.Parse("/queue/bench")
+	_, err := cons.Subscribe(context.Background(), SubscribeRequest{ID: "s", Dest: dest[0], Mode: AckAuto, Prefetch: 1000})
+	require.NoError(b, err)
 	body := make([]byte, 256)
 	var buf []*Delivery
 	done := func(error) {}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -103,26 +102,7 @@ func BenchmarkSendAuthorization(b *testing.B) {
 	}{{"noMap", nil}, {"map1000", entries1000()}} {
 		b.Run(bc.name, func(b *testing.B) {
 			br := securedBroker(b, bc.entries)
-			prod, cons := login(b, br, "app"), login(b, br, "app")
-			dest, _ := destinations.Parse("/queue/bench")
-			_, err := cons.Subscribe(context.Background(), SubscribeRequest{ID: "s", Dest: dest[0], Mode: AckAuto, Prefetch: 1000})
-			require.NoError(b, err)
-			body := make([]byte, 256)
-			var buf []*Delivery
-			done := func(error) {}
-			b.ReportAllocs()
-			b.ResetTimer()
-			start := time.Now()
-			for i := 0; i < b.N; i++ {
-				if err := prod.Send(context.Background(), dest, &persistence.Message{Body: body, Priority: 4}, "", done); err != nil {
-					b.Fatal(err)
-				}
-				if i%64 == 63 || i == b.N-1 {
-					buf = cons.Take(buf)
-					cons.Delivered(buf)
-				}
-			}
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+			benchSendDispatch(b, login(b, br, "app"), login(b, br, "app"))
 		})
 	}
 }
