@@ -2,8 +2,11 @@ package broker
 
 import (
 	"context"
+	"slices"
 	"strconv"
+	"sync/atomic"
 
+	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -106,8 +109,41 @@ func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error 
 	batch := c.b.store.Begin()
 	onDone := c.b.applySettle(batch, s, ds, ack)
 	s.kick()
-	c.b.finish(batch, persistence.Sync, onDone, done)
+	c.b.finish(batch, persistence.Sync, onDone, afterMarked(ds, done))
 	return nil
+}
+
+// afterMarked returns done delayed, once called, until the dispatch marks of the queues
+// ds came from cover every message dispatched from them up to now (see
+// destinations.QueueDest.WhenMarked): a client that got the answer to an acknowledgement
+// gets the messages it was given before it flagged redelivered should the broker crash.
+func afterMarked(ds []*Delivery, done func(error)) func(error) {
+	var qs []*destinations.QueueDest
+	for _, d := range ds {
+		if d.Queue != nil && !slices.Contains(qs, d.Queue) {
+			qs = append(qs, d.Queue)
+		}
+	}
+	if len(qs) == 0 {
+		return done
+	}
+	var (
+		pending atomic.Int32
+		result  error
+	)
+	pending.Store(int32(len(qs) + 1))
+	release := func() {
+		if pending.Add(-1) == 0 {
+			done(result)
+		}
+	}
+	for _, q := range qs {
+		q.WhenMarked(release)
+	}
+	return func(err error) {
+		result = err
+		release()
+	}
 }
 
 // applySettle adds the store writes that acknowledge (or reject) ds to batch and returns

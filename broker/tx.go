@@ -56,7 +56,9 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 	batch := c.b.store.Begin()
 	var applies []func(error)
 	var acked int64
+	var settled []*Delivery
 	for _, st := range t.settles {
+		settled = append(settled, st.ds...)
 		if st.ack {
 			acked += int64(len(st.ds))
 		}
@@ -136,7 +138,7 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 		}
 	}
 	c.b.counters.acked[c.proto].Add(acked)
-	done = marks.answer(done)
+	done = afterMarked(settled, marks.answer(done))
 	c.b.finish(batch, persistence.Sync, func(err error) {
 		destinations.SettleAll(entries, err)
 		marks.settle(err)

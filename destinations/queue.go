@@ -54,7 +54,8 @@ type QueueDest struct {
 	dispatchHWM    uint64
 	markerWritten  uint64
 	markerInFlight bool
-	markerLogged   time.Time // the last "dispatch mark failed" log line
+	markerLogged   time.Time    // the last "dispatch mark failed" log line
+	markWaiters    []markWaiter // WhenMarked callers waiting for the mark to be stored
 	recoveredHWM   uint64
 	hwmHint        atomic.Uint64
 	timer          *time.Timer // wakes dispatch for delayed redeliveries
@@ -678,15 +679,17 @@ func (q *QueueDest) writeMarkerLocked() {
 	go q.env.Commit(batch, persistence.Async, func(err error) {
 		defer q.env.Background.Done()
 		q.mu.Lock()
-		defer q.mu.Unlock()
+		var ready []func()
 		if err != nil {
 			// Tried again after a pause (with a log line at most once a minute); the
-			// write in flight meanwhile keeps others from starting.
+			// write in flight meanwhile keeps others from starting. Who waits for the
+			// mark is let go: the store is failing, and their own writes with it.
 			if now := q.env.Time(); now.Sub(q.markerLogged) > time.Minute {
 				q.markerLogged = now
 				q.env.Log.Error("storing a queue's dispatch mark failed; trying again", slog.String("dest", q.client),
 					slog.Duration("in", markerRetryDelay), slog.Any("err", err))
 			}
+			ready = q.takeMarkWaitersLocked(math.MaxUint64)
 			time.AfterFunc(markerRetryDelay, func() {
 				q.mu.Lock()
 				defer q.mu.Unlock()
@@ -695,12 +698,59 @@ func (q *QueueDest) writeMarkerLocked() {
 					q.writeMarkerLocked()
 				}
 			})
-			return
+		} else {
+			q.markerInFlight = false
+			q.markerWritten = hwm
+			ready = q.takeMarkWaitersLocked(hwm)
+			q.writeMarkerLocked()
 		}
-		q.markerInFlight = false
-		q.markerWritten = hwm
-		q.writeMarkerLocked()
+		q.mu.Unlock()
+		for _, fn := range ready {
+			fn()
+		}
 	})
+}
+
+// markWaiter is a WhenMarked caller: fn runs once the stored mark reaches need.
+type markWaiter struct {
+	need uint64
+	fn   func()
+}
+
+// WhenMarked calls fn once the stored dispatch mark covers every persistent message
+// dispatched from q so far: at once if it does already, else from the store's
+// completion of the mark's write (or of its failure). An acknowledgement's answer waits
+// for it, so that the messages a client was given before the RECEIPT of an ACK or
+// COMMIT come back flagged redelivered after a crash that follows it: the mark is
+// written asynchronously, and without the wait a fast client could get its RECEIPT
+// first. The mark is usually stored long before the client acknowledges anything.
+func (q *QueueDest) WhenMarked(fn func()) {
+	q.mu.Lock()
+	if q.dispatchHWM <= q.markerWritten {
+		q.mu.Unlock()
+		fn()
+		return
+	}
+	q.markWaiters = append(q.markWaiters, markWaiter{need: q.dispatchHWM, fn: fn})
+	q.writeMarkerLocked()
+	q.mu.Unlock()
+}
+
+// takeMarkWaitersLocked removes and returns the callbacks of the waiters the stored mark
+// upto now satisfies.
+func (q *QueueDest) takeMarkWaitersLocked(upto uint64) []func() {
+	var ready []func()
+	kept := q.markWaiters[:0]
+	for _, w := range q.markWaiters {
+		if w.need <= upto {
+			ready = append(ready, w.fn)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(q.markWaiters[len(kept):])
+	q.markWaiters = kept
+	return ready
 }
 
 // markerRetryDelay is the pause before a failed dispatch mark write is tried again.
