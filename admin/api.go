@@ -36,6 +36,7 @@ var apiRoutes = []string{
 	"DELETE /api/connections/{id}",
 	"GET /api/durable-subscriptions",
 	"DELETE /api/durable-subscriptions/{clientId}/{name}",
+	"POST /api/durable-subscriptions/{clientId}/{name}/messages",
 	"GET /api/streams/{name}",
 }
 
@@ -50,22 +51,23 @@ const maxBodyBytes = 16 << 20
 
 func (s *Server) routeAPI() {
 	handlers := map[string]http.HandlerFunc{
-		"GET /api/broker":                                     s.getBroker,
-		"GET /api/destinations":                               s.getDestinations,
-		"GET /api/queues/{name}/messages":                     s.browse,
-		"GET /api/queues/{name}/messages/{id}":                s.getMessage,
-		"DELETE /api/queues/{name}/messages/{id}":             s.deleteMessage,
-		"POST /api/queues/{name}/messages":                    s.send("/queue/"),
-		"POST /api/topics/{name}/messages":                    s.send("/topic/"),
-		"POST /api/queues/{name}/purge":                       s.purge,
-		"DELETE /api/queues/{name}":                           s.removeDestination("/queue/"),
-		"DELETE /api/topics/{name}":                           s.removeDestination("/topic/"),
-		"POST /api/queues/{name}/move":                        s.move,
-		"GET /api/connections":                                s.getConnections,
-		"DELETE /api/connections/{id}":                        s.closeConnection,
-		"GET /api/durable-subscriptions":                      s.getDurables,
-		"DELETE /api/durable-subscriptions/{clientId}/{name}": s.removeDurable,
-		"GET /api/streams/{name}":                             s.getStream,
+		"GET /api/broker":                                            s.getBroker,
+		"GET /api/destinations":                                      s.getDestinations,
+		"GET /api/queues/{name}/messages":                            s.browse,
+		"GET /api/queues/{name}/messages/{id}":                       s.getMessage,
+		"DELETE /api/queues/{name}/messages/{id}":                    s.deleteMessage,
+		"POST /api/queues/{name}/messages":                           s.send("/queue/"),
+		"POST /api/topics/{name}/messages":                           s.send("/topic/"),
+		"POST /api/queues/{name}/purge":                              s.purge,
+		"DELETE /api/queues/{name}":                                  s.removeDestination("/queue/"),
+		"DELETE /api/topics/{name}":                                  s.removeDestination("/topic/"),
+		"POST /api/queues/{name}/move":                               s.move,
+		"GET /api/connections":                                       s.getConnections,
+		"DELETE /api/connections/{id}":                               s.closeConnection,
+		"GET /api/durable-subscriptions":                             s.getDurables,
+		"DELETE /api/durable-subscriptions/{clientId}/{name}":        s.removeDurable,
+		"POST /api/durable-subscriptions/{clientId}/{name}/messages": s.importDurable,
+		"GET /api/streams/{name}":                                    s.getStream,
 	}
 	for _, p := range apiRoutes {
 		s.api.HandleFunc(p, handlers[p])
@@ -386,6 +388,27 @@ func (s *Server) removeDurable(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// maxImportMessages bounds the messages of one import request.
+const maxImportMessages = 10000
+
+func (s *Server) importDurable(w http.ResponseWriter, r *http.Request) {
+	var req ImportRequest
+	if err := decode(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(req.Messages) > maxImportMessages {
+		s.fail(w, r, badRequest("%d messages in one import: at most %d", len(req.Messages), maxImportMessages))
+		return
+	}
+	res, err := s.o.Backend.ImportDurable(r.Context(), r.PathValue("clientId"), r.PathValue("name"), req.Messages)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) getStream(w http.ResponseWriter, r *http.Request) {

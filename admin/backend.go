@@ -49,6 +49,10 @@ type Backend interface {
 	CloseConnection(id, reason string) error
 	DurableSubscriptions() []DurableSubscription
 	RemoveDurableSubscription(ctx context.Context, clientID, name string) error
+	// ImportDurable puts messages in one durable subscription's backlog only (a
+	// migration), in one store batch; messages with a duplicate-detection id the
+	// subscription already took are counted and dropped.
+	ImportDurable(ctx context.Context, clientID, name string, msgs []SendRequest) (ImportResult, error)
 	Stream(name string) (Stream, error)
 }
 
@@ -107,11 +111,24 @@ type Message struct {
 	Truncated  bool   `json:"truncated,omitempty"`
 }
 
-// SendRequest is a message to send.
+// SendRequest is a message to send. A binary body goes in BodyBase64 (then Body must be
+// empty).
 type SendRequest struct {
 	Body       string            `json:"body"`
+	BodyBase64 string            `json:"body_base64,omitempty"`
 	Headers    map[string]string `json:"headers,omitempty"`
 	Persistent bool              `json:"persistent"`
+}
+
+// ImportRequest is the messages of a durable subscription's import, in order.
+type ImportRequest struct {
+	Messages []SendRequest `json:"messages"`
+}
+
+// ImportResult is what an import did.
+type ImportResult struct {
+	Imported   int `json:"imported"`
+	Duplicates int `json:"duplicates"`
 }
 
 // MoveRequest says which messages of a queue go where.

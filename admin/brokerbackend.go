@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"runtime/debug"
 	"sort"
 	"strconv"
@@ -246,6 +247,16 @@ func (bb *BrokerBackend) Send(ctx context.Context, dest string, r SendRequest) (
 // messageOf builds the message of a SendRequest, its headers in name order.
 func messageOf(r SendRequest) (*persistence.Message, error) {
 	m := &persistence.Message{Priority: 4, Body: []byte(r.Body), Persistent: r.Persistent}
+	if r.BodyBase64 != "" {
+		if r.Body != "" {
+			return nil, badRequest("body and body_base64 both set")
+		}
+		b, err := base64.StdEncoding.DecodeString(r.BodyBase64)
+		if err != nil {
+			return nil, badRequest("body_base64: %s", err)
+		}
+		m.Body = b
+	}
 	names := make([]string, 0, len(r.Headers))
 	for k := range r.Headers {
 		names = append(names, k)
@@ -283,6 +294,20 @@ func messageOf(r SendRequest) (*persistence.Message, error) {
 		m.Headers = append(m.Headers, k, v)
 	}
 	return m, nil
+}
+
+// ImportDurable implements Backend.
+func (bb *BrokerBackend) ImportDurable(ctx context.Context, clientID, name string, reqs []SendRequest) (ImportResult, error) {
+	msgs := make([]*persistence.Message, len(reqs))
+	for i, r := range reqs {
+		m, err := messageOf(r)
+		if err != nil {
+			return ImportResult{}, fmt.Errorf("message %d: %w", i, err)
+		}
+		msgs[i] = m
+	}
+	res, err := bb.b.ImportDurable(ctx, who(ctx), persistence.SubKey{ClientID: clientID, Name: name}, msgs)
+	return ImportResult{Imported: res.Imported, Duplicates: res.Duplicates}, err
 }
 
 // Purge implements Backend.

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -82,6 +83,9 @@ func (f *fakeBackend) DurableSubscriptions() []DurableSubscription { return nil 
 func (f *fakeBackend) RemoveDurableSubscription(ctx context.Context, clientID, name string) error {
 	return f.record(ctx, "unsubscribe "+clientID+" "+name)
 }
+func (f *fakeBackend) ImportDurable(ctx context.Context, clientID, name string, msgs []SendRequest) (ImportResult, error) {
+	return ImportResult{Imported: len(msgs)}, f.record(ctx, fmt.Sprintf("import %s %s %d", clientID, name, len(msgs)))
+}
 func (f *fakeBackend) Stream(name string) (Stream, error) {
 	return Stream{Name: name}, f.record(context.Background(), "stream "+name)
 }
@@ -149,6 +153,7 @@ func TestAPIRoutes(t *testing.T) {
 		{"POST", "/api/queues/ActiveMQ.DLQ/move", `{"to":"original","selector":"k = 'v'"}`, 200, "move /queue/ActiveMQ.DLQ to=original selector=k = 'v'"},
 		{"DELETE", "/api/connections/ID:c1?reason=bye", "", 204, "close ID:c1 bye"},
 		{"DELETE", "/api/durable-subscriptions/app/sub.1", "", 204, "unsubscribe app sub.1"},
+		{"POST", "/api/durable-subscriptions/app/sub.1/messages", `{"messages":[{"body":"a"},{"body_base64":"AAE="}]}`, 200, "import app sub.1 2"},
 		{"GET", "/api/streams/events", "", 200, "stream events"},
 		{"GET", "/api/destinations?type=stream", "", 200, "destinations stream"},
 	} {

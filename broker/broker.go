@@ -292,6 +292,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		b.env.Advise = b.adv
 	}
 	b.durables = durable.NewRegistry(&b.env, b.maxDurables)
+	b.durables.OnRemove = b.dropSubDedup
 	if o.Scheduler {
 		b.sched = newScheduler(b, o.SchedulerMemoryLimit)
 	}

@@ -81,8 +81,23 @@ type dedupCache struct {
 }
 
 // dedupFor returns the cache of d, creating it; nil when d's policy turns detection off.
-func (b *Broker) dedupFor(d destinations.Name) *dedupCache {
-	key := qualified(d)
+func (b *Broker) dedupFor(d destinations.Name) *dedupCache { return b.dedupCacheFor(qualified(d), d) }
+
+// dedupForSub returns the cache of the messages imported into one durable subscription
+// of topic (ImportDurable): a message a migration moves lives in each subscription's
+// backlog at the source under one id, so each subscription remembers its own.
+func (b *Broker) dedupForSub(k persistence.SubKey, topic string) *dedupCache {
+	return b.dedupCacheFor(subDedupKey(k), destinations.Name{Kind: destinations.Topic, Name: topic})
+}
+
+// subDedupKey is the cache key (and log suffix) of durable subscription k's cache.
+func subDedupKey(k persistence.SubKey) string { return subDedupPrefix + k.String() }
+
+const subDedupPrefix = "durable://"
+
+// dedupCacheFor returns the cache kept under key, creating it with the policy of d;
+// nil when that policy turns detection off.
+func (b *Broker) dedupCacheFor(key string, d destinations.Name) *dedupCache {
 	b.dedupMu.RLock()
 	c, ok := b.dedups[key]
 	b.dedupMu.RUnlock()
@@ -103,6 +118,19 @@ func (b *Broker) dedupFor(d destinations.Name) *dedupCache {
 	}
 	b.dedups[key] = c
 	return c
+}
+
+// dropSubDedup forgets the cache of durable subscription k, deleted, and purges its id
+// log with batch.
+func (b *Broker) dropSubDedup(k persistence.SubKey, batch persistence.Batch) {
+	key := subDedupKey(k)
+	b.dedupMu.Lock()
+	c := b.dedups[key]
+	delete(b.dedups, key)
+	b.dedupMu.Unlock()
+	if c != nil {
+		batch.Purge(c.log)
+	}
 }
 
 func qualified(d destinations.Name) string {
@@ -178,6 +206,11 @@ func (b *Broker) duplicate(d destinations.Name, m *persistence.Message, batch *p
 	if c == nil {
 		return false, nil
 	}
+	return b.duplicateIn(c, id, d.String(), m, batch, from, marks)
+}
+
+// duplicateIn is duplicate with cache c; what names the destination in the log.
+func (b *Broker) duplicateIn(c *dedupCache, id, what string, m *persistence.Message, batch *persistence.Batch, from *Conn, marks *dedupMarks) (dup bool, rec *dedupEntry) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -189,7 +222,7 @@ func (b *Broker) duplicate(d destinations.Name, m *persistence.Message, batch *p
 			marks.waits = append(marks.waits, old)
 		}
 		if b.log.Enabled(context.Background(), slog.LevelDebug) {
-			attrs := []any{slog.String("dest", d.String()), slog.String("id", id)}
+			attrs := []any{slog.String("dest", what), slog.String("id", id)}
 			if from != nil {
 				attrs = append(attrs, slog.String("conn", from.ID))
 			}
@@ -306,21 +339,27 @@ func (b *Broker) recoverDedup(ctx context.Context, dests []persistence.DestState
 			continue
 		}
 		q := ds.Name[len(dedupLogPrefix):]
-		var d destinations.Name
+		var c *dedupCache
 		switch {
 		case strings.HasPrefix(q, persistence.QueuePrefix):
-			d = destinations.Name{Kind: destinations.Queue, Name: q[len(persistence.QueuePrefix):]}
+			c = b.dedupFor(destinations.Name{Kind: destinations.Queue, Name: q[len(persistence.QueuePrefix):]})
 		case strings.HasPrefix(q, persistence.TopicPrefix):
-			d = destinations.Name{Kind: destinations.Topic, Name: q[len(persistence.TopicPrefix):]}
+			c = b.dedupFor(destinations.Name{Kind: destinations.Topic, Name: q[len(persistence.TopicPrefix):]})
+		case strings.HasPrefix(q, subDedupPrefix):
+			// A durable subscription's imports: kept while the subscription is.
+			if k, err := persistence.ParseSubKey(q[len(subDedupPrefix):]); err == nil {
+				if d := b.durables.Get(k); d != nil {
+					c = b.dedupForSub(k, d.Topic())
+				}
+			}
 		default:
 			continue
 		}
 		if batch == nil {
 			batch = b.store.Begin()
 		}
-		c := b.dedupFor(d)
 		if c == nil {
-			batch.Purge(ds.Name) // detection turned off: its ids are of no use
+			batch.Purge(ds.Name) // detection turned off, or the subscription gone: no use
 			continue
 		}
 		c.mu.Lock()

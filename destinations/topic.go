@@ -154,6 +154,9 @@ func (t *TopicDest) assign(m *persistence.Message) {
 // settle once that store write commits.
 type DurableRouter interface {
 	Route(m *persistence.Message) (entries []Accepted, store bool)
+	// RouteTo is Route to the subscription key only; found is false if the topic
+	// has none of that key.
+	RouteTo(m *persistence.Message, key persistence.SubKey) (entries []Accepted, store, found bool)
 	Len() int
 }
 
@@ -168,6 +171,19 @@ func (t *TopicDest) Accept(m *persistence.Message) (entries []Accepted, store bo
 		return nil, false
 	}
 	return t.durables.Route(m)
+}
+
+// AcceptFor is Accept for the durable subscription key alone (a message imported into
+// its backlog); found is false if the topic has no such subscription. The caller
+// publishes m to nobody else.
+func (t *TopicDest) AcceptFor(m *persistence.Message, key persistence.SubKey) (entries []Accepted, store, found bool) {
+	t.pubMu.Lock()
+	defer t.pubMu.Unlock()
+	if t.durables == nil {
+		return nil, false, false
+	}
+	t.assign(m)
+	return t.durables.RouteTo(m, key)
 }
 
 // UpdateDurables replaces the topic's durable router with what f makes of it, under

@@ -113,6 +113,10 @@ type Registry struct {
 
 	mu   sync.RWMutex
 	subs map[persistence.SubKey]*Sub
+
+	// OnRemove, if set, adds to the batch that deletes a subscription what else goes
+	// with it (the broker's duplicate-detection ids of what was imported into it).
+	OnRemove func(key persistence.SubKey, batch persistence.Batch)
 }
 
 // NewRegistry returns an empty registry working in env, in which Subscribe creates
@@ -218,6 +222,9 @@ func (r *Registry) Delete(ctx context.Context, key persistence.SubKey, before fu
 func (r *Registry) remove(ctx context.Context, d *Sub) error {
 	batch := r.env.Store.Begin()
 	batch.RemoveSub(d.info.Key)
+	if r.OnRemove != nil {
+		r.OnRemove(d.info.Key, batch)
+	}
 	if err := batch.Commit(ctx, persistence.Sync); err != nil {
 		return err
 	}

@@ -77,6 +77,25 @@ func (s set) Route(m *persistence.Message) ([]destinations.Accepted, bool) {
 	return entries, m.Persistent
 }
 
+// RouteTo gives m to the subscription key alone, whatever its selector and limits: a
+// message of its backlog imported from another broker (a migration), which chose it
+// there. A persistent m is stored for it; a non-persistent one is kept in memory, as
+// the source kept it. False if the topic has no such subscription.
+func (s set) RouteTo(m *persistence.Message, key persistence.SubKey) ([]destinations.Accepted, bool, bool) {
+	for _, d := range s {
+		if d.info.Key != key {
+			continue
+		}
+		e := d.view.AcceptView(m, !m.Persistent)
+		if !m.Persistent {
+			return nil, false, true
+		}
+		m.Subs = []persistence.SubKey{key}
+		return []destinations.Accepted{{Q: d.view, E: e, Seq: m.Seq}}, true, true
+	}
+	return nil, false, false
+}
+
 // overLimit applies the policy's offline pending limits: past them a message is not
 // kept for this offline subscription, with a log line (at most once a minute). The
 // caller holds the topic's publish lock.

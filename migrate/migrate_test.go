@@ -65,3 +65,18 @@ func TestSendHeaders(t *testing.T) {
 	}
 	assert.Equal(t, want, got)
 }
+
+func TestParseDurable(t *testing.T) {
+	d, err := ParseDurable("app-1:feed@/topic/PRICES.EU")
+	require.NoError(t, err)
+	assert.Equal(t, Durable{ClientID: "app-1", Name: "feed", Topic: "PRICES.EU"}, d)
+	d, err = ParseDurable("app:a:b@c@/topic/T?selector=kind = 'a' AND x > 1")
+	require.NoError(t, err)
+	assert.Equal(t, Durable{ClientID: "app", Name: "a:b@c", Topic: "T", Selector: "kind = 'a' AND x > 1"}, d)
+	assert.Equal(t, "app:a:b@c@/topic/T?selector=kind = 'a' AND x > 1", d.String())
+	for _, bad := range []string{"", "app@/topic/T", ":n@/topic/T", "app:@/topic/T", "app:n@/queue/T",
+		"app:n@/topic/", "app:n@/topic/T.>", "app:n@/topic/T?selector="} {
+		_, err := ParseDurable(bad)
+		assert.Error(t, err, "%q", bad)
+	}
+}

@@ -340,6 +340,10 @@ func (f *fakeBackend) DurableSubscriptions() []admin.DurableSubscription {
 	return append([]admin.DurableSubscription(nil), f.durables...)
 }
 
+func (f *fakeBackend) ImportDurable(context.Context, string, string, []admin.SendRequest) (admin.ImportResult, error) {
+	return admin.ImportResult{}, errors.New("fake: no imports")
+}
+
 func (f *fakeBackend) RemoveDurableSubscription(_ context.Context, clientID, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
+	"github.com/activemq-go/broker/admin"
 	"github.com/activemq-go/broker/internal/stompclient"
 	"github.com/activemq-go/broker/migrate"
 )
@@ -17,6 +22,8 @@ import (
 type migrateOptions struct {
 	from, to string
 	queues   []string
+	durables []string
+	admin    adminFlags
 	dryRun   bool
 	idle     time.Duration
 	settle   time.Duration
@@ -27,7 +34,7 @@ type migrateOptions struct {
 func newMigrateCommand() *cobra.Command {
 	var o migrateOptions
 	cmd := &cobra.Command{
-		Use:   "migrate --from URL [--to URL] [--queue NAME|PATTERN]... [--dry-run]",
+		Use:   "migrate --from URL [--to URL] [--queue NAME|PATTERN]... [--durable CLIENT_ID:NAME@/topic/T]... [--dry-run]",
 		Short: "Move the messages stored in another STOMP broker's queues (ActiveMQ) into this one",
 		Long: `Move the messages waiting in the queues of another STOMP broker (ActiveMQ 5.x, the DLQ
 included) into this broker's queues of the same names, each exactly once.
@@ -48,8 +55,16 @@ in _AMQ_DUPL_ID, and this broker's duplicate detection makes a re-run move each
 message once. A queue is done when no message came for --idle. Every header is kept
 (persistent, priority, expires, timestamp, type, correlation-id, reply-to,
 JMSXGroupID/JMSXGroupSeq, content-type, custom ones) but the source's delivery
-headers (message-id, subscription, ack, redelivered, ...). Durable subscriptions are
-not moved (see docs/migration.md).
+headers (message-id, subscription, ack, redelivered, ...).
+
+--durable CLIENT_ID:NAME@/topic/TOPIC[?selector=EXPR] moves a durable subscription's
+backlog (STOMP cannot list them: name each, repeatable). The subscription is created
+here first, then drained on the source connected as CLIENT_ID (stop its subscriber
+first) into that subscription alone, through this broker's admin API (--admin, a user
+of an admin group): its topic's other subscribers get nothing. Give the selector the
+subscription has on the source: ActiveMQ replaces a durable subscription subscribed
+with another selector, and drops its backlog. Queues move first, then durable
+subscriptions; with --durable and no --queue, only the durable subscriptions move.
 
 --from and --to take the URLs of --url in send and consume (stomp://, stomp+ssl://,
 ws://, wss://; the passwords are visible in ps: set MIGRATE_FROM and BROKER_URL
@@ -63,6 +78,8 @@ instead). --to defaults to $BROKER_URL, else ` + defaultStompURL + `.` + exitCod
 	f.StringVar(&o.from, "from", "", "the source broker's URL (default $MIGRATE_FROM)")
 	f.StringVar(&o.to, "to", "", "this broker's URL (default $"+envStompURL+", else "+defaultStompURL+")")
 	f.StringArrayVar(&o.queues, "queue", nil, "queue NAME or PATTERN (* one part, > the rest) to move; repeatable (default: every queue the source announces)")
+	f.StringArrayVar(&o.durables, "durable", nil, "durable subscription CLIENT_ID:NAME@/topic/TOPIC[?selector=EXPR] to move; repeatable")
+	o.admin.register(f)
 	f.BoolVar(&o.dryRun, "dry-run", false, "list the queues that would move, move nothing")
 	f.DurationVar(&o.idle, "idle", migrate.DefaultIdle, "a queue is drained when no message came for this long")
 	f.DurationVar(&o.settle, "settle", migrate.DefaultSettle, "how long to collect the source's queue advisories")
@@ -97,11 +114,25 @@ func runMigrate(cmd *cobra.Command, o migrateOptions) error {
 	if o.window <= 0 || o.window > stompclient.MaxOutstanding {
 		return usagef("--window %d: between 1 and %d", o.window, stompclient.MaxOutstanding)
 	}
+	var durables []migrate.Durable
+	for _, s := range o.durables {
+		d, err := migrate.ParseDurable(s)
+		if err != nil {
+			return usagef("--durable: %w", err)
+		}
+		durables = append(durables, d)
+	}
+	var api *adminClient
+	if len(durables) > 0 {
+		if api, err = o.admin.client(cmd.Flags()); err != nil {
+			return err
+		}
+	}
 	ctx, stop := signalContext(cmd)
 	defer stop()
 
 	var found []string
-	needDiscovery := len(o.queues) == 0
+	needDiscovery := len(o.queues) == 0 && len(durables) == 0
 	for _, q := range o.queues {
 		needDiscovery = needDiscovery || migrate.IsPattern(q)
 	}
@@ -111,15 +142,21 @@ func runMigrate(cmd *cobra.Command, o migrateOptions) error {
 			return err
 		}
 	}
-	queues, err := migrate.Select(found, o.queues)
-	if err != nil {
-		return usageError(err)
+	var queues []string
+	if len(o.queues) > 0 || len(durables) == 0 {
+		if queues, err = migrate.Select(found, o.queues); err != nil {
+			return usageError(err)
+		}
 	}
 	out := cmd.OutOrStdout()
 	if o.dryRun {
-		fmt.Fprintf(out, "would move %d queue(s) from %s to %s (counts are not known over STOMP):\n", len(queues), src, dst)
+		fmt.Fprintf(out, "would move %d queue(s) and %d durable subscription(s) from %s to %s (counts are not known over STOMP):\n",
+			len(queues), len(durables), src, dst)
 		for _, q := range queues {
 			fmt.Fprintf(out, "  %s\n", q)
+		}
+		for _, d := range durables {
+			fmt.Fprintf(out, "  durable %s\n", d)
 		}
 		return nil
 	}
@@ -144,14 +181,49 @@ func runMigrate(cmd *cobra.Command, o migrateOptions) error {
 			return fmt.Errorf("queue %s (%d moved before): %w", q, r.Moved, err)
 		}
 	}
+	for _, d := range durables {
+		p := newProgress(popts, "moved durable "+d.ClientID+":"+d.Name, 0)
+		r, err := m.MoveDurable(ctx, d, durableImporter{api}, p.Add)
+		p.Done()
+		results = append(results, r)
+		if err != nil {
+			writeSummary(out, results)
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w: durable subscription %s: %d moved", errInterrupted, d, r.Moved)
+			}
+			return fmt.Errorf("durable subscription %s (%d moved before): %w", d, r.Moved, err)
+		}
+	}
 	writeSummary(out, results)
 	return nil
+}
+
+// durableImporter imports into a durable subscription through the admin API.
+type durableImporter struct{ c *adminClient }
+
+func (di durableImporter) Import(ctx context.Context, d migrate.Durable, msgs []migrate.Message) (int, error) {
+	req := admin.ImportRequest{Messages: make([]admin.SendRequest, len(msgs))}
+	for i, m := range msgs {
+		r := admin.SendRequest{Headers: m.Headers, Persistent: m.Persistent}
+		if utf8.Valid(m.Body) {
+			r.Body = string(m.Body)
+		} else {
+			r.BodyBase64 = base64.StdEncoding.EncodeToString(m.Body)
+		}
+		req.Messages[i] = r
+	}
+	var res admin.ImportResult
+	path := "/api/durable-subscriptions/" + url.PathEscape(d.ClientID) + "/" + url.PathEscape(d.Name) + "/messages"
+	if err := di.c.do(ctx, "POST", path, req, &res); err != nil {
+		return 0, err
+	}
+	return res.Duplicates, nil
 }
 
 // writeSummary prints the table of the queues moved.
 func writeSummary(w io.Writer, rs []migrate.Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "queue\tmoved\ttime\tmsgs/s\t")
+	fmt.Fprintln(tw, "from\tmoved\ttime\tmsgs/s\t")
 	var total int64
 	var d time.Duration
 	for _, r := range rs {
