@@ -229,4 +229,17 @@ func TestCLITLS(t *testing.T) {
 	assert.Contains(t, r.Stderr, "broker: send /queue/cli.tls: connect stomp+ssl://"+p.connectorAddr("stomp+ssl")+": tls: failed to verify certificate")
 	r = runCLI(t, "", nil, "send", ssl, "--insecure-skip-verify", "/queue/cli.tls", "unverified")
 	assert.Equal(t, 0, r.Code, r.Stderr)
+
+	// migrate's source over TLS: --from-ca-file.
+	from := "--from=stomp+ssl://" + p.connectorAddr("stomp+ssl")
+	target := startBroker(t, brokerConfig{})
+	to := "--to=stomp://" + target.Addr
+	r = runCLI(t, "", nil, "migrate", from, to, "--queue", "cli.tls", "--idle", "300ms", "--progress", "0")
+	assert.Equal(t, 1, r.Code)
+	assert.Contains(t, r.Stderr, "tls: failed to verify certificate")
+	r = runCLI(t, "", nil, "migrate", from, to, "--to-ca-file="+pki.CAFile, "--queue", "cli.tls")
+	assert.Equal(t, 2, r.Code, "a --to-... TLS flag with a plain --to URL is a usage error")
+	assert.Contains(t, r.Stderr, "--to-ca-file, --to-cert-file, --to-key-file and --to-insecure-skip-verify need a stomp+ssl:// or wss:// URL")
+	cliOK(t, "", "migrate", from, "--from-ca-file="+pki.CAFile, to, "--queue", "cli.tls", "--idle", "300ms", "--progress", "0")
+	assert.Equal(t, "unverified\n", cliOK(t, "", "consume", "--url=stomp://"+target.Addr, "--count", "1", "/queue/cli.tls"))
 }

@@ -24,6 +24,8 @@ type migrateOptions struct {
 	queues   []string
 	durables []string
 	admin    adminFlags
+	fromTLS  tlsFlags
+	toTLS    tlsFlags
 	dryRun   bool
 	idle     time.Duration
 	settle   time.Duration
@@ -68,7 +70,8 @@ subscriptions; with --durable and no --queue, only the durable subscriptions mov
 
 --from and --to take the URLs of --url in send and consume (stomp://, stomp+ssl://,
 ws://, wss://; the passwords are visible in ps: set MIGRATE_FROM and BROKER_URL
-instead). --to defaults to $BROKER_URL, else ` + defaultStompURL + `.` + exitCodesHelp,
+instead); --from-ca-file, --from-cert-file, --from-key-file and
+--from-insecure-skip-verify set the source's TLS, the --to-... ones this broker's. --to defaults to $BROKER_URL, else ` + defaultStompURL + `.` + exitCodesHelp,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runMigrate(cmd, o)
@@ -80,6 +83,8 @@ instead). --to defaults to $BROKER_URL, else ` + defaultStompURL + `.` + exitCod
 	f.StringArrayVar(&o.queues, "queue", nil, "queue NAME or PATTERN (* one part, > the rest) to move; repeatable (default: every queue the source announces)")
 	f.StringArrayVar(&o.durables, "durable", nil, "durable subscription CLIENT_ID:NAME@/topic/TOPIC[?selector=EXPR] to move; repeatable")
 	o.admin.register(f)
+	o.fromTLS.register(f, "from-", "the source broker")
+	o.toTLS.register(f, "to-", "this broker")
 	f.BoolVar(&o.dryRun, "dry-run", false, "list the queues that would move, move nothing")
 	f.DurationVar(&o.idle, "idle", migrate.DefaultIdle, "a queue is drained when no message came for this long")
 	f.DurationVar(&o.settle, "settle", migrate.DefaultSettle, "how long to collect the source's queue advisories")
@@ -111,6 +116,14 @@ func runMigrate(cmd *cobra.Command, o migrateOptions) error {
 	if err != nil {
 		return usagef("--to: %w", err)
 	}
+	fromOpts, err := o.fromTLS.options(src)
+	if err != nil {
+		return err
+	}
+	toOpts, err := o.toTLS.options(dst)
+	if err != nil {
+		return err
+	}
 	if o.window <= 0 || o.window > stompclient.MaxOutstanding {
 		return usagef("--window %d: between 1 and %d", o.window, stompclient.MaxOutstanding)
 	}
@@ -137,7 +150,7 @@ func runMigrate(cmd *cobra.Command, o migrateOptions) error {
 		needDiscovery = needDiscovery || migrate.IsPattern(q)
 	}
 	if needDiscovery {
-		found, err = migrate.Discover(ctx, src, stompclient.Options{}, o.settle)
+		found, err = migrate.Discover(ctx, src, fromOpts, o.settle)
 		if err != nil {
 			return err
 		}
@@ -161,8 +174,8 @@ func runMigrate(cmd *cobra.Command, o migrateOptions) error {
 		return nil
 	}
 	m := &migrate.Mover{
-		Source: migrate.Endpoint{URL: src},
-		Target: migrate.Endpoint{URL: dst},
+		Source: migrate.Endpoint{URL: src, Options: fromOpts},
+		Target: migrate.Endpoint{URL: dst, Options: toOpts},
 		Idle:   o.idle,
 		Window: o.window,
 	}

@@ -37,24 +37,19 @@ set BROKER_URL instead to keep a password out of them.`
 
 // stompFlags are the connection flags of send, consume and browse.
 type stompFlags struct {
-	url                       string
-	caFile, certFile, keyFile string
-	insecure                  bool
-	progress                  time.Duration
+	url      string
+	tls      tlsFlags
+	progress time.Duration
 }
 
 func (f *stompFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.url, "url", "", "broker URL: stomp://user:pass@host:port, stomp+ssl://..., ws://host:port/path, wss://... (default $"+envStompURL+", else "+defaultStompURL+")")
-	fs.StringVar(&f.caFile, "ca-file", "", "PEM file of the CAs that verify the broker's certificate (default: the system's)")
-	fs.StringVar(&f.certFile, "cert-file", "", "PEM client certificate, for a broker that asks for one (needs --key-file)")
-	fs.StringVar(&f.keyFile, "key-file", "", "PEM key of --cert-file")
-	fs.BoolVar(&f.insecure, "insecure-skip-verify", false, "do not verify the broker's certificate (testing only: anyone on the path can read and change the traffic)")
+	f.tls.register(fs, "", "the broker")
 	fs.DurationVar(&f.progress, "progress", defaultProgress, "interval of the progress lines on stderr when it is not a terminal (0: no progress at all)")
 }
 
 // target is the URL and the dial options the flags say; every error is a usage error.
 func (f *stompFlags) target(fs *pflag.FlagSet) (*stompclient.URL, stompclient.Options, error) {
-	var o stompclient.Options
 	raw := f.url
 	if !fs.Changed("url") {
 		raw = defaultStompURL
@@ -64,38 +59,61 @@ func (f *stompFlags) target(fs *pflag.FlagSet) (*stompclient.URL, stompclient.Op
 	}
 	u, err := stompclient.ParseURL(raw)
 	if err != nil {
-		return nil, o, usageError(err)
+		return nil, stompclient.Options{}, usageError(err)
 	}
-	tlsFlags := f.caFile != "" || f.certFile != "" || f.keyFile != "" || f.insecure
+	o, err := f.tls.options(u)
+	return u, o, err
+}
+
+// tlsFlags are the TLS flags of one STOMP connection, named with a prefix ("" for
+// --ca-file..., "from-" for --from-ca-file...).
+type tlsFlags struct {
+	prefix                    string
+	caFile, certFile, keyFile string
+	insecure                  bool
+}
+
+func (f *tlsFlags) register(fs *pflag.FlagSet, prefix, whose string) {
+	f.prefix = prefix
+	fs.StringVar(&f.caFile, prefix+"ca-file", "", "PEM file of the CAs that verify "+whose+"'s certificate (default: the system's)")
+	fs.StringVar(&f.certFile, prefix+"cert-file", "", "PEM client certificate, for "+whose+" if it asks for one (needs --"+prefix+"key-file)")
+	fs.StringVar(&f.keyFile, prefix+"key-file", "", "PEM key of --"+prefix+"cert-file")
+	fs.BoolVar(&f.insecure, prefix+"insecure-skip-verify", false, "do not verify "+whose+"'s certificate (testing only: anyone on the path can read and change the traffic)")
+}
+
+// options are the dial options of u the flags say; every error is a usage error.
+func (f *tlsFlags) options(u *stompclient.URL) (stompclient.Options, error) {
+	var o stompclient.Options
+	p := "--" + f.prefix
 	if !u.TLS() {
-		if tlsFlags {
-			return nil, o, usagef("--ca-file, --cert-file, --key-file and --insecure-skip-verify need a stomp+ssl:// or wss:// URL, not %s", u)
+		if f.caFile != "" || f.certFile != "" || f.keyFile != "" || f.insecure {
+			return o, usagef("%sca-file, %scert-file, %skey-file and %sinsecure-skip-verify need a stomp+ssl:// or wss:// URL, not %s", p, p, p, p, u)
 		}
-		return u, o, nil
+		return o, nil
 	}
 	cfg := &tls.Config{InsecureSkipVerify: f.insecure, MinVersion: tls.VersionTLS12} //nolint:gosec // only on request
 	if f.caFile != "" {
 		pem, err := os.ReadFile(f.caFile)
 		if err != nil {
-			return nil, o, usagef("--ca-file: %w", err)
+			return o, usagef("%sca-file: %w", p, err)
 		}
 		cfg.RootCAs = x509.NewCertPool()
 		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, o, usagef("--ca-file %s: no PEM certificate in it", f.caFile)
+			return o, usagef("%sca-file %s: no PEM certificate in it", p, f.caFile)
 		}
 	}
 	if (f.certFile == "") != (f.keyFile == "") {
-		return nil, o, usagef("--cert-file and --key-file go together")
+		return o, usagef("%scert-file and %skey-file go together", p, p)
 	}
 	if f.certFile != "" {
 		cert, err := tls.LoadX509KeyPair(f.certFile, f.keyFile)
 		if err != nil {
-			return nil, o, usagef("--cert-file/--key-file: %w", err)
+			return o, usagef("%scert-file/%skey-file: %w", p, p, err)
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}
 	o.TLS = cfg
-	return u, o, nil
+	return o, nil
 }
 
 // progressOptions are where the command's progress goes; bar allows a bar on a

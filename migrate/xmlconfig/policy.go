@@ -78,6 +78,10 @@ func (c *conv) policyEntry(e *node, kind string) {
 	c.copyAttrs(e, p, "prioritizedMessages", "expireMessagesPeriod", "gcInactiveDestinations",
 		"inactiveTimeoutBeforeGC", "durableTopicPrefetch", "allConsumersExclusiveByDefault",
 		"advisoryForSlowConsumers", "maxPendingMessages", "offlineDurableSubscriberTimeout")
+	if _, ok := e.attr("prioritizedMessages"); !ok && !topic {
+		c.report(e, Differs, "no prioritizedMessages: ActiveMQ's default is false (FIFO whatever the priority), this broker's true "+
+			"(higher priorities first); add prioritizedMessages: false to the entry to keep ActiveMQ's order")
+	}
 	if v, ok := e.attr("inactiveTimoutBeforeGC"); ok { // ActiveMQ's spelling
 		p.set("inactiveTimeoutBeforeGC", typed(c.val(v)))
 	}

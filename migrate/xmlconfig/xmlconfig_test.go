@@ -244,7 +244,7 @@ func TestConvertMappings(t *testing.T) {
 				"destinationPolicy.1.deadLetterStrategy.processNonPersistent":                               true,
 				"destinationPolicy.2.tempQueue": true, "destinationPolicy.2.deadLetterStrategy.discard": true},
 			report: []string{"producerFlowControl: converted with a difference", "policyEntry@maxPageSize: not supported",
-				"pendingQueuePolicy: not supported"},
+				"pendingQueuePolicy: not supported", "no prioritizedMessages: ActiveMQ's default is false (FIFO"},
 			check: func(t *testing.T, c *config.Config) {
 				if len(c.DestinationPolicy) != 3 {
 					t.Fatalf("%d policy entries", len(c.DestinationPolicy))
