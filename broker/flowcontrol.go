@@ -71,9 +71,11 @@ func (b *Broker) roomFor(dests []destinations.Name, m *persistence.Message) *Err
 		b.mu.RLock()
 		q := b.queues[d.Name]
 		b.mu.RUnlock()
-		limit, used := destinations.MemoryLimitOf(b.policyFor(destinations.Queue, d.Name)), int64(0)
+		var limit, used int64
 		if q != nil {
 			used, limit = q.MemoryUsed()
+		} else { // matching the policy entries costs more than the rest of the check
+			limit = destinations.MemoryLimitOf(b.policyFor(destinations.Queue, d.Name))
 		}
 		if used+size > limit || !b.mem.Fits(size) {
 			all, max := b.mem.Used()
