@@ -289,4 +289,3 @@ func missing(leases []Lease, done []int64) []Lease {
 	}
 	return lost
 }
-

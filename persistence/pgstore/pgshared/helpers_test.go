@@ -1,0 +1,128 @@
+package pgshared_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/activemq-go/broker/internal/pgtest"
+	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/pgstore/pgshared"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// Short timings for the tests: a dead node's leases come back within about 1.2s.
+const (
+	testLease     = time.Second
+	testHeartbeat = 200 * time.Millisecond
+	testReaper    = 200 * time.Millisecond
+	testPoll      = 100 * time.Millisecond
+)
+
+// quiet discards the nodes' logs unless PGSHARED_LOG is set.
+func quiet() *slog.Logger {
+	if os.Getenv("PGSHARED_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// newDB returns the DSN of a fresh database.
+func newDB(t testing.TB) string {
+	t.Helper()
+	return pgtest.Shared(t).CreateDB(t, "pgshared")
+}
+
+// testOptions are the short-timing options of node id on dsn.
+func testOptions(dsn, id string) pgshared.Options {
+	return pgshared.Options{URL: dsn, NodeID: id, LeaseTimeout: testLease, HeartbeatPeriod: testHeartbeat,
+		ReaperPeriod: testReaper, PollInterval: testPoll, Logger: quiet()}
+}
+
+// openNode opens a node with o and closes it when the test ends.
+func openNode(t testing.TB, o pgshared.Options) *pgshared.Node {
+	t.Helper()
+	n, err := pgshared.Open(context.Background(), o)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = n.Close() })
+	return n
+}
+
+// msg builds a queue message for dest.
+func msg(dest string, i int, prio uint8, headers ...string) *persistence.Message {
+	return &persistence.Message{Dest: dest, ID: "ID:test-" + strconv.Itoa(i), Priority: prio, Persistent: true,
+		Headers: headers, Body: []byte(fmt.Sprintf("body %d", i))}
+}
+
+// send stores count messages of priority 4 to dest, numbered from first.
+func send(t testing.TB, n *pgshared.Node, dest string, first, count int) []*persistence.Message {
+	t.Helper()
+	msgs := make([]*persistence.Message, count)
+	for i := range msgs {
+		msgs[i] = msg(dest, first+i, 4)
+	}
+	require.NoError(t, n.Send(context.Background(), msgs))
+	return msgs
+}
+
+// leases returns the leases of cs.
+func leases(cs []pgshared.Claimed) []pgshared.Lease {
+	out := make([]pgshared.Lease, len(cs))
+	for i, c := range cs {
+		out[i] = c.Lease
+	}
+	return out
+}
+
+// bodies returns the bodies of cs as strings.
+func bodies(cs []pgshared.Claimed) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = string(c.Message.Body)
+	}
+	return out
+}
+
+// waitFor polls cond until it holds or within passes; it fails the test then.
+func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// exec runs sql on dsn.
+func exec(t testing.TB, dsn, sql string, args ...any) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(context.Background(), sql, args...)
+	require.NoError(t, err)
+}
+
+// claimAll claims from dest in batches until nothing is left.
+func claimAll(t testing.TB, n *pgshared.Node, dest string) []pgshared.Claimed {
+	t.Helper()
+	var out []pgshared.Claimed
+	for {
+		cs, err := n.Claim(context.Background(), dest, 7)
+		require.NoError(t, err)
+		if len(cs) == 0 {
+			return out
+		}
+		out = append(out, cs...)
+	}
+}
