@@ -103,8 +103,8 @@ func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) 
 	}
 }
 
-// exec runs sql on dsn.
-func exec(t testing.TB, dsn, sql string, args ...any) {
+// execSQL runs sql on dsn.
+func execSQL(t testing.TB, dsn, sql string, args ...any) {
 	t.Helper()
 	conn, err := pgx.Connect(context.Background(), dsn)
 	require.NoError(t, err)

@@ -132,7 +132,7 @@ func TestAckOfStaleLeaseIsLost(t *testing.T) {
 
 	// Node a is declared dead: its row goes, as the reaper does to a silent node.
 	_, nodesTable := a.Tables()
-	exec(t, dsn, "DELETE FROM "+nodesTable+" WHERE NODE_ID = 'a'")
+	execSQL(t, dsn, "DELETE FROM "+nodesTable+" WHERE NODE_ID = 'a'")
 	var again []pgshared.Claimed
 	waitFor(t, 5*time.Second, "b claims the returned messages", func() bool {
 		cs, err := b.Claim(ctx, q, 3)
@@ -361,7 +361,7 @@ func TestOpenOptions(t *testing.T) {
 		_, ok = <-n.Notifications()
 	}
 
-	exec(t, dsn, "UPDATE activemq_sq_version SET VERSION = 2")
+	execSQL(t, dsn, "UPDATE activemq_sq_version SET VERSION = 2")
 	_, err = pgshared.Open(ctx, testOptions(dsn, "a"))
 	require.ErrorIs(t, err, pgshared.ErrSchemaVersion)
 }
