@@ -49,7 +49,7 @@ func TestHelperProcess(t *testing.T) {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		close(stop)
 	}()
-	os.Exit(consume(n, stop, os.Stdout, 5*time.Millisecond))
+	os.Exit(consume(n, stop, os.Stdout, 20*time.Millisecond))
 }
 
 // consume claims and acknowledges until stop, reporting to w; work is the time a
@@ -109,10 +109,18 @@ type ledger struct {
 	claimAt map[int64]time.Time      // last claim of id
 	acked   map[int64][]string       // id -> consumers that acknowledged it
 	lost    []string
+
+	// fire is closed when victim reports a claim once killAt messages are
+	// acknowledged: the moment to kill it, with a batch in flight.
+	victim   string
+	killAt   int
+	fire     chan struct{}
+	fireOnce sync.Once
 }
 
-func newLedger() *ledger {
-	return &ledger{claimed: map[string]map[int64]int{}, claimAt: map[int64]time.Time{}, acked: map[int64][]string{}}
+func newLedger(victim string, killAt int) *ledger {
+	return &ledger{claimed: map[string]map[int64]int{}, claimAt: map[int64]time.Time{}, acked: map[int64][]string{},
+		victim: victim, killAt: killAt, fire: make(chan struct{})}
 }
 
 func (l *ledger) Write(who string, line string) {
@@ -128,17 +136,14 @@ func (l *ledger) Write(who string, line string) {
 		}
 		l.claimed[who][id] = r
 		l.claimAt[id] = time.Now()
+		if who == l.victim && len(l.acked) >= l.killAt {
+			l.fireOnce.Do(func() { close(l.fire) })
+		}
 	case "A":
 		l.acked[id] = append(l.acked[id], who)
 	case "L":
 		l.lost = append(l.lost, fmt.Sprintf("%s %d", who, id))
 	}
-}
-
-func (l *ledger) ackCount() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.acked)
 }
 
 // lineWriter feeds whole lines written to it to the ledger.
@@ -156,7 +161,7 @@ func (w lineWriter) Write(p []byte) (int, error) {
 
 // TestCrashedProcess runs two consumer nodes as processes of their own and one in
 // this process while two producers send; with kill, the first process is killed -9
-// once a quarter of the messages are acknowledged. In the end every message sent is
+// as it reports a claim once a quarter of the messages are acknowledged. In the end every message sent is
 // acknowledged exactly once, redelivered messages are only ones that were in flight
 // on the killed process, and those reach a survivor within the lease timeout and a
 // reaper period. Without kill, nothing is redelivered.
@@ -173,7 +178,7 @@ func crashRun(t *testing.T, kill bool) {
 	dsn := newDB(t)
 	ctx := context.Background()
 	local := openNode(t, testOptions(dsn, "local"))
-	led := newLedger()
+	led := newLedger("p1", total/4)
 
 	type proc struct {
 		cmd   *exec.Cmd
@@ -238,7 +243,11 @@ func crashRun(t *testing.T, kill bool) {
 		held     []int64 // the victim's leases in the table when it died
 	)
 	if kill {
-		waitFor(t, 60*time.Second, "a quarter acknowledged", func() bool { return led.ackCount() >= total/4 })
+		select {
+		case <-led.fire:
+		case <-time.After(60 * time.Second):
+			t.Fatal("p1 claimed nothing after a quarter was acknowledged")
+		}
 		require.NoError(t, victim.cmd.Process.Kill())
 		killedAt = time.Now()
 		<-victim.done

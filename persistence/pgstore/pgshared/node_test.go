@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/persistence/pgstore/pgshared"
@@ -199,5 +200,36 @@ func next(t *testing.T, n *pgshared.Node, within time.Duration) string {
 	case <-time.After(within):
 		t.Fatal("no notification")
 		return ""
+	}
+}
+
+func TestListenerReconnects(t *testing.T) {
+	dsn := newDB(t)
+	a := openNode(t, testOptions(dsn, "a"))
+	waitFor(t, 5*time.Second, "a listens", a.Listening)
+	conn, err := pgx.Connect(context.Background(), dsn)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	listener := func() (pid int) {
+		err := conn.QueryRow(context.Background(),
+			`SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND datname = current_database()`).Scan(&pid)
+		require.NoError(t, err)
+		return pid
+	}
+	old := listener()
+	require.NotZero(t, old)
+	_, err = conn.Exec(context.Background(), `SELECT pg_terminate_backend($1)`, old)
+	require.NoError(t, err)
+	waitFor(t, 5*time.Second, "a listens again", func() bool {
+		pid := listener()
+		return pid != 0 && pid != old && a.Listening()
+	})
+	drain(a)
+	send(t, a, "queue://AGAIN", 0, 1)
+	for {
+		if d := next(t, a, 5*time.Second); d != "" {
+			require.Equal(t, "queue://AGAIN", d)
+			break
+		}
 	}
 }

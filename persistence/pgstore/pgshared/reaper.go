@@ -52,6 +52,9 @@ func (n *Node) reaperLoop() {
 // destination), deletes the groups of such owners, and deletes the expired messages
 // nobody holds. It reports whether the lease is held.
 func (n *Node) reapOnce() (bool, error) {
+	if n.usable() != nil {
+		return false, nil // a lost node leaves the reaping to the others
+	}
 	ctx, cancel := context.WithTimeout(n.ctx, n.o.LeaseTimeout)
 	defer cancel()
 	ms := n.o.LeaseTimeout.Milliseconds()
