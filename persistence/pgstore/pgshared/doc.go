@@ -40,8 +40,9 @@
 // SQ_NODES has one row per live node: HEARTBEAT is the database time of its last
 // heartbeat. SQ_GROUPS says which node's life owns a message group. SQ_LOCK elects the
 // reaper. SQ_VERSION holds the schema version (1): Open creates what is missing in one
-// transaction under an advisory lock (nodes starting together), refuses another
-// version and a SQ_MSGS table without a version table (ErrSchemaVersion).
+// transaction under an advisory lock (nodes starting together; pgstore.EnsureTables),
+// refuses a higher version and a SQ_MSGS table without a version table
+// (ErrSchemaVersion).
 //
 // # Leases and the clock
 //

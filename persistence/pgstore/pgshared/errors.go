@@ -1,6 +1,10 @@
 package pgshared
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/activemq-go/broker/persistence/pgstore"
+)
 
 var (
 	// ErrOption is returned by Open for invalid Options.
@@ -10,11 +14,11 @@ var (
 	// holds a NUL byte. Nothing of such a call is stored.
 	ErrInvalid = errors.New("pgshared: invalid message")
 	// ErrNoSchema is returned by Open when the tables do not exist and SkipCreateTables
-	// is set.
-	ErrNoSchema = errors.New("pgshared: tables not found")
+	// is set. It is pgstore's: the jdbc adapter checks all its tables alike.
+	ErrNoSchema = pgstore.ErrNoSchema
 	// ErrSchemaVersion is returned by Open for tables written by a newer version of the
-	// broker, or ones it did not create.
-	ErrSchemaVersion = errors.New("pgshared: unsupported schema version")
+	// broker, or ones it did not create. It is pgstore's.
+	ErrSchemaVersion = pgstore.ErrSchemaVersion
 	// ErrNodeLost is returned by Claim once the node has lost its registration: its
 	// heartbeat went unanswered for LeaseTimeout (by this process's clock) or found its
 	// row gone or taken by a newer epoch (the reaper declared the node dead, or another

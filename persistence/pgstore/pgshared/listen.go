@@ -25,13 +25,7 @@ func (n *Node) Notifications() <-chan string { return n.notes }
 // deliver hands dest to Notifications without blocking; a full channel drops it and
 // owes a "".
 func (n *Node) deliver(dest string) {
-	if n.overflow.Load() {
-		select {
-		case n.notes <- "":
-			n.overflow.Store(false)
-		default:
-		}
-	}
+	n.payOwed()
 	select {
 	case n.notes <- dest:
 	default:
@@ -39,28 +33,30 @@ func (n *Node) deliver(dest string) {
 	}
 }
 
-// pollLoop sends "" every PollInterval while LISTEN is not active or a notification
-// was dropped.
-func (n *Node) pollLoop() {
-	defer n.wg.Done()
-	tick := time.NewTicker(n.o.PollInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-tick.C:
-		}
-		if !n.listening.Load() {
-			n.deliver("")
-		} else if n.overflow.Load() {
-			select {
-			case n.notes <- "":
-				n.overflow.Store(false)
-			default:
-			}
-		}
+// sendAll hands "" (look at every queue) to Notifications; a full channel owes it.
+func (n *Node) sendAll() {
+	select {
+	case n.notes <- "":
+	default:
+		n.overflow.Store(true)
 	}
+}
+
+// payOwed sends the "" owed since a notification was dropped, if one is. The debt is
+// cleared before the send, so a drop racing with it is owed again.
+func (n *Node) payOwed() {
+	if n.overflow.Swap(false) {
+		n.sendAll()
+	}
+}
+
+// pollTick runs every PollInterval: "" while LISTEN is not active, else the "" owed.
+func (n *Node) pollTick() {
+	if !n.listening.Load() {
+		n.sendAll()
+		return
+	}
+	n.payOwed()
 }
 
 // listenLoop holds a connection of its own (outside the pool) with LISTEN on the
@@ -109,7 +105,7 @@ func (n *Node) listen() (established bool, err error) {
 	}
 	n.listening.Store(true)
 	n.log.Debug("shared queues: listening", slog.String("channel", n.t.channel))
-	n.deliver("") // whatever was sent while no one listened
+	n.sendAll() // whatever was sent while no one listened
 	for {
 		note, err := conn.WaitForNotification(n.ctx)
 		if err != nil {

@@ -44,6 +44,10 @@ type Node struct {
 	closeOnce  sync.Once
 	closeErr   error
 	reapRounds atomic.Int64
+
+	hbLastOK    time.Time // when the last successful heartbeat was sent
+	hbFailing   bool      // the heartbeat fails: logged once
+	reapFailing bool      // the reaper round fails: logged once
 }
 
 // Open registers the node (a new epoch, from a database sequence), returns the leases
@@ -82,6 +86,7 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	var returned int64
+	n.hbLastOK = time.Now()
 	err := pgx.BeginFunc(ctx, n.pool, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, n.t.register, n.o.NodeID).Scan(&n.epoch); err != nil {
 			return err
@@ -99,9 +104,12 @@ func (n *Node) start(ctx context.Context) error {
 	n.log.Info("shared queues: node registered", slog.Int64("returned_leases", returned))
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.wg.Add(3)
-	go n.heartbeatLoop()
-	go n.reaperLoop()
-	go n.pollLoop()
+	go n.every(n.o.HeartbeatPeriod, n.heartbeat)
+	go func() {
+		n.reaperRound()
+		n.every(n.o.ReaperPeriod, n.reaperRound)
+	}()
+	go n.every(n.o.PollInterval, n.pollTick)
 	if !n.o.DisableListen {
 		n.wg.Add(1)
 		go n.listenLoop()
@@ -142,46 +150,49 @@ func (n *Node) usable() error {
 	}
 }
 
-// heartbeatLoop refreshes the node's HEARTBEAT every HeartbeatPeriod. The node counts
-// itself lost when its row is gone or taken by a newer epoch, or when no heartbeat
-// succeeded for LeaseTimeout, counted from before the last successful one was sent (so
-// never later than the reaper, which counts from when the database stamped it).
-func (n *Node) heartbeatLoop() {
+// every runs fn every period until Close; the caller did n.wg.Add(1).
+func (n *Node) every(period time.Duration, fn func()) {
 	defer n.wg.Done()
-	tick := time.NewTicker(n.o.HeartbeatPeriod)
+	tick := time.NewTicker(period)
 	defer tick.Stop()
-	lastOK := time.Now()
-	failing := false
 	for {
 		select {
 		case <-n.ctx.Done():
 			return
 		case <-tick.C:
+			fn()
 		}
-		sent := time.Now()
-		ctx, cancel := context.WithTimeout(n.ctx, n.o.LeaseTimeout)
-		tag, err := n.pool.Exec(ctx, n.t.heartbeat, n.o.NodeID, n.epoch)
-		cancel()
-		switch {
-		case n.ctx.Err() != nil:
-			return
-		case err != nil:
-			if !failing {
-				n.log.Warn("shared queues: heartbeat failed", slog.Any("err", pgstore.RedactError(err, n.o.Password)))
-				failing = true
-			}
-			if time.Since(lastOK) > n.o.LeaseTimeout {
-				n.markLost("no heartbeat succeeded for the lease timeout")
-			}
-		case tag.RowsAffected() == 0:
-			n.markLost("the node's row is gone or belongs to a newer epoch")
-		default:
-			if failing {
-				n.log.Info("shared queues: heartbeat succeeds again")
-				failing = false
-			}
-			lastOK = sent
+	}
+}
+
+// heartbeat refreshes the node's HEARTBEAT; it runs every HeartbeatPeriod. The node
+// counts itself lost when its row is gone or taken by a newer epoch, or when no
+// heartbeat succeeded for LeaseTimeout, counted from before the last successful one
+// was sent (so never later than the reaper, which counts from when the database
+// stamped it).
+func (n *Node) heartbeat() {
+	sent := time.Now()
+	ctx, cancel := context.WithTimeout(n.ctx, n.o.LeaseTimeout)
+	tag, err := n.pool.Exec(ctx, n.t.heartbeat, n.o.NodeID, n.epoch)
+	cancel()
+	switch {
+	case n.ctx.Err() != nil:
+	case err != nil:
+		if !n.hbFailing {
+			n.log.Warn("shared queues: heartbeat failed", slog.Any("err", pgstore.RedactError(err, n.o.Password)))
+			n.hbFailing = true
 		}
+		if time.Since(n.hbLastOK) > n.o.LeaseTimeout {
+			n.markLost("no heartbeat succeeded for the lease timeout")
+		}
+	case tag.RowsAffected() == 0:
+		n.markLost("the node's row is gone or belongs to a newer epoch")
+	default:
+		if n.hbFailing {
+			n.log.Info("shared queues: heartbeat succeeds again")
+			n.hbFailing = false
+		}
+		n.hbLastOK = sent
 	}
 }
 

@@ -1,6 +1,7 @@
 package pgshared
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -105,18 +106,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.PollInterval == 0 {
 		o.PollInterval = DefaultPollInterval
 	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"LeaseTimeout", o.LeaseTimeout},
-		{"HeartbeatPeriod", o.HeartbeatPeriod},
-		{"ReaperPeriod", o.ReaperPeriod},
-		{"PollInterval", o.PollInterval},
-	} {
-		if d.v < time.Millisecond || d.v > 24*time.Hour {
-			return o, fmt.Errorf("%w: %s %v outside [1ms, 24h]", ErrOption, d.name, d.v)
-		}
+	if err := errors.Join(inRange("LeaseTimeout", o.LeaseTimeout), inRange("HeartbeatPeriod", o.HeartbeatPeriod),
+		inRange("ReaperPeriod", o.ReaperPeriod), inRange("PollInterval", o.PollInterval)); err != nil {
+		return o, err
 	}
 	if o.HeartbeatPeriod >= o.LeaseTimeout {
 		return o, fmt.Errorf("%w: HeartbeatPeriod %v must be below LeaseTimeout %v", ErrOption, o.HeartbeatPeriod, o.LeaseTimeout)
@@ -125,6 +117,14 @@ func (o Options) withDefaults() (Options, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o, nil
+}
+
+// inRange checks that the duration option name is within [1ms, 24h].
+func inRange(name string, d time.Duration) error {
+	if d < time.Millisecond || d > 24*time.Hour {
+		return fmt.Errorf("%w: %s %v outside [1ms, 24h]", ErrOption, name, d)
+	}
+	return nil
 }
 
 // validText reports whether s can be stored in a text column: no NUL byte.

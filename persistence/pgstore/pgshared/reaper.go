@@ -4,44 +4,33 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/activemq-go/broker/persistence/pgstore"
 )
 
-// reaperLoop tries every ReaperPeriod to take or keep the reaper lease (the <p>SQ_LOCK
-// row, LeaseTimeout long by the database's clock) and, while it holds it, reaps.
-func (n *Node) reaperLoop() {
-	defer n.wg.Done()
-	tick := time.NewTicker(n.o.ReaperPeriod)
-	defer tick.Stop()
-	failing := false
-	for {
-		held, err := n.reapOnce()
-		switch {
-		case n.ctx.Err() != nil:
-			return
-		case err != nil:
-			if !failing {
-				n.log.Warn("shared queues: reaper round failed", slog.Any("err", pgstore.RedactError(err, n.o.Password)))
-				failing = true
-			}
-		default:
-			failing = false
+// reaperRound runs every ReaperPeriod (and once at start): it tries to take or keep
+// the reaper lease (the <p>SQ_LOCK row, LeaseTimeout long by the database's clock)
+// and, while it holds it, reaps.
+func (n *Node) reaperRound() {
+	held, err := n.reapOnce()
+	switch {
+	case n.ctx.Err() != nil:
+		return
+	case err != nil:
+		if !n.reapFailing {
+			n.log.Warn("shared queues: reaper round failed", slog.Any("err", pgstore.RedactError(err, n.o.Password)))
+			n.reapFailing = true
 		}
-		if was := n.reaper.Swap(held); was != held {
-			if held {
-				n.log.Info("shared queues: this node is the reaper")
-			} else {
-				n.log.Info("shared queues: this node is no longer the reaper")
-			}
-		}
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-tick.C:
+	default:
+		n.reapFailing = false
+	}
+	if was := n.reaper.Swap(held); was != held {
+		if held {
+			n.log.Info("shared queues: this node is the reaper")
+		} else {
+			n.log.Info("shared queues: this node is no longer the reaper")
 		}
 	}
 }

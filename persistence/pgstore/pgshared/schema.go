@@ -2,12 +2,12 @@ package pgshared
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/activemq-go/broker/persistence/pgstore"
 )
 
 // schemaVersion is the version of the tables this code reads and writes, kept in the
@@ -166,46 +166,12 @@ func withNotify(stmt, ch, sel, tail string) string {
 		SELECT ` + sel + ` FROM r, n ` + tail
 }
 
-// ensureSchema checks the schema version and, if allowed, creates missing tables, in
-// one transaction under an advisory lock so that nodes starting together do not race.
+// ensureSchema checks the schema version and, if allowed, creates missing tables
+// (pgstore.EnsureTables: one transaction under an advisory lock).
 func ensureSchema(ctx context.Context, pool *pgxpool.Pool, t *tables, create bool) error {
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "activemq-go-broker schema "+t.prefix); err != nil {
-			return err
-		}
-		var hasVersion, hasMsgs bool
-		err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL`,
-			t.version, t.msgs).Scan(&hasVersion, &hasMsgs)
-		if err != nil {
-			return err
-		}
-		switch {
-		case hasVersion:
-			var v int
-			if err := tx.QueryRow(ctx, `SELECT VERSION FROM `+t.version+` WHERE ID = 1`).Scan(&v); err != nil {
-				if errors.Is(err, pgx.ErrNoRows) {
-					return fmt.Errorf("%w: %s is empty", ErrSchemaVersion, t.version)
-				}
-				return err
-			}
-			if v != schemaVersion {
-				return fmt.Errorf("%w: the tables %s* have schema version %d, this broker knows %d: refusing to open",
-					ErrSchemaVersion, t.prefix, v, schemaVersion)
-			}
-			_, err := tx.Exec(ctx, `INSERT INTO `+t.lock+` (ID) VALUES (1) ON CONFLICT DO NOTHING`)
-			return err
-		case hasMsgs:
-			return fmt.Errorf("%w: %s exists but %s does not: the tables were not created by this broker; "+
-				"use another tablePrefix", ErrSchemaVersion, t.msgs, t.version)
-		case !create:
-			return fmt.Errorf("%w: %s* (schema version table %s) in this database, and table creation is off",
-				ErrNoSchema, t.prefix, t.version)
-		}
-		for _, stmt := range t.create {
-			if _, err := tx.Exec(ctx, stmt); err != nil {
-				return fmt.Errorf("pgshared: create tables: %w", err)
-			}
-		}
-		return nil
-	})
+	return pgstore.EnsureTables(ctx, pool, pgstore.Tables{
+		Prefix: t.prefix, VersionTable: t.version, MainTable: t.msgs, Version: schemaVersion,
+		Create: t.create, Repair: `INSERT INTO ` + t.lock + ` (ID) VALUES (1) ON CONFLICT DO NOTHING`,
+		Hint: "table creation is off (SkipCreateTables)",
+	}, create)
 }
