@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,12 +29,12 @@ func BenchmarkClaimAck(b *testing.B) {
 }
 
 func benchClaimAck(b *testing.B, nodes, batch int) {
-	dsn := newDB(b)
 	ctx := context.Background()
-	ns := make([]*pgshared.Node, nodes)
-	for i := range ns {
-		ns[i] = openNode(b, testOptions(dsn, "n"+strconv.Itoa(i)))
+	ids := make([]string, nodes)
+	for i := range ids {
+		ids[i] = "n" + strconv.Itoa(i)
 	}
+	_, ns := openNodes(b, ids...)
 	const q = "queue://BENCH"
 	body := make([]byte, 256)
 	for i := 0; i < b.N; i += 500 {
@@ -51,30 +50,7 @@ func benchClaimAck(b *testing.B, nodes, batch int) {
 	procBefore, machineBefore := processCPU(), machineCPU()
 	b.ResetTimer()
 	start := time.Now()
-	var wg sync.WaitGroup
-	for _, n := range ns {
-		for range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					cs, err := n.Claim(ctx, q, batch)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					if len(cs) == 0 {
-						return
-					}
-					if lost, err := n.Ack(ctx, leases(cs)); err != nil || len(lost) > 0 {
-						b.Error("ack:", err, len(lost))
-						return
-					}
-				}
-			}()
-		}
-	}
-	wg.Wait()
+	consumers(b, ns, 2, func(n *pgshared.Node) error { return drainQueue(n, q, batch, nil) })
 	elapsed := time.Since(start)
 	b.StopTimer()
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }

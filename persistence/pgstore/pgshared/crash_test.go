@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/persistence"
@@ -264,8 +265,7 @@ func crashRun(t *testing.T, kill bool) {
 	prod.Wait()
 	waitFor(t, 60*time.Second, "every message consumed", func() bool {
 		stats, err := local.Stats(ctx)
-		require.NoError(t, err)
-		return len(stats) == 0
+		return assert.NoError(t, err) && len(stats) == 0
 	})
 	require.NoError(t, other.stdin.Close())
 	require.NoError(t, <-other.done, "p2 exits cleanly")

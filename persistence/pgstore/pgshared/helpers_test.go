@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,6 +57,56 @@ func openNode(t testing.TB, o pgshared.Options) *pgshared.Node {
 	return n
 }
 
+// openNodes opens one node per id on a fresh database, whose DSN it returns too.
+func openNodes(t testing.TB, ids ...string) (string, []*pgshared.Node) {
+	t.Helper()
+	dsn := newDB(t)
+	nodes := make([]*pgshared.Node, len(ids))
+	for i, id := range ids {
+		nodes[i] = openNode(t, testOptions(dsn, id))
+	}
+	return dsn, nodes
+}
+
+// consumers runs fn in per goroutines on each node and waits for them; an error is
+// reported with t.Error.
+func consumers(t testing.TB, nodes []*pgshared.Node, per int, fn func(n *pgshared.Node) error) {
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		for range per {
+			wg.Go(func() {
+				if err := fn(n); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+}
+
+// drainQueue claims batches of dest on n and acknowledges them until a claim comes
+// back empty; seen, unless nil, gets each batch before its ack. A lost lease is an
+// error.
+func drainQueue(n *pgshared.Node, dest string, batch int, seen func([]pgshared.Claimed)) error {
+	ctx := context.Background()
+	for {
+		cs, err := n.Claim(ctx, dest, batch)
+		if err != nil || len(cs) == 0 {
+			return err
+		}
+		if seen != nil {
+			seen(cs)
+		}
+		lost, err := n.Ack(ctx, leases(cs))
+		if err != nil {
+			return err
+		}
+		if len(lost) > 0 {
+			return fmt.Errorf("%d leases of %s lost on %s", len(lost), dest, n.NodeID())
+		}
+	}
+}
+
 // msg builds a queue message for dest.
 func msg(dest string, i int, prio uint8, headers ...string) *persistence.Message {
 	return &persistence.Message{Dest: dest, ID: "ID:test-" + strconv.Itoa(i), Priority: prio, Persistent: true,
@@ -91,16 +142,11 @@ func bodies(cs []pgshared.Claimed) []string {
 	return out
 }
 
-// waitFor polls cond until it holds or within passes; it fails the test then.
+// waitFor fails the test unless cond holds within the time given (checked every
+// 10ms, in a goroutine of its own: cond reports errors with assert, not require).
 func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	require.Eventually(t, cond, within, 10*time.Millisecond, what)
 }
 
 // execSQL runs sql on dsn.
