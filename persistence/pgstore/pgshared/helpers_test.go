@@ -68,6 +68,32 @@ func openNodes(t testing.TB, ids ...string) (string, []*pgshared.Node) {
 	return dsn, nodes
 }
 
+// twoNodesHolding opens nodes "a" and "b" on a fresh database, sends count messages
+// to q and has a claim them all.
+func twoNodesHolding(t testing.TB, q string, count int) (dsn string, a, b *pgshared.Node, held []pgshared.Claimed) {
+	t.Helper()
+	dsn, nodes := openNodes(t, "a", "b")
+	a, b = nodes[0], nodes[1]
+	send(t, a, q, 0, count)
+	held, err := a.Claim(context.Background(), q, count)
+	require.NoError(t, err)
+	require.Len(t, held, count)
+	return dsn, a, b, held
+}
+
+// requireLost fails the test unless n notices within 5s that it lost its
+// registration, and then refuses to claim from q.
+func requireLost(t testing.TB, n *pgshared.Node, q string) {
+	t.Helper()
+	select {
+	case <-n.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatalf("node %s did not notice it lost its registration", n.NodeID())
+	}
+	_, err := n.Claim(context.Background(), q, 1)
+	require.ErrorIs(t, err, pgshared.ErrNodeLost)
+}
+
 // consumers runs fn in per goroutines on each node and waits for them; an error is
 // reported with t.Error.
 func consumers(t testing.TB, nodes []*pgshared.Node, per int, fn func(n *pgshared.Node) error) {

@@ -88,14 +88,10 @@ func TestOneReaperAtATime(t *testing.T) {
 }
 
 func TestCloseGivesLeasesBack(t *testing.T) {
-	_, nodes := openNodes(t, "a", "b")
-	a, b := nodes[0], nodes[1]
-	ctx := context.Background()
 	const q = "queue://CLOSE"
-	send(t, a, q, 0, 4)
-	held, err := a.Claim(ctx, q, 4)
-	require.NoError(t, err)
-	_, err = a.Release(ctx, leases(held[2:]), false) // never delivered
+	_, a, b, held := twoNodesHolding(t, q, 4)
+	ctx := context.Background()
+	_, err := a.Release(ctx, leases(held[2:]), false) // never delivered
 	require.NoError(t, err)
 	require.NoError(t, a.Close())
 	got, err := b.Claim(ctx, q, 10)
@@ -126,13 +122,7 @@ func TestRestartedNodeGetsNewEpoch(t *testing.T) {
 
 	// A second process with the same id deposes the first.
 	twin := openNode(t, testOptions(dsn, "a"))
-	select {
-	case <-again.Lost():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the deposed node did not notice")
-	}
-	_, err = again.Claim(ctx, q, 1)
-	require.ErrorIs(t, err, pgshared.ErrNodeLost)
+	requireLost(t, again, q)
 	require.NotEqual(t, twin.Epoch(), again.Epoch())
 }
 

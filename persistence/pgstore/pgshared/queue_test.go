@@ -88,14 +88,9 @@ func TestConcurrentClaimsAreDisjointAndComplete(t *testing.T) {
 }
 
 func TestAckOfStaleLeaseIsLost(t *testing.T) {
-	dsn, nodes := openNodes(t, "a", "b")
-	a, b := nodes[0], nodes[1]
-	ctx := context.Background()
 	const q = "queue://Q"
-	send(t, a, q, 0, 3)
-	held, err := a.Claim(ctx, q, 3)
-	require.NoError(t, err)
-	require.Len(t, held, 3)
+	dsn, a, b, held := twoNodesHolding(t, q, 3)
+	ctx := context.Background()
 
 	// Node a is declared dead: its row goes, as the reaper does to a silent node.
 	_, nodesTable := a.Tables()
@@ -121,13 +116,7 @@ func TestAckOfStaleLeaseIsLost(t *testing.T) {
 	require.Empty(t, lost)
 
 	// a's heartbeat finds its row gone: it stops claiming.
-	select {
-	case <-a.Lost():
-	case <-time.After(5 * time.Second):
-		t.Fatal("a did not notice it was declared dead")
-	}
-	_, err = a.Claim(ctx, q, 1)
-	require.ErrorIs(t, err, pgshared.ErrNodeLost)
+	requireLost(t, a, q)
 }
 
 func TestReleaseCountsRedeliveries(t *testing.T) {
