@@ -72,15 +72,25 @@
 //
 // # The claim
 //
-// One statement, $1 the destination, $2 the batch size, $3 and $4 the node and epoch:
+// One statement, $1 the destination, $2 the batch size, $3 and $4 the node and epoch,
+// "available" standing for CONTAINER = $1 AND OWNER IS NULL AND (EXPIRATION = 0 OR
+// EXPIRATION > now):
 //
-//	WITH c AS (
+//	WITH w AS (      -- the window: what a claim would take, unowned groups included
+//	    SELECT m.GROUP_ID FROM SQ_MSGS m
+//	    WHERE available AND (m.GROUP_ID IS NULL OR NOT EXISTS (SELECT 1 FROM SQ_GROUPS g
+//	          WHERE g.CONTAINER = m.CONTAINER AND g.GROUP_ID = m.GROUP_ID
+//	            AND (g.OWNER <> $3 OR g.EPOCH <> $4)))
+//	    ORDER BY m.PRIORITY DESC, m.ID LIMIT $2),
+//	taken AS (       -- its groups nobody owns become this node's
+//	    INSERT INTO SQ_GROUPS SELECT $1, GROUP_ID, $3, $4
+//	    FROM (SELECT DISTINCT GROUP_ID FROM w WHERE GROUP_ID IS NOT NULL) d
+//	    ORDER BY GROUP_ID ON CONFLICT DO NOTHING RETURNING GROUP_ID),
+//	c AS (           -- what it may take: no group, or a group it owns
 //	    SELECT m.ID FROM SQ_MSGS m
-//	    WHERE m.CONTAINER = $1 AND m.OWNER IS NULL
-//	      AND (m.EXPIRATION = 0 OR m.EXPIRATION > now)
-//	      AND (m.GROUP_ID IS NULL OR NOT EXISTS (SELECT 1 FROM SQ_GROUPS g
-//	           WHERE g.CONTAINER = m.CONTAINER AND g.GROUP_ID = m.GROUP_ID
-//	             AND (g.OWNER <> $3 OR g.EPOCH <> $4)))
+//	    WHERE available AND (m.GROUP_ID IS NULL OR m.GROUP_ID IN (SELECT * FROM taken)
+//	          OR EXISTS (SELECT 1 FROM SQ_GROUPS g WHERE g.CONTAINER = m.CONTAINER
+//	             AND g.GROUP_ID = m.GROUP_ID AND g.OWNER = $3 AND g.EPOCH = $4))
 //	    ORDER BY m.PRIORITY DESC, m.ID LIMIT $2
 //	    FOR UPDATE OF m SKIP LOCKED)
 //	UPDATE SQ_MSGS m SET OWNER = $3, EPOCH = $4, LEASED_AT = now FROM c WHERE m.ID = c.ID
@@ -89,18 +99,22 @@
 // SKIP LOCKED lets concurrent claimers of one queue pass each other's rows instead of
 // waiting; a row another claimer took and committed meanwhile fails the re-check of
 // OWNER IS NULL and is skipped. So two claims never return the same message, and a
-// claim may return fewer than $2 while others run. The SELECT walks
-// <p>SQ_MSGS_AVAIL in its order. Claim returns the messages by priority, then ID.
+// claim may return fewer than $2 while others run. w and c walk <p>SQ_MSGS_AVAIL in
+// its order. Claim returns the messages by priority, then ID. The statement runs
+// alone (autocommit): one round trip.
 //
-// Groups. A message of a group owned by another node's life is not taken. When the
-// claim took messages of groups nobody owned, a second round trip (one pipeline, so
-// one transaction) inserts those groups for this node (INSERT ... ON CONFLICT DO
-// NOTHING: a concurrent claimer's insert of the same group makes it wait for that
-// commit, then do nothing) and then, in a new snapshot that sees the winner's row,
-// gives back (not counted redelivered, destination notified) what this claim took of
-// groups another node won. Every message of a group therefore goes to one node until
-// the group is released: by ReleaseGroups, by Close, or by the reaper once the owner's
-// row is gone.
+// Groups. A message is taken only if its group is this node's (this life's) or none.
+// A group nobody owns is taken when one of its messages is in the window, before any
+// of its messages is: the INSERT of a group another claimer is inserting waits for
+// that claimer's commit and then does nothing, and c, whose snapshot does not see the
+// winner's row, leaves the group alone (it is not in taken). Groups are inserted in
+// GROUP_ID order, so two claimers never wait on each other in a cycle. Since only the
+// owner ever takes a group's messages, and takes them in the order above, a group's
+// messages are claimed in order, provided the node runs one Claim of a queue at a
+// time (two concurrent claims of one node may skip each other's rows). A group stays
+// its owner's until ReleaseGroups, Close, or the reaper once the owner's row is gone;
+// ReleaseGroups should come once the node holds no message of the group, or the next
+// owner may overtake them.
 //
 // Expiry. Claim skips expired messages; the reaper deletes the expired messages that
 // nobody holds. A leased message that expires stays the holder's to deliver or drop.
@@ -133,9 +147,9 @@
 // the payload: one LISTEN covers every queue, also those a node has never seen, and a
 // node need not LISTEN/UNLISTEN as its consumers come and go. The payload is at most
 // 250 bytes, far below PostgreSQL's 8000-byte limit. Send, Release, the reaper's
-// returns, Close and a claim's give-back notify in the statement that changed the rows,
-// once per destination (PostgreSQL also folds identical notifications of a
-// transaction), delivered at commit, to every listening node, the sender included.
+// returns and Close notify in the statement that changed the rows, once per
+// destination (PostgreSQL also folds identical notifications of a transaction),
+// delivered at commit, to every listening node, the sender included.
 //
 // The listener holds a connection of its own (outside the pool, with the pool's
 // settings) and reconnects, pausing from PollInterval up to 5s. Notifications yields
@@ -168,9 +182,10 @@
 //   - A queue with consumers that have room (prefetch) calls Claim(dest, room) and
 //     dispatches what it gets; it claims again when room frees up and on a
 //     notification for its destination or "", and never holds more leases than its
-//     consumers' prefetch allows. Messages with a Group go to the consumer the queue
-//     picked for that group, as today; when that consumer goes (or JMSXGroupSeq -1),
-//     ReleaseGroups.
+//     consumers' prefetch allows. One Claim of a queue at a time per node (a
+//     group's order depends on it). Messages with a Group go to the consumer the
+//     queue picked for that group, as today; when that consumer goes (or
+//     JMSXGroupSeq -1), Release its messages of the group, then ReleaseGroups.
 //   - On ACK: Ack the leases; a lost lease means the message was redelivered elsewhere
 //     (the node had been declared dead): log it and, in a transaction, fail the ACK.
 //   - On NACK, or a consumer closing with unacknowledged messages: Release(leases,

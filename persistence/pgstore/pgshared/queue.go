@@ -96,15 +96,13 @@ func (n *Node) Claim(ctx context.Context, dest string, max int) ([]Claimed, erro
 	rows, _ := n.pool.Query(ctx, n.t.claim, dest, max, n.o.NodeID, n.epoch)
 	var (
 		out    []Claimed
-		grp    []string
 		id     int64
 		blob   []byte
 		redel  int32
 		group  string
-		prio   int16
 		decErr error
 	)
-	_, err := pgx.ForEachRow(rows, []any{&id, &blob, &redel, &group, &prio}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&id, &blob, &redel, &group}, func() error {
 		m := &persistence.Message{}
 		if err := pgstore.DecodeMessage(blob, m); err != nil {
 			// Left leased to this node (out of the way of the others) and reported.
@@ -114,9 +112,6 @@ func (n *Node) Claim(ctx context.Context, dest string, max int) ([]Claimed, erro
 		m.Dest, m.Seq = dest, uint64(id)
 		m.RedeliveryCount += uint32(redel)
 		out = append(out, Claimed{Lease: Lease{ID: id, Epoch: n.epoch}, Message: m, Redeliveries: int(redel), Group: group})
-		if group != "" && !slices.Contains(grp, group) {
-			grp = append(grp, group)
-		}
 		blob = nil // a fresh slice for the next row: m.Body aliases this one
 		return nil
 	})
@@ -130,47 +125,10 @@ func (n *Node) Claim(ctx context.Context, dest string, max int) ([]Claimed, erro
 		}
 		return cmp.Compare(a.Lease.ID, b.Lease.ID)
 	})
-	if len(grp) > 0 {
-		if out, err = n.settleGroups(ctx, dest, grp, out); err != nil {
-			return nil, err
-		}
-	}
 	if decErr != nil {
 		return out, decErr
 	}
 	return out, nil
-}
-
-// settleGroups makes this node the owner of the groups in grp that nobody owns, and
-// gives back (not redelivered) what the claim took of groups that another node came
-// to own in the meantime.
-func (n *Node) settleGroups(ctx context.Context, dest string, grp []string, out []Claimed) ([]Claimed, error) {
-	ids := make([]int64, 0, len(out))
-	for _, c := range out {
-		if c.Group != "" {
-			ids = append(ids, c.Lease.ID)
-		}
-	}
-	b := &pgx.Batch{}
-	b.Queue(n.t.takeGroups, dest, grp, n.o.NodeID, n.epoch)
-	b.Queue(n.t.dropForeign, ids, n.o.NodeID, n.epoch, n.t.channel)
-	res := n.pool.SendBatch(ctx, b)
-	_, err := res.Exec()
-	var dropped []int64
-	if err == nil {
-		rows, _ := res.Query()
-		dropped, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-	}
-	if cerr := res.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, n.dbErr("claim groups", err)
-	}
-	if len(dropped) == 0 {
-		return out, nil
-	}
-	return slices.DeleteFunc(out, func(c Claimed) bool { return slices.Contains(dropped, c.Lease.ID) }), nil
 }
 
 // Ack deletes the messages of leases that this node still holds. lost lists the

@@ -203,12 +203,14 @@ func TestConcurrentClaimsOfGroupsPickOneOwner(t *testing.T) {
 	var (
 		mu     sync.Mutex
 		owners = map[string]map[string]bool{}
+		order  = map[string][]int64{} // group -> IDs in the order claimed
 		count  int
 	)
-	// A fixed number of rounds, not until a claim comes back empty: a node's claim
-	// may find nothing while another gives back messages of the node's group.
-	consumers(t, nodes, 3, func(n *pgshared.Node) error {
-		for range 50 {
+	// One claimer per node, as the broker's queue does: a group's messages are
+	// claimed in order. A fixed number of rounds, not until a claim comes back empty,
+	// which it does on a node while the others hold every group.
+	consumers(t, nodes, 1, func(n *pgshared.Node) error {
+		for range 150 {
 			cs, err := n.Claim(ctx, q, 3)
 			if err != nil {
 				return err
@@ -219,6 +221,7 @@ func TestConcurrentClaimsOfGroupsPickOneOwner(t *testing.T) {
 					owners[c.Group] = map[string]bool{}
 				}
 				owners[c.Group][n.NodeID()] = true
+				order[c.Group] = append(order[c.Group], c.Lease.ID)
 				count++
 			}
 			mu.Unlock()
@@ -231,6 +234,7 @@ func TestConcurrentClaimsOfGroupsPickOneOwner(t *testing.T) {
 	require.Equal(t, 400, count, "every message claimed once (the group owners kept claiming)")
 	for g, who := range owners {
 		require.Len(t, who, 1, "group %s claimed by several nodes: %v", g, who)
+		require.IsIncreasing(t, order[g], "group %s claimed out of order", g)
 	}
 }
 

@@ -29,7 +29,7 @@ type tables struct {
 	create                             []string
 
 	insert                                       string
-	claim, takeGroups, dropForeign               string
+	claim                                        string
 	ack, release, releaseGroups                  string
 	register, heartbeat, returnOld, dropOldGroup string
 	leaveLeases, leaveGroups, leaveNode          string
@@ -79,32 +79,35 @@ func newTables(prefix string) *tables {
 		SELECT c, p, m, nullif(g, ''), e FROM unnest($1::text[], $2::int2[], $3::bytea[], $4::text[], $5::int8[])
 		WITH ORDINALITY AS k(c, p, m, g, e, o) ORDER BY o RETURNING ID, CONTAINER`), "$6", "r.ID", "ORDER BY r.ID")
 
-	// Claim: see the package comment. $1 dest, $2 max, $3 node, $4 epoch.
-	t.claim = sql(`WITH c AS (
-			SELECT m.ID FROM {M} m
-			WHERE m.CONTAINER = $1 AND m.OWNER IS NULL
-			AND (m.EXPIRATION = 0 OR m.EXPIRATION > {NOW})
+	// Claim: see the package comment. $1 dest, $2 max, $3 node, $4 epoch. w is the
+	// window of what the claim would take ignoring unowned groups; its unowned groups
+	// are taken (in GROUP_ID order, so that two claimers never wait on each other in
+	// a cycle); c takes what is in groups this node owns, took now, or none.
+	avail := `m.CONTAINER = $1 AND m.OWNER IS NULL AND (m.EXPIRATION = 0 OR m.EXPIRATION > {NOW})`
+	t.claim = sql(`WITH w AS (
+			SELECT m.GROUP_ID FROM {M} m
+			WHERE ` + avail + `
 			AND (m.GROUP_ID IS NULL OR NOT EXISTS (SELECT 1 FROM {G} g
 				WHERE g.CONTAINER = m.CONTAINER AND g.GROUP_ID = m.GROUP_ID
 				AND (g.OWNER <> $3 OR g.EPOCH <> $4)))
+			ORDER BY m.PRIORITY DESC, m.ID
+			LIMIT $2),
+		taken AS (
+			INSERT INTO {G} (CONTAINER, GROUP_ID, OWNER, EPOCH)
+			SELECT $1, GROUP_ID, $3, $4 FROM (SELECT DISTINCT GROUP_ID FROM w WHERE GROUP_ID IS NOT NULL) AS d
+			ORDER BY GROUP_ID
+			ON CONFLICT DO NOTHING RETURNING GROUP_ID),
+		c AS (
+			SELECT m.ID FROM {M} m
+			WHERE ` + avail + `
+			AND (m.GROUP_ID IS NULL OR m.GROUP_ID IN (SELECT GROUP_ID FROM taken) OR EXISTS (SELECT 1 FROM {G} g
+				WHERE g.CONTAINER = m.CONTAINER AND g.GROUP_ID = m.GROUP_ID AND g.OWNER = $3 AND g.EPOCH = $4))
 			ORDER BY m.PRIORITY DESC, m.ID
 			LIMIT $2
 			FOR UPDATE OF m SKIP LOCKED)
 		UPDATE {M} m SET OWNER = $3, EPOCH = $4, LEASED_AT = {NOW}
 		FROM c WHERE m.ID = c.ID
-		RETURNING m.ID, m.MSG, m.REDELIVERIES, coalesce(m.GROUP_ID, ''), m.PRIORITY`)
-	// The groups of claimed messages not yet owned; a concurrent claimer's insert of
-	// the same group makes this one wait for its commit, then do nothing.
-	t.takeGroups = sql(`INSERT INTO {G} (CONTAINER, GROUP_ID, OWNER, EPOCH)
-		SELECT $1, g, $3, $4 FROM unnest($2::text[]) AS g ON CONFLICT DO NOTHING`)
-	// A new statement, so a new snapshot: it sees the group rows other claimers
-	// committed, and hands back what this claim took of their groups.
-	t.dropForeign = sql(`UPDATE {M} m SET OWNER = NULL, EPOCH = NULL, LEASED_AT = NULL
-		WHERE m.ID = ANY($1::int8[]) AND m.OWNER = $2 AND m.EPOCH = $3
-		AND NOT EXISTS (SELECT 1 FROM {G} g WHERE g.CONTAINER = m.CONTAINER AND g.GROUP_ID = m.GROUP_ID
-			AND g.OWNER = $2 AND g.EPOCH = $3)
-		RETURNING m.ID, m.CONTAINER`)
-	t.dropForeign = withNotify(t.dropForeign, "$4", "r.ID", "")
+		RETURNING m.ID, m.MSG, m.REDELIVERIES, coalesce(m.GROUP_ID, '')`)
 
 	t.ack = sql(`DELETE FROM {M} m USING unnest($1::int8[], $2::int8[]) AS k(i, e)
 		WHERE m.ID = k.i AND m.OWNER = $3 AND m.EPOCH = k.e RETURNING m.ID`)
