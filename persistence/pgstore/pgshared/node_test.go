@@ -2,6 +2,7 @@ package pgshared_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/activemq-go/broker/internal/pgtest"
 	"github.com/activemq-go/broker/persistence/pgstore/pgshared"
 )
 
@@ -221,4 +223,36 @@ func TestListenerReconnects(t *testing.T) {
 			break
 		}
 	}
+}
+
+func TestNodeLostWhileDatabaseDown(t *testing.T) {
+	srv := pgtest.Start(t)
+	n := openNode(t, testOptions(srv.DSN("postgres"), "a"))
+	require.NoError(t, srv.Down())
+	down := time.Now()
+	requireLost(t, n, "queue://DOWN")
+	// Lost by the node's own clock: at most LeaseTimeout after the last successful
+	// heartbeat, so before the others could have taken its leases.
+	require.Less(t, time.Since(down), testLease+2*testHeartbeat+500*time.Millisecond)
+	require.NoError(t, srv.Up())
+}
+
+func TestNotificationsOverflowOwesAPoll(t *testing.T) {
+	_, nodes := openNodes(t, "a")
+	a := nodes[0]
+	waitFor(t, 5*time.Second, "a listens", a.Listening)
+	const sends = 1100 // more than the channel holds
+	for i := range sends {
+		send(t, a, "queue://O"+strconv.Itoa(i), i, 1)
+	}
+	// Reading the channel empty, the dropped notifications are owed a "".
+	var got []string
+	for {
+		d := next(t, a, 5*time.Second)
+		got = append(got, d)
+		if d == "" && len(got) > 1 {
+			break
+		}
+	}
+	require.GreaterOrEqual(t, len(got), 1024)
 }

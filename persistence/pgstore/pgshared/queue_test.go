@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/pgstore"
 	"github.com/activemq-go/broker/persistence/pgstore/pgshared"
 )
 
@@ -312,4 +313,20 @@ func TestOpenOptions(t *testing.T) {
 	execSQL(t, dsn, "UPDATE activemq_sq_version SET VERSION = 2")
 	_, err = pgshared.Open(ctx, testOptions(dsn, "a"))
 	require.ErrorIs(t, err, pgshared.ErrSchemaVersion)
+}
+
+func TestCorruptMessageIsReportedAndKeptAside(t *testing.T) {
+	dsn, nodes := openNodes(t, "a", "b")
+	a, b := nodes[0], nodes[1]
+	ctx := context.Background()
+	const q = "queue://BAD"
+	sent := send(t, a, q, 0, 3)
+	msgsTable, _ := a.Tables()
+	execSQL(t, dsn, "UPDATE "+msgsTable+" SET MSG = '\\x09'::bytea WHERE ID = $1", int64(sent[1].Seq))
+	got, err := a.Claim(ctx, q, 10)
+	require.ErrorIs(t, err, pgstore.ErrCorrupt)
+	require.Equal(t, []string{"body 0", "body 2"}, bodies(got))
+	none, err := b.Claim(ctx, q, 10)
+	require.NoError(t, err)
+	require.Empty(t, none, "the corrupt message stays leased to the node that found it")
 }
