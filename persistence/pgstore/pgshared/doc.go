@@ -46,10 +46,12 @@
 //
 // # Leases and the clock
 //
-// A lease is (message ID, OWNER, EPOCH). It is live while its node's row in SQ_NODES
-// has that EPOCH and a HEARTBEAT no older than LeaseTimeout: the lease's deadline is
-// per node, not per message, so the heartbeat renews every lease of the node with one
-// single-row UPDATE per HeartbeatPeriod (no write per leased message). Rules:
+// A lease is (message ID, OWNER, EPOCH). It stands as long as its node's row in
+// SQ_NODES has that EPOCH, and that row goes when its HEARTBEAT is older than
+// LeaseTimeout (the reaper), when the node closes, or when the same NodeID registers
+// again (a new EPOCH). The lease's deadline is thus per node, not per message: the
+// heartbeat renews every lease of the node with one single-row UPDATE per
+// HeartbeatPeriod (no write per leased message), and there is no Renew call. Rules:
 //
 //   - Open registers the node: its row gets EPOCH = nextval(SQ_EPOCH) and HEARTBEAT =
 //     now, and, in the same transaction, the leases and groups of the node's earlier
@@ -63,8 +65,8 @@
 //     last successful one was sent, the node is lost: Lost is closed, Claim returns
 //     ErrNodeLost. The broker then closes the node and opens it again.
 //   - Ack deletes WHERE ID = lease AND OWNER = me AND EPOCH = lease epoch; a lease
-//     whose row is not deleted is reported lost. Release is the same UPDATE back to
-//     OWNER NULL. So a lease is acknowledged at most once, and never after its message
+//     whose row is not deleted is reported lost. Release makes the same test in an
+//     UPDATE back to OWNER NULL. So a lease is acknowledged at most once, and never after its message
 //     went to someone else.
 //   - The reaper returns a lease only when its node's row is gone, so until then a
 //     node whose heartbeat is late but alive still acknowledges successfully: nobody

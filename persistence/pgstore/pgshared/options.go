@@ -50,7 +50,9 @@ type Options struct {
 	// earlier (ErrNodeLost).
 	NodeID string
 	// LeaseTimeout is how long a node may go without a heartbeat before the reaper
-	// returns its leases to the other nodes (default 30s).
+	// returns its leases to the other nodes (default 30s); it is also the length of
+	// the reaper's lease. Give every node the same: the reaper judges the others by
+	// its own.
 	LeaseTimeout time.Duration
 	// HeartbeatPeriod is how often the node refreshes its heartbeat (default 5s); it
 	// must be below LeaseTimeout, ideally a third of it or less.
