@@ -37,8 +37,12 @@ var allowed = map[string][]string{
 	"persistence/journal":   {"persistence/internal", "persistence", "internal/vfs", "internal/setting"},
 	"persistence/boltstore": {"persistence/internal", "persistence", "internal/setting"},
 	"persistence/pgstore":   {"persistence/internal", "persistence", "internal/setting"},
-	"persistence/logstore":  {"persistence/internal", "persistence", "kafkalog", "internal/vfs", "internal/setting"},
-	"kafkalog":              {"internal/vfs"},
+	// pgstore/pgshared, the jdbc adapter's shared queues (several nodes over one
+	// database), stores messages in pgstore's encoding and opens its pool with
+	// pgstore's URL handling; nothing above persistence.
+	"persistence/pgstore/pgshared": {"persistence/pgstore", "persistence/internal", "persistence", "internal/setting"},
+	"persistence/logstore":         {"persistence/internal", "persistence", "kafkalog", "internal/vfs", "internal/setting"},
+	"kafkalog":                     {"internal/vfs"},
 	// durable keeps durable subscriptions over the destinations' queues and topics
 	// (kafkalog and internal/vfs come in through destinations' stream log types).
 	"durable": {"destinations", "destinations/policy", "destinations/selector", "persistence", "kafkalog", "internal/vfs"},

@@ -40,6 +40,16 @@ func encodeMessage(dst []byte, m *persistence.Message) []byte {
 	return append(dst, m.Body...)
 }
 
+// EncodeMessage appends the MSG encoding of m (format 1, in the package comment) to
+// dst, for the other tables of the jdbc adapter that store messages in the same form
+// (package pgshared's shared queues). Dest, Seq and Subs are not encoded.
+func EncodeMessage(dst []byte, m *persistence.Message) []byte { return encodeMessage(dst, m) }
+
+// DecodeMessage reads a value written by EncodeMessage into m, as the store does its
+// MSG column: m.Body aliases b, the strings are copied; an unknown version or flag,
+// or a length past the end, is ErrCorrupt.
+func DecodeMessage(b []byte, m *persistence.Message) error { return decodeMessage(b, m) }
+
 // encodedSize is an upper bound of len(encodeMessage(nil, m)).
 func encodedSize(m *persistence.Message) int {
 	n := 3 + 3*binary.MaxVarintLen64 + len(m.ID) + len(m.Body)

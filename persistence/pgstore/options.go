@@ -219,6 +219,22 @@ func (o Options) poolConfig() (*pgxpool.Config, string, error) {
 	return cfg, addr, nil
 }
 
+// PoolConfig returns the pgxpool configuration Open would use for o's URL, User,
+// Password and MaxConnections (defaults filled in), and the server's address for log
+// lines, for the other parts of the jdbc adapter (package pgshared) that open pools of
+// their own. Errors wrap ErrOption and never hold the password.
+func (o Options) PoolConfig() (*pgxpool.Config, string, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, "", err
+	}
+	return o.poolConfig()
+}
+
+// RedactError returns err with password removed from its text, raw or URL-escaped
+// (nil for nil); errors.Is and errors.As still see the original chain.
+func RedactError(err error, password string) error { return redact(err, password) }
+
 // jdbcDropped are pgjdbc driver settings with no libpq/pgx counterpart; sent on, the
 // server would reject them as unknown run-time parameters.
 var jdbcDropped = []string{

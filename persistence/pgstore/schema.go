@@ -141,43 +141,76 @@ const dbNowMillis = `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`
 // one transaction under an advisory lock so that brokers starting together do not
 // race.
 func ensureSchema(ctx context.Context, pool *pgxpool.Pool, t *tables, create bool) error {
+	return EnsureTables(ctx, pool, Tables{
+		Prefix: t.prefix, VersionTable: t.version, MainTable: t.msgs, Version: schemaVersion,
+		Create: t.create, Repair: `INSERT INTO ` + t.lock + ` (ID) VALUES (1) ON CONFLICT DO NOTHING`,
+		Hint: "createTablesOnStartup is false: create them by starting once with createTablesOnStartup: true",
+	}, create)
+}
+
+// Tables describes a versioned set of tables of the jdbc adapter for EnsureTables.
+type Tables struct {
+	// Prefix is the lower-case prefix of the set's names (it names the advisory
+	// lock); VersionTable holds the version row (ID 1, VERSION); MainTable is the one
+	// whose presence without VersionTable means tables someone else created.
+	Prefix, VersionTable, MainTable string
+	// Version is the version this code reads and writes.
+	Version int
+	// Create creates every table, the version row included, in order.
+	Create []string
+	// Repair, if not empty, runs when the tables exist (recreating a singleton row
+	// someone deleted).
+	Repair string
+	// Hint ends the ErrNoSchema text: why the tables were not created.
+	Hint string
+}
+
+// EnsureTables checks the version of the set of tables t and, if create, creates them
+// when missing, in one transaction under an advisory lock so that brokers starting
+// together do not race. It refuses, with ErrSchemaVersion, a version above t.Version
+// (a newer broker wrote them) and a MainTable without VersionTable (not ours), and
+// returns ErrNoSchema for missing tables when !create. Package pgshared uses it for
+// the shared queues' tables.
+func EnsureTables(ctx context.Context, pool *pgxpool.Pool, t Tables, create bool) error {
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "activemq-go-broker schema "+t.prefix); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "activemq-go-broker schema "+t.Prefix); err != nil {
 			return err
 		}
-		var hasVersion, hasMsgs bool
+		var hasVersion, hasMain bool
 		err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL`,
-			t.version, t.msgs).Scan(&hasVersion, &hasMsgs)
+			t.VersionTable, t.MainTable).Scan(&hasVersion, &hasMain)
 		if err != nil {
 			return err
 		}
 		switch {
 		case hasVersion:
 			var v int
-			if err := tx.QueryRow(ctx, `SELECT VERSION FROM `+t.version+` WHERE ID = 1`).Scan(&v); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT VERSION FROM `+t.VersionTable+` WHERE ID = 1`).Scan(&v); err != nil {
 				if errors.Is(err, pgx.ErrNoRows) {
-					return fmt.Errorf("%w: %s is empty", ErrSchemaVersion, t.version)
+					return fmt.Errorf("%w: %s is empty", ErrSchemaVersion, t.VersionTable)
 				}
 				return err
 			}
-			if v > schemaVersion {
+			if v > t.Version {
 				return fmt.Errorf("%w: the tables %s* have schema version %d, this broker knows up to %d: "+
-					"a newer broker wrote them; refusing to open", ErrSchemaVersion, t.prefix, v, schemaVersion)
+					"a newer broker wrote them; refusing to open", ErrSchemaVersion, t.Prefix, v, t.Version)
 			}
 			if v < 1 {
-				return fmt.Errorf("%w: %s says version %d", ErrSchemaVersion, t.version, v)
+				return fmt.Errorf("%w: %s says version %d", ErrSchemaVersion, t.VersionTable, v)
 			}
-			// The lease row, should someone have deleted it.
-			_, err := tx.Exec(ctx, `INSERT INTO `+t.lock+` (ID) VALUES (1) ON CONFLICT DO NOTHING`)
+			if t.Repair == "" {
+				return nil
+			}
+			_, err := tx.Exec(ctx, t.Repair)
 			return err
-		case hasMsgs:
+		case hasMain:
 			return fmt.Errorf("%w: %s exists but %s does not: the tables were not created by this broker "+
-				"(ActiveMQ's own?); use another tablePrefix", ErrSchemaVersion, t.msgs, t.version)
+				"(ActiveMQ's own?); use another tablePrefix", ErrSchemaVersion, t.MainTable, t.VersionTable)
 		case !create:
-			return fmt.Errorf("%w: %s* (schema version table %s) in this database, and createTablesOnStartup is false: "+
-				"create them by starting once with createTablesOnStartup: true", ErrNoSchema, t.prefix, t.version)
+			return fmt.Errorf("%w: %s* (schema version table %s) in this database, and %s",
+				ErrNoSchema, t.Prefix, t.VersionTable, t.Hint)
 		}
-		for _, stmt := range t.create {
+		for _, stmt := range t.Create {
 			if _, err := tx.Exec(ctx, stmt); err != nil {
 				return fmt.Errorf("pgstore: create tables: %w", err)
 			}
