@@ -157,7 +157,12 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 // decode reads a JSON request body into v, refusing unknown fields.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
-	body := http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	return decodeUpTo(w, r, v, maxBodyBytes)
+}
+
+// decodeUpTo is decode of a body of at most limit bytes.
+func decodeUpTo(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
+	body := http.MaxBytesReader(w, r.Body, limit)
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -390,12 +395,16 @@ func (s *Server) removeDurable(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// maxImportMessages bounds the messages of one import request.
-const maxImportMessages = 10000
+// maxImportMessages and maxImportBytes bound one import request (broker migrate sends
+// batches of at most 4 MiB of bodies, or one larger message).
+const (
+	maxImportMessages = 10000
+	maxImportBytes    = 64 << 20
+)
 
 func (s *Server) importDurable(w http.ResponseWriter, r *http.Request) {
 	var req ImportRequest
-	if err := decode(w, r, &req); err != nil {
+	if err := decodeUpTo(w, r, &req, maxImportBytes); err != nil {
 		s.fail(w, r, err)
 		return
 	}

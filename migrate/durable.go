@@ -73,6 +73,10 @@ type Message struct {
 	Persistent bool
 }
 
+// maxImportBatchBytes ends an import batch early: the admin API takes at most 64 MiB
+// of JSON in one request, and a binary body grows by a third in base64.
+const maxImportBatchBytes = 4 << 20
+
 // MoveDurable moves the backlog of durable subscription d: it creates the subscription
 // on the target (a STOMP subscriber with d's client-id, name and selector, gone at
 // once), then drains it on the source, connected as d's client-id (its subscriber must
@@ -123,6 +127,7 @@ func (m *Mover) MoveDurable(ctx context.Context, d Durable, imp Importer, moved 
 	last := start
 	var batch []Message
 	var frames []*frame.Frame
+	var batchBytes int
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -140,7 +145,7 @@ func (m *Mover) MoveDurable(ctx context.Context, d Durable, imp Importer, moved 
 		}
 		clear(batch)
 		clear(frames)
-		batch, frames = batch[:0], frames[:0]
+		batch, frames, batchBytes = batch[:0], frames[:0], 0
 		return nil
 	}
 	fail := func(err error) (Result, error) {
@@ -169,7 +174,8 @@ func (m *Mover) MoveDurable(ctx context.Context, d Durable, imp Importer, moved 
 		}
 		batch = append(batch, importMessage(msg))
 		frames = append(frames, msg)
-		if len(batch) >= window {
+		batchBytes += len(msg.Body)
+		if len(batch) >= window || batchBytes >= maxImportBatchBytes {
 			if err := flush(); err != nil {
 				return fail(err)
 			}
