@@ -39,6 +39,10 @@ var allowed = map[string][]string{
 	"persistence/pgstore":   {"persistence/internal", "persistence", "internal/setting"},
 	"persistence/logstore":  {"persistence/internal", "persistence", "kafkalog", "internal/vfs", "internal/setting"},
 	"kafkalog":              {"internal/vfs"},
+	// kafkalog/kafkaengine keeps streams in Apache Kafka (franz-go): it speaks in
+	// kafkalog's value types and knows nothing of the broker or destinations (the
+	// broker's tests assert it is a destinations.StreamLog; cmd hands it over).
+	"kafkalog/kafkaengine": {"kafkalog", "internal/vfs"},
 	// durable keeps durable subscriptions over the destinations' queues and topics
 	// (kafkalog and internal/vfs come in through destinations' stream log types).
 	"durable": {"destinations", "destinations/policy", "destinations/selector", "persistence", "kafkalog", "internal/vfs"},
