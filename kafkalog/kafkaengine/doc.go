@@ -34,8 +34,9 @@
 //
 // # Consumer groups
 //
-// A member that joins is one franz-go group client in the Kafka consumer group of the
-// same name, with the cooperative-sticky balancer; its fetching is paused (the broker
+// A member that joins is one franz-go group client in the Kafka consumer group named
+// TopicPrefix + log topic + "/" + group (one Kafka group per stream and broker group),
+// with the cooperative-sticky balancer; its fetching is paused (the broker
 // reads with Read), and the partitions Kafka assigns it are reported on its Changes
 // channel. Group offsets are Kafka's committed offsets: CommitOffsets commits through
 // a member of the group on this node (Kafka accepts commits of a non-empty group only

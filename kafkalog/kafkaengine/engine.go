@@ -33,7 +33,8 @@ type Engine struct {
 	closed  bool
 	topics  map[string]*topicMeta // by Kafka topic name
 	appends map[string][]*atomic.Int64
-	groups  map[string]*groupMembers // by group name
+	groups  map[string]*groupMembers // by Kafka group id
+	members map[memberKey]*member    // the live members, by the broker's names
 
 	wg sync.WaitGroup // member clients closing in the background
 }
@@ -63,7 +64,7 @@ func Open(o Options) (*Engine, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{opts: o, cl: cl, adm: kadm.NewClient(cl), keys: kgo.StickyKeyPartitioner(nil), ctx: ctx, cancel: cancel,
-		topics: map[string]*topicMeta{}, appends: map[string][]*atomic.Int64{}, groups: map[string]*groupMembers{}}
+		topics: map[string]*topicMeta{}, appends: map[string][]*atomic.Int64{}, groups: map[string]*groupMembers{}, members: map[memberKey]*member{}}
 	pctx, pcancel := e.reqCtx()
 	defer pcancel()
 	if err := cl.Ping(pctx); err != nil {

@@ -39,13 +39,19 @@ func (g *groupMembers) all() []*member {
 	return ms
 }
 
+// memberKey names a member as the broker does: its group and its id.
+type memberKey struct{ group, id string }
+
 // member is one Kafka group member: a franz-go client in the group, fetching nothing.
 type member struct {
 	e           *Engine
-	group, id   string
+	key         memberKey
+	group       string // the Kafka group id (kafkaGroup)
 	topic       string // Kafka topic
 	cl          *kgo.Client
 	first       chan struct{} // closed at the first assignment
+	some        chan struct{} // closed once the member owns a partition
+	gotSome     bool
 	closeOnce   sync.Once
 	closeDone   chan struct{}
 	mu          sync.Mutex
@@ -58,32 +64,40 @@ type member struct {
 	description string
 }
 
-// Join makes member a member of the Kafka consumer group group, consuming topic, and
+// kafkaGroup is the Kafka consumer group of a broker consumer group on a stream: one
+// per stream, so that a group name used on two streams rebalances each on its own.
+func (e *Engine) kafkaGroup(group, topic string) string {
+	return e.opts.TopicPrefix + topic + "/" + group
+}
+
+// Join makes member a member of the Kafka consumer group of group on topic, and
 // returns its first assignment (in a cooperative rebalance, partitions a member gets
 // from others usually follow in a second round, on Changes).
 func (e *Engine) Join(group, memberID, topic string) (kafkalog.Assignment, error) {
 	kt := e.kafkaTopic(topic)
-	m := &member{e: e, group: group, id: memberID, topic: kt, logTopic: topic, first: make(chan struct{}),
+	kg := e.kafkaGroup(group, topic)
+	m := &member{e: e, key: memberKey{group, memberID}, group: kg, topic: kt, logTopic: topic, first: make(chan struct{}), some: make(chan struct{}),
 		closeDone: make(chan struct{}), owned: map[int32]bool{}, ch: make(chan kafkalog.Assignment, 1)}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
 		return kafkalog.Assignment{}, kafkalog.ErrClosed
 	}
-	g := e.groups[group]
-	if g == nil {
-		g = &groupMembers{live: map[string]*member{}}
-		e.groups[group] = g
-	}
-	if g.live[memberID] != nil {
+	if e.members[m.key] != nil {
 		e.mu.Unlock()
 		return kafkalog.Assignment{}, fmt.Errorf("%w: %q in %q", ErrMemberExists, memberID, group)
 	}
+	g := e.groups[kg]
+	if g == nil {
+		g = &groupMembers{live: map[string]*member{}}
+		e.groups[kg] = g
+	}
 	g.live[memberID] = m
+	e.members[m.key] = m
 	e.mu.Unlock()
 
 	opts := append(e.opts.clientOpts(),
-		kgo.ConsumerGroup(group),
+		kgo.ConsumerGroup(kg),
 		kgo.ConsumeTopics(kt),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.DisableAutoCommit(),
@@ -114,10 +128,26 @@ func (e *Engine) Join(group, memberID, topic string) (kafkalog.Assignment, error
 	case <-e.ctx.Done():
 		return kafkalog.Assignment{}, kafkalog.ErrClosed
 	}
+	// In a cooperative rebalance a member joining a group whose partitions others
+	// own gets them in a second round, once the owners let go: wait for it, so that
+	// like the embedded log's Join this returns with the member's share.
+	settle := time.NewTimer(joinSettle(e.opts.SessionTimeout))
+	defer settle.Stop()
+	select {
+	case <-m.some:
+	case <-settle.C:
+	case <-e.ctx.Done():
+		return kafkalog.Assignment{}, kafkalog.ErrClosed
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.assignmentLocked(), nil
 }
+
+// joinSettle is how long Join waits for a member's first partitions: the second round
+// of a cooperative rebalance, or the session timeout of a member that died holding
+// them. A member of a group with more members than partitions waits it out.
+func joinSettle(session time.Duration) time.Duration { return min(session+2*time.Second, 15*time.Second) }
 
 // Changes is the member's assignment channel: it holds the latest assignment when it
 // changed, and is closed when the member leaves.
@@ -134,12 +164,13 @@ func (e *Engine) Changes(group, memberID string) (<-chan kafkalog.Assignment, er
 // first, and its partitions go to the other members.
 func (e *Engine) Leave(group, memberID string) error {
 	e.mu.Lock()
-	g := e.groups[group]
-	m := g.liveOrNil(memberID)
+	m := e.members[memberKey{group, memberID}]
 	if m == nil {
 		e.mu.Unlock()
 		return fmt.Errorf("%w: %q in %q", kafkalog.ErrUnknownMember, memberID, group)
 	}
+	delete(e.members, m.key)
+	g := e.groups[m.group]
 	delete(g.live, memberID)
 	g.leaving = append(g.leaving, m)
 	m.mu.Lock()
@@ -151,17 +182,10 @@ func (e *Engine) Leave(group, memberID string) error {
 	return nil
 }
 
-func (g *groupMembers) liveOrNil(id string) *member {
-	if g == nil {
-		return nil
-	}
-	return g.live[id]
-}
-
 func (e *Engine) liveMember(group, memberID string) (*member, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if m := e.groups[group].liveOrNil(memberID); m != nil {
+	if m := e.members[memberKey{group, memberID}]; m != nil {
 		return m, nil
 	}
 	return nil, fmt.Errorf("%w: %q in %q", kafkalog.ErrUnknownMember, memberID, group)
@@ -175,8 +199,11 @@ func (e *Engine) dropMember(m *member) {
 	if g == nil {
 		return
 	}
-	if g.live[m.id] == m {
-		delete(g.live, m.id)
+	if e.members[m.key] == m {
+		delete(e.members, m.key)
+	}
+	if g.live[m.key.id] == m {
+		delete(g.live, m.key.id)
 	}
 	g.leaving = slices.DeleteFunc(g.leaving, func(x *member) bool { return x == m })
 	if len(g.live) == 0 && len(g.leaving) == 0 {
@@ -238,6 +265,10 @@ func (m *member) publishLocked() {
 		m.gotFirst = true
 		close(m.first)
 	}
+	if !m.gotSome && len(m.owned) > 0 {
+		m.gotSome = true
+		close(m.some)
+	}
 	if m.left {
 		return
 	}
@@ -271,7 +302,7 @@ func (e *Engine) Committed(group, topic string, partition int) (int64, bool, err
 	ctx, cancel := e.reqCtx()
 	defer cancel()
 	kt := e.kafkaTopic(topic)
-	os, err := e.adm.FetchOffsets(ctx, group)
+	os, err := e.adm.FetchOffsets(ctx, e.kafkaGroup(group, topic))
 	if err != nil {
 		return 0, false, e.failed("fetch committed offsets of "+group+" in", topic, partition, err)
 	}
@@ -299,15 +330,16 @@ func (e *Engine) CommitOffsets(offs []kafkalog.GroupOffset) error {
 	if e.ctx.Err() != nil {
 		return kafkalog.ErrClosed
 	}
-	byGroup := map[string]map[string]map[int32]kgo.EpochOffset{}
+	byGroup := map[string]map[string]map[int32]kgo.EpochOffset{} // by Kafka group id
 	for _, o := range offs {
 		if o.Group == "" {
 			return fmt.Errorf("kafkaengine: commit with an empty group name")
 		}
-		g := byGroup[o.Group]
+		kg := e.kafkaGroup(o.Group, o.Topic)
+		g := byGroup[kg]
 		if g == nil {
 			g = map[string]map[int32]kgo.EpochOffset{}
-			byGroup[o.Group] = g
+			byGroup[kg] = g
 		}
 		kt := e.kafkaTopic(o.Topic)
 		if g[kt] == nil {
