@@ -222,20 +222,20 @@ func topicConfigs(c kafkalog.TopicConfig) map[string]*string {
 }
 
 // CreateTopicWith creates the Kafka topic of a stream with n partitions (or
-// Options.Partitions) and the retention of c, or, if it exists with as many
-// partitions, sets its retention to c. A topic with another partition count gives
+// Options.Partitions) and the retention of c, or, if it exists with n partitions,
+// sets its retention to c. A topic with another partition count gives
 // kafkalog.ErrTopicExists (wrapped).
 func (e *Engine) CreateTopicWith(name string, n int, c kafkalog.TopicConfig) error {
 	if e.ctx.Err() != nil {
 		return kafkalog.ErrClosed
 	}
-	if e.opts.Partitions > 0 {
-		n = e.opts.Partitions
-	}
 	kt := e.kafkaTopic(name)
 	m, err := e.meta(kt, true)
 	if err != nil {
 		return e.failed("describe topic", name, -1, err)
+	}
+	if m == nil && e.opts.Partitions > 0 {
+		n = e.opts.Partitions
 	}
 	cfg := topicConfigs(c)
 	ctx, cancel := e.reqCtx()

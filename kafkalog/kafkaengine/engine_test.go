@@ -68,6 +68,11 @@ func TestPartitionsOverride(t *testing.T) {
 	require.Equal(t, 5, e.Partitions("s"))
 	require.NoError(t, e.CreateTopicWith("s", 2, kafkalog.TopicConfig{}))
 	require.Equal(t, 5, e.Partitions("s"))
+	// A topic that exists keeps its count, whatever the option says.
+	plain := openEngine(t, c, "")
+	require.NoError(t, plain.CreateTopicWith("t", 3, kafkalog.TopicConfig{}))
+	require.Equal(t, 3, e.Partitions("t"))
+	require.NoError(t, e.CreateTopicWith("t", 3, kafkalog.TopicConfig{Retention: time.Hour}))
 }
 
 func TestAppendReadRoundTrip(t *testing.T) {
