@@ -181,6 +181,22 @@ func (e *Engine) meta(ktopic string, refresh bool) (*topicMeta, error) {
 	return m, nil
 }
 
+// partitionMeta is meta of a partition's topic, with errors for a topic or a
+// partition that does not exist.
+func (e *Engine) partitionMeta(op, topic string, partition int, refresh bool) (*topicMeta, error) {
+	kt := e.kafkaTopic(topic)
+	m, err := e.meta(kt, refresh)
+	switch {
+	case err != nil:
+		return nil, e.failed(op, topic, partition, err)
+	case m == nil:
+		return nil, fmt.Errorf("%w: %q", kafkalog.ErrUnknownTopic, kt)
+	case partition < 0 || partition >= len(m.leaders):
+		return nil, fmt.Errorf("%w: %s-%d", kafkalog.ErrUnknownPartition, kt, partition)
+	}
+	return m, nil
+}
+
 // Partitions is the partition count of a topic; for one that does not exist yet, the
 // count CreateTopicWith will give it if Options.Partitions sets one, else 0.
 func (e *Engine) Partitions(topic string) int {
@@ -385,15 +401,9 @@ func (e *Engine) OffsetForTime(topic string, partition int, ms int64) (int64, er
 // Segment files and fsyncs are Kafka's own business and stay 0.
 func (e *Engine) Stats(topic string, partition int) (kafkalog.PartitionStats, error) {
 	kt := e.kafkaTopic(topic)
-	m, err := e.meta(kt, false)
+	m, err := e.partitionMeta("describe", topic, partition, false)
 	if err != nil {
-		return kafkalog.PartitionStats{}, e.failed("describe", topic, partition, err)
-	}
-	if m == nil {
-		return kafkalog.PartitionStats{}, fmt.Errorf("%w: %q", kafkalog.ErrUnknownTopic, kt)
-	}
-	if partition < 0 || partition >= len(m.leaders) {
-		return kafkalog.PartitionStats{}, fmt.Errorf("%w: %s-%d", kafkalog.ErrUnknownPartition, kt, partition)
+		return kafkalog.PartitionStats{}, err
 	}
 	var st kafkalog.PartitionStats
 	e.mu.Lock()

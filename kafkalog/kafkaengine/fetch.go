@@ -87,15 +87,9 @@ func (e *Engine) fetch(ctx context.Context, topic string, partition int, offset 
 		if e.ctx.Err() != nil {
 			return kgo.FetchPartition{}, kafkalog.ErrClosed
 		}
-		m, err := e.meta(kt, refresh)
+		m, err := e.partitionMeta("read", topic, partition, refresh)
 		if err != nil {
-			return kgo.FetchPartition{}, e.failed("read", topic, partition, err)
-		}
-		if m == nil {
-			return kgo.FetchPartition{}, fmt.Errorf("%w: %q", kafkalog.ErrUnknownTopic, kt)
-		}
-		if partition < 0 || partition >= len(m.leaders) {
-			return kgo.FetchPartition{}, fmt.Errorf("%w: %s-%d", kafkalog.ErrUnknownPartition, kt, partition)
+			return kgo.FetchPartition{}, err
 		}
 		fp, err := e.fetchFrom(ctx, m, kt, partition, offset, maxBytes, wait)
 		switch {

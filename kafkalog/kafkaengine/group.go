@@ -147,7 +147,9 @@ func (e *Engine) Join(group, memberID, topic string) (kafkalog.Assignment, error
 // joinSettle is how long Join waits for a member's first partitions: the second round
 // of a cooperative rebalance, or the session timeout of a member that died holding
 // them. A member of a group with more members than partitions waits it out.
-func joinSettle(session time.Duration) time.Duration { return min(session+2*time.Second, 15*time.Second) }
+func joinSettle(session time.Duration) time.Duration {
+	return min(session+2*time.Second, 15*time.Second)
+}
 
 // Changes is the member's assignment channel: it holds the latest assignment when it
 // changed, and is closed when the member leaves.
@@ -239,21 +241,24 @@ func (m *member) close() {
 }
 
 func (m *member) assigned(_ context.Context, cl *kgo.Client, ps map[string][]int32) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.cl = cl
-	for _, p := range ps[m.topic] {
-		m.owned[p] = true
-	}
-	m.publishLocked()
+	m.update(cl, ps, true)
 }
 
 func (m *member) revoked(_ context.Context, cl *kgo.Client, ps map[string][]int32) {
+	m.update(cl, ps, false)
+}
+
+// update records partitions assigned (own) or revoked, and publishes the assignment.
+func (m *member) update(cl *kgo.Client, ps map[string][]int32, own bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.cl = cl
 	for _, p := range ps[m.topic] {
-		delete(m.owned, p)
+		if own {
+			m.owned[p] = true
+		} else {
+			delete(m.owned, p)
+		}
 	}
 	m.publishLocked()
 }
