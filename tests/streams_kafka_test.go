@@ -11,6 +11,7 @@ import (
 	"github.com/go-stomp/stomp/v3"
 	"github.com/go-stomp/stomp/v3/frame"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Streams on Kafka across broker nodes: two broker processes on 127.0.0.1 share one
@@ -47,6 +48,33 @@ func TestStreamKafkaTwoNodes(t *testing.T) {
 	requireDisjoint(t, parts, 4)
 	require.Len(t, parts[0], 2, "the member on node 1 has half the partitions")
 	require.Len(t, parts[1], 2, "the member on node 2 has the other half")
+}
+
+// TestStreamKafkaInterop: a record a Kafka client writes to a stream's topic with its
+// default partitioner (murmur2 of the key, the Java producer's) reaches STOMP
+// subscribers, with a message-id made of its coordinates, and a STOMP SEND with the same
+// partition-key lands in the same partition, after it.
+func TestStreamKafkaInterop(t *testing.T) {
+	eng := kafkaStreams(t)
+	b := engineBroker(t, eng, 6, "")
+	const dest = "/topic/s.interop"
+	r := jmsDial(t, b.Addr)
+	sub := r.subscribe(dest, "x-stream-offset", "first") // opens the stream: its topic exists
+	cl, err := kgo.NewClient(kgo.SeedBrokers(eng.seeds...))
+	require.NoError(t, err)
+	defer cl.Close()
+	rec := &kgo.Record{Topic: "amq.s.interop", Key: []byte("alice"), Value: []byte("from-kafka"),
+		Headers: []kgo.RecordHeader{{Key: "origin", Value: []byte("kgo")}}}
+	require.NoError(t, cl.ProduceSync(ctxTimeout(t, 10*time.Second), rec).FirstErr())
+	streamSend(t, dial(t, b.Addr), dest, []string{"from-stomp"}, "partition-key", "alice")
+
+	m1, m2 := r.next(sub), r.next(sub)
+	require.Equal(t, "from-kafka", string(m1.Body))
+	require.Equal(t, "kgo", m1.Header.Get("origin"), "record headers are message headers")
+	require.Equal(t, streamPos{int(rec.Partition), 0}, posOf(t, m1.Header))
+	require.Equal(t, fmt.Sprintf("ID:stream:s.interop:%d:0", rec.Partition), m1.Header.Get("message-id"))
+	require.Equal(t, "from-stomp", string(m2.Body))
+	require.Equal(t, streamPos{int(rec.Partition), 1}, posOf(t, m2.Header), "the key's partition, Kafka's")
 }
 
 // keyedSend sends messages from to to (bodies "k<key>:<n>", key n%keys as

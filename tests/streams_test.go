@@ -24,6 +24,7 @@ import (
 type streamEngine struct {
 	name    string
 	section string
+	seeds   []string // Kafka's addresses (kafka only)
 }
 
 // embeddedStreams is the embedded log, flushed per batch.
@@ -36,7 +37,7 @@ func kafkaStreams(t testing.TB) streamEngine {
 	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.GroupMinSessionTimeout(time.Second))
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
-	return streamEngine{name: "kafka", section: fmt.Sprintf(
+	return streamEngine{name: "kafka", seeds: c.ListenAddrs(), section: fmt.Sprintf(
 		"streams:\n  engine: kafka\n  kafka:\n    seedBrokers: [%s]\n    topicPrefix: amq.\n    sessionTimeout: 3s\n",
 		strings.Join(c.ListenAddrs(), ", "))}
 }
