@@ -44,24 +44,23 @@ type memberKey struct{ group, id string }
 
 // member is one Kafka group member: a franz-go client in the group, fetching nothing.
 type member struct {
-	e           *Engine
-	key         memberKey
-	group       string // the Kafka group id (kafkaGroup)
-	topic       string // Kafka topic
-	cl          *kgo.Client
-	first       chan struct{} // closed at the first assignment
-	some        chan struct{} // closed once the member owns a partition
-	gotSome     bool
-	closeOnce   sync.Once
-	closeDone   chan struct{}
-	mu          sync.Mutex
-	owned       map[int32]bool
-	ch          chan kafkalog.Assignment // cap 1: the latest assignment
-	left        bool
-	gotFirst    bool
-	leftTimer   *time.Timer
-	logTopic    string
-	description string
+	e         *Engine
+	key       memberKey
+	group     string // the Kafka group id (kafkaGroup)
+	topic     string // Kafka topic
+	cl        *kgo.Client
+	first     chan struct{} // closed at the first assignment
+	some      chan struct{} // closed once the member owns a partition
+	gotSome   bool
+	closeOnce sync.Once
+	mu        sync.Mutex
+	closed    bool // close ran: a client set after it is closed at once
+	owned     map[int32]bool
+	ch        chan kafkalog.Assignment // cap 1: the latest assignment
+	left      bool
+	gotFirst  bool
+	leftTimer *time.Timer
+	logTopic  string
 }
 
 // kafkaGroup is the Kafka consumer group of a broker consumer group on a stream: one
@@ -77,7 +76,7 @@ func (e *Engine) Join(group, memberID, topic string) (kafkalog.Assignment, error
 	kt := e.kafkaTopic(topic)
 	kg := e.kafkaGroup(group, topic)
 	m := &member{e: e, key: memberKey{group, memberID}, group: kg, topic: kt, logTopic: topic, first: make(chan struct{}), some: make(chan struct{}),
-		closeDone: make(chan struct{}), owned: map[int32]bool{}, ch: make(chan kafkalog.Assignment, 1)}
+		owned: map[int32]bool{}, ch: make(chan kafkalog.Assignment, 1)}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
@@ -115,6 +114,11 @@ func (e *Engine) Join(group, memberID, topic string) (kafkalog.Assignment, error
 	// The broker reads with Read; the member only holds the assignment.
 	cl.PauseFetchTopics(kt)
 	m.mu.Lock()
+	if m.closed { // the engine closed meanwhile
+		m.mu.Unlock()
+		cl.Close()
+		return kafkalog.Assignment{}, kafkalog.ErrClosed
+	}
 	m.cl = cl
 	m.mu.Unlock()
 	timer := time.NewTimer(e.opts.SessionTimeout + e.opts.RequestTimeout)
@@ -228,11 +232,11 @@ func (m *member) close() {
 			m.leftTimer.Stop()
 		}
 		cl := m.cl
+		m.closed = true
 		m.mu.Unlock()
 		m.e.wg.Add(1)
 		go func() {
 			defer m.e.wg.Done()
-			defer close(m.closeDone)
 			if cl != nil {
 				cl.Close()
 			}
