@@ -119,6 +119,7 @@ func TestAppendReadRoundTrip(t *testing.T) {
 	st, err := e.Stats("s", 1)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), st.Appends)
+	require.Positive(t, st.Bytes, "the leader reports the partition's size")
 }
 
 func TestOffsets(t *testing.T) {
@@ -333,4 +334,50 @@ func TestAppendExactlyOnceThroughFaults(t *testing.T) {
 		want[i] = fmt.Sprintf("m%d", i)
 	}
 	require.Equal(t, want, values)
+}
+
+// TestLeaderMoves: after the partition's leader moves to another broker, reads (sent
+// to the old leader, which answers NOT_LEADER) and appends follow it.
+func TestLeaderMoves(t *testing.T) {
+	c := newCluster(t)
+	e := openEngine(t, c, "")
+	require.NoError(t, e.CreateTopicWith("s", 1, kafkalog.TopicConfig{}))
+	_, err := e.Append("s", 0, []kafkalog.Record{{Value: []byte("a")}})
+	require.NoError(t, err)
+	got, err := e.Read("s", 0, 0, 1<<20)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+
+	old := c.LeaderFor("s", 0)
+	require.NoError(t, c.MoveTopicPartition("s", 0, (old+1)%3))
+	require.NotEqual(t, old, c.LeaderFor("s", 0))
+	_, err = e.Append("s", 0, []kafkalog.Record{{Value: []byte("b")}})
+	require.NoError(t, err)
+	got, err = e.Read("s", 0, 0, 1<<20)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Equal(t, "b", string(got[1].Value))
+
+	// A fetch answered NOT_LEADER_FOR_PARTITION once is sent again.
+	var hits atomic.Int32
+	c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		req := kr.(*kmsg.FetchRequest)
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewFetchResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewFetchResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.NotLeaderForPartition.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		hits.Add(1)
+		return resp, nil, true
+	})
+	got, err = e.Read("s", 0, 1, 1<<20)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, int32(1), hits.Load())
 }

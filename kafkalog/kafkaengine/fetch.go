@@ -83,9 +83,18 @@ func (e *Engine) fetch(ctx context.Context, topic string, partition int, offset 
 	kt := e.kafkaTopic(topic)
 	refresh := false
 	var last error
-	for range fetchTries {
+	for try := range fetchTries {
 		if e.ctx.Err() != nil {
 			return kgo.FetchPartition{}, kafkalog.ErrClosed
+		}
+		if refresh {
+			// Metadata answers are cached a moment (MetadataMinAge): give the new
+			// leader time to show.
+			select {
+			case <-ctx.Done():
+				return kgo.FetchPartition{}, e.failed("read", topic, partition, ctx.Err())
+			case <-time.After(time.Duration(50<<try) * time.Millisecond):
+			}
 		}
 		m, err := e.partitionMeta("read", topic, partition, refresh)
 		if err != nil {
