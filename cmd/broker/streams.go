@@ -59,7 +59,7 @@ func openStreams(cfg *config.Config, log *slog.Logger) (*streamEngine, error) {
 		return nil, nil
 	}
 	if cfg.Streams.Engine == config.StreamsKafka {
-		e, err := openKafkaStreams(cfg.Streams.Kafka, log)
+		e, err := openKafkaStreams(cfg.Streams.Kafka, largestMessage(cfg), log)
 		if err != nil {
 			return nil, err
 		}
@@ -72,9 +72,20 @@ func openStreams(cfg *config.Config, log *slog.Logger) (*streamEngine, error) {
 	return &streamEngine{embedded: l}, nil
 }
 
-// openKafkaStreams connects to the Kafka cluster of streams.kafka.
-func openKafkaStreams(k config.KafkaStreams, log *slog.Logger) (*kafkaengine.Engine, error) {
+// largestMessage is the size of the largest message a connector accepts.
+func largestMessage(cfg *config.Config) int {
+	n := 0
+	for _, c := range cfg.TransportConnectors {
+		n = max(n, int(min(c.MaxFrameSize, c.MaxDataLength)))
+	}
+	return n
+}
+
+// openKafkaStreams connects to the Kafka cluster of streams.kafka; the topics take
+// messages of maxMessage bytes (and their headers).
+func openKafkaStreams(k config.KafkaStreams, maxMessage int, log *slog.Logger) (*kafkaengine.Engine, error) {
 	o := kafkaengine.Options{
+		MaxMessageBytes:   max(1<<20, maxMessage+64<<10),
 		SeedBrokers:       k.SeedBrokers,
 		TopicPrefix:       k.TopicPrefix,
 		Partitions:        k.Partitions,
@@ -142,10 +153,7 @@ func openEmbeddedStreams(cfg *config.Config, log *slog.Logger) (*kafkalog.Log, e
 		return nil, err
 	}
 	// A batch must hold the largest message a connector accepts.
-	maxBatch := kafkalog.DefaultMaxBatchBytes
-	for _, c := range cfg.TransportConnectors {
-		maxBatch = max(maxBatch, int(min(c.MaxFrameSize, c.MaxDataLength))+1<<20)
-	}
+	maxBatch := max(kafkalog.DefaultMaxBatchBytes, largestMessage(cfg)+1<<20)
 	l, err := kafkalog.Open(kafkalog.Options{
 		Dir:                s.Directory,
 		Flush:              flush,

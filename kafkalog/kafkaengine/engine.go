@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +55,7 @@ func Open(o Options) (*Engine, error) {
 	opts := append(o.clientOpts(),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(0),
+		kgo.ProducerBatchMaxBytes(int32(min(o.MaxMessageBytes, math.MaxInt32))),
 		// Metadata answers are cached this long: a topic just created, or a leader
 		// that moved, shows soon.
 		kgo.MetadataMinAge(250*time.Millisecond),
@@ -214,12 +216,14 @@ func (e *Engine) Partitions(topic string) int {
 // topicConfigs are the Kafka topic configs that carry c: a negative limit is none
 // (-1), zero the cluster's default. A segment is rolled at the latest after the
 // retention time, so that records are deleted within about twice the retention.
-func topicConfigs(c kafkalog.TopicConfig) map[string]*string {
+// max.message.bytes lets in the batches the engine produces.
+func (e *Engine) topicConfigs(c kafkalog.TopicConfig) map[string]*string {
 	cfg := map[string]*string{}
 	set := func(k string, v int64) {
 		s := strconv.FormatInt(v, 10)
 		cfg[k] = &s
 	}
+	set("max.message.bytes", int64(e.opts.MaxMessageBytes))
 	switch {
 	case c.Retention < 0:
 		set("retention.ms", -1)
@@ -253,15 +257,12 @@ func (e *Engine) CreateTopicWith(name string, n int, c kafkalog.TopicConfig) err
 	if m == nil && e.opts.Partitions > 0 {
 		n = e.opts.Partitions
 	}
-	cfg := topicConfigs(c)
+	cfg := e.topicConfigs(c)
 	ctx, cancel := e.reqCtx()
 	defer cancel()
 	if m != nil {
 		if len(m.leaders) != n {
 			return fmt.Errorf("%w: Kafka topic %q has %d partitions, not %d", kafkalog.ErrTopicExists, kt, len(m.leaders), n)
-		}
-		if len(cfg) == 0 {
-			return nil
 		}
 		var alter []kadm.AlterConfig
 		for k, v := range cfg {

@@ -381,3 +381,29 @@ func TestLeaderMoves(t *testing.T) {
 	require.Len(t, got, 1)
 	require.Equal(t, int32(1), hits.Load())
 }
+
+// TestLargeRecord: a record of several MiB goes through when MaxMessageBytes lets it
+// (the topic gets it as max.message.bytes), and is refused, not lost, when it does not.
+func TestLargeRecord(t *testing.T) {
+	c := newCluster(t)
+	e, err := Open(Options{SeedBrokers: c.ListenAddrs(), MaxMessageBytes: 4 << 20})
+	require.NoError(t, err)
+	defer e.Close()
+	require.NoError(t, e.CreateTopicWith("big", 1, kafkalog.TopicConfig{}))
+	body := make([]byte, 3<<20)
+	body[len(body)-1] = 7
+	_, err = e.Append("big", 0, []kafkalog.Record{{Value: body}})
+	require.NoError(t, err)
+	got, err := e.Read("big", 0, 0, 1<<20)
+	require.NoError(t, err)
+	require.Len(t, got, 1, "a read returns a whole first batch larger than maxBytes")
+	require.Equal(t, body, got[0].Value)
+
+	small := openEngine(t, c, "")
+	require.NoError(t, small.CreateTopicWith("small", 1, kafkalog.TopicConfig{}))
+	_, err = small.Append("small", 0, []kafkalog.Record{{Value: body}})
+	require.Error(t, err)
+	hw, err := small.HighWatermark("small", 0)
+	require.NoError(t, err)
+	require.Zero(t, hw)
+}

@@ -27,6 +27,10 @@ type Options struct {
 	TLS *tls.Config
 	// SASL, if not nil, authenticates the connections.
 	SASL sasl.Mechanism
+	// MaxMessageBytes is the largest record batch the broker produces: records up to
+	// about this size are accepted. Topics created (or declared again) get it as
+	// max.message.bytes. Default 1 MiB, about Kafka's default.
+	MaxMessageBytes int
 	// SessionTimeout is the group session timeout: how long Kafka waits for a member
 	// that stopped heart-beating (a broker node that died) before its partitions go to
 	// the others. Default 10s; Kafka brokers accept 6s to 30min by default.
@@ -57,6 +61,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.ClientID == "" {
 		o.ClientID = "activemq-go"
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = 1 << 20
 	}
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = 10 * time.Second
