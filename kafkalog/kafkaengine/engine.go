@@ -36,8 +36,6 @@ type Engine struct {
 	appends map[string][]*atomic.Int64
 	groups  map[string]*groupMembers // by Kafka group id
 	members map[memberKey]*member    // the live members, by the broker's names
-
-	wg sync.WaitGroup // member clients closing in the background
 }
 
 // topicMeta is what the engine knows of a Kafka topic: its id and partition leaders.
@@ -92,10 +90,11 @@ func (e *Engine) Close() error {
 		ms = append(ms, g.all()...)
 	}
 	e.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, m := range ms {
-		m.close()
+		wg.Go(m.close)
 	}
-	e.wg.Wait()
+	wg.Wait()
 	e.cancel()
 	e.cl.Close()
 	return nil

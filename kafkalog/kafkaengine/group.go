@@ -223,8 +223,8 @@ func (e *Engine) retire(m *member) {
 	m.close()
 }
 
-// close leaves the Kafka group and closes the member's client, in the background
-// (the engine's Close waits for it).
+// close leaves the Kafka group and closes the member's client; a second call does
+// nothing.
 func (m *member) close() {
 	m.closeOnce.Do(func() {
 		m.mu.Lock()
@@ -234,13 +234,9 @@ func (m *member) close() {
 		cl := m.cl
 		m.closed = true
 		m.mu.Unlock()
-		m.e.wg.Add(1)
-		go func() {
-			defer m.e.wg.Done()
-			if cl != nil {
-				cl.Close()
-			}
-		}()
+		if cl != nil {
+			cl.Close()
+		}
 	})
 }
 
@@ -377,7 +373,7 @@ func (e *Engine) commitGroup(group string, tps map[string]map[int32]kgo.EpochOff
 		}
 		if err == nil {
 			if m != nil && m.isLeft() {
-				e.retire(m)
+				go e.retire(m) // its last positions are in: it may go
 			}
 			return nil
 		}
