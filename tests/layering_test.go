@@ -39,10 +39,6 @@ var allowed = map[string][]string{
 	"persistence/pgstore":   {"persistence/internal", "persistence", "internal/setting"},
 	"persistence/logstore":  {"persistence/internal", "persistence", "kafkalog", "internal/vfs", "internal/setting"},
 	"kafkalog":              {"internal/vfs"},
-	// kafkalog/kafkaengine keeps streams in Apache Kafka (franz-go): it speaks in
-	// kafkalog's value types and knows nothing of the broker or destinations (the
-	// broker's tests assert it is a destinations.StreamLog; cmd hands it over).
-	"kafkalog/kafkaengine": {"kafkalog", "internal/vfs"},
 	// durable keeps durable subscriptions over the destinations' queues and topics
 	// (kafkalog and internal/vfs come in through destinations' stream log types).
 	"durable": {"destinations", "destinations/policy", "destinations/selector", "persistence", "kafkalog", "internal/vfs"},
@@ -82,6 +78,11 @@ var allowed = map[string][]string{
 	// types, and asks security for the operators; never transport or config (cmd
 	// hands it what it needs).
 	"admin": {"broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram"},
+
+	// kafkalog/kafkaengine keeps streams in Apache Kafka (franz-go): it speaks in
+	// kafkalog's value types and knows nothing of the broker or destinations (the
+	// broker's tests assert it is a destinations.StreamLog; cmd hands it over).
+	"kafkalog/kafkaengine": {"kafkalog", "internal/vfs"},
 }
 
 // TestLayering fails when a package imports across the layering of DESIGN.md: an adapter
