@@ -111,10 +111,14 @@ type Options struct {
 	// its own policy's ExpirePeriod (ActiveMQ's expireMessagesPeriod), so this should be
 	// the shortest of them. Default 30s (destinations.DefaultPolicy's period), negative to disable.
 	ExpirySweep time.Duration
-	// Streams is the log behind stream topics (policies with Stream set; see
-	// stream.go). The caller opens it and closes it after the broker; nil refuses
-	// stream topics.
+	// Streams is the embedded log behind stream topics (policies with Stream set; see
+	// stream.go). The caller opens it and closes it after the broker; nil (and no
+	// StreamLog) refuses stream topics.
 	Streams *kafkalog.Log
+	// StreamLog is another engine behind stream topics instead of Streams (at most one
+	// of the two), such as kafkalog/kafkaengine's Kafka; the caller opens it and
+	// closes it after the broker.
+	StreamLog destinations.StreamLog
 	// Security authenticates clients and authorizes their requests (see security.go);
 	// nil lets everyone in, as ActiveMQ without security plugins.
 	Security *security.Service
@@ -220,6 +224,9 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	if o.Store == nil {
 		return nil, fmt.Errorf("broker: no store")
 	}
+	if o.Streams != nil && o.StreamLog != nil {
+		return nil, errors.New("broker: Options.Streams and Options.StreamLog both set: one stream engine at a time")
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -279,7 +286,10 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	if b.maxDests <= 0 {
 		b.maxDests = DefaultMaxDestinations
 	}
-	if o.Streams != nil {
+	switch {
+	case o.StreamLog != nil:
+		b.streams = destinations.NewStreams(o.StreamLog, b.log)
+	case o.Streams != nil:
 		b.streams = destinations.NewStreams(streamLog{o.Streams}, b.log)
 	}
 	b.env = destinations.Env{

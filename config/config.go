@@ -64,6 +64,9 @@ const (
 	DefaultSegmentBytes       = 1 << 30 // 1gb
 	DefaultSegmentMs          = 168 * time.Hour
 	DefaultIndexIntervalBytes = 4 << 10 // 4kb
+	// DefaultKafkaClientID and DefaultKafkaSessionTimeout are streams.kafka's.
+	DefaultKafkaClientID       = "activemq-go"
+	DefaultKafkaSessionTimeout = 10 * time.Second
 
 	DefaultVirtualTopicsEnabled = true
 	DefaultVirtualTopicName     = "VirtualTopic.>"
@@ -232,6 +235,11 @@ type Streams struct {
 	// IndexIntervalBytes is the number of log bytes between two index entries
 	// (default 4kb; more than 0).
 	IndexIntervalBytes int64
+	// Engine keeps the streams: StreamsEmbedded (default: kafkalog in Directory, with
+	// the keys above) or StreamsKafka (an Apache Kafka cluster, Kafka).
+	Engine string
+	// Kafka is the cluster of engine kafka.
+	Kafka KafkaStreams
 }
 
 // VirtualTopics is the virtualTopics section, ActiveMQ's virtualTopic

@@ -68,6 +68,7 @@ func TestDefault(t *testing.T) {
 		Streams: Streams{
 			Directory: filepath.Join("data", "streams"), Flush: "batch", FlushInterval: time.Second,
 			SegmentBytes: 1 << 30, SegmentMs: 168 * time.Hour, IndexIntervalBytes: 4 << 10,
+			Engine: StreamsEmbedded, Kafka: defaultKafkaStreams,
 		},
 		VirtualTopics: VirtualTopics{Enabled: true, Name: "VirtualTopic.>", Prefix: "Consumer.*."},
 		Plugins: Plugins{

@@ -63,6 +63,28 @@
 //	  segmentBytes: 1gb          # roll a segment at this size; > 0
 //	  segmentMs: 168h            # roll a segment at this age; > 0
 //	  indexIntervalBytes: 4kb    # log bytes between index entries; > 0
+//	  engine: embedded           # embedded (the log above, in directory) | kafka: the
+//	                             # streams are Kafka topics (docs/streams.md); the keys
+//	                             # above then do not apply
+//	  kafka:                     # engine: kafka only
+//	    seedBrokers: []          # host:port of some Kafka brokers; required with kafka
+//	    topicPrefix: ""          # Kafka topic = topicPrefix + the stream's log topic name
+//	    partitions: 0            # 0: each stream's destinationPolicy partitions; else
+//	                             # the count of every topic created; 0 to 1024
+//	    replicationFactor: -1    # of created topics; -1: the cluster's default
+//	    clientId: activemq-go    # the Kafka client.id of the broker's connections
+//	    sessionTimeout: 10s      # consumer group session: a dead node's partitions
+//	                             # move to the others after this; > 0
+//	    tls:
+//	      enabled: false
+//	      caFile: ""             # PEM CAs verifying the brokers; "": the system's
+//	      certFile: ""           # PEM client certificate and key, both or neither
+//	      keyFile: ""
+//	      insecureSkipVerify: false
+//	    sasl:
+//	      mechanism: ""          # "" | PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512
+//	      user: ""               # required with a mechanism
+//	      password: ""           # ${KAFKA_PASSWORD}; never logged
 //	sslContext:                  # ActiveMQ's <sslContext>, PEM files instead of key stores
 //	  certFile: ""               # certificate chain, server's first; required when a
 //	                             # connector uses TLS (stomp+ssl, stomp+nio+ssl, wss)

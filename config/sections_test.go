@@ -28,6 +28,7 @@ func TestSectionsExample(t *testing.T) {
 	assert.Equal(t, Streams{
 		Directory: "/srv/streams", Flush: "interval", FlushInterval: 250 * time.Millisecond,
 		SegmentBytes: 256 << 20, SegmentMs: 24 * time.Hour, IndexIntervalBytes: 8 << 10,
+		Engine: StreamsEmbedded, Kafka: defaultKafkaStreams,
 	}, c.Streams)
 	assert.Equal(t, VirtualTopics{Enabled: false, Name: "VT.>", Prefix: "VirtualTopicConsumers.*."}, c.VirtualTopics)
 }

@@ -19,7 +19,8 @@ import (
 // whatever is consumed, and whatever the message's persistent header says:
 //
 //   - SEND appends the message to one partition: by the hash of its partition-key
-//     header, else of its JMSXGroupID, else round-robin. Appends are handed to one
+//     header, else of its JMSXGroupID (the log's KeyPartitioner if it has one: Kafka's
+//     murmur2), else round-robin. Appends are handed to one
 //     goroutine per partition (appender), which writes everything queued meanwhile as one
 //     batch, so with the batch flush policy one fsync covers many messages and the
 //     connection never waits for it; the RECEIPT follows once the batch is durable. A
@@ -52,6 +53,7 @@ type Stream struct {
 	nparts   int
 	// rebalanceTimeout bounds the handover of a partition between group members.
 	rebalanceTimeout time.Duration
+	keys             KeyPartitioner // nil: FNV-1a of the key
 	apps             []*appender
 	rr               atomic.Uint32
 	appWG            sync.WaitGroup
@@ -134,6 +136,7 @@ func (t *TopicDest) openStream(p Policy) (*Stream, error) {
 	if st.rebalanceTimeout <= 0 {
 		st.rebalanceTimeout = DefaultRebalanceTimeout
 	}
+	st.keys, _ = streams.log.(KeyPartitioner)
 	for i := range n {
 		a := newAppender(st, i)
 		st.apps = append(st.apps, a)
@@ -201,6 +204,9 @@ func (st *Stream) partitionFor(m *persistence.Message) (int, string) {
 	}
 	if st.nparts == 1 {
 		return 0, key
+	}
+	if key != "" && st.keys != nil {
+		return st.keys.PartitionForKey(st.logTopic, []byte(key), st.nparts), key
 	}
 	if key != "" {
 		h := fnv.New32a()

@@ -138,17 +138,22 @@ func (g *groupState) changedLocked() {
 	g.changed = make(chan struct{})
 }
 
-// position is the group's position in partition p: the highest asked for since start,
-// else the one committed in the log; false if the group never had one.
+// position is the group's position in partition p: the higher of the highest asked
+// for here since start and the one committed in the log (which members on other
+// broker nodes sharing the log, Kafka, may have moved on); false if the group never
+// had one.
 func (g *groupState) position(st *Stream, p int) (int64, bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if off, ok := g.pos[p]; ok {
-		return off, true, nil
-	}
 	off, ok, err := st.log.Committed(g.name, st.logTopic, p)
-	if err != nil || !ok {
+	if err != nil {
 		return 0, false, err
+	}
+	if cur, had := g.pos[p]; had && (!ok || cur > off) {
+		return cur, true, nil
+	}
+	if !ok {
+		return 0, false, nil
 	}
 	g.pos[p] = off
 	return off, true, nil

@@ -36,6 +36,14 @@ type StreamLog interface {
 	CommitOffsets(offs []kafkalog.GroupOffset) error
 }
 
+// KeyPartitioner is an optional power of a StreamLog whose topics other clients also
+// write, such as Kafka's: it picks the partition of a message with a partition key the
+// way those clients do (Kafka's murmur2), so that a key lands in one partition
+// whoever sends it. Without it the broker hashes keys itself (FNV-1a).
+type KeyPartitioner interface {
+	PartitionForKey(topic string, key []byte, partitions int) int
+}
+
 // Streams is the stream side of the broker: the log, and the committer that writes the
 // consumer groups' positions to it.
 type Streams struct {

@@ -12,23 +12,63 @@ import (
 	"github.com/go-stomp/stomp/v3"
 	"github.com/go-stomp/stomp/v3/frame"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // Stream destinations, end to end: topics under s.> are streams (type: stream) in the
 // real broker binary, written by go-stomp producers and read by go-stomp and raw STOMP
 // 1.2 clients (jmsClient, which sees receipts of ACKs and ERROR frames).
 
-// streamBroker starts the broker with the topics s.> as streams of parts partitions,
-// flushed per batch, keeping its data in dataDir ("" for a fresh one).
+// streamEngine is where a test's streams live: its name, and the streams section of
+// the broker's configuration that selects it.
+type streamEngine struct {
+	name    string
+	section string
+	seeds   []string // Kafka's addresses (kafka only)
+}
+
+// embeddedStreams is the embedded log, flushed per batch.
+var embeddedStreams = streamEngine{name: "embedded", section: "streams:\n  flush: batch\n  segmentBytes: 256kb\n"}
+
+// kafkaStreams starts an in-process Kafka of three brokers (kfake) for the test and
+// returns the engine on it: topics prefixed amq., a 3 s group session.
+func kafkaStreams(t testing.TB) streamEngine {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.GroupMinSessionTimeout(time.Second))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return streamEngine{name: "kafka", seeds: c.ListenAddrs(), section: fmt.Sprintf(
+		"streams:\n  engine: kafka\n  kafka:\n    seedBrokers: [%s]\n    topicPrefix: amq.\n    sessionTimeout: 3s\n",
+		strings.Join(c.ListenAddrs(), ", "))}
+}
+
+// forEachEngine runs f as a subtest per stream engine: the embedded log and Kafka.
+func forEachEngine(t *testing.T, f func(t *testing.T, eng streamEngine)) {
+	t.Run("embedded", func(t *testing.T) { f(t, embeddedStreams) })
+	t.Run("kafka", func(t *testing.T) { f(t, kafkaStreams(t)) })
+}
+
+// streamBroker starts the broker with the topics s.> as streams of parts partitions in
+// the embedded log, flushed per batch, keeping its data in dataDir ("" for a fresh one).
 func streamBroker(t testing.TB, parts int, dataDir string, extra ...string) *brokerProc {
 	t.Helper()
-	return startBroker(t, streamBrokerConfig(parts, dataDir, extra...))
+	return engineBroker(t, embeddedStreams, parts, dataDir, extra...)
+}
+
+// engineBroker is streamBroker on the engine eng.
+func engineBroker(t testing.TB, eng streamEngine, parts int, dataDir string, extra ...string) *brokerProc {
+	t.Helper()
+	return startBroker(t, engineBrokerConfig(eng, parts, dataDir, extra...))
 }
 
 func streamBrokerConfig(parts int, dataDir string, extra ...string) brokerConfig {
+	return engineBrokerConfig(embeddedStreams, parts, dataDir, extra...)
+}
+
+func engineBrokerConfig(eng streamEngine, parts int, dataDir string, extra ...string) brokerConfig {
 	return brokerConfig{DataDir: dataDir, Extra: fmt.Sprintf(
-		"streams:\n  flush: batch\n  segmentBytes: 256kb\ndestinationPolicy:\n  - topic: \"s.>\"\n    type: stream\n    partitions: %d\n%s",
-		parts, strings.Join(extra, ""))}
+		"%sdestinationPolicy:\n  - topic: \"s.>\"\n    type: stream\n    partitions: %d\n%s",
+		eng.section, parts, strings.Join(extra, ""))}
 }
 
 // streamSend sends bodies to dest with persistent:true, which makes the broker answer
@@ -63,7 +103,11 @@ func posOf(t testing.TB, h interface{ Get(string) string }) streamPos {
 // the broker's clock; the producer's timestamp header rides along to consumers but does
 // not place a message in time (it says two hours ago here, for messages sent now).
 func TestStreamOffsetForms(t *testing.T) {
-	b := streamBroker(t, 1, "")
+	forEachEngine(t, testStreamOffsetForms)
+}
+
+func testStreamOffsetForms(t *testing.T, eng streamEngine) {
+	b := engineBroker(t, eng, 1, "")
 	prod := dial(t, b.Addr)
 	start := time.Now()
 	ms := func(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
@@ -131,7 +175,11 @@ func seq(from, n int) []int {
 }
 
 func TestStreamBadOffsetKeepsServing(t *testing.T) {
-	b := streamBroker(t, 2, "")
+	forEachEngine(t, testStreamBadOffsetKeepsServing)
+}
+
+func testStreamBadOffsetKeepsServing(t *testing.T, eng streamEngine) {
+	b := engineBroker(t, eng, 2, "")
 	c := jmsDial(t, b.Addr)
 	for _, bad := range []string{"yesterday", "-3", "timestamp=soon", "-1h"} {
 		e := c.refused("SUBSCRIBE", "id", "x", "destination", "/topic/s.bad", "x-stream-offset", bad)
@@ -204,7 +252,11 @@ func requireDisjoint(t testing.TB, parts []map[int]bool, total int) {
 }
 
 func TestStreamConsumerGroupSharesAndRebalances(t *testing.T) {
-	b := streamBroker(t, 8, "")
+	forEachEngine(t, testStreamConsumerGroupSharesAndRebalances)
+}
+
+func testStreamConsumerGroupSharesAndRebalances(t *testing.T, eng streamEngine) {
+	b := engineBroker(t, eng, 8, "")
 	prod := dial(t, b.Addr)
 	const dest = "/topic/s.group"
 	a := joinGroup(t, b.Addr, dest, "G")
@@ -238,7 +290,11 @@ func TestStreamConsumerGroupSharesAndRebalances(t *testing.T) {
 }
 
 func TestStreamPartitionKeyOrder(t *testing.T) {
-	b := streamBroker(t, 4, "")
+	forEachEngine(t, testStreamPartitionKeyOrder)
+}
+
+func testStreamPartitionKeyOrder(t *testing.T, eng streamEngine) {
+	b := engineBroker(t, eng, 4, "")
 	prod := dial(t, b.Addr)
 	const dest = "/topic/s.keys"
 	keys := []string{"alice", "bob", "carol", "dave", "erin", "frank"}
@@ -273,8 +329,12 @@ func TestStreamPartitionKeyOrder(t *testing.T) {
 // message after a reconnect, a clean restart and a kill -9; the stream keeps every
 // message through both restarts.
 func TestStreamGroupResumes(t *testing.T) {
+	forEachEngine(t, testStreamGroupResumes)
+}
+
+func testStreamGroupResumes(t *testing.T, eng streamEngine) {
 	dir := t.TempDir()
-	b := streamBroker(t, 4, dir)
+	b := engineBroker(t, eng, 4, dir)
 	const dest = "/topic/s.resume"
 	const perPart = 25
 	all := numbered("r", 0, 4*perPart)
@@ -303,12 +363,12 @@ func TestStreamGroupResumes(t *testing.T) {
 	round(b.Addr, 10, 15, "last") // reconnect: the committed offset wins over x-stream-offset
 
 	b.Stop() // SIGTERM
-	b = streamBroker(t, 4, dir)
+	b = engineBroker(t, eng, 4, dir)
 	round(b.Addr, 15, 20, "next")
 	readAllFromFirst(t, b.Addr, dest, len(all))
 
 	b.Kill() // kill -9: every ACK answered with a receipt is committed
-	b = streamBroker(t, 4, dir)
+	b = engineBroker(t, eng, 4, dir)
 	round(b.Addr, 20, 25, "first")
 	readAllFromFirst(t, b.Addr, dest, len(all))
 }
@@ -376,7 +436,11 @@ func TestStreamStatsAndSurvivesRestart(t *testing.T) {
 // or in a composite destination, gets an ERROR that says so; the connection and the
 // transaction go on, and nothing reaches the stream or the other destinations.
 func TestStreamSendInTransactionIsRefused(t *testing.T) {
-	b := streamBroker(t, 2, "")
+	forEachEngine(t, testStreamSendInTransactionIsRefused)
+}
+
+func testStreamSendInTransactionIsRefused(t *testing.T, eng streamEngine) {
+	b := engineBroker(t, eng, 2, "")
 	c := jmsDial(t, b.Addr)
 	c.do("BEGIN", "transaction", "tx1")
 	for _, dest := range []string{"/topic/s.tx", "/queue/tx.plain,/topic/s.tx"} {

@@ -151,12 +151,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 		_ = store.Close()
 		return err
 	}
-	closeStreams := func() error {
-		if streams == nil {
-			return nil
-		}
-		return streams.Close()
-	}
+	closeStreams := streams.Close
 	sec, err := newSecurity(cfg, log)
 	if err != nil {
 		_ = store.Close()
@@ -191,7 +186,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 		SchedulerMemoryLimit:                   cfg.SystemUsage.SchedulerMemoryLimit,
 		DurableSweep:                           cfg.Broker.OfflineDurableSubscriberTaskSchedule,
 		LinkStealing:                           cfg.Broker.AllowLinkStealing,
-		Streams:                                streams,
+		Streams:                                streams.Embedded(),
+		StreamLog:                              streams.Other(),
 		Security:                               sec,
 		PopulateJMSXUserID:                     cfg.Broker.PopulateJMSXUserID,
 		UseAuthenticatedPrincipalForJMSXUserID: cfg.Broker.UseAuthenticatedPrincipalForJMSXUserID,
