@@ -2,7 +2,6 @@ package migrate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -153,17 +152,11 @@ func (m *Mover) MoveDurable(ctx context.Context, d Durable, imp Importer, moved 
 		return res, err
 	}
 	for {
-		wait := idle
-		if len(batch) > 0 {
-			wait = flushAfter
-		}
-		rctx, cancel := context.WithTimeout(ctx, wait)
-		msg, err := src.Receive(rctx)
-		cancel()
+		msg, err := receive(ctx, src, len(batch) > 0, idle)
 		if err != nil {
-			if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
-				return fail(fmt.Errorf("source: %w", err))
-			}
+			return fail(err)
+		}
+		if msg == nil {
 			if len(batch) == 0 {
 				break // drained
 			}

@@ -143,18 +143,12 @@ func (m *Mover) MoveQueue(ctx context.Context, queue string, moved func(n int)) 
 		return nil
 	}
 	for {
-		wait := idle
-		if len(fifo) > 0 {
-			wait = flushAfter
-		}
-		rctx, cancel := context.WithTimeout(ctx, wait)
-		msg, err := src.Receive(rctx)
-		cancel()
+		msg, err := receive(ctx, src, len(fifo) > 0, idle)
 		if err != nil {
-			if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
-				res.Elapsed = time.Since(start)
-				return res, fmt.Errorf("source: %w", err)
-			}
+			res.Elapsed = time.Since(start)
+			return res, err
+		}
+		if msg == nil {
 			if len(fifo) == 0 {
 				break // drained
 			}
@@ -189,6 +183,25 @@ func (m *Mover) MoveQueue(ctx context.Context, queue string, moved func(n int)) 
 	}
 	res.Elapsed = last.Sub(start)
 	return res, nil
+}
+
+// receive returns the source's next message, or nil when none came for idle (nothing
+// pending) or flushAfter (sends pending, whose receipts are then collected).
+func receive(ctx context.Context, src *stompclient.Conn, pending bool, idle time.Duration) (*frame.Frame, error) {
+	wait := idle
+	if pending {
+		wait = flushAfter
+	}
+	rctx, cancel := context.WithTimeout(ctx, wait)
+	msg, err := src.Receive(rctx)
+	cancel()
+	switch {
+	case err == nil:
+		return msg, nil
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return nil, nil
+	}
+	return nil, fmt.Errorf("source: %w", err)
 }
 
 // dropped are the headers of a source MESSAGE that belong to its delivery there, not to

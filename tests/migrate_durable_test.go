@@ -1,14 +1,8 @@
 package tests
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
-	"io"
-	"os"
-	"os/exec"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,27 +125,7 @@ func TestMigrateDurablesFromActiveMQ(t *testing.T) {
 	from, to := "stomp://"+amq, "stomp://"+ours.Addr
 	args := []string{"migrate", "--from", from, "--to", to, "--admin", adminURL, "--idle", "1s",
 		"--durable", feed.flag(topic), "--durable", audit.flag(topic)}
-	cmd := exec.Command(brokerBin, append(args, "--progress", "50ms")...)
-	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	progressRE := regexp.MustCompile(`^moved durable mig-c1:feed ([0-9,]+) `)
-	sc := bufio.NewScanner(stderr)
-	moved := 0
-	for moved < n/3 && sc.Scan() {
-		if m := progressRE.FindStringSubmatch(sc.Text()); m != nil {
-			moved, _ = strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
-		}
-	}
-	require.GreaterOrEqual(t, moved, n/3, "the tool ended before a third was moved: %v", sc.Err())
-	require.Less(t, moved, n, "the tool moved everything before it could be killed")
-	require.NoError(t, cmd.Process.Kill())
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
-	var exit *exec.ExitError
-	require.True(t, errors.As(cmd.Wait(), &exit), "the tool was killed")
-	t.Logf("killed after %d moved", moved)
+	migrateKilled(t, n, "durable mig-c1:feed", args...)
 
 	// ActiveMQ frees the dead tool's client-id once it noticed the connection closed.
 	var r cliResult

@@ -330,13 +330,32 @@ func TestMigrateKilledResumesExactlyOnce(t *testing.T) {
 	start := time.Now().UnixMilli()
 
 	from, to := "stomp://"+amq, "stomp://"+ours.Addr
-	cmd := exec.Command(brokerBin, "migrate", "--from", from, "--to", to, "--queue", "MIG.KILL", "--idle", "1s", "--progress", "50ms")
+	migrateKilled(t, n, "MIG.KILL", "migrate", "--from", from, "--to", to, "--queue", "MIG.KILL", "--idle", "1s")
+
+	r := runCLI(t, "", nil, "migrate", "--from", from, "--to", to, "--queue", "MIG.KILL", "--idle", "1s", "--progress", "0")
+	require.Equal(t, 0, r.Code, "migrate again:\n%s\n%s", r.Stdout, r.Stderr)
+	t.Logf("second run:\n%s", r.Stdout)
+
+	got := migDrain(t, ours.Addr, "MIG.KILL", n)
+	checkMoved(t, "MIG.KILL", ms, got, start)
+	for i, f := range got {
+		require.Equal(t, strconv.Itoa(i), f.Header.Get("seq"), "message %d out of order", i)
+	}
+	migDrain(t, amq, "MIG.KILL", 0)
+}
+
+// migrateKilled runs broker with args (a migrate) and kills it -9 once its progress
+// lines say that a third of the n messages of what moved, whose label it names, were
+// moved, and before all of them were.
+func migrateKilled(t testing.TB, n int, what string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(brokerBin, append(args, "--progress", "50ms")...)
 	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	progressRE := regexp.MustCompile(`^moved MIG.KILL ([0-9,]+) `)
+	progressRE := regexp.MustCompile(`^moved ` + regexp.QuoteMeta(what) + ` ([0-9,]+) `)
 	sc := bufio.NewScanner(stderr)
 	moved := 0
 	for moved < n/3 && sc.Scan() {
@@ -351,17 +370,6 @@ func TestMigrateKilledResumesExactlyOnce(t *testing.T) {
 	var exit *exec.ExitError
 	require.True(t, errors.As(cmd.Wait(), &exit), "the tool was killed")
 	t.Logf("killed after %d moved", moved)
-
-	r := runCLI(t, "", nil, "migrate", "--from", from, "--to", to, "--queue", "MIG.KILL", "--idle", "1s", "--progress", "0")
-	require.Equal(t, 0, r.Code, "migrate again:\n%s\n%s", r.Stdout, r.Stderr)
-	t.Logf("second run:\n%s", r.Stdout)
-
-	got := migDrain(t, ours.Addr, "MIG.KILL", n)
-	checkMoved(t, "MIG.KILL", ms, got, start)
-	for i, f := range got {
-		require.Equal(t, strconv.Itoa(i), f.Header.Get("seq"), "message %d out of order", i)
-	}
-	migDrain(t, amq, "MIG.KILL", 0)
 }
 
 // TestMigrateRate moves messages of 1 KiB from ActiveMQ 5.17 to our broker, both without
