@@ -37,7 +37,7 @@ type Options struct {
 	SessionTimeout time.Duration
 	// RequestTimeout bounds each admin and offset request. Default 10s.
 	RequestTimeout time.Duration
-	// Logger, default slog.Default().
+	// Logger; nil logs nothing.
 	Logger *slog.Logger
 	// Now is the clock that stamps records; default time.Now.
 	Now func() time.Time
@@ -72,7 +72,7 @@ func (o *Options) setDefaults() error {
 		o.RequestTimeout = 10 * time.Second
 	}
 	if o.Logger == nil {
-		o.Logger = slog.Default()
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
