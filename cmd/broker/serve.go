@@ -33,7 +33,7 @@ import (
 )
 
 func newServeCommand() *cobra.Command {
-	var configPath, logLevel, logFormat, cpuProfile, adminAddr string
+	var configPath, logLevel, logFormat, cpuProfile, heapProfile, adminAddr string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the broker",
@@ -66,6 +66,13 @@ func newServeCommand() *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
+			if heapProfile != "" {
+				stopHeap, err := watchHeapProfile(ctx, heapProfile, log)
+				if err != nil {
+					return err
+				}
+				defer stopHeap()
+			}
 			// A broker's live heap is small next to what it allocates per second:
 			// without a floor the collector runs every few milliseconds.
 			defer gctune.Start(0).Stop()
@@ -79,6 +86,7 @@ func newServeCommand() *cobra.Command {
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "text (key=value) or json (one object a line)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown")
+	cmd.Flags().StringVar(&heapProfile, "heapprofile", "", "write a heap profile to this file on every SIGUSR1 (each replaces the last)")
 	cmd.Flags().StringVar(&adminAddr, "admin-addr", "", `serve the admin listener (web console, REST API, /metrics, /stats) on this address, e.g. 127.0.0.1:8161; "" for none (overrides broker.adminAddress)`)
 	cmd.Flags().StringVar(&adminAddr, "stats-addr", "", "older name of --admin-addr")
 	_ = cmd.Flags().MarkDeprecated("stats-addr", "use --admin-addr")

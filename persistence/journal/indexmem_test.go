@@ -1,0 +1,220 @@
+package journal_test
+
+import (
+	"flag"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/journal"
+)
+
+// indexMsgs is how many messages BenchmarkIndexMemory stores per shape. The default
+// keeps a run short; the figures settle from about a million:
+//
+//	go test ./persistence/journal/ -run XXX -bench IndexMemory -benchtime 1x -args -journal.index-msgs=1000000
+var indexMsgs = flag.Int("journal.index-msgs", 50_000, "messages BenchmarkIndexMemory stores per shape")
+
+// indexShape is a backlog BenchmarkIndexMemory measures the index of.
+type indexShape struct {
+	name string
+	// fill stores n 128-byte messages and acknowledges some; it returns how many are
+	// left stored.
+	fill func(tb testing.TB, s *journal.Store, n int) int
+}
+
+var (
+	shapeSubA = persistence.SubKey{ClientID: "c", Name: "a"}
+	shapeSubB = persistence.SubKey{ClientID: "c", Name: "b"}
+)
+
+var indexShapes = []indexShape{
+	// A queue that piled up: appended in order, nothing acknowledged.
+	{"queue", func(tb testing.TB, s *journal.Store, n int) int {
+		storeSeqs(tb, s, "queue://deep", n, func(i int) uint64 { return uint64(i + 1) }, nil)
+		return n
+	}},
+	// The same queue after every 10th message was acknowledged out of order (a slow
+	// consumer among fast ones, selectors): holes an index of runs pays for.
+	{"queue-holes", func(tb testing.TB, s *journal.Store, n int) int {
+		storeSeqs(tb, s, "queue://deep", n, func(i int) uint64 { return uint64(i + 1) }, nil)
+		acked := 0
+		commitEach(tb, s, n, func(b persistence.Batch, i int) {
+			if i%10 == 9 {
+				b.Ack("queue://deep", uint64(i+1))
+				acked++
+			}
+		})
+		return n - acked
+	}},
+	// A topic whose two durable subscriptions both owe every message.
+	{"topic-2-subs", func(tb testing.TB, s *journal.Store, n int) int {
+		b := s.Begin()
+		b.AddSub(persistence.SubInfo{Key: shapeSubA, Dest: "topic://t", Created: 1})
+		b.AddSub(persistence.SubInfo{Key: shapeSubB, Dest: "topic://t", Created: 2})
+		if err := b.Commit(tb.Context(), persistence.Sync); err != nil {
+			tb.Fatal(err)
+		}
+		storeSeqs(tb, s, "topic://t", n, func(i int) uint64 { return uint64(i + 1) }, []persistence.SubKey{shapeSubA, shapeSubB})
+		return n
+	}},
+	// Scheduled jobs: keys in due-time order, appended in arrival order (random delays).
+	// Every key below the largest stored shifts the sorted slices: quadratic today
+	// (11 s for 200,000, minutes for a million), so the shape stores at most 200,000.
+	{"scheduler", func(tb testing.TB, s *journal.Store, n int) int {
+		n = min(n, 200_000)
+		perm := rand.New(rand.NewPCG(1, 2)).Perm(n)
+		storeSeqs(tb, s, "scheduler://jobs", n, func(i int) uint64 { return uint64(perm[i]+1) << 21 }, nil)
+		return n
+	}},
+}
+
+// storeSeqs stores n 128-byte messages on dest, the i-th under seq(i), 1000 a batch.
+func storeSeqs(tb testing.TB, s *journal.Store, dest string, n int, seq func(int) uint64, subs []persistence.SubKey) {
+	tb.Helper()
+	commitEach(tb, s, n, func(b persistence.Batch, i int) {
+		m := benchMessage(dest, 128)
+		m.Seq, m.Subs = seq(i), subs
+		b.Add(m)
+	})
+}
+
+// commitEach calls op for i in [0, n), committing every 1000.
+func commitEach(tb testing.TB, s *journal.Store, n int, op func(persistence.Batch, int)) {
+	tb.Helper()
+	for lo := 0; lo < n; lo += 1000 {
+		b := s.Begin()
+		for i := lo; i < min(lo+1000, n); i++ {
+			op(b, i)
+		}
+		if err := b.Commit(tb.Context(), persistence.Async); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// indexMemory is what one shape costs, per message still stored.
+type indexMemory struct {
+	stored    int
+	live      float64 // heap of the open store after the writes, bytes/msg
+	reopened  float64 // heap of the store reopened from its checkpoint, bytes/msg
+	ckpt      float64 // checkpoint file, bytes/msg
+	reopen    time.Duration
+	emptyHeap uint64
+}
+
+// measureIndex stores a shape in a fresh directory and measures its index: the heap of
+// the open store above that of an open empty store, while it is written and after a
+// clean reopen (checkpoint load only).
+func measureIndex(tb testing.TB, sh indexShape, n int) indexMemory {
+	tb.Helper()
+	open := func(dir string) *journal.Store {
+		s, err := journal.Open(tb.Context(), journal.Options{Dir: dir, Logger: quiet, CheckpointInterval: -1, CleanupInterval: -1})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return s
+	}
+	var r indexMemory
+	base := liveHeap()
+	empty := open(tb.TempDir())
+	h := liveHeap()
+	r.emptyHeap = h - min(base, h)
+	if err := empty.Close(); err != nil {
+		tb.Fatal(err)
+	}
+
+	dir := tb.TempDir()
+	base = liveHeap()
+	s := open(dir)
+	r.stored = sh.fill(tb, s, n)
+	live := liveHeap()
+	if err := s.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	perMsg := func(h uint64) float64 {
+		return float64(h-min(h, base+r.emptyHeap)) / float64(max(r.stored, 1))
+	}
+	r.live = perMsg(live)
+
+	names, _ := filepath.Glob(filepath.Join(dir, "index-*.ckpt"))
+	for _, name := range names {
+		if fi, err := os.Stat(name); err == nil {
+			r.ckpt = max(r.ckpt, float64(fi.Size())/float64(max(r.stored, 1)))
+		}
+	}
+
+	base = liveHeap()
+	start := time.Now()
+	s = open(dir)
+	rec, err := s.Recover(tb.Context())
+	r.reopen = time.Since(start)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if s.Recovery().ReplayedRecords != 0 {
+		tb.Fatalf("%s: replayed %d records after a clean Close", sh.name, s.Recovery().ReplayedRecords)
+	}
+	r.reopened = perMsg(liveHeap())
+	runtime.KeepAlive(rec)
+	if err := s.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// BenchmarkIndexMemory reports what the journal's in-memory index costs per stored
+// message for backlogs of several shapes: index-bytes/msg after a clean reopen (what a
+// restarted broker holds), live-bytes/msg while the store that wrote them is open
+// (slices grown by appending), ckpt-bytes/msg of the checkpoint file, and the reopen
+// time. Issue 16 measures its index redesign with it.
+func BenchmarkIndexMemory(b *testing.B) {
+	for _, sh := range indexShapes {
+		b.Run(sh.name, func(b *testing.B) {
+			var r indexMemory
+			for b.Loop() {
+				r = measureIndex(b, sh, *indexMsgs)
+			}
+			b.ReportMetric(r.reopened, "index-bytes/msg")
+			b.ReportMetric(r.live, "live-bytes/msg")
+			b.ReportMetric(r.ckpt, "ckpt-bytes/msg")
+			b.ReportMetric(float64(r.reopen.Microseconds())/1000, "ms/reopen")
+		})
+	}
+}
+
+// TestIndexMemory runs BenchmarkIndexMemory's measurement at a small size and holds the
+// index to today's cost: about 24 bytes per message (plus 8 per subscription that owes
+// it), with room for slice growth and measurement noise. A redesign lowers the bounds.
+func TestIndexMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures the heap of 50,000 stored messages per shape")
+	}
+	bounds := map[string]float64{"queue": 48, "queue-holes": 56, "topic-2-subs": 80, "scheduler": 48}
+	for _, sh := range indexShapes {
+		t.Run(sh.name, func(t *testing.T) {
+			r := measureIndex(t, sh, 50_000)
+			t.Logf("%s: %d stored, index %.1f B/msg after reopen, %.1f B/msg live, checkpoint %.1f B/msg, reopen %v",
+				sh.name, r.stored, r.reopened, r.live, r.ckpt, r.reopen)
+			if r.reopened <= 0 || r.reopened > bounds[sh.name] {
+				t.Errorf("index after reopen: %.1f bytes/msg, want (0, %.0f]", r.reopened, bounds[sh.name])
+			}
+			if r.ckpt <= 0 {
+				t.Errorf("checkpoint: %.1f bytes/msg, want > 0", r.ckpt)
+			}
+		})
+	}
+}
