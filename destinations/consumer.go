@@ -113,5 +113,9 @@ func (d *Delivery) Size() int64 {
 // Withdrawn reports whether the acknowledged delivery's store write was withdrawn
 // (concurrent store and dispatch), so the acknowledgement needs no store write.
 func (d *Delivery) Withdrawn() bool {
-	return d.entry != nil && d.entry.Withdraw != nil && d.entry.Withdraw()
+	if d.entry == nil {
+		return false
+	}
+	w := d.entry.withdraw.Load()
+	return w != nil && (*w)()
 }

@@ -94,3 +94,31 @@ func TestWhenMarkedWaitsForTheStoredMark(t *testing.T) {
 	q.WhenMarked(func() { called <- struct{}{} })
 	require.Len(t, called, 1, "nothing dispatched since: answered at once")
 }
+
+// TestWithdrawDroppedOnceWritten: an entry dispatched while its store write was queued
+// keeps its withdraw function only until the write is done (it holds the batch and the
+// producer's completion); a write that finished first leaves it unset.
+func TestWithdrawDroppedOnceWritten(t *testing.T) {
+	h := &heldCommits{arrived: make(chan struct{}, 8)}
+	env, _ := markerEnv(t, h)
+	q := NewQueue(env, "withdraw", DefaultPolicy(true), 0)
+	m := &persistence.Message{Dest: "queue://withdraw", Persistent: true, Priority: 4, Body: []byte("x")}
+	e, err := q.Accept(m, false)
+	require.NoError(t, err)
+	require.NotNil(t, e)
+	calls := 0
+	q.DispatchWhileStoring(e, func() bool { calls++; return false })
+	d := &Delivery{entry: e}
+	require.False(t, d.Withdrawn())
+	require.Equal(t, 1, calls, "consulted while the write waits")
+	Accepted{Q: q, E: e, Seq: m.Seq}.Settle(nil)
+	require.Nil(t, e.withdraw.Load(), "dropped once written")
+	require.False(t, d.Withdrawn())
+	require.Equal(t, 1, calls)
+
+	e2, err := q.Accept(&persistence.Message{Dest: "queue://withdraw", Persistent: true, Priority: 4}, false)
+	require.NoError(t, err)
+	Accepted{Q: q, E: e2}.Settle(nil)
+	q.DispatchWhileStoring(e2, func() bool { return true })
+	require.Nil(t, e2.withdraw.Load(), "written before it was dispatched: nothing to withdraw")
+}

@@ -2,6 +2,7 @@ package destinations
 
 import (
 	"sort"
+	"sync/atomic"
 
 	"github.com/activemq-go/broker/persistence"
 )
@@ -24,11 +25,13 @@ type Entry struct {
 	Size int64
 	// NotBefore delays the next dispatch (a redelivery delay); zero means now.
 	NotBefore int64 // ns since the epoch
-	// Withdraw is set for a message dispatched while its store write is still queued
+	// withdraw is set for a message dispatched while its store write is still queued
 	// (concurrent store and dispatch): called when the message is acknowledged, it
 	// reports whether it withdrew the write (and answered the producer), in which case
-	// the acknowledgement needs no store write either. Set before Ready, never changed.
-	Withdraw func() bool
+	// the acknowledgement needs no store write either. Set before Ready; dropped once
+	// the write is done (it could withdraw nothing then, and it holds the batch and the
+	// producer's completion, several hundred bytes a message).
+	withdraw atomic.Pointer[func() bool]
 
 	removed bool
 }

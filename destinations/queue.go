@@ -237,6 +237,7 @@ func (q *QueueDest) release(size int64) {
 // commitDone settles an entry whose store write finished.
 func (q *QueueDest) commitDone(e *Entry, err error) {
 	q.mu.Lock()
+	e.withdraw.Store(nil) // under the lock: DispatchWhileStoring cannot set it after this
 	if err != nil {
 		e.Failed = true
 		q.enqueued--
@@ -255,7 +256,7 @@ func (q *QueueDest) commitDone(e *Entry, err error) {
 func (q *QueueDest) DispatchWhileStoring(e *Entry, withdraw func() bool) {
 	q.mu.Lock()
 	if !e.Ready && !e.Failed {
-		e.Withdraw = withdraw
+		e.withdraw.Store(&withdraw)
 		e.Ready = true
 		q.dispatchLocked()
 	}
