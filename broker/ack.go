@@ -88,6 +88,10 @@ func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error 
 	if err != nil {
 		return err
 	}
+	shared := s.q != nil && destinations.Claimed(ds)
+	if shared && t != nil {
+		return errorf(ErrInvalidDestination, "shared queues do not take part in transactions yet: acknowledge %s outside transaction %s", s.q.ClientName(), tx)
+	}
 	s.settle(ds)
 	// The window opens at once, also inside a transaction (ActiveMQ's delivered ack), so a
 	// transacted consumer with a small prefetch keeps receiving.
@@ -104,6 +108,16 @@ func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error 
 	if s.stream != nil {
 		s.kick()
 		s.stream.Ack(ds, done)
+		return nil
+	}
+	if shared {
+		s.kick()
+		s.q.SettleShared(ds, ack, func(err error) {
+			if err != nil {
+				err = sharedAckError(err)
+			}
+			done(err)
+		})
 		return nil
 	}
 	batch := c.b.store.Begin()

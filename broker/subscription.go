@@ -302,6 +302,9 @@ func (c *Conn) unsubscribe(s *Subscription) {
 	s.dispatched = nil
 	sortByTag(back)
 	requeueEach(back)
+	if s.q != nil {
+		s.q.ConsumerGone(&s.Consumer)
+	}
 }
 
 func sortByTag(ds []*Delivery) {
