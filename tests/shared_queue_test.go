@@ -3,7 +3,6 @@ package tests
 import (
 	"fmt"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -140,52 +139,129 @@ func TestSharedQueueConsumersOnBothNodes(t *testing.T) {
 	c1 := newSharedConsumer(t, n1.Addr, "/queue/shared.b", 5)
 	c2 := newSharedConsumer(t, n2.Addr, "/queue/shared.b", 5)
 	const n = 300
-	var (
-		mu   sync.Mutex
-		seen = map[string]int{}
-		per  [2]int
-	)
-	consume := func(i int, c *sharedConsumer) {
-		for {
-			mu.Lock()
-			done := len(seen) == n
-			mu.Unlock()
-			if done {
-				return
-			}
-			f := c.take(t, 200*time.Millisecond)
-			if f == nil {
-				continue
-			}
-			mu.Lock()
-			seen[string(f.Body)]++
-			per[i]++
-			mu.Unlock()
-			c.ack(t, f)
-		}
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 1)
 	bodies := sharedSend(t, n1.Addr, "/queue/shared.b", "b", n)
-	for i, c := range []*sharedConsumer{c1, c2} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			consume(i, c)
-		}()
-	}
-	go func() { wg.Wait(); close(errs) }()
-	select {
-	case <-errs:
-	case <-time.After(30 * time.Second):
-		mu.Lock()
-		t.Fatalf("only %d of %d messages consumed in 30s", len(seen), n)
-	}
+	seen, per, redelivered := drainAll(t, []*sharedConsumer{c1, c2}, n, 30*time.Second)
 	for _, b := range bodies {
 		require.Equal(t, 1, seen[b], "message %s", b)
 	}
 	require.Len(t, seen, n)
+	require.Empty(t, redelivered)
 	require.Positive(t, per[0], "node 1's consumer got nothing")
 	require.Positive(t, per[1], "node 2's consumer got nothing")
 	t.Logf("node 1: %d, node 2: %d", per[0], per[1])
+}
+
+// drainAll takes and acknowledges messages from every consumer in turn until n
+// different ones arrived or d passed. It returns how often each body came, how many
+// each consumer got, and the bodies flagged redelivered.
+func drainAll(t *testing.T, cs []*sharedConsumer, n int, d time.Duration) (seen map[string]int, per []int, redelivered map[string]bool) {
+	t.Helper()
+	seen, per, redelivered = map[string]int{}, make([]int, len(cs)), map[string]bool{}
+	deadline := time.Now().Add(d)
+	for len(seen) < n {
+		require.True(t, time.Now().Before(deadline), "%d of %d messages consumed in %v", len(seen), n, d)
+		for i, c := range cs {
+			f := c.take(t, 20*time.Millisecond)
+			if f == nil {
+				continue
+			}
+			seen[string(f.Body)]++
+			per[i]++
+			if f.Header.Get("redelivered") == "true" {
+				redelivered[string(f.Body)] = true
+			}
+			c.ack(t, f)
+		}
+	}
+	return seen, per, redelivered
+}
+
+// sharedKillRun sends n messages on node 1, lets a client-individual consumer on node 1
+// take prefetch of them without acknowledging, then kills node 1 with SIGKILL (kill) or
+// acknowledges them (the control run). A consumer on node 2 takes the rest. It returns
+// what node 2 delivered flagged redelivered and how long after the kill the last of
+// those came.
+func sharedKillRun(t *testing.T, kill bool) (redelivered map[string]bool, after time.Duration) {
+	n1, n2 := startSharedPair(t)
+	const n, prefetch = 100, 20
+	dest := "/queue/shared.kill"
+	bodies := sharedSend(t, n1.Addr, dest, "k", n)
+	c1 := newSharedConsumer(t, n1.Addr, dest, prefetch)
+	held := map[string]bool{}
+	var heldFrames []*frame.Frame
+	for range prefetch {
+		f := c1.take(t, 10*time.Second)
+		require.NotNil(t, f, "node 1's consumer got %d of its prefetch", len(held))
+		require.Empty(t, f.Header.Get("redelivered"))
+		held[string(f.Body)] = true
+		heldFrames = append(heldFrames, f)
+	}
+	c2 := newSharedConsumer(t, n2.Addr, dest, prefetch)
+	if !kill {
+		// The control run: node 1's consumer acknowledges what it holds and both go
+		// on consuming; nothing may come twice or flagged redelivered.
+		for _, f := range heldFrames {
+			c1.ack(t, f)
+		}
+		seen, per, redelivered := drainAll(t, []*sharedConsumer{c1, c2}, n-prefetch, 20*time.Second)
+		for _, b := range bodies {
+			if held[b] {
+				require.Zero(t, seen[b], "%s, acknowledged on node 1, delivered again", b)
+			} else {
+				require.Equal(t, 1, seen[b], "%s", b)
+			}
+		}
+		c3 := newSharedConsumer(t, n2.Addr, dest, prefetch)
+		require.Nil(t, c3.take(t, time.Second))
+		t.Logf("control: node 1 %d (+%d), node 2 %d", per[0], prefetch, per[1])
+		return redelivered, 0
+	}
+	n1.Kill()
+	killed := time.Now()
+	got := map[string]int{}
+	redelivered = map[string]bool{}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(got) < n {
+		require.True(t, time.Now().Before(deadline), "node 2 delivered %d of %d", len(got), n)
+		f := c2.take(t, time.Until(deadline))
+		if f == nil {
+			continue
+		}
+		b := string(f.Body)
+		got[b]++
+		require.Equal(t, 1, got[b], "%s delivered twice on node 2", b)
+		if f.Header.Get("redelivered") == "true" {
+			redelivered[b] = true
+			after = time.Since(killed)
+		}
+		c2.ack(t, f)
+	}
+	for _, b := range bodies {
+		require.Equal(t, 1, got[b], "%s", b)
+	}
+	// Every message was acknowledged once: nothing is left for a new consumer.
+	c3 := newSharedConsumer(t, n2.Addr, dest, prefetch)
+	require.Nil(t, c3.take(t, time.Second))
+	require.Equal(t, held, redelivered, "the redelivered messages are exactly those node 1 held")
+	return redelivered, after
+}
+
+// TestSharedQueueNodeKill9: node 1 is killed holding unacknowledged messages; node 2
+// delivers them, flagged redelivered, within the lease timeout and a reaper period
+// (plus slack for a loaded machine and the race detector), and every message is
+// acknowledged exactly once.
+func TestSharedQueueNodeKill9(t *testing.T) {
+	redelivered, after := sharedKillRun(t, true)
+	require.Len(t, redelivered, 20)
+	limit := sharedLease + sharedReaper + 3*time.Second
+	require.Less(t, after, limit, "redelivered %v after the kill", after)
+	t.Logf("the killed node's %d messages were redelivered on the other within %v (lease %v, reaper %v)",
+		len(redelivered), after.Round(time.Millisecond), sharedLease, sharedReaper)
+}
+
+// TestSharedQueueNoKillNoRedelivery is the control run: without a kill nothing is
+// redelivered.
+func TestSharedQueueNoKillNoRedelivery(t *testing.T) {
+	redelivered, _ := sharedKillRun(t, false)
+	require.Empty(t, redelivered)
 }
