@@ -88,9 +88,9 @@ func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error 
 	if err != nil {
 		return err
 	}
-	shared := s.q != nil && destinations.Claimed(ds)
+	shared := destinations.Claimed(ds)
 	if shared && t != nil {
-		return errorf(ErrInvalidDestination, "shared queues do not take part in transactions yet: acknowledge %s outside transaction %s", s.q.ClientName(), tx)
+		return errorf(ErrInvalidDestination, "shared queues do not take part in transactions yet: acknowledge %s outside transaction %s", ds[0].Queue.ClientName(), tx)
 	}
 	s.settle(ds)
 	// The window opens at once, also inside a transaction (ActiveMQ's delivered ack), so a
@@ -112,12 +112,7 @@ func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error 
 	}
 	if shared {
 		s.kick()
-		s.q.SettleShared(ds, ack, func(err error) {
-			if err != nil {
-				err = sharedAckError(err)
-			}
-			done(err)
-		})
+		c.b.settleShared(ds, ack, done)
 		return nil
 	}
 	batch := c.b.store.Begin()

@@ -238,3 +238,18 @@ func (b *Broker) autoAckShared(q *destinations.QueueDest, ds []*Delivery) {
 		}
 	})
 }
+
+// settleShared acknowledges (or rejects) ds, deliveries of shared queues (several for
+// a wildcard subscription), and calls done once every queue is done.
+func (b *Broker) settleShared(ds []*Delivery, ack bool, done func(error)) {
+	qs := byQueue(ds)
+	all := joinDone(len(qs), func(err error) {
+		if err != nil {
+			err = sharedAckError(err)
+		}
+		done(err)
+	})
+	for q, qds := range qs {
+		q.SettleShared(qds, ack, all)
+	}
+}

@@ -363,21 +363,14 @@ func (q *QueueDest) dispatchPass() {
 	q.inFlight += len(takes)
 	clear(takes)
 	q.scratch = takes[:0]
-	var dead, claimedDead []*Entry
+	var dead []*Entry
 	for _, e := range expired {
 		q.pending.Remove(e)
 		if e.Failed {
 			q.release(e.Size)
 			continue
 		}
-		if e.claimed {
-			claimedDead = append(claimedDead, e)
-			continue
-		}
 		dead = append(dead, e)
-	}
-	if len(claimedDead) > 0 {
-		q.expireClaimedLocked(claimedDead)
 	}
 	if len(dead) > 0 {
 		q.expire(dead)

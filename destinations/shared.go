@@ -130,8 +130,13 @@ func (q *QueueDest) claimLocked() {
 		q.mu.Lock()
 		defer q.mu.Unlock()
 		q.sh.claiming = false
+		var dead []SharedMessage
 		for _, c := range got {
 			m := c.Message
+			if q.policy.Redelivery.Exceeded(int(m.RedeliveryCount)) {
+				dead = append(dead, c)
+				continue
+			}
 			size := int64(m.Size())
 			e := &Entry{Msg: m, Ready: true, Size: size, Redelivered: m.RedeliveryCount > 0,
 				Deliveries: m.RedeliveryCount, lease: c.Lease, claimed: true}
@@ -139,6 +144,9 @@ func (q *QueueDest) claimLocked() {
 			q.pending.Push(e)
 		}
 		q.enqueued += int64(len(got))
+		if len(dead) > 0 {
+			q.deadLetterClaimedLocked(dead)
+		}
 		if err != nil {
 			if now := q.env.Time(); now.Sub(q.sh.errLogged) > time.Minute {
 				q.sh.errLogged = now
@@ -401,22 +409,71 @@ func Claimed(ds []*Delivery) bool {
 	return len(ds) > 0
 }
 
-// expireClaimedLocked drops claimed messages that expired before dispatch: they are
-// acknowledged in the database (not dead-lettered in this mode).
-func (q *QueueDest) expireClaimedLocked(es []*Entry) {
-	leases := make([]Lease, len(es))
-	for i, e := range es {
-		leases[i] = e.lease
+// expireClaimedLocked drops the claimed messages of es, which expired before
+// dispatch: they are acknowledged in the database (not dead-lettered in this mode). It
+// returns the others.
+func (q *QueueDest) expireClaimedLocked(es []*Entry) []*Entry {
+	var leases []Lease
+	rest := es[:0:0]
+	for _, e := range es {
+		if !e.claimed {
+			rest = append(rest, e)
+			continue
+		}
+		leases = append(leases, e.lease)
 		q.release(e.Size)
 	}
-	q.expired += int64(len(es))
+	if len(leases) == 0 {
+		return rest
+	}
+	q.expired += int64(len(leases))
+	q.dequeued += int64(len(leases))
+	q.env.Counters.expired(len(leases))
 	eng, client := q.shared, q.client
 	q.sharedDoLocked(func(ctx context.Context) {
 		if _, err := eng.Ack(ctx, leases); err != nil {
 			q.env.Log.Error("dropping a shared queue's expired messages failed", slog.String("dest", client), slog.Any("err", err))
 		}
 	})
+	return rest
 }
 
 // Claimed reports whether d is of a message claimed from a shared queue.
 func (d *Delivery) Claimed() bool { return d.entry != nil && d.entry.claimed }
+
+// deadLetterClaimedLocked moves claimed messages that were redelivered more often than
+// the redelivery policy allows to the dead-letter queue: a copy is sent there (a
+// shared queue too), then the message acknowledged, in that order (at least once).
+// Messages the dead-letter strategy drops are just acknowledged.
+func (q *QueueDest) deadLetterClaimedLocked(ms []SharedMessage) {
+	strategy := q.policy.DeadLetter
+	dlq := q.deadLetterDest()
+	reason := fmt.Sprintf("maximum redeliveries (%d) exceeded", q.policy.Redelivery.MaximumRedeliveries)
+	leases := make([]Lease, len(ms))
+	var copies []*persistence.Message
+	for i, c := range ms {
+		leases[i] = c.Lease
+		m := c.Message
+		if strategy.Discard || (!m.Persistent && !strategy.ProcessNonPersistent) || dlq == q.origin || dlq.Kind != Queue {
+			continue
+		}
+		cp := deadLetter(m, q.client, reason)
+		cp.Dest = dlq.Qualified()
+		copies = append(copies, cp)
+	}
+	q.dequeued += int64(len(ms))
+	q.env.Counters.deadLettered(DeadLetterMaxRedeliveries, len(copies))
+	q.env.Counters.discarded(DiscardDeadLetterStrategy, len(ms)-len(copies))
+	eng, client := q.shared, q.client
+	q.sharedDoLocked(func(ctx context.Context) {
+		err := eng.Send(ctx, copies)
+		if err == nil {
+			_, err = eng.Ack(ctx, leases)
+		}
+		if err != nil {
+			// Unacknowledged, they come back to some node (this one's close, or the
+			// reaper), which tries again.
+			q.env.Log.Error("dead-lettering a shared queue's messages failed", slog.String("dest", client), slog.Any("err", err))
+		}
+	})
+}
