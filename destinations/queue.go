@@ -355,6 +355,9 @@ func (q *QueueDest) dispatchPass() {
 			}
 			if seq, ok := e.Msg.Headers.Get("JMSXGroupSeq"); ok && len(seq) > 0 && seq[0] == '-' {
 				delete(q.groups, gid) // a negative sequence closes the group
+				if q.shared != nil {
+					q.releaseGroupsLocked([]string{gid})
+				}
 			}
 		}
 		s.Sink.Push(d)

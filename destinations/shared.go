@@ -288,14 +288,20 @@ func (q *QueueDest) ConsumerGone(s *Consumer) {
 	for g := range set {
 		released = append(released, g)
 	}
+	q.releaseGroupsLocked(released)
+	q.sh.drained = false
+	q.claimLocked()
+}
+
+// releaseGroupsLocked gives up this node's ownership of groups, after the releases
+// queued before.
+func (q *QueueDest) releaseGroupsLocked(groups []string) {
 	eng, dest, client := q.shared, q.dest, q.client
 	q.sharedDoLocked(func(ctx context.Context) {
-		if err := eng.ReleaseGroups(ctx, dest, released); err != nil {
+		if err := eng.ReleaseGroups(ctx, dest, groups); err != nil {
 			q.env.Log.Error("giving a shared queue's message groups back failed", slog.String("dest", client), slog.Any("err", err))
 		}
 	})
-	q.sh.drained = false
-	q.claimLocked()
 }
 
 // SettleShared acknowledges (or rejects) ds, deliveries of the shared queue q, in the

@@ -290,3 +290,31 @@ func TestSharedMaxRedeliveriesAtClaim(t *testing.T) {
 		return false
 	})
 }
+
+// TestSharedGroupReleasedAfterItsMessages: when a group's consumer goes, its delivered
+// messages are given back first, then the group, so that the next owner, on any node,
+// gets them in order.
+func TestSharedGroupReleasedAfterItsMessages(t *testing.T) {
+	f := newFakeShared()
+	for i := range 2 {
+		m := &persistence.Message{Dest: "queue://q", Persistent: true, Priority: 4, Body: fmt.Appendf(nil, "g%d", i)}
+		m.Headers = persistence.Headers{"JMSXGroupID", "G"}
+		require.NoError(t, f.Send(context.Background(), []*persistence.Message{m}))
+	}
+	q, c, sink := sharedQueue(t, f, 0, 5, DefaultPolicy(true))
+	waitFor(t, "2 deliveries", func() bool { return sink.count() == 2 })
+	ds := sink.all()
+	require.True(t, ds[0].GroupFirst)
+	for _, d := range ds {
+		d.Written = true
+	}
+	q.RemoveConsumer(c)
+	q.Requeue(ds, false)
+	q.ConsumerGone(c)
+	waitFor(t, "the group released", func() bool {
+		log := f.callLog()
+		return log[len(log)-1] == "release groups queue://q [G]"
+	})
+	log := f.callLog()
+	require.Contains(t, log[len(log)-2], "release true")
+}
