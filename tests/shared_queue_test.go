@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -406,4 +407,54 @@ func sharedProduce(c *rawConn, dest string, p, n int) error {
 		answered++
 	}
 	return nil
+}
+
+// TestSharedQueueNodeCutOffStops: node 1 is frozen (SIGSTOP) past the lease timeout
+// while its consumer holds unacknowledged messages. Node 2 delivers them, flagged
+// redelivered; once thawed, node 1 finds its registration lost and stops with an error,
+// and the frozen consumer's late ACK gets no RECEIPT: the message was someone else's.
+func TestSharedQueueNodeCutOffStops(t *testing.T) {
+	n1, n2 := startSharedPair(t)
+	const n, prefetch = 30, 10
+	dest := "/queue/shared.cutoff"
+	bodies := sharedSend(t, n1.Addr, dest, "c", n)
+	c1 := newSharedConsumer(t, n1.Addr, dest, prefetch)
+	var held []*frame.Frame
+	for range prefetch {
+		f := c1.take(t, 10*time.Second)
+		require.NotNil(t, f)
+		held = append(held, f)
+	}
+	require.NoError(t, n1.cmd.Process.Signal(syscall.SIGSTOP))
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			_ = n1.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(thaw)
+
+	c2 := newSharedConsumer(t, n2.Addr, dest, prefetch)
+	seen, _, redelivered := drainAll(t, []*sharedConsumer{c2}, n, 20*time.Second)
+	for _, b := range bodies {
+		require.Equal(t, 1, seen[b], "%s", b)
+	}
+	require.Len(t, redelivered, prefetch)
+
+	thaw()
+	c1.c.send(frame.New("ACK", "id", held[0].Header.Get("ack"), "receipt", "late"))
+	select {
+	case f, ok := <-c1.frames:
+		if ok {
+			require.NotEqual(t, "RECEIPT", f.Command, "a late ACK of a message given to another node succeeded")
+			t.Logf("the late ACK: %s %s", f.Command, f.Header.Get("message"))
+		} else {
+			t.Logf("the late ACK: the connection closed")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer to the late ACK, and the connection is still open")
+	}
+	require.Error(t, n1.WaitExit(10*time.Second), "node 1 must stop with an error once its registration is lost")
+	require.Contains(t, n1.Log(), "lost its registration")
 }
