@@ -147,6 +147,9 @@ func (q *QueueDest) claimLocked() {
 		if len(dead) > 0 {
 			q.deadLetterClaimedLocked(dead)
 		}
+		if len(q.consumers) == 0 {
+			q.releasePendingLocked() // the consumers went while the claim ran
+		}
 		if err != nil {
 			if now := q.env.Time(); now.Sub(q.sh.errLogged) > time.Minute {
 				q.sh.errLogged = now
@@ -245,13 +248,21 @@ func (q *QueueDest) removeConsumerShared(s *Consumer, groups []string) {
 	if len(q.consumers) > 0 {
 		return
 	}
+	q.releasePendingLocked()
+	q.sh.drained = false
+}
+
+// releasePendingLocked gives the claimed messages waiting here back as they were.
+func (q *QueueDest) releasePendingLocked() {
 	var back []*Entry
 	q.pending.RemoveIf(func(e *Entry) bool {
-		back = append(back, e)
-		return true
+		if e.claimed {
+			back = append(back, e)
+			return true
+		}
+		return false
 	})
 	q.releaseLocked(back, false)
-	q.sh.drained = false
 }
 
 // ConsumerGone is called once a removed consumer's unacknowledged messages were given
@@ -384,12 +395,7 @@ func (q *QueueDest) ShutdownShared() {
 	if q.shared == nil {
 		return
 	}
-	var back []*Entry
-	q.pending.RemoveIf(func(e *Entry) bool {
-		back = append(back, e)
-		return true
-	})
-	q.releaseLocked(back, false)
+	q.releasePendingLocked()
 }
 
 // splitClaimed parts ds into the deliveries of local messages and those of claimed ones.
