@@ -288,7 +288,7 @@ func (q *QueueDest) ConsumerGone(s *Consumer) {
 	var back []*Entry
 	q.pending.RemoveIf(func(e *Entry) bool {
 		g, _ := e.Msg.Headers.Get("JMSXGroupID")
-		if set[g] {
+		if e.claimed && set[g] {
 			back = append(back, e)
 			return true
 		}
