@@ -208,11 +208,12 @@ func drainAll(t *testing.T, cs []*sharedConsumer, n int, d time.Duration) (seen 
 	return seen, per, redelivered
 }
 
-// sharedKillRun sends n messages on node 1, lets a client-individual consumer on node 1
-// take prefetch of them without acknowledging, then kills node 1 with SIGKILL (kill) or
-// acknowledges them (the control run). A consumer on node 2 takes the rest. It returns
-// what node 2 delivered flagged redelivered and how long after the kill the last of
-// those came.
+// sharedKillRun sends n messages on node 1 and lets a client-individual consumer on
+// node 1 take prefetch of them without acknowledging. With kill, node 1 is then killed
+// with SIGKILL and a consumer on node 2 must get every message once; without (the
+// control run), node 1's consumer acknowledges what it holds and both consumers share
+// the rest. It returns the messages delivered flagged redelivered and, with kill, how
+// long after the kill the last of them came.
 func sharedKillRun(t *testing.T, kill bool) (redelivered map[string]bool, after time.Duration) {
 	n1, n2 := startSharedPair(t)
 	const n, prefetch = 100, 20
