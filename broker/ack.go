@@ -88,6 +88,10 @@ func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error 
 	if err != nil {
 		return err
 	}
+	shared := destinations.Claimed(ds)
+	if shared && t != nil {
+		return errorf(ErrInvalidDestination, "shared queues do not take part in transactions yet: acknowledge %s outside transaction %s", ds[0].Queue.ClientName(), tx)
+	}
 	s.settle(ds)
 	// The window opens at once, also inside a transaction (ActiveMQ's delivered ack), so a
 	// transacted consumer with a small prefetch keeps receiving.
@@ -104,6 +108,11 @@ func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error 
 	if s.stream != nil {
 		s.kick()
 		s.stream.Ack(ds, done)
+		return nil
+	}
+	if shared {
+		s.kick()
+		c.b.settleShared(ds, ack, done)
 		return nil
 	}
 	batch := c.b.store.Begin()

@@ -132,6 +132,10 @@ type Options struct {
 	// topics (see advisory.go); off, those are topics like others that nothing is
 	// published on.
 	AdvisorySupport bool
+	// Shared, when set, serves queues from a database several broker nodes share
+	// (persistenceAdapter.jdbc.mode: shared; see shared.go): Store then keeps only
+	// what is not shared.
+	Shared destinations.SharedQueues
 }
 
 // Defaults of the per-connection limits of Options.
@@ -146,10 +150,14 @@ const DefaultMemoryUsage = 1 << 30
 
 // Broker routes messages between connections and keeps them in its store.
 type Broker struct {
-	name   string
-	store  persistence.Store
-	log    *slog.Logger
-	idBase string // "ID:<name>-<boot ms>-"
+	name string
+	// shared is the engine of shared queues (nil: every queue is local), sharedOut
+	// batches the SENDs to them.
+	shared    destinations.SharedQueues
+	sharedOut *sharedSender
+	store     persistence.Store
+	log       *slog.Logger
+	idBase    string // "ID:<name>-<boot ms>-"
 
 	destMemoryLimit int64
 	policies        destinations.PolicyFunc
@@ -301,6 +309,10 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		b.adv = newAdvisories(b)
 		b.env.Advise = b.adv
 	}
+	if o.Shared != nil {
+		b.shared = o.Shared
+		b.sharedOut = &sharedSender{eng: o.Shared, wg: &b.wg}
+	}
 	b.durables = durable.NewRegistry(&b.env, b.maxDurables)
 	b.durables.OnRemove = b.dropSubDedup
 	if o.Scheduler {
@@ -349,6 +361,9 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		go b.watchStoreUsage(sctx, sz)
 	} else if b.storeUsage > 0 {
 		b.log.Warn("storeUsage is not enforced: the store cannot report its size", slog.Int64("storeUsage", b.storeUsage))
+	}
+	if b.shared != nil {
+		b.watchShared()
 	}
 	return b, nil
 }
@@ -405,6 +420,9 @@ func (b *Broker) queueLocked(name string, by *Conn) *destinations.QueueDest {
 	q := b.queues[name]
 	if q == nil {
 		q = destinations.NewQueue(&b.env, name, b.policyFor(destinations.Queue, name), b.seqFloor.Load())
+		if b.shared != nil {
+			q.Share(b.shared)
+		}
 		b.queues[name] = q
 		b.registerVirtual(q)
 		b.attachWildcardQueues(q, name)
@@ -532,6 +550,7 @@ func (b *Broker) Close() error {
 		b.sched.close()
 	}
 	b.closeStreams()
+	b.shutdownShared()
 	b.acks.stop()
 	b.wg.Wait()
 	b.acks.flush()

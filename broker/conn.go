@@ -303,6 +303,7 @@ func (c *Conn) Delivered(ds []*Delivery) {
 		counts  map[*destinations.QueueDest]ackCount
 	)
 	var hwm map[*destinations.QueueDest]uint64
+	var sharedAuto map[*destinations.QueueDest][]*Delivery
 	var auto, redelivered int64
 	c.delivered.Store(c.delivered.Load() + int64(len(ds))) // only the owner writes: no locked add
 	for _, d := range ds {
@@ -315,6 +316,26 @@ func (c *Conn) Delivered(ds []*Delivery) {
 		}
 		s := subOf(d)
 		q := d.Queue
+		if q != nil && d.Claimed() {
+			// A shared queue's message: acknowledged in its database (auto mode), no
+			// dispatch marker (its redelivered flag comes from the database).
+			if s.Mode != AckAuto {
+				s.dispatched = append(s.dispatched, d)
+				c.byTag[d.Tag] = d
+				c.indexID(d)
+				continue
+			}
+			auto++
+			if credits == nil {
+				credits = map[*Subscription]int32{}
+			}
+			credits[s]++
+			if sharedAuto == nil {
+				sharedAuto = map[*destinations.QueueDest][]*Delivery{}
+			}
+			sharedAuto[q] = append(sharedAuto[q], d)
+			continue
+		}
 		// An auto-acknowledged message whose store write was withdrawn never reached the
 		// store: it needs neither an ack nor a dispatch marker.
 		withdrawn := s.Mode == AckAuto && q != nil && d.Msg.Persistent && d.Withdrawn()
@@ -364,6 +385,9 @@ func (c *Conn) Delivered(ds []*Delivery) {
 	}
 	for q, seq := range hwm {
 		q.MarkWritten(seq)
+	}
+	for q, qds := range sharedAuto {
+		c.b.autoAckShared(q, qds)
 	}
 	for q, ac := range counts {
 		q.Acked(ac.n, ac.bytes)
@@ -445,6 +469,9 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		if t == nil {
 			return errorf(ErrUnknownTransaction, "Invalid transaction id: %s", tx)
 		}
+		if q, _ := c.b.splitShared(dests); len(q) > 0 {
+			return errorf(ErrInvalidDestination, "shared queues do not take part in transactions yet: send to %s outside transaction %s", q[0].String(), tx)
+		}
 		if c.b.sched != nil && c.b.sched.wants(m) {
 			// Checked now, scheduled at COMMIT (in its store batch).
 			if _, err := c.b.sched.parse(m); err != nil {
@@ -473,6 +500,17 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	}
 	if c.b.sched != nil && c.b.sched.wants(m) {
 		return c.b.sched.maybeSchedule(ctx, dests, m, done)
+	}
+	if c.b.shared != nil {
+		var queues []destinations.Name
+		if queues, dests = c.b.splitShared(dests); len(queues) > 0 {
+			if len(dests) == 0 {
+				c.b.sendShared(c, queues, m, c.b.sentDone(persistent, start, done))
+				return nil
+			}
+			done = joinDone(2, done)
+			c.b.sendShared(c, queues, m.Clone(), done)
+		}
 	}
 	batch, entries, marks, refused := c.b.routeDedup(dests, m, c, true)
 	done = marks.answer(done)

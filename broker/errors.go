@@ -69,4 +69,7 @@ var (
 	ErrInvalidSelector = errors.New("broker: invalid selector")
 	// ErrMemoryFull: a non-persistent message would pass a memory limit.
 	ErrMemoryFull = destinations.ErrMemoryFull
+	// ErrLeaseLost is the error of an ACK of a shared queue's message that this node
+	// no longer held: it was given to another node (see shared.go).
+	ErrLeaseLost = destinations.ErrLeaseLost
 )

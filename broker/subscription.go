@@ -302,6 +302,14 @@ func (c *Conn) unsubscribe(s *Subscription) {
 	s.dispatched = nil
 	sortByTag(back)
 	requeueEach(back)
+	// Shared queues give up the message groups the consumer owned, after its messages.
+	if s.q != nil {
+		s.q.ConsumerGone(&s.Consumer)
+	} else if s.isWildcardQueue() {
+		for q := range byQueue(back) {
+			q.ConsumerGone(&s.Consumer)
+		}
+	}
 }
 
 func sortByTag(ds []*Delivery) {

@@ -12,6 +12,11 @@ import (
 // expire retires expired entries: dead-lettered if the policy's processExpired says so,
 // dropped otherwise. The caller holds q.mu.
 func (q *QueueDest) expire(es []*Entry) {
+	if q.shared != nil {
+		if es = q.expireClaimedLocked(es); len(es) == 0 {
+			return
+		}
+	}
 	q.env.Log.Debug("messages expired", slog.String("dest", q.client), slog.Int("count", len(es)))
 	q.expired += int64(len(es))
 	q.env.Counters.expired(len(es))

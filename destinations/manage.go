@@ -144,6 +144,11 @@ func (q *QueueDest) Claim(ctx context.Context, o ClaimOptions) (*Claim, error) {
 		q.mu.Unlock()
 		return nil, ErrRemoved
 	}
+	if q.shared != nil {
+		// Its messages are the database's: a node holds only some of them, leased.
+		q.mu.Unlock()
+		return nil, errorf(ErrInvalidDestination, "%s is a shared queue (jdbc mode: shared): purging, moving or deleting its messages is not supported yet", q.client)
+	}
 	if err := q.ownPagingLocked(ctx); err != nil {
 		q.mu.Unlock()
 		return nil, err

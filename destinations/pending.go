@@ -32,6 +32,10 @@ type Entry struct {
 	// the write is done (it could withdraw nothing then, and it holds the batch and the
 	// producer's completion, several hundred bytes a message).
 	withdraw atomic.Pointer[func() bool]
+	// lease is the message's lease when claimed is set: it was claimed from a shared
+	// queue's database (shared.go) and is acknowledged there.
+	lease   Lease
+	claimed bool
 
 	removed bool
 }

@@ -95,6 +95,11 @@ type QueueDest struct {
 	// cursors are the sequences of the messages the last browse pages ended at, by
 	// id: the next page starts there (manage.go).
 	cursors map[string]uint64
+
+	// shared is the engine of a shared queue (shared.go), nil for a local one; sh is
+	// its claim bookkeeping.
+	shared SharedQueues
+	sh     sharedState
 }
 
 // pageBatch is the most messages one page-in reads.
@@ -290,6 +295,9 @@ func (q *QueueDest) dispatchLocked() {
 		q.dispatchPass()
 	}
 	q.maybePageInLocked()
+	if q.shared != nil {
+		q.claimLocked()
+	}
 }
 
 // dispatchPass hands waiting messages to consumers in order. A message no consumer may
@@ -347,6 +355,9 @@ func (q *QueueDest) dispatchPass() {
 			}
 			if seq, ok := e.Msg.Headers.Get("JMSXGroupSeq"); ok && len(seq) > 0 && seq[0] == '-' {
 				delete(q.groups, gid) // a negative sequence closes the group
+				if q.shared != nil {
+					q.releaseGroupsLocked([]string{gid})
+				}
 			}
 		}
 		s.Sink.Push(d)
@@ -564,10 +575,15 @@ func (q *QueueDest) RemoveConsumer(s *Consumer) {
 	if q.rr >= len(q.consumers) {
 		q.rr = 0
 	}
+	var gone []string
 	for gid, owner := range q.groups {
 		if owner == s {
 			delete(q.groups, gid) // the group moves to another consumer
+			gone = append(gone, gid)
 		}
+	}
+	if q.shared != nil {
+		q.removeConsumerShared(s, gone)
 	}
 	q.mu.Unlock()
 }
@@ -579,6 +595,11 @@ func (q *QueueDest) RemoveConsumer(s *Consumer) {
 // policy's redelivery delay first (a NACK under the redeliver policy).
 func (q *QueueDest) Requeue(ds []*Delivery, delay bool) {
 	q.mu.Lock()
+	if q.shared != nil {
+		var claimed []*Delivery
+		ds, claimed = splitClaimed(ds)
+		q.requeueShared(claimed)
+	}
 	q.inFlight -= len(ds)
 	var dead []*Entry
 	now := q.env.Time()

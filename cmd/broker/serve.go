@@ -24,6 +24,7 @@ import (
 	adminmetrics "github.com/activemq-go/broker/admin/metrics"
 	"github.com/activemq-go/broker/broker"
 	"github.com/activemq-go/broker/config"
+	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/internal/gctune"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/security"
@@ -114,11 +115,26 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 // connections, flush and close the store.
 var errLockLost = errors.New("stopped: the store lock was lost")
 
+// errNodeLost ends a shared-queue node that lost its registration (see openShared).
+var errNodeLost = errors.New("stopped: this shared-queue node lost its registration")
+
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) {
 	if err := os.MkdirAll(cfg.Broker.DataDirectory, 0o755); err != nil {
 		return fmt.Errorf("dataDirectory %s: %w", cfg.Broker.DataDirectory, err)
 	}
-	store, err := openStore(ctx, cfg, log)
+	node, err := openShared(ctx, cfg, log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("persistenceAdapter %s: %w", cfg.Persistence.Key, err)
+	}
+	var store persistence.Store
+	if node != nil {
+		store = sharedStore()
+	} else {
+		store, err = openStore(ctx, cfg, log)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -147,6 +163,38 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 			case <-l.Lost():
 				log.Error("store lock lost: another broker may be master now; stopping at once")
 				close(lost)
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	var shared destinations.SharedQueues
+	nodeLost := make(chan struct{})
+	defer func() {
+		select {
+		case <-nodeLost:
+			err = errNodeLost
+		default:
+		}
+	}()
+	if node != nil {
+		shared = sharedNode{node}
+		defer func() {
+			if cerr := node.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("closing the shared queues' node: %w", cerr)
+			}
+		}()
+		// A node that lost its registration holds no lease any more: it stops, as a
+		// master that lost the store lock does, and its supervisor starts it again
+		// (a new epoch).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-node.Lost():
+				log.Error("shared queues: this node lost its registration (its leases go to the other nodes); stopping at once")
+				close(nodeLost)
 				cancel()
 			case <-ctx.Done():
 			}
@@ -200,6 +248,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 		PopulateJMSXUserID:                     cfg.Broker.PopulateJMSXUserID,
 		UseAuthenticatedPrincipalForJMSXUserID: cfg.Broker.UseAuthenticatedPrincipalForJMSXUserID,
 		AdvisorySupport:                        cfg.Broker.AdvisorySupport,
+		Shared:                                 shared,
 	})
 	if err != nil {
 		_ = store.Close()

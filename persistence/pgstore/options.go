@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -85,6 +86,16 @@ type Options struct {
 	ConnectRetryInterval time.Duration
 	// Logger receives the store's events; nil discards them.
 	Logger *slog.Logger
+
+	// Shared is set by mode: shared: several broker nodes serve the same queues over
+	// this database (package pgshared, opened by the broker, not by Open). The other
+	// fields below are that mode's, zero for pgshared's defaults.
+	Shared bool
+	// NodeID names this node (nodeId; pgshared's default when empty).
+	NodeID string
+	// LeaseTimeout, HeartbeatPeriod and ReaperPeriod are pgshared's
+	// (leaseTimeout, heartbeatPeriod, reaperPeriod).
+	LeaseTimeout, HeartbeatPeriod, ReaperPeriod time.Duration
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -366,6 +377,31 @@ var optionKeys = []optionKey{
 		set: func(o *Options, raw any) bool { b, ok := setting.Bool(raw); o.StoreBeforeDispatch = !b; return ok }},
 	{name: "useLock", allowed: "true or false",
 		set: func(o *Options, raw any) bool { b, ok := setting.Bool(raw); o.DisableLock = !b; return ok }},
+	{name: "mode", allowed: "masterSlave (one master, the others standby; the default) or shared (every node serves the queues)",
+		set: func(o *Options, raw any) bool {
+			s, ok := raw.(string)
+			switch {
+			case ok && strings.EqualFold(s, "masterSlave"):
+				o.Shared = false
+			case ok && strings.EqualFold(s, "shared"):
+				o.Shared = true
+			default:
+				return false
+			}
+			return true
+		}},
+	{name: "nodeId", allowed: "a name unique to this broker process, up to 200 characters (mode: shared)",
+		set: func(o *Options, raw any) bool {
+			s, ok := raw.(string)
+			o.NodeID = s
+			return ok && s != "" && len(s) <= 200 && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+		}},
+	{name: "leaseTimeout", allowed: durationAllowed + " (mode: shared)",
+		set: func(o *Options, raw any) bool { return duration(raw, &o.LeaseTimeout) }},
+	{name: "heartbeatPeriod", allowed: durationAllowed + ", below leaseTimeout (mode: shared)",
+		set: func(o *Options, raw any) bool { return duration(raw, &o.HeartbeatPeriod) }},
+	{name: "reaperPeriod", allowed: durationAllowed + " (mode: shared)",
+		set: func(o *Options, raw any) bool { return duration(raw, &o.ReaperPeriod) }},
 	// ActiveMQ's cleanupPeriod removes acknowledged rows in the background; this
 	// adapter deletes them in the acknowledging transaction, so it is accepted (a file
 	// written for ActiveMQ keeps working) and has no effect.
@@ -406,6 +442,22 @@ func ParseOptions(p persistence.Options) (Options, error) {
 	}
 	if o.URL == "" {
 		return Options{}, optionError("url", nil, o.Password, "missing", optionKeys[0].allowed)
+	}
+	if !o.Shared {
+		for _, name := range []string{"nodeId", "leaseTimeout", "heartbeatPeriod", "reaperPeriod"} {
+			if k := findKey(keys, name); k != "" {
+				return Options{}, optionError(name, p.Raw[k], o.Password, "only with mode: shared", "mode: shared, or remove it")
+			}
+		}
+	} else {
+		lease := o.LeaseTimeout
+		if lease == 0 {
+			lease = 30 * time.Second // pgshared's default
+		}
+		if o.HeartbeatPeriod != 0 && o.HeartbeatPeriod >= lease {
+			return Options{}, optionError("heartbeatPeriod", o.HeartbeatPeriod.String(), o.Password,
+				"must be below leaseTimeout ("+lease.String()+")", "a duration below leaseTimeout, ideally a third of it")
+		}
 	}
 	if _, _, err := o.poolConfig(); err != nil {
 		return Options{}, &setting.Error{Key: keyPath + ".url", Value: redactText(o.URL, o.Password),

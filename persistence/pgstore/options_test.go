@@ -160,6 +160,32 @@ func TestParseOptions(t *testing.T) {
 	assert.Equal(t, o.LockKeepAlivePeriod, o.LockAcquireSleepInterval)
 }
 
+// TestParseOptionsSharedMode: mode shared and its keys; masterSlave is the default.
+func TestParseOptionsSharedMode(t *testing.T) {
+	o, err := ParseOptions(persistence.Options{Raw: map[string]any{"url": "postgres://h/d"}})
+	require.NoError(t, err)
+	assert.False(t, o.Shared, "masterSlave by default")
+	o, err = ParseOptions(persistence.Options{Raw: map[string]any{"url": "postgres://h/d", "mode": "MasterSlave"}})
+	require.NoError(t, err)
+	assert.False(t, o.Shared)
+
+	o, err = ParseOptions(persistence.Options{Raw: map[string]any{
+		"url": "postgres://h/d", "mode": "shared", "nodeid": "node-a", "leaseTimeout": "10s",
+		"heartbeatPeriod": 2000, "reaperPeriod": "3s",
+	}})
+	require.NoError(t, err)
+	assert.True(t, o.Shared)
+	assert.Equal(t, "node-a", o.NodeID)
+	assert.Equal(t, 10*time.Second, o.LeaseTimeout)
+	assert.Equal(t, 2*time.Second, o.HeartbeatPeriod)
+	assert.Equal(t, 3*time.Second, o.ReaperPeriod)
+
+	// The registered opener leaves mode shared to the broker.
+	_, err = open(t.Context(), persistence.Options{Raw: map[string]any{"url": "postgres://h/d", "mode": "shared"}})
+	require.ErrorIs(t, err, ErrOption)
+	assert.Contains(t, err.Error(), "pgshared")
+}
+
 func TestParseOptionsErrors(t *testing.T) {
 	esc := url.QueryEscape(secret)
 	cases := []struct {
@@ -181,6 +207,15 @@ func TestParseOptionsErrors(t *testing.T) {
 		{"prefix digit", "persistenceAdapter.jdbc.tablePrefix", map[string]any{"url": "postgres://h/d", "tablePrefix": "1x"}, "invalid value"},
 		{"duration", "persistenceAdapter.jdbc.lockKeepAlivePeriod", map[string]any{"url": "postgres://h/d", "lockKeepAlivePeriod": "soon"}, "invalid value"},
 		{"negative duration", "persistenceAdapter.jdbc.lockAcquireSleepInterval", map[string]any{"url": "postgres://h/d", "lockAcquireSleepInterval": "-1s"}, "invalid value"},
+		{"mode", "persistenceAdapter.jdbc.mode", map[string]any{"url": "postgres://h/d", "mode": "cluster"}, "invalid value"},
+		{"mode not a string", "persistenceAdapter.jdbc.mode", map[string]any{"url": "postgres://h/d", "mode": true}, "invalid value"},
+		{"nodeId without shared", "persistenceAdapter.jdbc.nodeId", map[string]any{"url": "postgres://h/d", "nodeid": "n1"}, "only with mode: shared"},
+		{"leaseTimeout with masterSlave", "persistenceAdapter.jdbc.leaseTimeout", map[string]any{"url": "postgres://h/d", "mode": "masterSlave", "leaseTimeout": "5s"}, "only with mode: shared"},
+		{"empty nodeId", "persistenceAdapter.jdbc.nodeId", map[string]any{"url": "postgres://h/d", "mode": "shared", "nodeId": ""}, "invalid value"},
+		{"nodeId with NUL", "persistenceAdapter.jdbc.nodeId", map[string]any{"url": "postgres://h/d", "mode": "shared", "nodeId": "a\x00b"}, "invalid value"},
+		{"bad leaseTimeout", "persistenceAdapter.jdbc.leaseTimeout", map[string]any{"url": "postgres://h/d", "mode": "shared", "leaseTimeout": "0s"}, "invalid value"},
+		{"heartbeat not below lease", "persistenceAdapter.jdbc.heartbeatPeriod", map[string]any{"url": "postgres://h/d", "mode": "shared", "leaseTimeout": "3s", "heartbeatPeriod": "3s"}, "must be below leaseTimeout"},
+		{"heartbeat not below default lease", "persistenceAdapter.jdbc.heartbeatPeriod", map[string]any{"url": "postgres://h/d", "mode": "shared", "heartbeatPeriod": "1m"}, "must be below leaseTimeout (30s)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

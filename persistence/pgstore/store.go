@@ -27,6 +27,9 @@ func open(ctx context.Context, po persistence.Options) (persistence.Store, error
 	if err != nil {
 		return nil, err
 	}
+	if o.Shared {
+		return nil, fmt.Errorf("%w: mode shared: the broker opens the shared queues' engine (pgshared) itself; this store is the masterSlave mode's", ErrOption)
+	}
 	s, err := Open(ctx, o)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,255 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/persistence"
+)
+
+// Shared queues (Options.Shared; persistenceAdapter.jdbc.mode: shared): the database
+// is the queue engine. A SEND to a queue is stored there (sendShared), every node's
+// queue claims from it for its local consumers (destinations/shared.go), and the
+// broker passes on the database's notifications (watchShared). Temporary queues stay
+// local. What is not shared yet: transactions over shared queues (refused), topics and
+// durable subscriptions, scheduled sends and duplicate detection (node-local).
+
+// sharedLanes is how many Send transactions of one node may be in flight at once.
+// A connection's SENDs always take the same lane, one transaction at a time, so its
+// messages get their IDs (the queue's order) in the order it sent them.
+const sharedLanes = 4
+
+// sharedSender batches the SENDs waiting for the database into one Send per lane.
+type sharedSender struct {
+	eng   destinations.SharedQueues
+	wg    *sync.WaitGroup
+	lanes [sharedLanes]sharedLane
+}
+
+type sharedLane struct {
+	mu       sync.Mutex
+	waiting  []sharedSend
+	flushing bool
+}
+
+type sharedSend struct {
+	msgs []*persistence.Message
+	done func(error)
+}
+
+// send queues msgs for the next Send of lane (any number: it is reduced); done is
+// called with its result.
+func (s *sharedSender) send(lane uint32, msgs []*persistence.Message, done func(error)) {
+	l := &s.lanes[lane%sharedLanes]
+	l.mu.Lock()
+	l.waiting = append(l.waiting, sharedSend{msgs, done})
+	if l.flushing {
+		l.mu.Unlock()
+		return
+	}
+	l.flushing = true
+	l.mu.Unlock()
+	s.wg.Add(1)
+	go s.flush(l)
+}
+
+// flush sends what waits on l, one transaction at a time, until nothing does.
+func (s *sharedSender) flush(l *sharedLane) {
+	defer s.wg.Done()
+	for {
+		l.mu.Lock()
+		batch := l.waiting
+		l.waiting = nil
+		if len(batch) == 0 {
+			l.flushing = false
+			l.mu.Unlock()
+			return
+		}
+		l.mu.Unlock()
+		var msgs []*persistence.Message
+		for _, w := range batch {
+			msgs = append(msgs, w.msgs...)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := s.eng.Send(ctx, msgs)
+		cancel()
+		if err != nil {
+			err = storeError(err)
+		}
+		for _, w := range batch {
+			w.done(err)
+		}
+	}
+}
+
+// splitShared parts dests into the shared queues and the rest.
+func (b *Broker) splitShared(dests []destinations.Name) (queues, rest []destinations.Name) {
+	if b.shared == nil {
+		return nil, dests
+	}
+	for _, d := range dests {
+		if d.Kind == destinations.Queue {
+			queues = append(queues, d)
+		} else {
+			rest = append(rest, d)
+		}
+	}
+	return queues, rest
+}
+
+// sendShared stores m for each of queues in the database and calls done once it is
+// committed. Each queue's default time to live applies, as for a local queue.
+func (b *Broker) sendShared(from *Conn, queues []destinations.Name, m *persistence.Message, done func(error)) {
+	msgs := make([]*persistence.Message, len(queues))
+	for i, d := range queues {
+		msg := m
+		if i > 0 {
+			msg = m.Clone()
+		}
+		destinations.ExpireAfter(msg, b.policyFor(destinations.Queue, d.Name).DefaultTimeToLive)
+		msg.Dest = d.Qualified()
+		msgs[i] = msg
+	}
+	var lane uint32
+	if from != nil {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(from.ID))
+		lane = h.Sum32()
+	}
+	b.sharedOut.send(lane, msgs, done)
+}
+
+// watchShared passes the database's notifications on to the queues they name ("" to
+// every queue) until the broker closes.
+func (b *Broker) watchShared() {
+	notes := b.shared.Notifications()
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		for {
+			select {
+			case <-b.done:
+				return
+			case dest, ok := <-notes:
+				if !ok {
+					return
+				}
+				b.notifyShared(dest)
+			}
+		}
+	}()
+}
+
+func (b *Broker) notifyShared(dest string) {
+	if dest == "" {
+		b.mu.RLock()
+		qs := make([]*destinations.QueueDest, 0, len(b.queues))
+		for _, q := range b.queues {
+			qs = append(qs, q)
+		}
+		b.mu.RUnlock()
+		for _, q := range qs {
+			q.Notify()
+		}
+		return
+	}
+	name, ok := strings.CutPrefix(dest, persistence.QueuePrefix)
+	if !ok {
+		return
+	}
+	b.mu.RLock()
+	q := b.queues[name]
+	b.mu.RUnlock()
+	if q != nil {
+		q.Notify()
+	}
+}
+
+// shutdownShared gives back what the shared queues claimed and did not dispatch.
+func (b *Broker) shutdownShared() {
+	if b.shared == nil {
+		return
+	}
+	b.mu.RLock()
+	qs := make([]*destinations.QueueDest, 0, len(b.queues))
+	for _, q := range b.queues {
+		qs = append(qs, q)
+	}
+	b.mu.RUnlock()
+	for _, q := range qs {
+		q.ShutdownShared()
+	}
+}
+
+// sentDone is done that first records a successful SEND's latency.
+func (b *Broker) sentDone(persistent bool, start time.Time, done func(error)) func(error) {
+	return func(err error) {
+		if err == nil {
+			b.sent(persistent, start)
+		}
+		done(err)
+	}
+}
+
+// joinDone returns a function to be called n times that calls done once, after the
+// last call, with the first error.
+func joinDone(n int, done func(error)) func(error) {
+	var (
+		mu    sync.Mutex
+		first error
+	)
+	return func(err error) {
+		mu.Lock()
+		if err != nil && first == nil {
+			first = err
+		}
+		n--
+		last, e := n == 0, first
+		mu.Unlock()
+		if last {
+			done(e)
+		}
+	}
+}
+
+// sharedAckError is the client's error for an acknowledgement of shared queue messages
+// that failed: a lost lease (the message went to another node) or the database.
+func sharedAckError(err error) error {
+	if errors.Is(err, destinations.ErrLeaseLost) {
+		return &Error{Message: "acknowledgement refused: " + err.Error(), Err: ErrLeaseLost}
+	}
+	return storeError(err)
+}
+
+// autoAckShared acknowledges in the database the shared queue messages written to
+// auto-acknowledging subscribers. A failure is logged: the client was answered long
+// ago, and a message whose lease stands is given back (it may come again).
+func (b *Broker) autoAckShared(q *destinations.QueueDest, ds []*Delivery) {
+	q.SettleShared(ds, true, func(err error) {
+		if err != nil {
+			b.log.Warn("shared queue: an auto-acknowledged message could not be acknowledged in the database",
+				slog.String("dest", q.ClientName()), slog.Int("messages", len(ds)), slog.Any("err", err))
+		}
+	})
+}
+
+// settleShared acknowledges (or rejects) ds, deliveries of shared queues (several for
+// a wildcard subscription), and calls done once every queue is done.
+func (b *Broker) settleShared(ds []*Delivery, ack bool, done func(error)) {
+	qs := byQueue(ds)
+	all := joinDone(len(qs), func(err error) {
+		if err != nil {
+			err = sharedAckError(err)
+		}
+		done(err)
+	})
+	for q, qds := range qs {
+		q.SettleShared(qds, ack, all)
+	}
+}
