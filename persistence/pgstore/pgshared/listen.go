@@ -100,8 +100,10 @@ func (n *Node) listen() (established bool, err error) {
 		defer cancel()
 		_ = conn.Close(ctx) // the connection is discarded either way
 	}()
-	if _, err := conn.Exec(n.ctx, "LISTEN "+n.t.channel); err != nil {
-		return false, err
+	for _, ch := range []string{n.t.channel, n.t.topicChannel} {
+		if _, err := conn.Exec(n.ctx, "LISTEN "+ch); err != nil {
+			return false, err
+		}
 	}
 	n.listening.Store(true)
 	n.log.Debug("shared queues: listening", slog.String("channel", n.t.channel))
@@ -110,6 +112,10 @@ func (n *Node) listen() (established bool, err error) {
 		note, err := conn.WaitForNotification(n.ctx)
 		if err != nil {
 			return true, err
+		}
+		if note.Channel == n.t.topicChannel {
+			n.topicNote(n.ctx, conn, note.Payload)
+			continue
 		}
 		n.deliver(note.Payload)
 	}

@@ -45,6 +45,8 @@ type Node struct {
 	closeErr   error
 	reapRounds atomic.Int64
 
+	topicState
+
 	hbLastOK    time.Time // when the last successful heartbeat was sent
 	hbFailing   bool      // the heartbeat fails: logged once
 	reapFailing bool      // the reaper round fails: logged once
@@ -210,7 +212,7 @@ func (n *Node) Close() error {
 			if err := tx.QueryRow(ctx, n.t.leaveLeases, n.o.NodeID, n.epoch, n.t.channel).Scan(&returned); err != nil {
 				return err
 			}
-			for _, stmt := range []string{n.t.leaveGroups, n.t.leaveNode, n.t.lockRelease} {
+			for _, stmt := range []string{n.t.leaveGroups, n.t.subLeave, n.t.leaveNode, n.t.lockRelease} {
 				if _, err := tx.Exec(ctx, stmt, n.o.NodeID, n.epoch); err != nil {
 					return err
 				}

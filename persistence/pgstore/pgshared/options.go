@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/activemq-go/broker/persistence"
 )
 
 // Defaults.
@@ -65,6 +67,9 @@ type Options struct {
 	// DisableListen turns LISTEN/NOTIFY off on this node: it finds new messages by
 	// polling only (for connection poolers in transaction mode, which lose LISTEN).
 	DisableListen bool
+	// MatchSelector tells whether a topic message matches a durable subscription's
+	// selector (the broker's selector language); nil: every message matches.
+	MatchSelector func(selector string, m *persistence.Message) bool
 	// Logger receives the node's events; nil discards them.
 	Logger *slog.Logger
 }

@@ -40,8 +40,10 @@ type Claimed struct {
 
 // Send stores msgs (each to its Dest, a queue) in one transaction and notifies the
 // destinations at its commit. The database assigns the IDs, in the order of msgs,
-// and Send sets each message's Seq to its ID. Nothing is stored if an error is
-// returned.
+// and Send sets each message's Seq to its ID. A message whose Dest is a topic
+// ("topic://NAME") is published instead (see Publish in topics.go): stored for the
+// topic's durable subscriptions and passed to the other nodes, in the same
+// transaction. Nothing is stored if an error is returned.
 func (n *Node) Send(ctx context.Context, msgs []*persistence.Message) error {
 	if n.closed.Load() {
 		return ErrClosed
@@ -49,34 +51,85 @@ func (n *Node) Send(ctx context.Context, msgs []*persistence.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	dests := make([]string, len(msgs))
-	prios := make([]int16, len(msgs))
-	blobs := make([][]byte, len(msgs))
-	groups := make([]string, len(msgs))
-	exps := make([]int64, len(msgs))
-	for i, m := range msgs {
-		g, _ := m.Headers.Get(GroupHeader)
-		switch {
-		case m.Dest == "" || len(m.Dest) > maxContainer || !utf8.ValidString(m.Dest) || !validText(m.Dest):
-			return fmt.Errorf("%w: destination %q", ErrInvalid, m.Dest)
-		case !utf8.ValidString(g) || !validText(g):
-			return fmt.Errorf("%w: %s %q", ErrInvalid, GroupHeader, g)
+	var topics bool
+	for _, m := range msgs {
+		if err := validMessage(m); err != nil {
+			return err
 		}
-		dests[i], prios[i], groups[i], exps[i] = m.Dest, int16(m.Priority), g, m.Expires
-		blobs[i] = pgstore.EncodeMessage(nil, m)
+		topics = topics || persistence.KindOf(m.Dest) == persistence.KindTopic
 	}
-	rows, _ := n.pool.Query(ctx, n.t.insert, dests, prios, blobs, groups, exps, n.t.channel)
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if topics {
+		return n.sendWithTopics(ctx, msgs)
+	}
+	var r rows
+	for _, m := range msgs {
+		r.add(m.Dest, m)
+	}
+	ids, err := r.insert(ctx, n.pool, n.t)
 	if err != nil {
 		return n.dbErr("send", err)
-	}
-	if len(ids) != len(msgs) {
-		return fmt.Errorf("pgshared: send: %d ids for %d messages", len(ids), len(msgs))
 	}
 	for i, m := range msgs {
 		m.Seq = uint64(ids[i])
 	}
 	return nil
+}
+
+// validMessage refuses a message the tables cannot hold.
+func validMessage(m *persistence.Message) error {
+	g, _ := m.Headers.Get(GroupHeader)
+	switch {
+	case m.Dest == "" || len(m.Dest) > maxContainer || !utf8.ValidString(m.Dest) || !validText(m.Dest):
+		return fmt.Errorf("%w: destination %q", ErrInvalid, m.Dest)
+	case !utf8.ValidString(g) || !validText(g):
+		return fmt.Errorf("%w: %s %q", ErrInvalid, GroupHeader, g)
+	}
+	return nil
+}
+
+// rows are messages on their way into SQ_MSGS, column by column.
+type rows struct {
+	dests  []string
+	prios  []int16
+	blobs  [][]byte
+	groups []string
+	exps   []int64
+}
+
+// add adds m as a row of container; blob is its encoding, made if nil.
+func (r *rows) add(container string, m *persistence.Message) {
+	r.addBlob(container, m, pgstore.EncodeMessage(nil, m))
+}
+
+func (r *rows) addBlob(container string, m *persistence.Message, blob []byte) {
+	g, _ := m.Headers.Get(GroupHeader)
+	r.dests = append(r.dests, container)
+	r.prios = append(r.prios, int16(m.Priority))
+	r.blobs = append(r.blobs, blob)
+	r.groups = append(r.groups, g)
+	r.exps = append(r.exps, m.Expires)
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// insert stores the rows in one statement that notifies their destinations, and
+// returns their IDs in order.
+func (r *rows) insert(ctx context.Context, q querier, t *tables) ([]int64, error) {
+	if len(r.dests) == 0 {
+		return nil, nil
+	}
+	res, _ := q.Query(ctx, t.insert, r.dests, r.prios, r.blobs, r.groups, r.exps, t.channel)
+	ids, err := pgx.CollectRows(res, pgx.RowTo[int64])
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) != len(r.dests) {
+		return nil, fmt.Errorf("pgshared: send: %d ids for %d messages", len(ids), len(r.dests))
+	}
+	return ids, nil
 }
 
 // Claim leases up to max available messages of dest to this node, highest priority

@@ -76,6 +76,9 @@ func (n *Node) reapOnce() (bool, error) {
 		if _, err := tx.Exec(ctx, n.t.reapGroups); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, n.t.reapTransit, transitRetention.Milliseconds()); err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, n.t.reapExp)
 		expired = tag.RowsAffected()
 		return err

@@ -25,7 +25,8 @@ const dbNow = `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`
 type tables struct {
 	prefix                             string
 	version, msgs, nodes, groups, lock string
-	channel                            string
+	subs, transit                      string
+	channel, topicChannel              string
 	create                             []string
 
 	insert                                       string
@@ -36,6 +37,13 @@ type tables struct {
 	reapNodes, reapLeases, reapGroups, reapExp   string
 	lockTake, lockRelease                        string
 	stats                                        string
+
+	// Topics (topics.go).
+	subsFor, subInsert, subLock, subReplace    string
+	subActivate, subDetach, subDelete, subMsgs string
+	subLeave, subList                          string
+	transitPut, transitGet, reapTransit        string
+	topicNotify                                string
 }
 
 func newTables(prefix string) *tables {
@@ -47,10 +55,14 @@ func newTables(prefix string) *tables {
 		nodes:   p + "nodes",
 		groups:  p + "groups",
 		lock:    p + "lock",
+		subs:    p + "subs",
+		transit: p + "transit",
 		channel: p + "msgs",
+		// topicChannel carries topic messages to the other nodes (topics.go).
+		topicChannel: p + "topic",
 	}
 	r := strings.NewReplacer("{V}", t.version, "{M}", t.msgs, "{N}", t.nodes, "{G}", t.groups,
-		"{L}", t.lock, "{p}", p, "{NOW}", dbNow)
+		"{L}", t.lock, "{S}", t.subs, "{X}", t.transit, "{p}", p, "{NOW}", dbNow)
 	sql := func(s string) string { return r.Replace(s) }
 	t.create = []string{
 		sql(`CREATE TABLE {V} (ID smallint PRIMARY KEY CHECK (ID = 1), VERSION integer NOT NULL,
@@ -70,6 +82,12 @@ func newTables(prefix string) *tables {
 		sql(`CREATE INDEX {p}groups_owner ON {G} (OWNER, EPOCH)`),
 		sql(`CREATE TABLE {L} (ID bigint PRIMARY KEY, TIME bigint, NODE_ID text, EPOCH bigint)`),
 		sql(`INSERT INTO {L} (ID) VALUES (1)`),
+		sql(`CREATE TABLE {S} (CONTAINER varchar(250) PRIMARY KEY, CLIENT_ID text NOT NULL, NAME text NOT NULL,
+			TOPIC varchar(250) NOT NULL, SELECTOR text NOT NULL, CREATED bigint NOT NULL,
+			ACTIVE_NODE text, ACTIVE_EPOCH bigint)`),
+		sql(`CREATE INDEX {p}subs_topic ON {S} (TOPIC)`),
+		sql(`CREATE TABLE {X} (ID bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, MSG bytea NOT NULL,
+			CREATED bigint NOT NULL)`),
 		fmt.Sprintf(sql(`INSERT INTO {V} (ID, VERSION) VALUES (1, %d)`), schemaVersion),
 	}
 
@@ -155,6 +173,30 @@ func newTables(prefix string) *tables {
 
 	t.stats = sql(`SELECT CONTAINER, count(*) FILTER (WHERE OWNER IS NULL),
 		count(*) FILTER (WHERE OWNER IS NOT NULL) FROM {M} GROUP BY CONTAINER`)
+
+	// Durable subscriptions and topic messages (topics.go). A subscription is active
+	// while (ACTIVE_NODE, ACTIVE_EPOCH) names a node's life that still has its row.
+	alive := `EXISTS (SELECT 1 FROM {N} n WHERE n.NODE_ID = s.ACTIVE_NODE AND n.EPOCH = s.ACTIVE_EPOCH)`
+	t.subsFor = sql(`SELECT CONTAINER, TOPIC, SELECTOR FROM {S} WHERE TOPIC = ANY($1::text[]) ORDER BY CONTAINER`)
+	t.subInsert = sql(`INSERT INTO {S} (CONTAINER, CLIENT_ID, NAME, TOPIC, SELECTOR, CREATED)
+		VALUES ($1, $2, $3, $4, $5, {NOW}) ON CONFLICT (CONTAINER) DO NOTHING`)
+	t.subLock = sql(`SELECT TOPIC, SELECTOR, coalesce(ACTIVE_NODE, ''), coalesce(ACTIVE_EPOCH, 0), ` + alive + `
+		FROM {S} s WHERE CONTAINER = $1 FOR UPDATE`)
+	t.subReplace = sql(`UPDATE {S} SET TOPIC = $2, SELECTOR = $3, CREATED = {NOW} WHERE CONTAINER = $1`)
+	t.subActivate = sql(`UPDATE {S} SET ACTIVE_NODE = $2, ACTIVE_EPOCH = $3 WHERE CONTAINER = $1`)
+	t.subDetach = sql(`UPDATE {S} SET ACTIVE_NODE = NULL, ACTIVE_EPOCH = NULL
+		WHERE CONTAINER = $1 AND ACTIVE_NODE = $2 AND ACTIVE_EPOCH = $3`)
+	t.subDelete = sql(`DELETE FROM {S} WHERE CONTAINER = $1`)
+	t.subMsgs = sql(`DELETE FROM {M} WHERE CONTAINER = $1`)
+	t.subLeave = sql(`UPDATE {S} SET ACTIVE_NODE = NULL, ACTIVE_EPOCH = NULL WHERE ACTIVE_NODE = $1 AND ACTIVE_EPOCH = $2`)
+	t.subList = sql(`SELECT s.CONTAINER, s.CLIENT_ID, s.NAME, s.TOPIC, s.SELECTOR, s.CREATED,
+		CASE WHEN ` + alive + ` THEN s.ACTIVE_NODE ELSE '' END,
+		(SELECT count(*) FROM {M} m WHERE m.CONTAINER = s.CONTAINER)
+		FROM {S} s ORDER BY s.CONTAINER`)
+	t.transitPut = sql(`INSERT INTO {X} (MSG, CREATED) VALUES ($1, {NOW}) RETURNING ID`)
+	t.transitGet = sql(`SELECT MSG FROM {X} WHERE ID = $1`)
+	t.reapTransit = sql(`DELETE FROM {X} WHERE CREATED < {NOW} - $1`)
+	t.topicNotify = `SELECT count(pg_notify($1, p)) FROM unnest($2::text[]) WITH ORDINALITY AS k(p, o)`
 	return t
 }
 
