@@ -135,7 +135,7 @@ type Options struct {
 	// Shared, when set, serves queues from a database several broker nodes share
 	// (persistenceAdapter.jdbc.mode: shared; see shared.go): Store then keeps only
 	// what is not shared.
-	Shared destinations.SharedQueues
+	Shared SharedEngine
 }
 
 // Defaults of the per-connection limits of Options.
@@ -153,8 +153,9 @@ type Broker struct {
 	name string
 	// shared is the engine of shared queues (nil: every queue is local), sharedOut
 	// batches the SENDs to them.
-	shared    destinations.SharedQueues
+	shared    SharedEngine
 	sharedOut *sharedSender
+	shDur     sharedDurables
 	store     persistence.Store
 	log       *slog.Logger
 	idBase    string // "ID:<name>-<boot ms>-"
@@ -312,6 +313,9 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	if o.Shared != nil {
 		b.shared = o.Shared
 		b.sharedOut = &sharedSender{eng: o.Shared, wg: &b.wg}
+		b.shDur.subs = map[persistence.SubKey]*sharedDurable{}
+		b.shDur.byContainer = map[string]*sharedDurable{}
+		o.Shared.OnTopic(b.remoteTopic)
 	}
 	b.durables = durable.NewRegistry(&b.env, b.maxDurables)
 	b.durables.OnRemove = b.dropSubDedup

@@ -470,7 +470,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 			return errorf(ErrUnknownTransaction, "Invalid transaction id: %s", tx)
 		}
 		if q, _ := c.b.splitShared(dests); len(q) > 0 {
-			return errorf(ErrInvalidDestination, "shared queues do not take part in transactions yet: send to %s outside transaction %s", q[0].String(), tx)
+			return errorf(ErrInvalidDestination, "shared queues and topics do not take part in transactions yet: send to %s outside transaction %s", q[0].String(), tx)
 		}
 		if c.b.sched != nil && c.b.sched.wants(m) {
 			// Checked now, scheduled at COMMIT (in its store batch).
@@ -499,17 +499,22 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		done = rest
 	}
 	if c.b.sched != nil && c.b.sched.wants(m) {
+		if shared, _ := c.b.splitShared(dests); len(shared) > 0 {
+			// The scheduler keeps its jobs in the node's store: they would not survive
+			// the node, so they are refused rather than kept where they could be lost.
+			return errorf(ErrInvalidDestination, "scheduled delivery (AMQ_SCHEDULED_*) is not supported on shared destinations (jdbc mode: shared) yet: %s", shared[0])
+		}
 		return c.b.sched.maybeSchedule(ctx, dests, m, done)
 	}
 	if c.b.shared != nil {
-		var queues []destinations.Name
-		if queues, dests = c.b.splitShared(dests); len(queues) > 0 {
+		var shared []destinations.Name
+		if shared, dests = c.b.splitShared(dests); len(shared) > 0 {
 			if len(dests) == 0 {
-				c.b.sendShared(c, queues, m, c.b.sentDone(persistent, start, done))
+				c.b.sendShared(c, shared, m, c.b.sentDone(persistent, start, done))
 				return nil
 			}
 			done = joinDone(2, done)
-			c.b.sendShared(c, queues, m.Clone(), done)
+			c.b.sendShared(c, shared, m.Clone(), done)
 		}
 	}
 	batch, entries, marks, refused := c.b.routeDedup(dests, m, c, true)

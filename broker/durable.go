@@ -18,7 +18,12 @@ import (
 type DurableStats = durable.Stats
 
 // DurableSubscriptions lists every durable subscription with its backlog and age.
-func (b *Broker) DurableSubscriptions() []DurableStats { return b.durables.Stats() }
+func (b *Broker) DurableSubscriptions() []DurableStats {
+	if b.shared != nil {
+		return b.sharedDurableStats()
+	}
+	return b.durables.Stats()
+}
 
 // DurableStyle is the convention of the broker whose clients name a durable subscription
 // the way a SUBSCRIBE or UNSUBSCRIBE does.
@@ -64,6 +69,9 @@ func (c *Conn) subscribeDurable(ctx context.Context, r SubscribeRequest, s *Subs
 	if r.Dest.IsWildcard() {
 		return errorf(ErrInvalidDestination, "durable subscriptions to wildcard topics are not supported: %s", r.Dest)
 	}
+	if c.b.shared != nil {
+		return c.subscribeShared(ctx, r, s, key)
+	}
 	t := c.b.topic(r.Dest.Name)
 	d, err := c.b.durables.Subscribe(ctx, key, t, r.Selector, &s.Consumer)
 	switch {
@@ -90,6 +98,9 @@ func (c *Conn) unsubscribeDurable(ctx context.Context, r UnsubscribeRequest) err
 	key, err := c.durableKey(r.DurableName, r.DurableStyle)
 	if err != nil {
 		return err
+	}
+	if c.b.shared != nil {
+		return c.unsubscribeShared(ctx, r, key)
 	}
 	var topic string
 	if d := c.b.durables.Get(key); d != nil {

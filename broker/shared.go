@@ -88,33 +88,58 @@ func (s *sharedSender) flush(l *sharedLane) {
 	}
 }
 
-// splitShared parts dests into the shared queues and the rest.
-func (b *Broker) splitShared(dests []destinations.Name) (queues, rest []destinations.Name) {
+// splitShared parts dests into the shared queues and topics (sharedtopic.go) and the
+// rest.
+func (b *Broker) splitShared(dests []destinations.Name) (shared, rest []destinations.Name) {
 	if b.shared == nil {
 		return nil, dests
 	}
 	for _, d := range dests {
-		if d.Kind == destinations.Queue {
-			queues = append(queues, d)
+		if d.Kind == destinations.Queue || isSharedTopic(d) {
+			shared = append(shared, d)
 		} else {
 			rest = append(rest, d)
 		}
 	}
-	return queues, rest
+	return shared, rest
 }
 
-// sendShared stores m for each of queues in the database and calls done once it is
-// committed. Each queue's default time to live applies, as for a local queue.
-func (b *Broker) sendShared(from *Conn, queues []destinations.Name, m *persistence.Message, done func(error)) {
-	msgs := make([]*persistence.Message, len(queues))
-	for i, d := range queues {
+// sendShared stores m for each of dests (shared queues and topics) in the database
+// and calls done once it is committed; then this node's subscribers of the topics get
+// it. Each destination's default time to live applies, as for a local one.
+func (b *Broker) sendShared(from *Conn, dests []destinations.Name, m *persistence.Message, done func(error)) {
+	msgs := make([]*persistence.Message, len(dests))
+	var topics []*persistence.Message
+	expires := m.Expires // as sent: each destination applies its own defaultTimeToLive
+	for i, d := range dests {
 		msg := m
 		if i > 0 {
 			msg = m.Clone()
+			msg.Expires = expires
 		}
-		destinations.ExpireAfter(msg, b.policyFor(destinations.Queue, d.Name).DefaultTimeToLive)
+		destinations.ExpireAfter(msg, b.policyFor(d.Kind, d.Name).DefaultTimeToLive)
 		msg.Dest = d.Qualified()
 		msgs[i] = msg
+		if d.Kind == destinations.Topic {
+			topics = append(topics, msg)
+		}
+	}
+	if len(topics) > 0 {
+		var sink destinations.Sink
+		if from != nil {
+			sink = from // a nil *Conn is not a nil Sink
+		}
+		answer := done
+		done = func(err error) {
+			if err == nil {
+				for _, msg := range topics {
+					name := strings.TrimPrefix(msg.Dest, persistence.TopicPrefix)
+					msg.Seq = 0 // the topic sequences it
+					b.topic(name).Publish(msg, sink)
+				}
+			}
+			answer(err)
+		}
 	}
 	var lane uint32
 	if from != nil {
@@ -148,14 +173,17 @@ func (b *Broker) watchShared() {
 
 func (b *Broker) notifyShared(dest string) {
 	if dest == "" {
-		b.mu.RLock()
-		qs := make([]*destinations.QueueDest, 0, len(b.queues))
-		for _, q := range b.queues {
-			qs = append(qs, q)
-		}
-		b.mu.RUnlock()
-		for _, q := range qs {
+		for _, q := range b.sharedQueues() {
 			q.Notify()
+		}
+		return
+	}
+	if strings.HasPrefix(dest, "durable://") {
+		b.shDur.mu.Lock()
+		d := b.shDur.byContainer[dest]
+		b.shDur.mu.Unlock()
+		if d != nil {
+			d.view.Notify()
 		}
 		return
 	}
@@ -171,18 +199,23 @@ func (b *Broker) notifyShared(dest string) {
 	}
 }
 
-// shutdownShared gives back what the shared queues claimed and did not dispatch.
-func (b *Broker) shutdownShared() {
-	if b.shared == nil {
-		return
-	}
+// sharedQueues are the node's queues and shared durable subscriptions' views.
+func (b *Broker) sharedQueues() []*destinations.QueueDest {
 	b.mu.RLock()
 	qs := make([]*destinations.QueueDest, 0, len(b.queues))
 	for _, q := range b.queues {
 		qs = append(qs, q)
 	}
 	b.mu.RUnlock()
-	for _, q := range qs {
+	return append(qs, b.sharedViews()...)
+}
+
+// shutdownShared gives back what the shared queues claimed and did not dispatch.
+func (b *Broker) shutdownShared() {
+	if b.shared == nil {
+		return
+	}
+	for _, q := range b.sharedQueues() {
 		q.ShutdownShared()
 	}
 }

@@ -58,9 +58,11 @@ type Subscription struct {
 	q       *destinations.QueueDest
 	qs      []*destinations.QueueDest // a wildcard queue subscription's queues, guarded by the broker's mu
 	durable *durable.Sub
-	t       *destinations.TopicDest // nil for a wildcard topic subscription
-	stream  *destinations.StreamReader
-	advID   uint64 // the value of its ActiveMQ consumer id, for advisories
+	// shDurable is the shared durable subscription it is attached to (shared mode).
+	shDurable *sharedDurable
+	t         *destinations.TopicDest // nil for a wildcard topic subscription
+	stream    *destinations.StreamReader
+	advID     uint64 // the value of its ActiveMQ consumer id, for advisories
 
 	// Owned by the connection's goroutine: written, not yet acknowledged, in tag order.
 	dispatched []*Delivery
@@ -253,9 +255,12 @@ func (c *Conn) Unsubscribe(ctx context.Context, r UnsubscribeRequest) error {
 func (c *Conn) unsubscribe(s *Subscription) {
 	delete(c.subs, s.ID)
 	c.nsubs.Store(int32(len(c.subs)))
-	if s.durable != nil {
+	switch {
+	case s.durable != nil:
 		s.durable.Detach(&s.Consumer)
-	} else {
+	case s.shDurable != nil:
+		defer c.b.detachShared(s) // once its view gave its messages back
+	default:
 		c.b.counters.nonDurable.Add(-1)
 	}
 	switch {

@@ -65,6 +65,14 @@ func (q *QueueDest) Share(eng SharedQueues) {
 	q.mu.Unlock()
 }
 
+// ShareAs makes q, a durable subscription's view (NewView), a shared queue whose
+// messages are those of container in eng (a durable subscription in shared mode).
+func (q *QueueDest) ShareAs(eng SharedQueues, container string) {
+	q.mu.Lock()
+	q.shared, q.dest = eng, container
+	q.mu.Unlock()
+}
+
 // Shared is the engine of a shared queue, nil for a local one.
 func (q *QueueDest) Shared() SharedQueues {
 	q.mu.Lock()

@@ -76,12 +76,24 @@ func newSharedConsumer(t *testing.T, addr, dest string, prefetch int) *sharedCon
 
 func newSharedSubscriber(t *testing.T, addr, dest, ack string, prefetch int) *sharedConsumer {
 	t.Helper()
+	return subscribeShared(t, addr, nil, "id", "s", "destination", dest, "ack", ack,
+		"activemq.prefetchSize", strconv.Itoa(prefetch))
+}
+
+// subscribeShared connects to addr with the CONNECT headers connect, subscribes with
+// the SUBSCRIBE headers sub (and a receipt), and starts reading.
+func subscribeShared(t *testing.T, addr string, connect []string, sub ...string) *sharedConsumer {
+	t.Helper()
 	c := dialRaw(t, addr)
-	require.Equal(t, "CONNECTED", c.connect().Command)
-	c.send(frame.New("SUBSCRIBE", "id", "s", "destination", dest, "ack", ack,
-		"activemq.prefetchSize", strconv.Itoa(prefetch), "receipt", "sub"))
+	require.Equal(t, "CONNECTED", c.connect(connect...).Command)
+	c.send(frame.New("SUBSCRIBE", append(sub, "receipt", "sub")...))
 	f := c.read()
-	require.Equal(t, "RECEIPT", f.Command)
+	require.Equal(t, "RECEIPT", f.Command, "%s %s", f.Header.Get("message"), f.Body)
+	return startReading(c)
+}
+
+// startReading reads c's frames in a goroutine of its own from now on.
+func startReading(c *rawConn) *sharedConsumer {
 	s := &sharedConsumer{c: c, frames: make(chan *frame.Frame, 4096)}
 	_ = c.nc.SetReadDeadline(time.Time{})
 	go func() {
@@ -97,6 +109,26 @@ func newSharedSubscriber(t *testing.T, addr, dest, ack string, prefetch int) *sh
 		}
 	}()
 	return s
+}
+
+// waitReceipt waits up to 10s for the RECEIPT id, keeping MESSAGEs read meanwhile.
+func (s *sharedConsumer) waitReceipt(t *testing.T, id string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case r, ok := <-s.frames:
+			require.True(t, ok, "the connection ended")
+			if r.Command == "RECEIPT" {
+				require.Equal(t, id, r.Header.Get("receipt-id"))
+				return
+			}
+			require.Equal(t, "MESSAGE", r.Command, "%s %s", r.Header.Get("message"), r.Body)
+			s.early = append(s.early, r)
+		case <-timeout:
+			t.Fatalf("no RECEIPT %s", id)
+		}
+	}
 }
 
 // next returns the next MESSAGE within d, or nil after d.
@@ -117,21 +149,7 @@ func (s *sharedConsumer) ack(t *testing.T, f *frame.Frame) {
 	t.Helper()
 	id := f.Header.Get("ack")
 	s.c.send(frame.New("ACK", "id", id, "receipt", "a"+id))
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case r, ok := <-s.frames:
-			require.True(t, ok, "the connection ended")
-			if r.Command == "RECEIPT" {
-				require.Equal(t, "a"+id, r.Header.Get("receipt-id"))
-				return
-			}
-			require.Equal(t, "MESSAGE", r.Command, "%s %s", r.Header.Get("message"), r.Body)
-			s.early = append(s.early, r)
-		case <-timeout:
-			t.Fatalf("no RECEIPT for the ACK of %s", id)
-		}
-	}
+	s.waitReceipt(t, "a"+id)
 }
 
 // TestSharedQueueSendOneNodeConsumeOther: persistent SENDs with receipts on node 1 are

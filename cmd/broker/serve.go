@@ -24,7 +24,6 @@ import (
 	adminmetrics "github.com/activemq-go/broker/admin/metrics"
 	"github.com/activemq-go/broker/broker"
 	"github.com/activemq-go/broker/config"
-	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/internal/gctune"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/security"
@@ -168,7 +167,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 			}
 		}()
 	}
-	var shared destinations.SharedQueues
+	var shared broker.SharedEngine
 	nodeLost := make(chan struct{})
 	defer func() {
 		select {

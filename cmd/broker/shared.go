@@ -9,27 +9,94 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"sync"
+	"time"
 
+	"github.com/activemq-go/broker/broker"
 	"github.com/activemq-go/broker/config"
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/selector"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 	"github.com/activemq-go/broker/persistence/pgstore"
 	"github.com/activemq-go/broker/persistence/pgstore/pgshared"
 )
 
-// Shared queues (persistenceAdapter.jdbc.mode: shared): the broker serves its queues
-// from pgshared, and keeps everything else (topics' durable subscriptions, the
-// scheduler, duplicate detection, temporary queues) in the memory store, node-local
-// and lost at restart. A per-node database store would survive restarts but look like
-// a shared one while it is not; the memory store says plainly what this mode does not
-// share yet.
+// Shared mode (persistenceAdapter.jdbc.mode: shared): the broker serves its queues,
+// topics and durable subscriptions from pgshared, and keeps what is node-local
+// (temporary destinations, duplicate detection's ids, advisories) in the memory store.
+// Scheduled sends to shared destinations are refused: the scheduler's store would be
+// the node's.
 
-// sharedNode is the shared-queue engine the broker gets: a pgshared.Node seen through
-// destinations.SharedQueues.
+// sharedNode is the engine the broker gets: a pgshared.Node seen through
+// broker.SharedEngine.
 type sharedNode struct{ n *pgshared.Node }
 
-var _ destinations.SharedQueues = sharedNode{}
+var _ broker.SharedEngine = sharedNode{}
+
+func (s sharedNode) SubscribeDurable(ctx context.Context, sub broker.SharedSubscription) (bool, bool, error) {
+	created, replaced, err := s.n.Subscribe(ctx, pgshared.Subscription{Container: sub.Container,
+		ClientID: sub.Key.ClientID, Name: sub.Key.Name, Topic: sub.Topic, Selector: sub.Selector})
+	return created, replaced, sharedErr(err)
+}
+
+func (s sharedNode) DetachDurable(ctx context.Context, container string) error {
+	return s.n.Detach(ctx, container)
+}
+
+func (s sharedNode) UnsubscribeDurable(ctx context.Context, container string) error {
+	return sharedErr(s.n.Unsubscribe(ctx, container))
+}
+
+func (s sharedNode) DurableSubscriptions(ctx context.Context) ([]broker.SharedSubscription, error) {
+	subs, err := s.n.Subscriptions(ctx)
+	out := make([]broker.SharedSubscription, len(subs))
+	for i, d := range subs {
+		out[i] = broker.SharedSubscription{Container: d.Container, Key: persistence.SubKey{ClientID: d.ClientID, Name: d.Name},
+			Topic: d.Topic, Selector: d.Selector, Created: d.Created, ActiveNode: d.ActiveNode, Pending: d.Pending}
+	}
+	return out, err
+}
+
+func (s sharedNode) OnTopic(h func(*persistence.Message)) { s.n.OnTopic(h) }
+
+// sharedErr maps pgshared's subscription errors to the broker's.
+func sharedErr(err error) error {
+	switch {
+	case errors.Is(err, pgshared.ErrInUse):
+		return broker.ErrSharedInUse
+	case errors.Is(err, pgshared.ErrNotFound):
+		return broker.ErrSharedNotFound
+	}
+	return err
+}
+
+// selectorCache compiles the durable subscriptions' selectors once each, for the
+// matching pgshared does when a topic message is published.
+type selectorCache struct {
+	mu   sync.Mutex
+	sels map[string]*selector.Selector // nil: did not parse (matches nothing)
+}
+
+// maxCachedSelectors bounds the cache; past it, it starts again.
+const maxCachedSelectors = 10000
+
+func (c *selectorCache) match(text string, m *persistence.Message) bool {
+	c.mu.Lock()
+	sel, ok := c.sels[text]
+	if !ok {
+		if len(c.sels) >= maxCachedSelectors {
+			c.sels = nil
+		}
+		if c.sels == nil {
+			c.sels = map[string]*selector.Selector{}
+		}
+		sel, _ = selector.Parse(text) // stored by a SUBSCRIBE that parsed it
+		c.sels[text] = sel
+	}
+	c.mu.Unlock()
+	return sel != nil && sel.MatchesMessage(m, 1)
+}
 
 func (s sharedNode) Send(ctx context.Context, msgs []*persistence.Message) error {
 	return s.n.Send(ctx, msgs)
@@ -94,7 +161,7 @@ func openShared(ctx context.Context, cfg *config.Config, log *slog.Logger) (*pgs
 		URL: o.URL, User: o.User, Password: o.Password, MaxConnections: o.MaxConnections,
 		SkipCreateTables: o.SkipCreateTables, TablePrefix: o.TablePrefix, NodeID: nodeID,
 		LeaseTimeout: o.LeaseTimeout, HeartbeatPeriod: o.HeartbeatPeriod, ReaperPeriod: o.ReaperPeriod,
-		Logger: log,
+		MatchSelector: (&selectorCache{}).match, Logger: log,
 	})
 	if err != nil {
 		if errors.Is(err, pgshared.ErrOption) {
@@ -102,10 +169,20 @@ func openShared(ctx context.Context, cfg *config.Config, log *slog.Logger) (*pgs
 		}
 		return nil, err
 	}
+	// Serving starts once the node hears the others (their topic messages and wake-ups).
+	wctx, cancel := context.WithTimeout(ctx, listenWait)
+	if !n.WaitListening(wctx) {
+		log.Warn("shared mode: LISTEN is not in place yet; serving meanwhile (topic messages other nodes publish until then are not seen here)",
+			slog.Duration("waited", listenWait))
+	}
+	cancel()
 	log.Info("shared queues: this node serves the queues of the database with the other nodes",
 		slog.String("nodeId", n.NodeID()), slog.Int64("epoch", n.Epoch()))
 	return n, nil
 }
+
+// listenWait bounds how long a starting node waits for its LISTEN connection.
+const listenWait = 10 * time.Second
 
 // defaultNodeID names this process among the nodes: the host name and the port of its
 // first transport connector, or its process id when that port is chosen at start.

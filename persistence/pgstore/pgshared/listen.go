@@ -22,6 +22,21 @@ const maxListenRetry = 5 * time.Second
 // is closed by Close.
 func (n *Node) Notifications() <-chan string { return n.notes }
 
+// WaitListening waits until LISTEN is first in place, and reports whether it was
+// before ctx ended. A node that starts serving before then may miss the topic messages
+// and wake-ups the other nodes send meanwhile (DisableListen: it returns false at once).
+func (n *Node) WaitListening(ctx context.Context) bool {
+	if n.o.DisableListen {
+		return false
+	}
+	select {
+	case <-n.listened:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // deliver hands dest to Notifications without blocking; a full channel drops it and
 // owes a "".
 func (n *Node) deliver(dest string) {
@@ -106,6 +121,7 @@ func (n *Node) listen() (established bool, err error) {
 		}
 	}
 	n.listening.Store(true)
+	n.listenOnce.Do(func() { close(n.listened) })
 	n.log.Debug("shared queues: listening", slog.String("channel", n.t.channel))
 	n.sendAll() // whatever was sent while no one listened
 	for {

@@ -37,6 +37,8 @@ type Node struct {
 	notes      chan string
 	overflow   atomic.Bool // a notification was dropped: "" is owed
 	listening  atomic.Bool // LISTEN is active
+	listened   chan struct{} // closed when LISTEN is first in place
+	listenOnce sync.Once
 	lost       chan struct{}
 	lostOnce   sync.Once
 	reaper     atomic.Bool // held the reaper lease at the last try
@@ -61,7 +63,7 @@ func Open(ctx context.Context, o Options) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{o: o, t: newTables(o.TablePrefix), pool: o.Pool, log: o.Logger.With(slog.String("node", o.NodeID)),
-		notes: make(chan string, notifyBuffer), lost: make(chan struct{})}
+		notes: make(chan string, notifyBuffer), lost: make(chan struct{}), listened: make(chan struct{})}
 	if n.pool == nil {
 		cfg, _, err := pgstore.Options{URL: o.URL, User: o.User, Password: o.Password,
 			MaxConnections: o.MaxConnections}.PoolConfig()
