@@ -35,8 +35,8 @@ type Node struct {
 	wg     sync.WaitGroup
 
 	notes      chan string
-	overflow   atomic.Bool // a notification was dropped: "" is owed
-	listening  atomic.Bool // LISTEN is active
+	overflow   atomic.Bool   // a notification was dropped: "" is owed
+	listening  atomic.Bool   // LISTEN is active
 	listened   chan struct{} // closed when LISTEN is first in place
 	listenOnce sync.Once
 	lost       chan struct{}
