@@ -95,6 +95,9 @@ type sharedState struct {
 	opsRunning bool
 	// gone are the groups of consumers removed since, released by ConsumerGone.
 	gone map[*Consumer][]string
+	// acks wait for the database while acking (ackLoop) runs.
+	acks   []sharedAck
+	acking bool
 	// errLogged is the last claim error's log line.
 	errLogged time.Time
 }
@@ -362,37 +365,102 @@ func (q *QueueDest) SettleShared(ds []*Delivery, ack bool, done func(error)) {
 	} else if !ack {
 		q.env.Counters.discarded(DiscardNack, len(ds))
 	}
+	req := sharedAck{ds: ds, leases: leases, bytes: bytes, done: done}
+	if len(copies) == 0 {
+		// Acknowledgements waiting at once go to the database together.
+		q.mu.Lock()
+		q.sh.acks = append(q.sh.acks, req)
+		if q.sh.acking {
+			q.mu.Unlock()
+			return
+		}
+		q.sh.acking = true
+		q.mu.Unlock()
+		q.env.Background.Add(1)
+		go q.ackLoop(eng)
+		return
+	}
 	q.env.Background.Add(1)
 	go func() {
 		defer q.env.Background.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), sharedOpTimeout)
 		defer cancel()
-		var err error
-		if len(copies) > 0 {
-			err = eng.Send(ctx, copies) // before the Ack: at least once
-		}
 		var lost []Lease
+		err := eng.Send(ctx, copies) // before the Ack: at least once
 		if err == nil {
 			lost, err = eng.Ack(ctx, leases)
 		}
-		if err == nil && len(lost) > 0 {
-			q.env.Log.Warn("acknowledgement of messages whose lease was lost: they went to another broker node",
-				slog.String("dest", q.client), slog.Int("messages", len(lost)))
-			err = fmt.Errorf("%w (%d of %d messages)", ErrLeaseLost, len(lost), len(leases))
+		q.acked([]sharedAck{req}, lost, err)
+	}()
+}
+
+// sharedAck is one acknowledgement of shared queue messages waiting for the database.
+type sharedAck struct {
+	ds     []*Delivery
+	leases []Lease
+	bytes  int64
+	done   func(error)
+}
+
+// ackLoop acknowledges what waits in q.sh.acks, all of it in one Ack each round,
+// until nothing does.
+func (q *QueueDest) ackLoop(eng SharedQueues) {
+	defer q.env.Background.Done()
+	for {
+		q.mu.Lock()
+		reqs := q.sh.acks
+		q.sh.acks = nil
+		if len(reqs) == 0 {
+			q.sh.acking = false
+			q.mu.Unlock()
+			return
+		}
+		q.mu.Unlock()
+		var all []Lease
+		for _, r := range reqs {
+			all = append(all, r.leases...)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), sharedOpTimeout)
+		lost, err := eng.Ack(ctx, all)
+		cancel()
+		q.acked(reqs, lost, err)
+	}
+}
+
+// acked settles reqs after their Ack: lost leases fail their request with
+// ErrLeaseLost; a failed Ack gives the messages back (their leases stand).
+func (q *QueueDest) acked(reqs []sharedAck, lost []Lease, err error) {
+	lostSet := make(map[Lease]bool, len(lost))
+	for _, l := range lost {
+		lostSet[l] = true
+	}
+	for _, r := range reqs {
+		rerr, n := err, 0
+		if err == nil {
+			for _, l := range r.leases {
+				if lostSet[l] {
+					n++
+				}
+			}
+			if n > 0 {
+				q.env.Log.Warn("acknowledgement of messages whose lease was lost: they went to another broker node",
+					slog.String("dest", q.client), slog.Int("messages", n))
+				rerr = fmt.Errorf("%w (%d of %d messages)", ErrLeaseLost, n, len(r.leases))
+			}
 		}
 		q.mu.Lock()
-		if err != nil && len(lost) == 0 {
+		if rerr != nil && n == 0 {
 			// Not acknowledged: the lease stands, so the message is given back.
-			q.requeueShared(ds)
+			q.requeueShared(r.ds)
 		} else {
-			q.dequeued += int64(len(ds))
-			q.inFlight -= len(ds)
-			q.release(bytes)
+			q.dequeued += int64(len(r.ds))
+			q.inFlight -= len(r.ds)
+			q.release(r.bytes)
 			q.claimLocked()
 		}
 		q.mu.Unlock()
-		done(err)
-	}()
+		r.done(rerr)
+	}
 }
 
 // ShutdownShared gives the claimed messages still waiting on this node back as they

@@ -84,7 +84,7 @@ consumers, as the members of a stream's consumer group share them
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Addr, "addr", "127.0.0.1:61613", "broker STOMP address host:port")
+	f.StringVar(&o.Addr, "addr", "127.0.0.1:61613", "broker STOMP address host:port; a comma-separated list spreads the connections over several brokers round-robin (consumers first, then producers: the nodes of a shared-mode cluster)")
 	f.IntVar(&o.Producers, "producers", 1, "producer connections")
 	f.IntVar(&o.Consumers, "consumers", 1, "consumer connections, one subscription each")
 	f.IntVar(&o.Size, "size", 256, "message body size in bytes")

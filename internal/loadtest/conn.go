@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-stomp/stomp/v3"
@@ -108,9 +109,18 @@ func (c *client) close() {
 	c.net.Close()
 }
 
+// dials counts the connections dialTCP opened, to spread them over a list of
+// addresses.
+var dials atomic.Uint64
+
 // dialTCP opens a socket to addr and returns it with the host for the
-// CONNECT frame.
+// CONNECT frame. addr may list several brokers (the nodes of a shared-mode
+// cluster), comma-separated: each call takes the next, round-robin, so the
+// consumers (dialed first) and the producers each spread over them.
 func dialTCP(ctx context.Context, addr string) (nc net.Conn, host string, err error) {
+	if list := strings.Split(addr, ","); len(list) > 1 {
+		addr = strings.TrimSpace(list[(dials.Add(1)-1)%uint64(len(list))])
+	}
 	host, _, err = net.SplitHostPort(addr)
 	if err != nil {
 		return nil, "", err

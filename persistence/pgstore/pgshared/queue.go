@@ -146,7 +146,6 @@ func (n *Node) Claim(ctx context.Context, dest string, max int) ([]Claimed, erro
 	if max <= 0 {
 		return nil, nil
 	}
-	rows, _ := n.pool.Query(ctx, n.t.claim, dest, max, n.o.NodeID, n.epoch)
 	var (
 		out    []Claimed
 		id     int64
@@ -155,19 +154,22 @@ func (n *Node) Claim(ctx context.Context, dest string, max int) ([]Claimed, erro
 		group  string
 		decErr error
 	)
-	_, err := pgx.ForEachRow(rows, []any{&id, &blob, &redel, &group}, func() error {
-		m := &persistence.Message{}
-		if err := pgstore.DecodeMessage(blob, m); err != nil {
-			// Left leased to this node (out of the way of the others) and reported.
-			decErr = errors.Join(decErr, fmt.Errorf("pgshared: message %d of %s: %w", id, dest, err))
+	err := n.lazyQuery(ctx, func(rows pgx.Rows) error {
+		_, err := pgx.ForEachRow(rows, []any{&id, &blob, &redel, &group}, func() error {
+			m := &persistence.Message{}
+			if err := pgstore.DecodeMessage(blob, m); err != nil {
+				// Left leased to this node (out of the way of the others) and reported.
+				decErr = errors.Join(decErr, fmt.Errorf("pgshared: message %d of %s: %w", id, dest, err))
+				return nil
+			}
+			m.Dest, m.Seq = dest, uint64(id)
+			m.RedeliveryCount += uint32(redel)
+			out = append(out, Claimed{Lease: Lease{ID: id, Epoch: n.epoch}, Message: m, Redeliveries: int(redel), Group: group})
+			blob = nil // a fresh slice for the next row: m.Body aliases this one
 			return nil
-		}
-		m.Dest, m.Seq = dest, uint64(id)
-		m.RedeliveryCount += uint32(redel)
-		out = append(out, Claimed{Lease: Lease{ID: id, Epoch: n.epoch}, Message: m, Redeliveries: int(redel), Group: group})
-		blob = nil // a fresh slice for the next row: m.Body aliases this one
-		return nil
-	})
+		})
+		return err
+	}, n.t.claim, dest, max, n.o.NodeID, n.epoch)
 	if err != nil {
 		return nil, n.dbErr("claim", err)
 	}
@@ -197,8 +199,7 @@ func (n *Node) Ack(ctx context.Context, leases []Lease) (lost []Lease, err error
 		return nil, nil
 	}
 	ids, epochs := split(leases)
-	rows, _ := n.pool.Query(ctx, n.t.ack, ids, epochs, n.o.NodeID)
-	done, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	done, err := n.lazyIDs(ctx, n.t.ack, ids, epochs, n.o.NodeID)
 	if err != nil {
 		return nil, n.dbErr("ack", err)
 	}
@@ -222,8 +223,7 @@ func (n *Node) Release(ctx context.Context, leases []Lease, redelivered bool) (l
 		inc = 1
 	}
 	ids, epochs := split(leases)
-	rows, _ := n.pool.Query(ctx, n.t.release, ids, epochs, n.o.NodeID, inc, n.t.channel)
-	done, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	done, err := n.lazyIDs(ctx, n.t.release, ids, epochs, n.o.NodeID, inc, n.t.channel)
 	if err != nil {
 		return nil, n.dbErr("release", err)
 	}
@@ -244,6 +244,28 @@ func (n *Node) ReleaseGroups(ctx context.Context, dest string, groups []string) 
 		return n.dbErr("release groups", err)
 	}
 	return nil
+}
+
+// lazyQuery runs sql in a transaction of its own committed with synchronous_commit
+// off (PostgreSQL answers before its WAL flush) and hands its rows to scan. Claims,
+// acknowledgements and releases take this way, as the jdbc adapter's acknowledgements
+// do: a crash of the database server (not of a node) may undo the last ones, about
+// three wal_writer_delay (600 ms by default), which delivers those messages again; a
+// SEND is always committed synchronously.
+func (n *Node) lazyQuery(ctx context.Context, scan func(pgx.Rows) error, sql string, args ...any) error {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	b.Queue(sql, args...).Query(scan)
+	return n.pool.SendBatch(ctx, b).Close()
+}
+
+// lazyIDs is lazyQuery of a statement returning IDs.
+func (n *Node) lazyIDs(ctx context.Context, sql string, args ...any) (ids []int64, err error) {
+	err = n.lazyQuery(ctx, func(rows pgx.Rows) error {
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	}, sql, args...)
+	return ids, err
 }
 
 // DestStats counts the messages of one destination.
