@@ -28,16 +28,23 @@ const (
 // startSharedPair starts two shared-mode brokers on a fresh database.
 func startSharedPair(t *testing.T) (n1, n2 *brokerProc) {
 	t.Helper()
+	ns := startSharedNodes(t, 2)
+	return ns[0], ns[1]
+}
+
+// startSharedNodes starts count shared-mode brokers (n1, n2, ...) on a fresh database.
+func startSharedNodes(t *testing.T, count int) []*brokerProc {
+	t.Helper()
 	srv := pgtest.Shared(t)
 	dsn := srv.CreateDB(t, "shared")
-	node := func(id string) *brokerProc {
-		return startBroker(t, brokerConfig{Adapter: jdbcAdapter(t, srv, dsn, 500*time.Millisecond,
-			"mode: shared", "nodeId: "+id, "leaseTimeout: "+sharedLease.String(),
+	nodes := make([]*brokerProc, count)
+	for i := range nodes {
+		nodes[i] = startBroker(t, brokerConfig{Adapter: jdbcAdapter(t, srv, dsn, 500*time.Millisecond,
+			"mode: shared", "nodeId: n"+strconv.Itoa(i+1), "leaseTimeout: "+sharedLease.String(),
 			"heartbeatPeriod: 300ms", "reaperPeriod: "+sharedReaper.String())})
 	}
-	n1, n2 = node("n1"), node("n2")
-	require.Contains(t, n1.Log(), "shared queues: this node serves")
-	return n1, n2
+	require.Contains(t, nodes[0].Log(), "shared queues: this node serves")
+	return nodes
 }
 
 // sharedSend sends n persistent messages "<prefix>-<i>" to dest with a receipt each
