@@ -26,6 +26,9 @@ type ImportResult struct {
 // imports each message once. It returns once the batch is durable.
 func (b *Broker) ImportDurable(ctx context.Context, who string, key persistence.SubKey, msgs []*persistence.Message) (ImportResult, error) {
 	var res ImportResult
+	if b.shared != nil {
+		return res, errorf(ErrInvalidDestination, "importing into a durable subscription is not supported in shared mode (jdbc mode: shared) yet: %s of client %s", key.Name, key.ClientID)
+	}
 	d := b.durables.Get(key)
 	if d == nil {
 		return res, errorf(ErrNotFound, "no durable subscription %s of client %s", key.Name, key.ClientID)

@@ -451,11 +451,16 @@ func (b *Broker) CloseConnection(ctx context.Context, who, id, reason string) er
 // consumer attached is refused (ErrDurableInUse), as ActiveMQ refuses it.
 func (b *Broker) RemoveDurableSubscription(ctx context.Context, who, clientID, name string) error {
 	key := persistence.SubKey{ClientID: clientID, Name: name}
-	err := b.durables.Delete(ctx, key, func() {}, func(*destinations.Consumer) error { return durable.ErrInUse })
+	var err error
+	if b.shared != nil {
+		err = b.removeSharedDurable(ctx, key)
+	} else {
+		err = b.durables.Delete(ctx, key, func() {}, func(*destinations.Consumer) error { return durable.ErrInUse })
+	}
 	switch {
-	case errors.Is(err, durable.ErrNotFound):
+	case errors.Is(err, durable.ErrNotFound), errors.Is(err, ErrSharedNotFound):
 		return errorf(ErrNotFound, "no durable subscription %s of client %s", name, clientID)
-	case errors.Is(err, durable.ErrInUse):
+	case errors.Is(err, durable.ErrInUse), errors.Is(err, ErrSharedInUse):
 		return errorf(ErrDurableInUse, "durable subscription %s of client %s has a consumer attached: it must disconnect first", name, clientID)
 	case err != nil:
 		return storeError(err)

@@ -199,7 +199,7 @@ func (c *Conn) unsubscribeShared(ctx context.Context, r UnsubscribeRequest, key 
 		b.shDur.mu.Lock()
 	}
 	defer b.shDur.mu.Unlock()
-	err := b.shared.UnsubscribeDurable(ctx, container)
+	err := b.removeSharedLocked(ctx, key)
 	switch {
 	case errors.Is(err, ErrSharedNotFound):
 		return errorf(ErrUnknownSubscription, "No durable subscription exists for clientID: %s and subscriptionName: %s", key.ClientID, key.Name)
@@ -208,12 +208,33 @@ func (c *Conn) unsubscribeShared(ctx context.Context, r UnsubscribeRequest, key 
 	case err != nil:
 		return storeError(err)
 	}
-	if d != nil {
+	return nil
+}
+
+// removeSharedLocked deletes the shared durable subscription key, which has no
+// consumer on this node, from the database and from this node. The caller holds
+// b.shDur.mu.
+func (b *Broker) removeSharedLocked(ctx context.Context, key persistence.SubKey) error {
+	container := sharedContainer(key)
+	if err := b.shared.UnsubscribeDurable(ctx, container); err != nil {
+		return err
+	}
+	if d := b.shDur.subs[key]; d != nil {
 		delete(b.shDur.subs, key)
 		delete(b.shDur.byContainer, container)
 	}
 	b.log.Info("durable subscription removed from the shared database", slog.String("clientID", key.ClientID), slog.String("name", key.Name))
 	return nil
+}
+
+// removeSharedDurable is RemoveDurableSubscription in shared mode.
+func (b *Broker) removeSharedDurable(ctx context.Context, key persistence.SubKey) error {
+	b.shDur.mu.Lock()
+	defer b.shDur.mu.Unlock()
+	if d := b.shDur.subs[key]; d != nil && d.consumer != nil {
+		return ErrSharedInUse
+	}
+	return b.removeSharedLocked(ctx, key)
 }
 
 // sharedDurableStats lists the shared database's durable subscriptions.

@@ -65,11 +65,13 @@ func sharedProducer(t *testing.T, addr string, node, n int, dest string, l *shar
 }
 
 // sharedAcker consumes dest through addr with client-individual acknowledgements, each
-// waiting for its RECEIPT, until stop is closed or the connection fails.
-func sharedAcker(t *testing.T, addr string, node int, dest string, l *sharedLedger, stop chan struct{}, wg *sync.WaitGroup) {
+// waiting for its RECEIPT, until stop is closed or the connection fails. With holdAfter
+// above 0 it acknowledges only its first holdAfter messages and holds the rest.
+func sharedAcker(t *testing.T, addr string, node int, dest string, l *sharedLedger, stop chan struct{}, wg *sync.WaitGroup, holdAfter int) {
 	s := newSharedConsumer(t, addr, dest, 10)
 	wg.Go(func() {
 		pending := map[string]string{} // receipt id -> body
+		seen := 0
 		for {
 			var f *frame.Frame
 			select {
@@ -86,6 +88,9 @@ func sharedAcker(t *testing.T, addr string, node int, dest string, l *sharedLedg
 				l.mu.Lock()
 				l.delivered[body] = append(l.delivered[body], sharedDelivery{node, f.Header.Get("redelivered") == "true", time.Now()})
 				l.mu.Unlock()
+				if seen++; holdAfter > 0 && seen > holdAfter {
+					continue // held unacknowledged (its prefetch fills)
+				}
 				id := "a-" + f.Header.Get("ack")
 				pending[id] = body
 				if s.c.w.WriteFrame(frame.New("ACK", "id", f.Header.Get("ack"), "receipt", id)) != nil || s.c.w.Flush() != nil {
@@ -121,29 +126,48 @@ func TestSharedQueueKill9UnderLoad(t *testing.T) {
 			var producers, consumers sync.WaitGroup
 			stop := make(chan struct{})
 			for i, n := range nodes {
-				sharedAcker(t, n.Addr, i+1, dest, l, stop, &consumers)
+				hold := 0
+				if kill && i == 0 {
+					hold = 50 // node 1's consumer holds its prefetch when the node is killed
+				}
+				sharedAcker(t, n.Addr, i+1, dest, l, stop, &consumers, hold)
 			}
 			for i, n := range nodes {
 				sharedProducer(t, n.Addr, i+1, perProducer, dest, l, &producers)
 			}
 			var killed time.Time
 			if kill {
-				require.Eventually(t, func() bool { _, a := l.count(); return a >= 150 }, 30*time.Second, 5*time.Millisecond)
+				require.Eventually(t, func() bool {
+					_, a := l.count()
+					l.mu.Lock()
+					defer l.mu.Unlock()
+					held := 0
+					for _, ds := range l.delivered {
+						if ds[0].node == 1 {
+							held++
+						}
+					}
+					return a >= 150 && held >= 60
+				}, 30*time.Second, 5*time.Millisecond)
 				nodes[0].Kill()
 				killed = time.Now()
 			}
 			producers.Wait()
-			require.Eventually(t, func() bool {
-				r, _ := l.count()
+			for deadline := time.Now().Add(30 * time.Second); ; {
 				l.mu.Lock()
-				defer l.mu.Unlock()
+				var missing []string
 				for b := range l.receipted {
 					if l.acked[b] == 0 {
-						return false
+						missing = append(missing, fmt.Sprintf("%s %+v", b, l.delivered[b]))
 					}
 				}
-				return r > 0
-			}, 30*time.Second, 10*time.Millisecond, "every receipted message acknowledged")
+				l.mu.Unlock()
+				if len(missing) == 0 {
+					break
+				}
+				require.True(t, time.Now().Before(deadline), "receipted, never acknowledged: %v", missing)
+				time.Sleep(10 * time.Millisecond) // polling the consumers' ledger
+			}
 			close(stop)
 			consumers.Wait()
 
@@ -184,4 +208,3 @@ func TestSharedQueueKill9UnderLoad(t *testing.T) {
 		})
 	}
 }
-

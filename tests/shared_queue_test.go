@@ -21,7 +21,7 @@ import (
 // Short lease settings: a killed node's leases come back within
 // sharedLease + sharedReaper (plus a claim).
 const (
-	sharedLease  = 1500 * time.Millisecond
+	sharedLease  = 3 * time.Second
 	sharedReaper = 300 * time.Millisecond
 )
 
@@ -32,8 +32,9 @@ func startSharedPair(t *testing.T) (n1, n2 *brokerProc) {
 	return ns[0], ns[1]
 }
 
-// startSharedNodes starts count shared-mode brokers (n1, n2, ...) on a fresh database.
-func startSharedNodes(t *testing.T, count int) []*brokerProc {
+// startSharedNodes starts count shared-mode brokers (n1, n2, ...) on a fresh database,
+// with the environment env.
+func startSharedNodes(t *testing.T, count int, env ...string) []*brokerProc {
 	t.Helper()
 	srv := pgtest.Shared(t)
 	dsn := srv.CreateDB(t, "shared")
@@ -41,9 +42,16 @@ func startSharedNodes(t *testing.T, count int) []*brokerProc {
 	for i := range nodes {
 		nodes[i] = startBroker(t, brokerConfig{Adapter: jdbcAdapter(t, srv, dsn, 500*time.Millisecond,
 			"mode: shared", "nodeId: n"+strconv.Itoa(i+1), "leaseTimeout: "+sharedLease.String(),
-			"heartbeatPeriod: 300ms", "reaperPeriod: "+sharedReaper.String())})
+			"heartbeatPeriod: 300ms", "reaperPeriod: "+sharedReaper.String()), Env: env})
 	}
 	require.Contains(t, nodes[0].Log(), "shared queues: this node serves")
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, n := range nodes {
+				t.Logf("node n%d (exited: %v):\n%s", i+1, n.Exited(), n.Log())
+			}
+		}
+	})
 	return nodes
 }
 

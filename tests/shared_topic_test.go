@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -90,7 +91,17 @@ func TestSharedTopicReachesSubscribersOnEveryNode(t *testing.T) {
 // 1 keeps what is published on node 2 while its client is away, and the client gets it
 // on node 2; while attached on one node it is in use on the other.
 func TestSharedDurableSubscriptionMovesBetweenNodes(t *testing.T) {
-	n1, n2 := startSharedPair(t)
+	nodes := startSharedNodes(t, 2, adminEnv)
+	n1, n2 := nodes[0], nodes[1]
+	admin := newAPI(t, "http://"+statsAddr(t, n1))
+	type durable struct {
+		ClientID string `json:"client_id"`
+		Name     string `json:"name"`
+		Topic    string `json:"topic"`
+		Active   bool   `json:"active"`
+		Pending  int64  `json:"pending"`
+	}
+	var ds []durable
 	connect, sub := durableHeaders("app-1", "audit", "/topic/orders", "client-individual")
 	d := subscribeShared(t, n1.Addr, connect, sub...)
 
@@ -110,12 +121,31 @@ func TestSharedDurableSubscriptionMovesBetweenNodes(t *testing.T) {
 
 	// Away: published on both nodes, kept in the database.
 	second := append(sharedSend(t, n2.Addr, "/topic/orders", "b", 30), sharedSend(t, n1.Addr, "/topic/orders", "c", 30)...)
+	// The operator sees the database's subscription from any node.
+	admin.get("/api/durable-subscriptions", &ds)
+	require.Equal(t, []durable{{ClientID: "app-1", Name: "audit", Topic: "/topic/orders", Pending: 60}}, ds)
 	d2 := subscribeWhenFree(t, n2.Addr, connect, sub, 10*time.Second)
+	admin.get("/api/durable-subscriptions", &ds)
+	require.True(t, ds[0].Active, "attached on node 2")
+	admin.expect(http.StatusConflict, "DELETE", "/api/durable-subscriptions/app-1/audit", "", nil)
 	got := bodiesOf(t, d2, 60, true)
 	require.ElementsMatch(t, second, got)
 	require.Equal(t, second[:30], filterPrefix(got, "b-"))
 	require.Equal(t, second[30:], filterPrefix(got, "c-"))
 	require.Nil(t, d2.take(t, 300*time.Millisecond), "nothing more")
+	d2.c.send(frame.New("DISCONNECT", "receipt", "bye"))
+	d2.waitReceipt(t, "bye")
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		status, body, _ := admin.call("DELETE", "/api/durable-subscriptions/app-1/audit", "")
+		if status == http.StatusNoContent {
+			break
+		}
+		require.Equal(t, http.StatusConflict, status, "%s", body) // node 2 has not yet seen the DISCONNECT's end
+		require.True(t, time.Now().Before(deadline), "still in use")
+		time.Sleep(50 * time.Millisecond) // polling the broker
+	}
+	admin.get("/api/durable-subscriptions", &ds)
+	require.Empty(t, ds)
 }
 
 func filterPrefix(bodies []string, prefix string) []string {

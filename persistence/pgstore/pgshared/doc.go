@@ -27,6 +27,10 @@
 //	<p>SQ_GROUPS  (CONTAINER varchar(250), GROUP_ID text, OWNER text, EPOCH bigint,
 //	               PRIMARY KEY (CONTAINER, GROUP_ID)); index (OWNER, EPOCH)
 //	<p>SQ_LOCK    (ID bigint PK, TIME bigint, NODE_ID text, EPOCH bigint); one row, ID = 1
+//	<p>SQ_SUBS    (CONTAINER varchar(250) PK, CLIENT_ID text, NAME text, TOPIC varchar(250),
+//	               SELECTOR text, CREATED bigint, ACTIVE_NODE text NULL, ACTIVE_EPOCH bigint NULL)
+//	    index <p>SQ_SUBS_TOPIC (TOPIC)
+//	<p>SQ_TRANSIT (ID bigint GENERATED ALWAYS AS IDENTITY PK, MSG bytea, CREATED bigint)
 //
 // SQ_MSGS holds one row per queue message. ID, assigned at INSERT, is the FIFO order
 // across nodes (and the message's Seq); CONTAINER is the qualified destination
@@ -160,12 +164,43 @@
 // after the channel (1024 entries) overflowed. A lost notification therefore delays,
 // never strands, a message.
 //
+// # Topics and durable subscriptions
+//
+// A durable subscription is a SQ_SUBS row and a container of SQ_MSGS of its own,
+// "durable://<client-id>:<name>" (DurableContainer), claimed, acknowledged, released
+// and reaped exactly as a queue's. Send of a topic message ("topic://NAME"), in one
+// transaction with the call's other messages: reads the subscriptions of its topics,
+// inserts one row per subscription whose selector matches (Options.MatchSelector, the
+// broker's selector language), and sends the message on the channel <p>sq_topic. So a
+// subscription committed before a publish receives it, whichever nodes did either. This
+// stores a message once per durable subscription, where the broker's own stores keep
+// one copy and a cursor per subscription: the price of claiming a subscription's
+// messages with the same statement as a queue's.
+//
+// A subscription is attached to at most one live node: Subscribe sets (ACTIVE_NODE,
+// ACTIVE_EPOCH) under FOR UPDATE and fails with ErrInUse while they name another node's
+// life that still has its SQ_NODES row; Detach and Close clear them; a dead node's
+// are ignored once the reaper deleted its row. A changed topic or selector replaces the
+// subscription and deletes its messages; Unsubscribe deletes both.
+//
+// Non-durable subscribers are the nodes' own: the notification carries the message,
+// "<epoch>:<n>:i:<topic length>:<topic><base64 of the encoded message>", or, when that
+// would pass PostgreSQL's 8000 bytes, "...:t:..." with the ID of a SQ_TRANSIT row that
+// the reaper deletes after a minute. Each node hands the messages of the other nodes'
+// epochs to OnTopic's handler in commit order; its own it skips (the broker delivered
+// them). A node hears only what is published while it LISTENs (at most once, as a
+// non-durable subscriber that was not connected): the broker starts serving once
+// LISTEN is in place (WaitListening).
+//
 // # Guarantees
 //
 //   - A message sent (Send returned nil) is delivered until acknowledged: at least once,
 //     across the crash of any number of nodes (their leases return within the lease
 //     timeout and a reaper period) and of the broker that sent it. A crashed database loses what
-//     PostgreSQL loses (nothing committed, with synchronous_commit on).
+//     PostgreSQL loses: nothing Send committed (synchronous_commit on); claims,
+//     acknowledgements and releases commit with synchronous_commit off, so a crash of
+//     the database server may undo the last ~600 ms of them, which delivers those
+//     messages again (at least once, never lost).
 //   - An Ack succeeds at most once per message, and only for the lease that holds it:
 //     once the message was given to another node, the old lease's Ack reports it lost
 //     and deletes nothing. A message is redelivered only if its lease was released as
