@@ -1177,13 +1177,14 @@ func TestDurableOfflineLimits(t *testing.T) {
 	// ... and a backlog recovered from the store after a restart: the messages kept
 	// before it leave no room for more after it.
 	t.Run("maxPendingBytes-across-restart", func(t *testing.T) {
-		bc := brokerConfig{Adapter: "kahaDB: {}", DataDir: t.TempDir(), Extra: "destinationPolicy:\n  - topic: \">\"\n    maxPendingBytes: 2kb\n"}
+		bc := brokerConfig{Adapter: "kahaDB: {}", DataDir: t.TempDir(), Extra: "destinationPolicy:\n  - topic: \">\"\n    maxPendingBytes: 2560\n"}
 		const topic = "/topic/limited.bytes.restart"
 		b := startBroker(t, bc)
 		c := durConnect(t, b.Addr, "app-bytes")
 		durAttach(c, topic, "sub")
 		c.leave()
-		// About 500 bytes a message: 3 fit in 2 KiB, a 4th does not.
+		// About 750 bytes a message (body, id, headers, and what a message costs in
+		// memory besides: Message.Size): 3 fit in 2.5 KiB, a 4th does not.
 		before := padded(numbered("before", 0, 3), 400)
 		durPublish(jmsDial(t, b.Addr), topic, true, before)
 		b.Stop()
@@ -1194,7 +1195,7 @@ func TestDurableOfflineLimits(t *testing.T) {
 		id := durAttach(c, topic, "sub")
 		c.sync()
 		got := jmsBodies(c.drain(id, 300*time.Millisecond))
-		assert.Equal(t, before, got, "maxPendingBytes 2 KiB: only the 3 messages kept before the restart")
+		assert.Equal(t, before, got, "maxPendingBytes 2.5 KiB: only the 3 messages kept before the restart")
 	})
 
 	t.Run("offlineDurableSubscriberTimeout", func(t *testing.T) {
