@@ -2,13 +2,14 @@ package journal
 
 import (
 	"cmp"
+	"slices"
 
 	"github.com/activemq-go/broker/persistence"
 )
 
 // loc is where a stored message is in the journal: segment, offset and length of its
-// encoding, and the length of its body (for Stats). 16 bytes; with its key a stored
-// message costs 24 bytes of index.
+// encoding, and the length of its body (for Stats). 16 bytes; with its key a message
+// kept in a destination's log of out-of-order messages costs 24 bytes of index.
 type loc struct {
 	seg  uint32
 	off  uint32
@@ -26,15 +27,25 @@ func (p pos) compare(q pos) int {
 	return cmp.Or(cmp.Compare(p.seg, q.seg), cmp.Compare(p.off, q.off))
 }
 
-// destination is the index of one qualified destination.
+// destination is the index of one qualified destination. Its messages are in extents
+// (see extent) when they were appended in seq order, which is how queues and topics
+// are written; the others (scheduled jobs, whose seqs are due times, a batch that
+// reached the writer after a later one, a message replaced or moved by the compactor)
+// are in log with their exact place. A seq is stored in at most one of them.
 type destination struct {
 	name    string
 	topic   bool
 	added   bool   // an Add was ever applied: only such destinations are recovered
 	lastSeq uint64 // highest seq ever added
 	msgs    int64
-	bytes   int64 // sum of len(Body)
+	bytes   int64     // sum of len(Body)
+	ext     []*extent // sorted by lo, with disjoint seq ranges
 	log     seqLog[loc]
+	// curSeg is the last segment a record of this destination was appended to, and
+	// curMax the highest seq among its records there: a seq above curMax has no record
+	// in curSeg yet, which is what appending to an extent requires.
+	curSeg uint32
+	curMax uint64
 	// subs are the durable subscriptions registered on this topic, in registration
 	// order. Small: a linear scan beats a map for the few a topic usually has.
 	subs []*subscription
@@ -99,9 +110,10 @@ func (x *index) segStats(seg uint32) *segStats {
 	return st
 }
 
-// store records that a message at l became live in d.
-func (x *index) store(d *destination, seq uint64, l loc) {
-	d.log.Put(seq, l)
+// store records that a message at l (in the record starting at rec) became live in d.
+// fresh says no record of d with seq was in l's segment before this one (noteRecord).
+func (x *index) store(d *destination, seq uint64, l loc, rec uint32, fresh bool) {
+	d.place(seq, l, rec, fresh)
 	d.msgs++
 	d.bytes += int64(l.body)
 	st := x.segStats(l.seg)
@@ -109,8 +121,95 @@ func (x *index) store(d *destination, seq uint64, l loc) {
 	st.bytes += int64(l.n)
 }
 
+// noteRecord records that a record of d with seq was appended to seg, and reports
+// whether no record of d with that seq was in seg before.
+func (d *destination) noteRecord(seg uint32, seq uint64) bool {
+	if seg != d.curSeg {
+		d.curSeg, d.curMax = seg, 0
+	}
+	fresh := seq > d.curMax
+	d.curMax = max(d.curMax, seq)
+	return fresh
+}
+
+// place puts seq, not stored, at l: at the end of the last extent if it continues it,
+// in a new extent if it starts a new run of seqs, else in the log. fresh comes from
+// noteRecord.
+func (d *destination) place(seq uint64, l loc, rec uint32, fresh bool) {
+	if fresh && d.freshTail(seq) {
+		var tail *extent
+		if k := len(d.ext); k > 0 {
+			tail = d.ext[k-1]
+		}
+		switch {
+		case tail != nil && tail.canAppend(seq, l.seg):
+			tail.append(seq, l, rec)
+			return
+		case tail == nil || tail.lo != tail.hi || seq-tail.hi <= extentGap:
+			if tail != nil && tail.n == 0 {
+				d.ext = d.ext[:len(d.ext)-1]
+			}
+			d.ext = append(d.ext, newExtent(seq, l, rec))
+			return
+		}
+	}
+	d.log.Put(seq, l)
+}
+
+// freshTail reports whether seq lies above every extent of d.
+func (d *destination) freshTail(seq uint64) bool {
+	k := len(d.ext)
+	return k == 0 || seq > d.ext[k-1].hi
+}
+
+// extentOf returns the extent that stores seq, or nil.
+func (d *destination) extentOf(seq uint64) *extent {
+	i, _ := slices.BinarySearchFunc(d.ext, seq, func(e *extent, seq uint64) int {
+		if e.lo <= seq {
+			return -1
+		}
+		return 1
+	})
+	if i == 0 {
+		return nil
+	}
+	if e := d.ext[i-1]; e.has(seq) {
+		return e
+	}
+	return nil
+}
+
+// unplace removes seq from where d stores it and returns its place (with the offset
+// unknown, 0, for a message of an extent).
+func (d *destination) unplace(seq uint64) (loc, bool) {
+	if e := d.extentOf(seq); e != nil {
+		n, body := e.remove(seq)
+		if e.n == 0 {
+			d.dropEmpty(e)
+		}
+		return loc{seg: e.seg, n: n, body: body}, true
+	}
+	return d.log.Remove(seq)
+}
+
+// dropEmpty removes the empty extent e, unless it is the last one: that one keeps its
+// range so the next message can continue it.
+func (d *destination) dropEmpty(e *extent) {
+	if d.ext[len(d.ext)-1] == e {
+		return
+	}
+	if i := slices.Index(d.ext, e); i >= 0 {
+		d.ext = slices.Delete(d.ext, i, i+1)
+	}
+}
+
+// stored reports whether seq is stored in d.
+func (d *destination) stored(seq uint64) bool {
+	return d.extentOf(seq) != nil || d.log.Contains(seq)
+}
+
 // unstore records that the message at l is no longer live in d (already removed from
-// d.log).
+// where d stored it).
 func (x *index) unstore(d *destination, l loc) {
 	d.msgs--
 	d.bytes -= int64(l.body)
@@ -152,6 +251,7 @@ func (x *index) add(o *op) {
 	d.added = true
 	d.lastSeq = max(d.lastSeq, o.seq)
 	x.drop(d, o.seq)
+	fresh := d.noteRecord(o.loc.seg, o.seq)
 	if d.topic {
 		owed := false
 		for _, k := range o.subs {
@@ -166,12 +266,12 @@ func (x *index) add(o *op) {
 			return
 		}
 	}
-	x.store(d, o.seq, o.loc)
+	x.store(d, o.seq, o.loc, o.loc.off-o.msgOff, fresh)
 }
 
 // drop deletes the message seq of d, for every subscription.
 func (x *index) drop(d *destination, seq uint64) {
-	l, ok := d.log.Remove(seq)
+	l, ok := d.unplace(seq)
 	if !ok {
 		return
 	}
@@ -202,6 +302,17 @@ func (x *index) ackSub(key persistence.SubKey, seq uint64) {
 }
 
 func (x *index) purge(d *destination) {
+	for _, e := range d.ext {
+		st := x.segStats(e.seg)
+		st.msgs -= e.n
+		st.bytes -= e.bytes
+	}
+	if k := len(d.ext); k > 0 {
+		tail := d.ext[k-1]
+		tail.n = 0
+		tail.release()
+		d.ext = append(d.ext[:0:0], tail) // keeps its range: see dropEmpty
+	}
 	d.log.After(0, func(_ uint64, l *loc) bool {
 		st := x.segStats(l.seg)
 		st.msgs--
@@ -257,23 +368,24 @@ func (x *index) removeSub(key persistence.SubKey) {
 
 // move applies a compactor's copy: if the message is still stored where it was copied
 // from, it now lives at its new place. If it was acknowledged or replaced in between,
-// the copy is dead from the start.
+// the copy is dead from the start. A message of an extent is the only stored record of
+// its seq in the extent's segment, and no record is ever appended to a segment the
+// compactor copies from, so for it the segment is enough to tell.
 func (x *index) move(o *op) {
-	d := x.dests[o.dest]
-	if d == nil {
+	d := x.destination(o.dest)
+	fresh := d.noteRecord(o.loc.seg, o.seq)
+	if e := d.extentOf(o.seq); e != nil {
+		if e.seg != o.oldSeg {
+			return
+		}
+	} else if l, ok := d.log.Get(o.seq); !ok || l.seg != o.oldSeg || l.off != o.oldOff {
 		return
 	}
-	l := d.log.Ptr(o.seq)
-	if l == nil || l.seg != o.oldSeg || l.off != o.oldOff {
-		return
-	}
-	st := x.segStats(l.seg)
-	st.msgs--
-	st.bytes -= int64(l.n)
-	l.seg, l.off = o.loc.seg, o.loc.off
-	st = x.segStats(l.seg)
-	st.msgs++
-	st.bytes += int64(l.n)
+	old, _ := d.unplace(o.seq)
+	x.unstore(d, old)
+	l := o.loc
+	l.n, l.body = old.n, old.body
+	x.store(d, o.seq, l, o.loc.off-o.msgOff, fresh)
 }
 
 // pendingKeys appends the subscriptions of d that still owe seq.
@@ -284,4 +396,57 @@ func (d *destination) pendingKeys(seq uint64, keys []persistence.SubKey) []persi
 		}
 	}
 	return keys
+}
+
+// each calls fn for the stored messages of d after afterSeq, in seq order, until fn
+// returns false: with e the extent holding it (l then has no offset) or nil (l is its
+// exact place).
+func (d *destination) each(afterSeq uint64, fn func(seq uint64, e *extent, l loc) bool) {
+	i := d.log.cursor(afterSeq)
+	logBelow := func(limit uint64) bool {
+		for ; i < len(d.log.keys); i++ {
+			k := d.log.keys[i]
+			if k&deadBit != 0 {
+				continue
+			}
+			if k >= limit {
+				return true
+			}
+			if !fn(k, nil, d.log.vals[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, e := range d.ext {
+		if e.hi <= afterSeq {
+			continue
+		}
+		ok := e.after(afterSeq, func(seq uint64) bool {
+			if !logBelow(seq) {
+				return false
+			}
+			n, body := e.lengths(seq)
+			return fn(seq, e, loc{seg: e.seg, n: n, body: body})
+		})
+		if !ok {
+			return
+		}
+	}
+	logBelow(maxSeq + 1)
+}
+
+// holdsIn reports whether d stores a message in segment seg.
+func (d *destination) holdsIn(seg uint32) bool {
+	for _, e := range d.ext {
+		if e.seg == seg && e.n > 0 {
+			return true
+		}
+	}
+	found := false
+	d.log.After(0, func(_ uint64, l *loc) bool {
+		found = l.seg == seg
+		return !found
+	})
+	return found
 }

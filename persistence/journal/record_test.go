@@ -131,8 +131,9 @@ func FuzzRecordDecode(f *testing.F) {
 			_, err := peekMessage(raw)
 			require.NoError(t, err)
 		}
-		// And the checkpoint decoder.
-		_, _ = decodeCheckpoint(data)
+		// And the checkpoint decoder, both versions.
+		_, _ = decodeCheckpoint(data, ckptVersionV1, pos{1, segHeaderSize})
+		_, _ = decodeCheckpoint(data, ckptVersion, pos{1, segHeaderSize})
 	})
 }
 

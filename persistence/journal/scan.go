@@ -41,10 +41,13 @@ func (s *Store) ScanSub(ctx context.Context, key persistence.SubKey, afterSeq ui
 }
 
 // scanItem is a gathered message: its seq and place; its pending subscriptions are
-// keys[from:to].
+// keys[from:to]. A message of an extent has its offset found by reading forward from
+// start, up to limit (the extent's end when it was gathered).
 type scanItem struct {
-	seq      uint64
-	from, to int
+	seq          uint64
+	from, to     int
+	ext          *extent
+	start, limit uint32
 }
 
 // scanState is the reusable memory of one scan.
@@ -52,6 +55,8 @@ type scanState struct {
 	items []scanItem
 	locs  []loc
 	keys  []persistence.SubKey
+	want  []uint64
+	rr    recordReader
 	buf   []byte
 	raws  [][]byte
 	hdrs  []string
@@ -80,9 +85,18 @@ func (s *Store) scan(ctx context.Context, afterSeq uint64, max int, fn func(*per
 			s.segs.mu.RUnlock()
 			return err
 		}
-		var errs []error
-		st.buf, st.raws, errs = s.segs.readLocs(st.locs, st.buf, st.raws)
+		errs := s.resolve(&st, name)
+		var rerrs []error
+		st.buf, st.raws, rerrs = s.segs.readLocs(st.locs, st.buf, st.raws)
 		s.segs.mu.RUnlock()
+		for i, err := range rerrs {
+			if err != nil && (errs == nil || errs[i] == nil) {
+				if errs == nil {
+					errs = make([]error, len(st.items))
+				}
+				errs[i] = err
+			}
+		}
 
 		st.msg.Dest = name
 		for i, it := range st.items {
@@ -133,7 +147,7 @@ func (s *Store) gather(st *scanState, afterSeq uint64, want int,
 	}
 	bytes := 0
 	more := false
-	visit := func(seq uint64, l loc) bool {
+	visit := func(seq uint64, e *extent, l loc) bool {
 		if len(st.items) == want || (len(st.items) > 0 && bytes+int(l.n) > scanChunkBytes) {
 			more = true
 			return false
@@ -142,18 +156,72 @@ func (s *Store) gather(st *scanState, afterSeq uint64, want int,
 		if d.topic {
 			st.keys = d.pendingKeys(seq, st.keys)
 		}
-		st.items = append(st.items, scanItem{seq: seq, from: from, to: len(st.keys)})
+		it := scanItem{seq: seq, from: from, to: len(st.keys), ext: e}
+		if e != nil {
+			it.start, it.limit = e.strideOff(seq), e.end
+		}
+		st.items = append(st.items, it)
 		st.locs = append(st.locs, l)
 		bytes += int(l.n)
 		return true
 	}
 	if sub != nil {
 		sub.pending.After(afterSeq, func(seq uint64, _ *struct{}) bool {
+			if e := d.extentOf(seq); e != nil {
+				n, body := e.lengths(seq)
+				return visit(seq, e, loc{seg: e.seg, n: n, body: body})
+			}
 			l, ok := d.log.Get(seq)
-			return !ok || visit(seq, l)
+			return !ok || visit(seq, nil, l)
 		})
 	} else {
-		d.log.After(afterSeq, func(seq uint64, l *loc) bool { return visit(seq, *l) })
+		d.each(afterSeq, visit)
 	}
 	return d.name, more, nil
+}
+
+// resolve finds the offsets of the gathered messages of extents by reading their
+// segments (the caller holds segs.mu for reading, not the index lock). It returns an
+// error for each message that could not be found (nil when all were).
+func (s *Store) resolve(st *scanState, dest string) []error {
+	var errs []error
+	fail := func(i int, err error) {
+		if errs == nil {
+			errs = make([]error, len(st.items))
+		}
+		errs[i] = err
+		st.locs[i].off, st.locs[i].n = 0, 0
+	}
+	for i := 0; i < len(st.items); {
+		e := st.items[i].ext
+		if e == nil {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(st.items) && st.items[j].ext == e {
+			j++
+		}
+		st.want = st.want[:0]
+		for k := i; k < j; k++ {
+			st.want = append(st.want, st.items[k].seq)
+			st.locs[k].off = 0
+		}
+		var err error
+		if seg := s.segs.get(e.seg); seg == nil {
+			err = fmt.Errorf("%w: segment %s is missing", ErrCorrupt, segmentName(e.seg))
+		} else {
+			_, err = st.rr.locate(seg, dest, st.items[i].start, st.items[i].limit, st.want, st.locs[i:j])
+		}
+		for k := i; k < j; k++ {
+			switch {
+			case err != nil:
+				fail(k, err)
+			case st.locs[k].off == 0:
+				fail(k, fmt.Errorf("%w: message not found in %s", ErrCorrupt, segmentName(e.seg)))
+			}
+		}
+		i = j
+	}
+	return errs
 }

@@ -198,3 +198,12 @@ func (l *seqLog[V]) appendLive(keys []uint64, vals []V) ([]uint64, []V) {
 func (l *seqLog[V]) load(keys []uint64, vals []V) {
 	*l = seqLog[V]{keys: keys, vals: vals, live: len(keys)}
 }
+
+// cursor returns the slot to iterate keys from for the entries after afterSeq (dead
+// slots included: the caller skips them).
+func (l *seqLog[V]) cursor(afterSeq uint64) int {
+	if afterSeq >= maxSeq {
+		return len(l.keys)
+	}
+	return l.find(afterSeq + 1)
+}
