@@ -150,6 +150,9 @@ func (s *Store) compactCandidates(limit uint32) []compactItem {
 			continue
 		}
 		out := make([]loc, len(ce.want))
+		for i := range out {
+			out[i].body = ce.bodies[i]
+		}
 		if _, err := rr.locate(seg, ce.dest, ce.start, ce.end, ce.want, out); err != nil {
 			s.log.Warn("journal: compaction cannot read a segment", slog.String("file", seg.path), slog.Any("err", err))
 		}
@@ -169,6 +172,7 @@ type compactExtent struct {
 	seg        uint32
 	start, end uint32
 	want       []uint64
+	bodies     []uint32
 }
 
 // compactChoose picks the segments to compact under the index read lock and lists
@@ -208,7 +212,9 @@ func (s *Store) compactChoose(limit uint32) ([]compactItem, []compactExtent) {
 			}
 			ce := compactExtent{dest: d.name, seg: e.seg, end: e.end}
 			e.after(0, func(seq uint64) bool {
+				_, body := e.lengths(seq)
 				ce.want = append(ce.want, seq)
+				ce.bodies = append(ce.bodies, body)
 				return true
 			})
 			ce.start = e.strideOff(ce.want[0])

@@ -14,11 +14,29 @@ const readChunk = 256 << 10
 // the lookups of a scan round.
 type recordReader struct {
 	buf  []byte
-	win  []byte // the segment's bytes from winOff
+	win  []byte // the segment's bytes from wOff
 	wOff int64
 	wSeg *segment
-	in   interner
-	ops  []op
+	wGen int // counts the reads into win
+	// The last record whose checksum was verified, in window generation vGen: a scan's
+	// rounds often start at the same record.
+	vOff int64
+	vGen int
+	// Where the last lookup that found everything stopped: the next round of a scan
+	// resumes there instead of walking the record again from its start.
+	res resumePoint
+}
+
+// resumePoint is a position inside a record of seg, just after the message of dest with
+// seq lastSeq. The messages of a destination's extents in one segment are in seq order,
+// so the messages of dest in seg with greater seqs are all after it.
+type resumePoint struct {
+	seg     *segment
+	dest    string
+	rec     int64  // the record
+	off     int    // offset in its payload of the next operation
+	idx     uint32 // and its index
+	lastSeq uint64
 }
 
 // at returns the bytes of seg from p on, at least n of them (more when the window has
@@ -44,19 +62,21 @@ func (r *recordReader) at(seg *segment, p int64, n int) ([]byte, error) {
 		return nil, fmt.Errorf("read %s at %d: %w", seg.path, p, err)
 	}
 	r.win, r.wOff, r.wSeg = r.buf[:m], p, seg
+	r.wGen++
 	return r.win, nil
 }
 
-// locate sets out[i] to the place of the message of dest with seq want[i] (sorted,
-// distinct) in seg, reading the records that start in [from, limit). A message not
-// found keeps out[i].off == 0 (no message is at offset 0). It returns how many were
-// found; a read error ends the search early and is returned.
+// locate sets the offset and length of out[i] to the place of the message of dest with
+// seq want[i] (sorted, distinct) in seg, reading the records that start in [from,
+// limit). A message not found keeps out[i].off == 0 (no message is at offset 0). It
+// returns how many were found; a read error ends the search early and is returned.
 func (r *recordReader) locate(seg *segment, dest string, from, limit uint32, want []uint64, out []loc) (int, error) {
-	if r.in == nil {
-		r.in = interner{}
-	}
 	found := 0
 	p := int64(from)
+	opOff, opIdx := 0, uint32(0)
+	if c := &r.res; c.seg == seg && c.dest == dest && int64(from) <= c.rec && c.rec < int64(limit) && want[0] > c.lastSeq {
+		p, opOff, opIdx = c.rec, c.off, c.idx
+	}
 	for p < int64(limit) && found < len(want) {
 		b, err := r.at(seg, p, frameHeaderSize)
 		if err != nil {
@@ -66,31 +86,97 @@ func (r *recordReader) locate(seg *segment, dest string, from, limit uint32, wan
 			p += recordAlign // a damaged range: recovery skipped it too
 			continue
 		}
-		if total := frameHeaderSize + int64(binary.LittleEndian.Uint32(b[4:])); total > int64(len(b)) {
+		// The whole record with its padding, so the next one is found where it starts.
+		if total := int64(alignUp(frameHeaderSize + int(binary.LittleEndian.Uint32(b[4:])))); total > int64(len(b)) {
 			if b, err = r.at(seg, p, int(min(total, seg.size.Load()-p))); err != nil {
 				return found, err
 			}
 		}
-		payload, rn, err := decodeFrame(b)
-		if err != nil {
+		var payload []byte
+		var rn int
+		if r.vGen == r.wGen && r.vOff == p {
+			end := frameHeaderSize + int(binary.LittleEndian.Uint32(b[4:]))
+			payload, rn = b[frameHeaderSize:end], min(alignUp(end), len(b))
+		} else if payload, rn, err = decodeFrame(b); err != nil {
 			p += recordAlign
 			continue
 		}
-		if r.ops, err = decodeBatch(payload, r.in, r.ops); err == nil {
-			for i := range r.ops {
-				o := &r.ops[i]
-				if (o.kind != opAdd && o.kind != opMove) || o.dest != dest {
-					continue
-				}
-				k, ok := slices.BinarySearch(want, o.seq)
-				if !ok || out[k].off != 0 {
-					continue
-				}
-				out[k] = loc{seg: seg.id, off: uint32(p) + o.msgOff, n: o.loc.n, body: o.loc.body}
-				found++
+		r.vOff, r.vGen = p, r.wGen
+		off, idx := eachMessage(payload, opOff, opIdx, func(d []byte, seq uint64, msgOff, n uint32) bool {
+			if string(d) != dest {
+				return true
 			}
+			k, ok := slices.BinarySearch(want, seq)
+			if !ok || out[k].off != 0 {
+				return true
+			}
+			out[k].seg, out[k].off, out[k].n = seg.id, uint32(p)+msgOff, n
+			found++
+			return found < len(want)
+		})
+		if found == len(want) {
+			r.res = resumePoint{seg: seg, dest: dest, rec: p, off: off, idx: idx, lastSeq: want[len(want)-1]}
+			break
 		}
 		p += int64(rn)
+		opOff, opIdx = 0, 0
 	}
 	return found, nil
+}
+
+// eachMessage calls fn for the Add and Move operations of a batch payload, from the
+// operation at offset from (index idx; 0, 0: the first) on, until fn returns false:
+// the message's destination and seq, its offset from the start of the record and its
+// length. It reads no more of a message than those two fields and does not check it
+// (Scan checks a message's checksum when it decodes it); it stops at the first
+// malformed operation. It returns the offset and index of the operation after the last
+// one it read.
+func eachMessage(payload []byte, from int, idx uint32, fn func(dest []byte, seq uint64, msgOff, n uint32) bool) (int, uint32) {
+	d := decoder{b: payload}
+	n := d.u32()
+	if from > 0 {
+		d.off = min(from, len(payload))
+	}
+	i := idx
+	for ; i < n && !d.bad; i++ {
+		switch kind := opKind(d.byte()); kind {
+		case opAdd, opMove:
+			if kind == opMove {
+				d.take(8) // old segment and offset
+			}
+			size := d.u32()
+			off := d.off
+			raw := d.take(int(size))
+			if d.bad || len(raw) < 4 {
+				return d.off, i
+			}
+			md := decoder{b: raw, off: 4} // after the message's checksum
+			seq := md.uvarint()
+			dest := md.bytes()
+			if !md.bad && !fn(dest, seq, uint32(frameHeaderSize+off), size) {
+				return d.off, i + 1
+			}
+		case opAck:
+			d.bytes()
+			d.uvarint()
+		case opAckSub:
+			d.bytes()
+			d.bytes()
+			d.uvarint()
+		case opAddSub:
+			d.bytes()
+			d.bytes()
+			d.bytes()
+			d.bytes()
+			d.varint()
+		case opRemoveSub:
+			d.bytes()
+			d.bytes()
+		case opPurge:
+			d.bytes()
+		default:
+			return d.off, i
+		}
+	}
+	return d.off, i
 }
