@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sort"
 )
 
 // Extent limits.
@@ -172,21 +173,21 @@ func (e *extent) trimHead() {
 	if e.base <= e.lo {
 		return
 	}
+	// Copy the tables once more than half of them is below the head, so a drain
+	// copies each entry O(1) times.
 	first := uint32(e.base - e.lo)
-	i := 0
-	for i+1 < len(e.runs) && e.runs[i+1].from <= first {
-		i++
-	}
-	if i > 0 {
+	if i := lastAtOrBelow(len(e.runs), func(i int) uint32 { return e.runs[i].from }, first); i > len(e.runs)/2 {
 		e.runs = slices.Clone(e.runs[i:])
 	}
-	j := 0
-	for j+1 < len(e.strides) && e.strides[j+1].seq <= first {
-		j++
-	}
-	if j > 0 && (j > 64 || j > len(e.strides)/2) {
+	if j := lastAtOrBelow(len(e.strides), func(j int) uint32 { return e.strides[j].seq }, first); j > len(e.strides)/2 {
 		e.strides = slices.Clone(e.strides[j:])
 	}
+}
+
+// lastAtOrBelow returns the last index i < n with key(i) <= v (keys sorted), or 0.
+func lastAtOrBelow(n int, key func(int) uint32, v uint32) int {
+	i := sort.Search(n, func(i int) bool { return key(i) > v })
+	return max(i-1, 0)
 }
 
 // after calls fn for the stored seqs of e greater than afterSeq, in order, until fn
