@@ -79,11 +79,12 @@ type destSnap struct {
 
 type subSnap struct {
 	info    persistence.SubInfo
-	pending []uint64
+	pending seqSet
 }
 
 // snapshot copies the index: extents (a bit per seq plus their tables), the logs' live
-// entries (24 bytes each) and the subscriptions' pending sets (8 bytes a seq).
+// entries (24 bytes each) and the subscriptions' pending sets (a bit a seq of their
+// range, 8 bytes a seq far from it).
 func (s *Store) snapshot() *snapshot {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -97,7 +98,7 @@ func (s *Store) snapshot() *snapshot {
 		ds.keys, ds.locs = d.log.appendLive(make([]uint64, 0, d.log.Len()), make([]loc, 0, d.log.Len()))
 		for _, sub := range d.subs {
 			ss := subSnap{info: sub.info}
-			ss.pending, _ = sub.pending.appendLive(make([]uint64, 0, sub.pending.Len()), nil)
+			ss.pending = sub.pending.clone()
 			ds.subs = append(ds.subs, ss)
 		}
 		snap.dests = append(snap.dests, ds)
@@ -225,6 +226,23 @@ func (cw *ckptWriter) str(s string) {
 	cw.write(cw.tmp)
 }
 
+// writeSeqSet writes a pending set: its bitmap, then the members in its log.
+func (cw *ckptWriter) writeSeqSet(s *seqSet) {
+	cw.uvarint(s.base)
+	cw.uvarint(uint64(len(s.bits)))
+	for _, w := range s.bits {
+		cw.tmp = binary.LittleEndian.AppendUint64(cw.tmp[:0], w)
+		cw.write(cw.tmp)
+	}
+	cw.uvarint(uint64(s.far.Len()))
+	prev := uint64(0)
+	s.far.After(0, func(seq uint64, _ *struct{}) bool {
+		cw.uvarint(seq - prev)
+		prev = seq
+		return true
+	})
+}
+
 // writeExtent writes e (see the package comment's checkpoint layout).
 func (cw *ckptWriter) writeExtent(e *extent) {
 	cw.uvarint(uint64(e.seg))
@@ -331,12 +349,7 @@ func writeCheckpointBody(w io.Writer, gen uint64, snap *snapshot) (size int64, e
 			cw.str(ss.info.Key.Name)
 			cw.str(ss.info.Selector)
 			cw.varint(ss.info.Created)
-			cw.uvarint(uint64(len(ss.pending)))
-			prev := uint64(0)
-			for _, seq := range ss.pending {
-				cw.uvarint(seq - prev)
-				prev = seq
-			}
+			cw.writeSeqSet(&ss.pending)
 		}
 	}
 	var trailer [ckptTrailer]byte
@@ -472,23 +485,16 @@ func decodeCheckpoint(b []byte, v uint32, p pos) (*index, error) {
 			info.Dest = dest.name
 			info.Selector = string(d.bytes())
 			info.Created = d.varint()
-			np := d.uvarint()
-			if np > uint64(len(b)) || !dest.topic {
+			if !dest.topic {
 				d.fail()
 				break
 			}
-			pend := make([]uint64, 0, np)
-			seq := uint64(0)
-			for k := uint64(0); k < np && !d.bad; k++ {
-				seq += d.uvarint()
-				if seq == 0 || seq > maxSeq || (k > 0 && seq <= pend[len(pend)-1]) {
-					d.fail()
-					break
-				}
-				pend = append(pend, seq)
-			}
 			sub := &subscription{info: info, dest: dest}
-			sub.pending.load(pend, make([]struct{}, len(pend)))
+			if v == ckptVersionV1 {
+				d.seqList(func(seq uint64) { sub.pending.Put(seq) })
+			} else {
+				d.seqSet(&sub.pending)
+			}
 			dest.subs = append(dest.subs, sub)
 			x.subs[info.Key] = sub
 		}
@@ -583,4 +589,56 @@ func (d *decoder) extent() *extent {
 		return true
 	})
 	return e
+}
+
+// seqList reads a uvarint count and that many seq deltas (sorted, distinct, non-zero
+// seqs) and calls fn for each seq.
+func (d *decoder) seqList(fn func(seq uint64)) {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return
+	}
+	seq, prev := uint64(0), uint64(0)
+	for k := uint64(0); k < n && !d.bad; k++ {
+		seq += d.uvarint()
+		if seq == 0 || seq > maxSeq || (k > 0 && seq <= prev) {
+			d.fail()
+			return
+		}
+		fn(seq)
+		prev = seq
+	}
+}
+
+// seqSet reads a pending set of a version 2 checkpoint into s: its bitmap (base a
+// multiple of 64, members at most maxSeq), then its log, whose members must not be
+// in the bitmap.
+func (d *decoder) seqSet(s *seqSet) {
+	base, nw := d.uvarint(), d.uvarint()
+	if base%64 != 0 || base > maxSeq || nw > uint64(len(d.b)-d.off)/8 || base+nw*64 > maxSeq+64 {
+		d.fail()
+		return
+	}
+	s.base = base
+	if nw > 0 {
+		s.bits = make([]uint64, nw)
+		for i := range s.bits {
+			s.bits[i] = binary.LittleEndian.Uint64(d.take(8))
+			s.n += bits.OnesCount64(s.bits[i])
+		}
+	}
+	if s.n == 0 {
+		s.bits = nil
+	} else if base == 0 && s.bits[0]&1 != 0 {
+		d.fail() // seq 0 (the range check above keeps every bit at most maxSeq)
+		return
+	}
+	d.seqList(func(seq uint64) {
+		if w, b, ok := s.inBits(seq); ok && s.bits[w]&b != 0 {
+			d.fail()
+			return
+		}
+		s.far.Put(seq, struct{}{})
+	})
 }

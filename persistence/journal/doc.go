@@ -18,13 +18,14 @@
 //     Messages that do not continue a run (scheduled jobs, whose seqs are due times; a
 //     batch that reached the writer after a later one; a replaced or moved message)
 //     are in a sorted slice of (seq, place) with tombstones, the destination's log. Per
-//     durable subscription a sorted slice of the seqs it still owes; per segment the
-//     count of live messages and bytes. No message body or header is kept in memory:
+//     durable subscription the seqs it still owes: a bitmap from the oldest to the
+//     newest, and a sorted slice of those far from it; per segment the count of live
+//     messages and bytes. No message body or header is kept in memory:
 //     Scan seeks by the sparse table and reads the segment forward, skipping other
 //     destinations' records. A message in an extent costs about a bit and a fraction of
 //     a table entry (well under a byte for messages of equal sizes; 12 bytes more for
-//     each change of length from the previous message); one in a log 24 bytes; plus 8
-//     per subscription that owes it.
+//     each change of length from the previous message); one in a log 24 bytes; plus a
+//     bit per subscription that owes it (8 bytes if far from its other pending seqs).
 //   - Checkpoints: every CheckpointInterval (if anything changed) and at Close the whole
 //     index is written to index-<gen>.ckpt (write temp, fsync, rename, fsync directory),
 //     after the journal was fsynced up to the position the index reflects. Open loads the
@@ -112,8 +113,11 @@
 //	  uvarint log count, per message of the log (by seq): uvarint seq delta,
 //	  uvarint segment, uvarint offset, uvarint length, uvarint body length
 //	  uvarint subscription count, per subscription (topic only, in registration order):
-//	  str clientID, str name, str selector, varint created,
-//	  uvarint pending count, uvarint seq delta × count
+//	  str clientID, str name, str selector, varint created, its pending set:
+//	    uvarint base (a multiple of 64), uvarint word count, u64 × count (bit i of
+//	    word w: seq base + 64w + i is pending), then the pending seqs kept apart
+//	    (far from that range when they were added): uvarint count, uvarint seq
+//	    delta × count
 //	trailer (12 bytes): u64 length of everything before | u32 CRC-32C of it
 //
 // Checkpoint file, version 1 (read and converted at load: every message goes to its
@@ -126,7 +130,9 @@
 //	  str name, uvarint flags (bit 0: an Add was ever applied), uvarint last seq,
 //	  uvarint message count, per message (by seq): uvarint seq delta, uvarint segment,
 //	  uvarint offset, uvarint length, uvarint body length
-//	  uvarint subscription count, per subscription (as version 2)
+//	  uvarint subscription count, per subscription (topic only, in registration order):
+//	  str clientID, str name, str selector, varint created,
+//	  uvarint pending count, uvarint seq delta × count
 //	trailer: as version 2
 //
 // Compatibility rule: a reader refuses a segment, record or checkpoint whose version it

@@ -62,7 +62,7 @@ func (d *destination) State() (persistence.DestState, bool) {
 type subscription struct {
 	info    persistence.SubInfo
 	dest    *destination
-	pending seqLog[struct{}]
+	pending seqSet
 }
 
 // Info is what Recover reports of the subscription.
@@ -257,7 +257,7 @@ func (x *index) add(o *op) {
 		for _, k := range o.subs {
 			for _, sub := range d.subs {
 				if sub.info.Key == k && !sub.pending.Contains(o.seq) {
-					sub.pending.Put(o.seq, struct{}{})
+					sub.pending.Put(o.seq)
 					owed = true
 				}
 			}
@@ -296,7 +296,7 @@ func (x *index) ackSub(key persistence.SubKey, seq uint64) {
 	if sub == nil {
 		return
 	}
-	if _, ok := sub.pending.Remove(seq); ok && !sub.dest.owed(seq) {
+	if sub.pending.Remove(seq) && !sub.dest.owed(seq) {
 		x.drop(sub.dest, seq)
 	}
 }
@@ -357,7 +357,7 @@ func (x *index) removeSub(key persistence.SubKey) {
 	delete(x.subs, key)
 	// sub is no longer among d.subs, so drop leaves its pending set alone while it is
 	// iterated.
-	sub.pending.After(0, func(seq uint64, _ *struct{}) bool {
+	sub.pending.After(0, func(seq uint64) bool {
 		if !d.owed(seq) {
 			x.drop(d, seq)
 		}

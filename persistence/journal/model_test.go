@@ -452,7 +452,7 @@ func requireSame(t *testing.T, m *modelIndex, x *index, j *simJournal, when stri
 			require.Equal(t, ms.info, d.subs[i].info)
 			var pw, pg []uint64
 			ms.pending.After(0, func(seq uint64, _ *struct{}) bool { pw = append(pw, seq); return true })
-			d.subs[i].pending.After(0, func(seq uint64, _ *struct{}) bool { pg = append(pg, seq); return true })
+			d.subs[i].pending.After(0, func(seq uint64) bool { pg = append(pg, seq); return true })
 			require.Equal(t, pw, pg, "%s: %v pending", when, ms.info.Key)
 		}
 	}

@@ -166,7 +166,7 @@ func (s *Store) gather(st *scanState, afterSeq uint64, want int,
 		return true
 	}
 	if sub != nil {
-		sub.pending.After(afterSeq, func(seq uint64, _ *struct{}) bool {
+		sub.pending.After(afterSeq, func(seq uint64) bool {
 			if e := d.extentOf(seq); e != nil {
 				n, body := e.lengths(seq)
 				return visit(seq, e, loc{seg: e.seg, n: n, body: body})

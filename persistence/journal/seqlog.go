@@ -12,14 +12,14 @@ const maxSeq = math.MaxInt64
 // deadBit marks a deleted slot of a seqLog.
 const deadBit = 1 << 63
 
-// seqLog is an ordered map from sequence number to V, shaped for how destinations and
-// the pending sets of durable subscriptions are used: sequence numbers arrive mostly in
-// increasing order at the tail, deletions happen anywhere but mostly near the head, and
-// scans start from a sequence number.
+// seqLog is an ordered map from sequence number to V, shaped for how a destination's
+// messages outside its extents and the far members of a pending set (seqSet) are
+// used: sequence numbers arrive mostly in increasing order at the tail, deletions
+// happen anywhere but mostly near the head, and scans start from a sequence number.
 //
 // It is two parallel slices sorted by seq: the keys and the values (with V = struct{}
-// the values take no memory, so a pending set costs 8 bytes an entry). A deletion sets
-// the key's top bit (a tombstone) and moves head past a dead prefix; once the dead slots
+// the values take no memory, so an entry costs 8 bytes). A deletion sets the key's
+// top bit (a tombstone) and moves head past a dead prefix; once the dead slots
 // outnumber the live ones (plus a slack) the slices are compacted, so tombstones never
 // exceed live entries + seqLogSlack and compaction costs O(1) amortised per deletion.
 //
