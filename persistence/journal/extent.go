@@ -36,14 +36,14 @@ const (
 // until one of the destination carries seq.
 type extent struct {
 	seg     uint32
-	lo, hi  uint64 // first and last seq appended
 	end     uint32 // end offset of the last message appended
+	fill    uint32 // bytes appended since the last stride entry
+	lo, hi  uint64 // first and last seq appended
 	base    uint64 // seq of bit 0 of live, a multiple of 64
 	live    []uint64
-	n       int64  // stored messages
-	bytes   int64  // their encoded bytes
-	body    int64  // their body bytes
-	fill    uint32 // bytes appended since the last stride entry
+	n       int64 // stored messages
+	bytes   int64 // their encoded bytes
+	body    int64 // their body bytes
 	runs    []lenRun
 	strides []stride
 }

@@ -203,11 +203,6 @@ func (d *destination) dropEmpty(e *extent) {
 	}
 }
 
-// stored reports whether seq is stored in d.
-func (d *destination) stored(seq uint64) bool {
-	return d.extentOf(seq) != nil || d.log.Contains(seq)
-}
-
 // unstore records that the message at l is no longer live in d (already removed from
 // where d stored it).
 func (x *index) unstore(d *destination, l loc) {
