@@ -215,9 +215,10 @@ func (s *Store) resolve(st *scanState, dest string) []error {
 		}
 		for k := i; k < j; k++ {
 			switch {
+			case st.locs[k].off != 0: // found, if before a read error
 			case err != nil:
 				fail(k, err)
-			case st.locs[k].off == 0:
+			default:
 				fail(k, fmt.Errorf("%w: message not found in %s", ErrCorrupt, segmentName(e.seg)))
 			}
 		}
