@@ -11,6 +11,7 @@ import (
 	"math"
 	"math/bits"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -71,7 +72,10 @@ type destSnap struct {
 	lastSeq uint64
 	curSeg  uint32
 	curMax  uint64
+	addMin  uint64
+	movMax  uint64
 	ext     []*extent
+	moved   []*extent
 	keys    []uint64 // the log
 	locs    []loc
 	subs    []subSnap
@@ -90,10 +94,14 @@ func (s *Store) snapshot() *snapshot {
 	defer s.mu.RUnlock()
 	snap := &snapshot{pos: s.idx.applied, dests: make([]destSnap, 0, len(s.idx.dests))}
 	for _, d := range s.idx.dests {
-		ds := destSnap{name: d.name, added: d.added, lastSeq: d.lastSeq, curSeg: d.curSeg, curMax: d.curMax}
+		ds := destSnap{name: d.name, added: d.added, lastSeq: d.lastSeq, curSeg: d.curSeg, curMax: d.curMax,
+			addMin: d.curAddMin, movMax: d.curMovMax}
 		ds.ext = make([]*extent, 0, len(d.ext))
 		for _, e := range d.ext {
 			ds.ext = append(ds.ext, e.clone())
+		}
+		for _, e := range d.moved {
+			ds.moved = append(ds.moved, e.clone())
 		}
 		ds.keys, ds.locs = d.log.appendLive(make([]uint64, 0, d.log.Len()), make([]loc, 0, d.log.Len()))
 		for _, sub := range d.subs {
@@ -110,7 +118,7 @@ func (s *Store) snapshot() *snapshot {
 func (snap *snapshot) pinned() map[uint32]bool {
 	m := make(map[uint32]bool)
 	for i := range snap.dests {
-		for _, e := range snap.dests[i].ext {
+		for _, e := range slices.Concat(snap.dests[i].ext, snap.dests[i].moved) {
 			if e.n > 0 {
 				m[e.seg] = true
 			}
@@ -328,8 +336,14 @@ func writeCheckpointBody(w io.Writer, gen uint64, snap *snapshot) (size int64, e
 		cw.uvarint(ds.lastSeq)
 		cw.uvarint(uint64(ds.curSeg))
 		cw.uvarint(ds.curMax)
+		cw.uvarint(ds.addMin)
+		cw.uvarint(ds.movMax)
 		cw.uvarint(uint64(len(ds.ext)))
 		for _, e := range ds.ext {
+			cw.writeExtent(e)
+		}
+		cw.uvarint(uint64(len(ds.moved)))
+		for _, e := range ds.moved {
 			cw.writeExtent(e)
 		}
 		cw.uvarint(uint64(len(ds.keys)))
@@ -424,6 +438,7 @@ func decodeCheckpoint(b []byte, v uint32, p pos) (*index, error) {
 			dest.curSeg, dest.curMax = p.seg, dest.lastSeq
 		} else {
 			seg, hi := d.uvarint(), d.uvarint()
+			dest.curAddMin, dest.curMovMax = d.uvarint(), d.uvarint()
 			if seg > math.MaxUint32 {
 				d.fail()
 			}
@@ -439,11 +454,26 @@ func decodeCheckpoint(b []byte, v uint32, p pos) (*index, error) {
 					break
 				}
 				dest.ext = append(dest.ext, e)
-				dest.msgs += e.n
-				dest.bytes += e.body
-				st := x.segStats(e.seg)
-				st.msgs += e.n
-				st.bytes += e.bytes
+				x.countExtent(dest, e)
+			}
+			nm := d.uvarint()
+			if nm > uint64(len(b)) {
+				d.fail()
+			}
+			for j := uint64(0); j < nm && !d.bad; j++ {
+				e := d.extent()
+				if d.bad || e.n == 0 || (len(dest.moved) > 0 && e.lo < dest.moved[len(dest.moved)-1].lo) {
+					d.fail()
+					break
+				}
+				e.after(0, func(seq uint64) bool { // a seq is stored in one place
+					if dest.extentOf(seq) != nil {
+						d.fail()
+					}
+					return !d.bad
+				})
+				dest.moved = append(dest.moved, e)
+				x.countExtent(dest, e)
 			}
 		}
 		n := d.uvarint()
@@ -641,4 +671,13 @@ func (d *decoder) seqSet(s *seqSet) {
 		}
 		s.far.Put(seq, struct{}{})
 	})
+}
+
+// countExtent adds what e stores to d's and its segment's counts.
+func (x *index) countExtent(d *destination, e *extent) {
+	d.msgs += e.n
+	d.bytes += e.body
+	st := x.segStats(e.seg)
+	st.msgs += e.n
+	st.bytes += e.bytes
 }

@@ -153,7 +153,7 @@ func (s *Store) compactCandidates(limit uint32) []compactItem {
 		for i := range out {
 			out[i].body = ce.bodies[i]
 		}
-		if _, err := rr.locate(seg, ce.dest, ce.start, ce.end, ce.want, out); err != nil {
+		if _, err := rr.locate(ce.ext, seg, ce.dest, ce.start, ce.end, ce.want, out); err != nil {
 			s.log.Warn("journal: compaction cannot read a segment", slog.String("file", seg.path), slog.Any("err", err))
 		}
 		for i, l := range out {
@@ -168,6 +168,7 @@ func (s *Store) compactCandidates(limit uint32) []compactItem {
 // compactExtent is what compactCandidates reads of an extent: its stored seqs when it
 // was listed and where to look for them.
 type compactExtent struct {
+	ext        *extent // identifies it (for the reader), not read without the lock
 	dest       string
 	seg        uint32
 	start, end uint32
@@ -206,11 +207,11 @@ func (s *Store) compactChoose(limit uint32) ([]compactItem, []compactExtent) {
 	var items []compactItem
 	var exts []compactExtent
 	for _, d := range s.idx.dests {
-		for _, e := range d.ext {
+		for _, e := range slices.Concat(d.ext, d.moved) {
 			if !chosen[e.seg] || e.n == 0 {
 				continue
 			}
-			ce := compactExtent{dest: d.name, seg: e.seg, end: e.end}
+			ce := compactExtent{ext: e, dest: d.name, seg: e.seg, end: e.end}
 			e.after(0, func(seq uint64) bool {
 				_, body := e.lengths(seq)
 				ce.want = append(ce.want, seq)

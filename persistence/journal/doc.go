@@ -15,14 +15,15 @@
 //     segment in seq order (queues and topics are written so), the seq range, a bitmap
 //     of the seqs still stored, their lengths run-length coded, and a sparse table (an
 //     entry every 4 KiB of the run's messages: first seq, record offset) to seek by.
-//     Messages that do not continue a run (scheduled jobs, whose seqs are due times; a
-//     batch that reached the writer after a later one; a replaced or moved message)
-//     are in a sorted slice of (seq, place) with tombstones, the destination's log. Per
-//     durable subscription the seqs it still owes: a bitmap from the oldest to the
-//     newest, and a sorted slice of those far from it; per segment the count of live
-//     messages and bytes. No message body or header is kept in memory:
-//     Scan seeks by the sparse table and reads the segment forward, skipping other
-//     destinations' records. A message in an extent costs about a bit and a fraction of
+//     The compactor's copies go to moved extents, one per destination and segment
+//     they were copied to (their ranges may overlap the others'). Messages that do not
+//     continue a run (scheduled jobs, whose seqs are due times; a batch that reached
+//     the writer after a later one; a replaced message) are in a sorted slice of (seq,
+//     place) with tombstones, the destination's log. Per durable subscription the seqs
+//     it still owes: a bitmap from the oldest to the newest, and a sorted slice of
+//     those far from it; per segment the count of live messages and bytes. No message
+//     body or header is kept in memory: Scan seeks by the sparse table and reads the
+//     segment forward, skipping other destinations' records. A message in an extent costs about a bit and a fraction of
 //     a table entry (well under a byte for messages of equal sizes; 12 bytes more for
 //     each change of length from the previous message); one in a log 24 bytes; plus a
 //     bit per subscription that owes it (8 bytes if far from its other pending seqs).
@@ -101,6 +102,8 @@
 //	uvarint destination count, per destination:
 //	  str name, uvarint flags (bit 0: an Add was ever applied), uvarint last seq,
 //	  uvarint segment of its last record, uvarint highest seq of its records there,
+//	  uvarint lowest seq of its Add records there (none: 2^64-1; 0 blocks moved
+//	  extents there), uvarint highest seq of its Move records there,
 //	  uvarint extent count, per extent (by seq; seq ranges do not overlap):
 //	    uvarint segment, uvarint lo (first seq), uvarint hi - lo,
 //	    uvarint end (offset after its last message), uvarint bytes since its last
@@ -110,6 +113,8 @@
 //	    body length (the lengths of the seqs from there to the next run),
 //	    uvarint sparse entry count, per entry: uvarint seq delta, uvarint record
 //	    offset delta (first entry: deltas from lo and from 0)
+//	  uvarint moved extent count, per moved extent (the compactor's copies; by lo,
+//	    ranges may overlap, a seq is stored in one place): as an extent
 //	  uvarint log count, per message of the log (by seq): uvarint seq delta,
 //	  uvarint segment, uvarint offset, uvarint length, uvarint body length
 //	  uvarint subscription count, per subscription (topic only, in registration order):

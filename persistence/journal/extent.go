@@ -221,6 +221,29 @@ func (e *extent) after(afterSeq uint64, fn func(seq uint64) bool) bool {
 	}
 }
 
+// next returns the first stored seq of e greater than after.
+func (e *extent) next(after uint64) (uint64, bool) {
+	if e.n == 0 || after >= e.hi {
+		return 0, false
+	}
+	from := e.base
+	if after >= e.base {
+		from = after + 1
+	}
+	w := int((from - e.base) >> 6)
+	if w >= len(e.live) {
+		return 0, false
+	}
+	word := e.live[w] &^ (1<<(from&63) - 1)
+	for word == 0 {
+		if w++; w >= len(e.live) {
+			return 0, false
+		}
+		word = e.live[w]
+	}
+	return e.base + uint64(w)<<6 + uint64(bits.TrailingZeros64(word)), true
+}
+
 // clone returns a deep copy of e (for a checkpoint snapshot).
 func (e *extent) clone() *extent {
 	c := *e

@@ -27,10 +27,11 @@ type recordReader struct {
 	res resumePoint
 }
 
-// resumePoint is a position inside a record of seg, just after the message of dest with
-// seq lastSeq. The messages of a destination's extents in one segment are in seq order,
-// so the messages of dest in seg with greater seqs are all after it.
+// resumePoint is a position inside a record of seg, just after the message of ext with
+// seq lastSeq. The messages of an extent are in seq order, so those with greater seqs
+// are all after it.
 type resumePoint struct {
+	ext     *extent
 	seg     *segment
 	dest    string
 	rec     int64  // the record
@@ -67,14 +68,15 @@ func (r *recordReader) at(seg *segment, p int64, n int) ([]byte, error) {
 }
 
 // locate sets the offset and length of out[i] to the place of the message of dest with
-// seq want[i] (sorted, distinct) in seg, reading the records that start in [from,
-// limit). A message not found keeps out[i].off == 0 (no message is at offset 0). It
-// returns how many were found; a read error ends the search early and is returned.
-func (r *recordReader) locate(seg *segment, dest string, from, limit uint32, want []uint64, out []loc) (int, error) {
+// seq want[i] (sorted, distinct, stored in extent e of seg), reading the records that
+// start in [from, limit). A message not found keeps out[i].off == 0 (no message is at
+// offset 0). It returns how many were found; a read error ends the search early and is
+// returned.
+func (r *recordReader) locate(e *extent, seg *segment, dest string, from, limit uint32, want []uint64, out []loc) (int, error) {
 	found := 0
 	p := int64(from)
 	opOff, opIdx := 0, uint32(0)
-	if c := &r.res; c.seg == seg && c.dest == dest && int64(from) <= c.rec && c.rec < int64(limit) && want[0] > c.lastSeq {
+	if c := &r.res; c.ext == e && c.seg == seg && c.dest == dest && int64(from) <= c.rec && c.rec < int64(limit) && want[0] > c.lastSeq {
 		p, opOff, opIdx = c.rec, c.off, c.idx
 	}
 	for p < int64(limit) && found < len(want) {
@@ -115,7 +117,7 @@ func (r *recordReader) locate(seg *segment, dest string, from, limit uint32, wan
 			return found < len(want)
 		})
 		if found == len(want) {
-			r.res = resumePoint{seg: seg, dest: dest, rec: p, off: off, idx: idx, lastSeq: want[len(want)-1]}
+			r.res = resumePoint{ext: e, seg: seg, dest: dest, rec: p, off: off, idx: idx, lastSeq: want[len(want)-1]}
 			break
 		}
 		p += int64(rn)

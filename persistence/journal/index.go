@@ -2,6 +2,7 @@ package journal
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/activemq-go/broker/persistence"
@@ -29,9 +30,10 @@ func (p pos) compare(q pos) int {
 
 // destination is the index of one qualified destination. Its messages are in extents
 // (see extent) when they were appended in seq order, which is how queues and topics
-// are written; the others (scheduled jobs, whose seqs are due times, a batch that
-// reached the writer after a later one, a message replaced or moved by the compactor)
-// are in log with their exact place. A seq is stored in at most one of them.
+// are written, and the compactor's copies in moved extents; the others (scheduled
+// jobs, whose seqs are due times, a batch that reached the writer after a later one, a
+// replaced message) are in log with their exact place. A seq is stored in at most one
+// of them.
 type destination struct {
 	name    string
 	topic   bool
@@ -40,12 +42,20 @@ type destination struct {
 	msgs    int64
 	bytes   int64     // sum of len(Body)
 	ext     []*extent // sorted by lo, with disjoint seq ranges
-	log     seqLog[loc]
-	// curSeg is the last segment a record of this destination was appended to, and
-	// curMax the highest seq among its records there: a seq above curMax has no record
-	// in curSeg yet, which is what appending to an extent requires.
-	curSeg uint32
-	curMax uint64
+	// moved are the extents of the compactor's copies, sorted by lo. Their ranges may
+	// overlap those of ext and of each other (a message is copied before the extent
+	// it leaves is empty); there are few, one per segment the copies went to.
+	moved []*extent
+	log   seqLog[loc]
+	// curSeg is the last segment a record of this destination was appended to, curMax
+	// the highest seq among its records there, curAddMin the lowest among its Add
+	// records and curMovMax the highest among its Move records. A seq above curMax has
+	// no record in curSeg yet, nor has one between curMovMax and curAddMin: that is
+	// what appending to an extent, or to a moved extent, requires.
+	curSeg    uint32
+	curMax    uint64
+	curAddMin uint64
+	curMovMax uint64
 	// subs are the durable subscriptions registered on this topic, in registration
 	// order. Small: a linear scan beats a map for the few a topic usually has.
 	subs []*subscription
@@ -111,9 +121,11 @@ func (x *index) segStats(seg uint32) *segStats {
 }
 
 // store records that a message at l (in the record starting at rec) became live in d.
-// fresh says no record of d with seq was in l's segment before this one (noteRecord).
-func (x *index) store(d *destination, seq uint64, l loc, rec uint32, fresh bool) {
-	d.place(seq, l, rec, fresh)
+// fresh and movable come from noteRecord.
+func (x *index) store(d *destination, seq uint64, l loc, rec uint32, fresh, movable bool) {
+	if !movable || !d.placeMoved(seq, l, rec) {
+		d.place(seq, l, rec, fresh)
+	}
 	d.msgs++
 	d.bytes += int64(l.body)
 	st := x.segStats(l.seg)
@@ -121,15 +133,23 @@ func (x *index) store(d *destination, seq uint64, l loc, rec uint32, fresh bool)
 	st.bytes += int64(l.n)
 }
 
-// noteRecord records that a record of d with seq was appended to seg, and reports
-// whether no record of d with that seq was in seg before.
-func (d *destination) noteRecord(seg uint32, seq uint64) bool {
+// noteRecord records that a record of d with seq (a Move if move, else an Add) was
+// appended to seg. It reports whether no record of d with that seq was in seg before,
+// as an extent needs it (fresh: above every seq there) and as a moved extent needs it
+// (movable: a Move above every Move's seq and below every Add's seq there).
+func (d *destination) noteRecord(seg uint32, seq uint64, move bool) (fresh, movable bool) {
 	if seg != d.curSeg {
-		d.curSeg, d.curMax = seg, 0
+		d.curSeg, d.curMax, d.curAddMin, d.curMovMax = seg, 0, math.MaxUint64, 0
 	}
-	fresh := seq > d.curMax
+	fresh = seq > d.curMax
+	movable = move && seq > d.curMovMax && seq < d.curAddMin
 	d.curMax = max(d.curMax, seq)
-	return fresh
+	if move {
+		d.curMovMax = max(d.curMovMax, seq)
+	} else {
+		d.curAddMin = min(d.curAddMin, seq)
+	}
+	return fresh, movable
 }
 
 // place puts seq, not stored, at l: at the end of the last extent if it continues it,
@@ -156,13 +176,37 @@ func (d *destination) place(seq uint64, l loc, rec uint32, fresh bool) {
 	d.log.Put(seq, l)
 }
 
+// placeMoved puts the compactor's copy of seq at l in the moved extent of l's segment
+// if it continues it, or in a new one, and reports whether it did. movable (from
+// noteRecord) must hold.
+func (d *destination) placeMoved(seq uint64, l loc, rec uint32) bool {
+	var last *extent // the moved extent of l's segment with the highest seqs
+	for i := len(d.moved) - 1; i >= 0; i-- {
+		if d.moved[i].seg == l.seg {
+			last = d.moved[i]
+			break
+		}
+	}
+	switch {
+	case last != nil && last.canAppend(seq, l.seg):
+		last.append(seq, l, rec)
+	case last == nil || last.lo != last.hi || seq-last.hi <= extentGap:
+		e := newExtent(seq, l, rec)
+		i, _ := slices.BinarySearchFunc(d.moved, seq, func(e *extent, seq uint64) int { return cmp.Compare(e.lo, seq) })
+		d.moved = slices.Insert(d.moved, i, e)
+	default:
+		return false
+	}
+	return true
+}
+
 // freshTail reports whether seq lies above every extent of d.
 func (d *destination) freshTail(seq uint64) bool {
 	k := len(d.ext)
 	return k == 0 || seq > d.ext[k-1].hi
 }
 
-// extentOf returns the extent that stores seq, or nil.
+// extentOf returns the extent (of ext or moved) that stores seq, or nil.
 func (d *destination) extentOf(seq uint64) *extent {
 	i, _ := slices.BinarySearchFunc(d.ext, seq, func(e *extent, seq uint64) int {
 		if e.lo <= seq {
@@ -170,11 +214,16 @@ func (d *destination) extentOf(seq uint64) *extent {
 		}
 		return 1
 	})
-	if i == 0 {
-		return nil
+	if i > 0 && d.ext[i-1].has(seq) {
+		return d.ext[i-1]
 	}
-	if e := d.ext[i-1]; e.has(seq) {
-		return e
+	for _, e := range d.moved {
+		if e.lo > seq {
+			break
+		}
+		if e.has(seq) {
+			return e
+		}
 	}
 	return nil
 }
@@ -192,9 +241,13 @@ func (d *destination) unplace(seq uint64) (loc, bool) {
 	return d.log.Remove(seq)
 }
 
-// dropEmpty removes the empty extent e, unless it is the last one: that one keeps its
-// range so the next message can continue it.
+// dropEmpty removes the empty extent e, unless it is the last of ext: that one keeps
+// its range so the next message can continue it.
 func (d *destination) dropEmpty(e *extent) {
+	if i := slices.Index(d.moved, e); i >= 0 {
+		d.moved = slices.Delete(d.moved, i, i+1)
+		return
+	}
 	if d.ext[len(d.ext)-1] == e {
 		return
 	}
@@ -246,7 +299,7 @@ func (x *index) add(o *op) {
 	d.added = true
 	d.lastSeq = max(d.lastSeq, o.seq)
 	x.drop(d, o.seq)
-	fresh := d.noteRecord(o.loc.seg, o.seq)
+	fresh, _ := d.noteRecord(o.loc.seg, o.seq, false)
 	if d.topic {
 		owed := false
 		for _, k := range o.subs {
@@ -261,7 +314,7 @@ func (x *index) add(o *op) {
 			return
 		}
 	}
-	x.store(d, o.seq, o.loc, o.loc.off-o.msgOff, fresh)
+	x.store(d, o.seq, o.loc, o.loc.off-o.msgOff, fresh, false)
 }
 
 // drop deletes the message seq of d, for every subscription.
@@ -297,6 +350,12 @@ func (x *index) ackSub(key persistence.SubKey, seq uint64) {
 }
 
 func (x *index) purge(d *destination) {
+	for _, e := range d.moved {
+		st := x.segStats(e.seg)
+		st.msgs -= e.n
+		st.bytes -= e.bytes
+	}
+	d.moved = nil
 	for _, e := range d.ext {
 		st := x.segStats(e.seg)
 		st.msgs -= e.n
@@ -368,7 +427,7 @@ func (x *index) removeSub(key persistence.SubKey) {
 // compactor copies from, so for it the segment is enough to tell.
 func (x *index) move(o *op) {
 	d := x.destination(o.dest)
-	fresh := d.noteRecord(o.loc.seg, o.seq)
+	fresh, movable := d.noteRecord(o.loc.seg, o.seq, true)
 	if e := d.extentOf(o.seq); e != nil {
 		if e.seg != o.oldSeg {
 			return
@@ -380,7 +439,7 @@ func (x *index) move(o *op) {
 	x.unstore(d, old)
 	l := o.loc
 	l.n, l.body = old.n, old.body
-	x.store(d, o.seq, l, o.loc.off-o.msgOff, fresh)
+	x.store(d, o.seq, l, o.loc.off-o.msgOff, fresh, movable)
 }
 
 // pendingKeys appends the subscriptions of d that still owe seq.
@@ -395,45 +454,61 @@ func (d *destination) pendingKeys(seq uint64, keys []persistence.SubKey) []persi
 
 // each calls fn for the stored messages of d after afterSeq, in seq order, until fn
 // returns false: with e the extent holding it (l then has no offset) or nil (l is its
-// exact place).
+// exact place in the log).
 func (d *destination) each(afterSeq uint64, fn func(seq uint64, e *extent, l loc) bool) {
-	i := d.log.cursor(afterSeq)
-	logBelow := func(limit uint64) bool {
-		for ; i < len(d.log.keys); i++ {
-			k := d.log.keys[i]
-			if k&deadBit != 0 {
-				continue
-			}
-			if k >= limit {
-				return true
-			}
-			if !fn(k, nil, d.log.vals[i]) {
-				return false
+	li := d.log.cursor(afterSeq)
+	ei, _ := slices.BinarySearchFunc(d.ext, afterSeq, func(e *extent, s uint64) int {
+		if e.hi <= s {
+			return -1
+		}
+		return 1
+	})
+	cur := afterSeq
+	for {
+		best, from := uint64(math.MaxUint64), (*extent)(nil)
+		for ; ei < len(d.ext); ei++ {
+			if s, ok := d.ext[ei].next(cur); ok {
+				best, from = s, d.ext[ei]
+				break
 			}
 		}
-		return true
-	}
-	for _, e := range d.ext {
-		if e.hi <= afterSeq {
+		for _, m := range d.moved {
+			if m.lo > best {
+				break
+			}
+			if s, ok := m.next(cur); ok && s < best {
+				best, from = s, m
+			}
+		}
+		for li < len(d.log.keys) && (d.log.keys[li]&deadBit != 0 || d.log.keys[li] <= cur) {
+			li++
+		}
+		if li < len(d.log.keys) && d.log.keys[li] < best {
+			if !fn(d.log.keys[li], nil, d.log.vals[li]) {
+				return
+			}
+			cur = d.log.keys[li]
 			continue
 		}
-		ok := e.after(afterSeq, func(seq uint64) bool {
-			if !logBelow(seq) {
-				return false
-			}
-			n, body := e.lengths(seq)
-			return fn(seq, e, loc{seg: e.seg, n: n, body: body})
-		})
-		if !ok {
+		if from == nil {
 			return
 		}
+		n, body := from.lengths(best)
+		if !fn(best, from, loc{seg: from.seg, n: n, body: body}) {
+			return
+		}
+		cur = best
 	}
-	logBelow(maxSeq + 1)
 }
 
 // holdsIn reports whether d stores a message in segment seg.
 func (d *destination) holdsIn(seg uint32) bool {
 	for _, e := range d.ext {
+		if e.seg == seg && e.n > 0 {
+			return true
+		}
+	}
+	for _, e := range d.moved {
 		if e.seg == seg && e.n > 0 {
 			return true
 		}

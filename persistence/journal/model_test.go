@@ -3,6 +3,7 @@ package journal
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
@@ -360,7 +361,26 @@ func (j *simJournal) batch(m *modelIndex) []op {
 			} else {
 				ops = append(ops, op{kind: opAddSub, info: persistence.SubInfo{Key: k, Dest: simTopic, Created: int64(rng.IntN(9))}})
 			}
-		default: // the compactor: copy live messages of older segments forward
+		case r < 95: // the compactor: copy the live messages of an older segment forward
+			seg := uint32(1 + rng.IntN(int(j.seg)))
+			if seg == j.seg {
+				break
+			}
+			var live []record
+			for name, d := range m.dests {
+				d.log.After(0, func(seq uint64, l *loc) bool {
+					if l.seg == seg {
+						live = append(live, record{dest: name, seq: seq, l: *l})
+					}
+					return true
+				})
+			}
+			slices.SortFunc(live, func(a, b record) int { return cmp.Compare(a.l.off, b.l.off) })
+			for _, rc := range live[:min(len(live), 40)] {
+				ops = append(ops, op{kind: opMove, dest: rc.dest, seq: rc.seq, oldSeg: rc.l.seg, oldOff: rc.l.off,
+					loc: loc{n: rc.l.n, body: rc.l.body}})
+			}
+		default: // copies of random messages, live or not
 			for range 1 + rng.IntN(6) {
 				if len(j.records) == 0 {
 					break
@@ -539,12 +559,17 @@ func TestIndexMatchesModel(t *testing.T) {
 					requireSame(t, m, x, j, when+" after a version 1 checkpoint")
 				}
 			}
-			extents, logged := 0, 0
+			extents, moved, inMoved, logged := 0, 0, int64(0), 0
 			for _, d := range x.dests {
 				extents += len(d.ext)
+				moved += len(d.moved)
+				for _, e := range d.moved {
+					inMoved += e.n
+				}
 				logged += d.log.Len()
 			}
-			t.Logf("seed %d: %d segments, %d extents, %d messages in logs", seed, j.seg, extents, logged)
+			t.Logf("seed %d: %d segments, %d extents, %d moved extents holding %d messages, %d messages in logs",
+				seed, j.seg, extents, moved, inMoved, logged)
 		})
 	}
 }

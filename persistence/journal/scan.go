@@ -211,7 +211,7 @@ func (s *Store) resolve(st *scanState, dest string) []error {
 		if seg := s.segs.get(e.seg); seg == nil {
 			err = fmt.Errorf("%w: segment %s is missing", ErrCorrupt, segmentName(e.seg))
 		} else {
-			_, err = st.rr.locate(seg, dest, st.items[i].start, st.items[i].limit, st.want, st.locs[i:j])
+			_, err = st.rr.locate(e, seg, dest, st.items[i].start, st.items[i].limit, st.want, st.locs[i:j])
 		}
 		for k := i; k < j; k++ {
 			switch {

@@ -28,7 +28,7 @@ func TestWorkloadWithCompactionAndReopen(t *testing.T) {
 			o.MaxFileLength = 4 * MinFileLength
 			o.CompactLiveRatio = 0.5
 			s := mustOpen(t, o)
-			moved := 0
+			moved, inMoved := 0, int64(0)
 			for k, step := range w.steps {
 				b := s.Begin()
 				step(b)
@@ -40,6 +40,13 @@ func TestWorkloadWithCompactionAndReopen(t *testing.T) {
 					n, err := s.compact()
 					require.NoError(t, err)
 					moved += n
+					s.mu.RLock()
+					for _, d := range s.idx.dests {
+						for _, e := range d.moved {
+							inMoved = max(inMoved, e.n)
+						}
+					}
+					s.mu.RUnlock()
 					require.NoError(t, s.checkpoint(true))
 					require.Equal(t, w.dumps[k+1], dump(t, s), "after cleanup at step %d", k)
 				case k%50 == 25:
@@ -57,7 +64,8 @@ func TestWorkloadWithCompactionAndReopen(t *testing.T) {
 			}
 			require.NoError(t, s.Close())
 			require.Positive(t, moved, "the compactor moved messages")
-			t.Logf("seed %d: %d messages moved by the compactor", seed, moved)
+			require.Positive(t, inMoved, "the compactor's copies went to moved extents")
+			t.Logf("seed %d: %d messages moved by the compactor, up to %d in one moved extent", seed, moved, inMoved)
 		})
 	}
 }
