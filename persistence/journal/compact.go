@@ -153,7 +153,7 @@ func (s *Store) compactCandidates(limit uint32) []compactItem {
 		for i := range out {
 			out[i].body = ce.bodies[i]
 		}
-		if _, err := rr.locate(ce.ext, seg, ce.dest, ce.start, ce.end, ce.want, out); err != nil {
+		if _, err := rr.locate(ce.ext, seg, ce.dest, ce.start, ce.end, ce.want, out, nil); err != nil {
 			s.log.Warn("journal: compaction cannot read a segment", slog.String("file", seg.path), slog.Any("err", err))
 		}
 		for i, l := range out {

@@ -69,10 +69,11 @@ func (r *recordReader) at(seg *segment, p int64, n int) ([]byte, error) {
 
 // locate sets the offset and length of out[i] to the place of the message of dest with
 // seq want[i] (sorted, distinct, stored in extent e of seg), reading the records that
-// start in [from, limit). A message not found keeps out[i].off == 0 (no message is at
-// offset 0). It returns how many were found; a read error ends the search early and is
-// returned.
-func (r *recordReader) locate(e *extent, seg *segment, dest string, from, limit uint32, want []uint64, out []loc) (int, error) {
+// start in [from, limit); with dst (nil or one slice per want) it also copies the
+// message's bytes into dst[i], whose length must be the message's. A message not found
+// keeps out[i].off == 0 (no message is at offset 0). It returns how many were found; a
+// read error ends the search early and is returned.
+func (r *recordReader) locate(e *extent, seg *segment, dest string, from, limit uint32, want []uint64, out []loc, dst [][]byte) (int, error) {
 	found := 0
 	p := int64(from)
 	opOff, opIdx := 0, uint32(0)
@@ -111,6 +112,13 @@ func (r *recordReader) locate(e *extent, seg *segment, dest string, from, limit 
 			k, ok := slices.BinarySearch(want, seq)
 			if !ok || out[k].off != 0 {
 				return true
+			}
+			if dst != nil {
+				if len(dst[k]) != int(n) {
+					return true // not the length the index has: damaged, reported as not found
+				}
+				at := msgOff - frameHeaderSize
+				copy(dst[k], payload[at:at+n])
 			}
 			out[k].seg, out[k].off, out[k].n = seg.id, uint32(p)+msgOff, n
 			found++

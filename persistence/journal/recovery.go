@@ -391,7 +391,7 @@ func (s *Store) missingOfExtent(rr *recordReader, d *destination, e *extent, bad
 	}
 	out := make([]loc, len(want))
 	// A read error ends the search: what was not found by then is lost.
-	_, _ = rr.locate(e, seg, d.name, e.strideOff(want[0]), e.end, want, out)
+	_, _ = rr.locate(e, seg, d.name, e.strideOff(want[0]), e.end, want, out, nil)
 	for i, l := range out {
 		if l.off == 0 || int64(l.off)+int64(l.n) > seg.size.Load() {
 			bad = append(bad, want[i])

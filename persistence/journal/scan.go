@@ -57,8 +57,12 @@ type scanState struct {
 	keys  []persistence.SubKey
 	want  []uint64
 	rr    recordReader
-	buf   []byte
+	ebuf  []byte // the messages of extents, copied as they are found
+	buf   []byte // the messages of logs, read by place
 	raws  [][]byte
+	lidx  []int // the items of logs
+	llocs []loc
+	lraws [][]byte
 	hdrs  []string
 	msg   persistence.Message
 }
@@ -86,17 +90,27 @@ func (s *Store) scan(ctx context.Context, afterSeq uint64, max int, fn func(*per
 			return err
 		}
 		errs := s.resolve(&st, name)
-		var rerrs []error
-		st.buf, st.raws, rerrs = s.segs.readLocs(st.locs, st.buf, st.raws)
-		s.segs.mu.RUnlock()
-		for i, err := range rerrs {
-			if err != nil && (errs == nil || errs[i] == nil) {
-				if errs == nil {
-					errs = make([]error, len(st.items))
-				}
-				errs[i] = err
+		st.lidx, st.llocs = st.lidx[:0], st.llocs[:0]
+		for i, it := range st.items {
+			if it.ext == nil {
+				st.lidx = append(st.lidx, i)
+				st.llocs = append(st.llocs, st.locs[i])
 			}
 		}
+		if len(st.lidx) > 0 {
+			var rerrs []error
+			st.buf, st.lraws, rerrs = s.segs.readLocs(st.llocs, st.buf, st.lraws)
+			for k, i := range st.lidx {
+				st.raws[i] = st.lraws[k]
+				if rerrs != nil && rerrs[k] != nil {
+					if errs == nil {
+						errs = make([]error, len(st.items))
+					}
+					errs[i] = rerrs[k]
+				}
+			}
+		}
+		s.segs.mu.RUnlock()
 
 		st.msg.Dest = name
 		for i, it := range st.items {
@@ -180,10 +194,32 @@ func (s *Store) gather(st *scanState, afterSeq uint64, want int,
 	return d.name, more, nil
 }
 
-// resolve finds the offsets of the gathered messages of extents by reading their
-// segments (the caller holds segs.mu for reading, not the index lock). It returns an
-// error for each message that could not be found (nil when all were).
+// resolve finds the gathered messages of extents by reading their segments forward
+// from their sparse entries, and copies them out as it finds them: st.raws[i] holds
+// the bytes of item i if it is of an extent (nil if it is of a log). The caller holds
+// segs.mu for reading, not the index lock. It returns an error for each message that
+// could not be found (nil when all were).
 func (s *Store) resolve(st *scanState, dest string) []error {
+	total := 0
+	for i, it := range st.items {
+		if it.ext != nil {
+			total += int(st.locs[i].n)
+		}
+	}
+	if cap(st.ebuf) < total {
+		st.ebuf = make([]byte, total)
+	}
+	st.raws = st.raws[:0]
+	at := 0
+	for i, it := range st.items {
+		if it.ext == nil {
+			st.raws = append(st.raws, nil)
+			continue
+		}
+		n := int(st.locs[i].n)
+		st.raws = append(st.raws, st.ebuf[at:at+n:at+n])
+		at += n
+	}
 	var errs []error
 	fail := func(i int, err error) {
 		if errs == nil {
@@ -211,7 +247,7 @@ func (s *Store) resolve(st *scanState, dest string) []error {
 		if seg := s.segs.get(e.seg); seg == nil {
 			err = fmt.Errorf("%w: segment %s is missing", ErrCorrupt, segmentName(e.seg))
 		} else {
-			_, err = st.rr.locate(e, seg, dest, st.items[i].start, st.items[i].limit, st.want, st.locs[i:j])
+			_, err = st.rr.locate(e, seg, dest, st.items[i].start, st.items[i].limit, st.want, st.locs[i:j], st.raws[i:j])
 		}
 		for k := i; k < j; k++ {
 			switch {
