@@ -36,10 +36,11 @@ const (
 
 // checkpointF is a checkpoint file on disk.
 type checkpointF struct {
-	gen  uint64
-	pos  pos // the journal position it covers: replay starts here
-	path string
-	size int64
+	version uint32 // of a loaded checkpoint (0: only its header was read)
+	gen     uint64
+	pos     pos // the journal position it covers: replay starts here
+	path    string
+	size    int64
 }
 
 func checkpointName(gen uint64) string {
@@ -415,7 +416,7 @@ func loadCheckpoint(fsys vfs.FS, path string) (*index, checkpointF, error) {
 		return nil, checkpointF{}, err
 	}
 	x.applied = p
-	return x, checkpointF{gen: gen, pos: p, path: path, size: int64(len(data))}, nil
+	return x, checkpointF{version: v, gen: gen, pos: p, path: path, size: int64(len(data))}, nil
 }
 
 // decodeCheckpoint builds an index from a checkpoint body of version v whose position

@@ -128,7 +128,9 @@
 // Checkpoint file, version 1 (read and converted at load: every message goes to its
 // destination's log, and a message added later to P's segment with a seq up to the
 // destination's last seq goes there too, since version 1 does not say which seqs have
-// records in that segment):
+// records in that segment; after replay, the segments holding messages are read once
+// and runs of at least 8 messages of a destination in one segment, in seq and offset
+// order and each the only record of its seq there, become extents):
 //
 //	header: as version 2, with version 1
 //	uvarint destination count, per destination:

@@ -134,6 +134,22 @@ func (r *recordReader) locate(e *extent, seg *segment, dest string, from, limit 
 	return found, nil
 }
 
+// record returns the payload and size on disk of the record of seg at p, if one that
+// is intact starts there.
+func (r *recordReader) record(seg *segment, p int64) ([]byte, int, bool) {
+	b, err := r.at(seg, p, frameHeaderSize)
+	if err != nil || !plausibleFrame(b) {
+		return nil, 0, false
+	}
+	if total := int64(alignUp(frameHeaderSize + int(binary.LittleEndian.Uint32(b[4:])))); total > int64(len(b)) {
+		if b, err = r.at(seg, p, int(min(total, seg.size.Load()-p))); err != nil {
+			return nil, 0, false
+		}
+	}
+	payload, rn, err := decodeFrame(b)
+	return payload, rn, err == nil
+}
+
 // eachMessage calls fn for the Add and Move operations of a batch payload, from the
 // operation at offset from (index idx; 0, 0: the first) on, until fn returns false:
 // the message's destination and seq, its offset from the start of the record and its

@@ -93,6 +93,9 @@ func (s *Store) recover(ctx context.Context) (*segment, error) {
 		}
 	}
 	s.dropMissing()
+	if n := len(s.ckpts); n > 0 && s.ckpts[n-1].version == ckptVersionV1 {
+		s.extentsFromLogs()
+	}
 
 	s.recovery.Duration = time.Since(start)
 	msgs := int64(0)
