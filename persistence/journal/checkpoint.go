@@ -144,8 +144,8 @@ func (s *Store) checkpoint(barrier bool) error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
 	snap := s.snapshot()
-	if n := len(s.ckpts); n > 0 && s.ckpts[n-1].pos == snap.pos {
-		return nil
+	if n := len(s.ckpts); n > 0 && s.ckpts[n-1].pos == snap.pos && s.ckpts[n-1].version != ckptVersionV1 {
+		return nil // nothing changed (a version 1 checkpoint is rewritten as version 2)
 	}
 	if barrier {
 		if err := s.w.barrier(); err != nil {

@@ -46,13 +46,7 @@ func TestCheckpointV1Loads(t *testing.T) {
 			}
 			t.Logf("%d messages in extents, %d in logs", inExt, inLog)
 			require.Positive(t, inExt, "runs of messages moved from the logs to extents")
-			// An ack of a seq that is not stored changes nothing but the journal's
-			// position, so Close writes a new checkpoint.
-			b := s.Begin()
-			b.Ack("queue://a", 1<<40)
-			require.NoError(t, b.Commit(t.Context(), persistence.Sync))
-			require.Equal(t, string(want), dump(t, s))
-			require.NoError(t, s.Close())
+			require.NoError(t, s.Close()) // nothing written, but the checkpoint is rewritten
 
 			s = mustOpen(t, o)
 			require.Equal(t, 0, s.Recovery().ReplayedRecords)
@@ -60,6 +54,14 @@ func TestCheckpointV1Loads(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, uint32(ckptVersion), binary.LittleEndian.Uint32(h[8:]), "Close wrote version 2")
 			require.Equal(t, string(want), dump(t, s), "state loaded from the version 2 checkpoint")
+			// An ack of a seq that is not stored changes nothing.
+			b := s.Begin()
+			b.Ack("queue://a", 1<<40)
+			require.NoError(t, b.Commit(t.Context(), persistence.Sync))
+			require.Equal(t, string(want), dump(t, s))
+			require.NoError(t, s.Close())
+			s = mustOpen(t, o)
+			require.Equal(t, string(want), dump(t, s), "after an ack of nothing")
 			require.NoError(t, s.Close())
 		})
 	}

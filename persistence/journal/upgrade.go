@@ -20,6 +20,16 @@ type upgradeItem struct {
 	rec uint32
 }
 
+// upgradeRecord is a record of a destination (by number) with a seq, in one segment.
+type upgradeRecord struct {
+	dest int
+	seq  uint64
+}
+
+func (a upgradeRecord) compare(b upgradeRecord) int {
+	return cmp.Or(cmp.Compare(a.dest, b.dest), cmp.Compare(a.seq, b.seq))
+}
+
 // extentsFromLogs moves messages of the destinations' logs into extents where that is
 // safe: runs of a destination's messages in one segment whose seqs and offsets both
 // increase, each message the only record of its seq for its destination in that
@@ -40,19 +50,20 @@ func (s *Store) extentsFromLogs() {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
+	num := make(map[*destination]int, len(s.idx.dests))
+	for _, d := range s.idx.dests {
+		num[d] = len(num)
+	}
 	var rr recordReader
+	var recs []upgradeRecord
+	var items []upgradeItem
 	moved := 0
 	for _, id := range ids {
 		seg := s.segs.segs[id]
 		if seg == nil {
 			continue
 		}
-		type key struct {
-			d   *destination
-			seq uint64
-		}
-		count := map[key]int{}
-		var items []upgradeItem
+		recs, items = recs[:0], items[:0]
 		for p := int64(segHeaderSize); p < seg.size.Load(); {
 			payload, rn, ok := rr.record(seg, p)
 			if !ok {
@@ -68,7 +79,7 @@ func (s *Store) extentsFromLogs() {
 				if !ok || l.seg != id {
 					return true
 				}
-				count[key{d, seq}]++
+				recs = append(recs, upgradeRecord{num[d], seq})
 				if int64(l.off) == p+int64(msgOff) && l.n == n {
 					items = append(items, upgradeItem{d: d, seq: seq, l: l, rec: uint32(p)})
 				}
@@ -76,7 +87,13 @@ func (s *Store) extentsFromLogs() {
 			})
 			p += int64(rn)
 		}
-		items = slices.DeleteFunc(items, func(it upgradeItem) bool { return count[key{it.d, it.seq}] != 1 })
+		// Keep the messages that are the only record of their seq in the segment.
+		slices.SortFunc(recs, upgradeRecord.compare)
+		items = slices.DeleteFunc(items, func(it upgradeItem) bool {
+			r := upgradeRecord{num[it.d], it.seq}
+			i, _ := slices.BinarySearchFunc(recs, r, upgradeRecord.compare)
+			return i+1 < len(recs) && recs[i+1] == r
+		})
 		slices.SortStableFunc(items, func(a, b upgradeItem) int { return cmp.Compare(a.d.name, b.d.name) })
 		for i := 0; i < len(items); {
 			j := i + 1
