@@ -168,12 +168,14 @@
 // # Costs the broker should know
 //
 // Scan and ScanSub read from the segment files (128 messages or 1 MiB per round, no
-// lock held while fn runs, one allocation per message for its strings); for messages
-// of extents a round first reads the segment forward from the sparse entry before its
-// first message (256 KiB reads), decoding the records on the way, then reads the
-// messages (one ReadAt per run of adjacent ones); recently written data comes from the
-// page cache. A checkpoint copies the index under its read lock (extents: a bit a
-// message and their tables; logs: 24 bytes a message) and writes it outside the lock. CommitAsync callbacks run, in order, on one goroutine per
-// store; they must not block for long and must not call Close. Commit and CommitAsync
+// lock held while fn runs, one allocation per message for its strings): the messages
+// of extents by reading the segment forward from the sparse entry before the round's
+// first one (256 KiB reads, walking the records by destination and seq, copying the
+// messages out; the next round resumes where this one stopped), those of logs with
+// one ReadAt per run of adjacent ones; recently written data comes from the page
+// cache. A checkpoint copies the index under its read lock (extents: a bit a message
+// and their tables; logs: 24 bytes a message) and writes it outside the lock.
+// CommitAsync callbacks run, in order, on one goroutine per store; they must not
+// block for long and must not call Close. Commit and CommitAsync
 // block while more than 64 MiB of batches wait to be written (backpressure).
 package journal
