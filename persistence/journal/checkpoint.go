@@ -8,7 +8,10 @@ import (
 	"hash/crc32"
 	"io"
 	"log/slog"
+	"math"
+	"math/bits"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,7 +21,11 @@ import (
 
 // Checkpoint file constants (part of the on-disk format, see the package comment).
 const (
-	ckptMagic      = "AMQGOIDX"
+	ckptMagic = "AMQGOIDX"
+	// ckptVersion is the checkpoint layout this build writes; it reads it and
+	// ckptVersionV1 (converted at load: every message goes to its destination's log).
+	ckptVersion    = 2
+	ckptVersionV1  = 1
 	ckptHeaderSize = 40
 	ckptTrailer    = 12
 	// retainedCheckpoints is how many checkpoint files are kept: if the newest is
@@ -29,10 +36,11 @@ const (
 
 // checkpointF is a checkpoint file on disk.
 type checkpointF struct {
-	gen  uint64
-	pos  pos // the journal position it covers: replay starts here
-	path string
-	size int64
+	version uint32 // of a loaded checkpoint (0: only its header was read)
+	gen     uint64
+	pos     pos // the journal position it covers: replay starts here
+	path    string
+	size    int64
 }
 
 func checkpointName(gen uint64) string {
@@ -63,27 +71,43 @@ type destSnap struct {
 	name    string
 	added   bool
 	lastSeq uint64
-	keys    []uint64
+	curSeg  uint32
+	curMax  uint64
+	addMin  uint64
+	movMax  uint64
+	ext     []*extent
+	moved   []*extent
+	keys    []uint64 // the log
 	locs    []loc
 	subs    []subSnap
 }
 
 type subSnap struct {
 	info    persistence.SubInfo
-	pending []uint64
+	pending seqSet
 }
 
-// snapshot copies the index (live entries only: about 24 bytes a message).
+// snapshot copies the index: extents (a bit per seq plus their tables), the logs' live
+// entries (24 bytes each) and the subscriptions' pending sets (a bit a seq of their
+// range, 8 bytes a seq far from it).
 func (s *Store) snapshot() *snapshot {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	snap := &snapshot{pos: s.idx.applied, dests: make([]destSnap, 0, len(s.idx.dests))}
 	for _, d := range s.idx.dests {
-		ds := destSnap{name: d.name, added: d.added, lastSeq: d.lastSeq}
+		ds := destSnap{name: d.name, added: d.added, lastSeq: d.lastSeq, curSeg: d.curSeg, curMax: d.curMax,
+			addMin: d.curAddMin, movMax: d.curMovMax}
+		ds.ext = make([]*extent, 0, len(d.ext))
+		for _, e := range d.ext {
+			ds.ext = append(ds.ext, e.clone())
+		}
+		for _, e := range d.moved {
+			ds.moved = append(ds.moved, e.clone())
+		}
 		ds.keys, ds.locs = d.log.appendLive(make([]uint64, 0, d.log.Len()), make([]loc, 0, d.log.Len()))
 		for _, sub := range d.subs {
 			ss := subSnap{info: sub.info}
-			ss.pending, _ = sub.pending.appendLive(make([]uint64, 0, sub.pending.Len()), nil)
+			ss.pending = sub.pending.clone()
 			ds.subs = append(ds.subs, ss)
 		}
 		snap.dests = append(snap.dests, ds)
@@ -95,6 +119,11 @@ func (s *Store) snapshot() *snapshot {
 func (snap *snapshot) pinned() map[uint32]bool {
 	m := make(map[uint32]bool)
 	for i := range snap.dests {
+		for _, e := range slices.Concat(snap.dests[i].ext, snap.dests[i].moved) {
+			if e.n > 0 {
+				m[e.seg] = true
+			}
+		}
 		last := uint32(0)
 		for _, l := range snap.dests[i].locs {
 			if l.seg != last {
@@ -115,8 +144,8 @@ func (s *Store) checkpoint(barrier bool) error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
 	snap := s.snapshot()
-	if n := len(s.ckpts); n > 0 && s.ckpts[n-1].pos == snap.pos {
-		return nil
+	if n := len(s.ckpts); n > 0 && s.ckpts[n-1].pos == snap.pos && s.ckpts[n-1].version != ckptVersionV1 {
+		return nil // nothing changed (a version 1 checkpoint is rewritten as version 2)
 	}
 	if barrier {
 		if err := s.w.barrier(); err != nil {
@@ -206,11 +235,56 @@ func (cw *ckptWriter) str(s string) {
 	cw.write(cw.tmp)
 }
 
+// writeSeqSet writes a pending set: its bitmap, then the members in its log.
+func (cw *ckptWriter) writeSeqSet(s *seqSet) {
+	cw.uvarint(s.base)
+	cw.uvarint(uint64(len(s.bits)))
+	for _, w := range s.bits {
+		cw.tmp = binary.LittleEndian.AppendUint64(cw.tmp[:0], w)
+		cw.write(cw.tmp)
+	}
+	cw.uvarint(uint64(s.far.Len()))
+	prev := uint64(0)
+	s.far.After(0, func(seq uint64, _ *struct{}) bool {
+		cw.uvarint(seq - prev)
+		prev = seq
+		return true
+	})
+}
+
+// writeExtent writes e (see the package comment's checkpoint layout).
+func (cw *ckptWriter) writeExtent(e *extent) {
+	cw.uvarint(uint64(e.seg))
+	cw.uvarint(e.lo)
+	cw.uvarint(e.hi - e.lo)
+	cw.uvarint(uint64(e.end))
+	cw.uvarint(uint64(e.fill))
+	cw.uvarint(e.base)
+	cw.uvarint(uint64(len(e.live)))
+	for _, w := range e.live {
+		cw.tmp = binary.LittleEndian.AppendUint64(cw.tmp[:0], w)
+		cw.write(cw.tmp)
+	}
+	cw.uvarint(uint64(len(e.runs)))
+	for _, r := range e.runs {
+		cw.uvarint(uint64(r.from))
+		cw.uvarint(uint64(r.n))
+		cw.uvarint(uint64(r.body))
+	}
+	cw.uvarint(uint64(len(e.strides)))
+	prev := stride{}
+	for _, st := range e.strides {
+		cw.uvarint(uint64(st.seq - prev.seq))
+		cw.uvarint(uint64(st.off - prev.off))
+		prev = st
+	}
+}
+
 // checkpointHeader returns the fixed header of a checkpoint.
 func checkpointHeader(gen uint64, p pos) []byte {
 	h := make([]byte, 0, ckptHeaderSize)
 	h = append(h, ckptMagic...)
-	h = binary.LittleEndian.AppendUint32(h, formatVersion)
+	h = binary.LittleEndian.AppendUint32(h, ckptVersion)
 	h = binary.LittleEndian.AppendUint32(h, 0)
 	h = binary.LittleEndian.AppendUint64(h, gen)
 	h = binary.LittleEndian.AppendUint32(h, p.seg)
@@ -218,15 +292,18 @@ func checkpointHeader(gen uint64, p pos) []byte {
 	return binary.LittleEndian.AppendUint64(h, uint64(p.off))
 }
 
-// readCheckpointHeader returns the generation and position of a checkpoint header.
-func readCheckpointHeader(h []byte) (uint64, pos, error) {
+// readCheckpointHeader returns the version, generation and position of a checkpoint
+// header.
+func readCheckpointHeader(h []byte) (uint32, uint64, pos, error) {
 	if len(h) < ckptHeaderSize || string(h[:8]) != ckptMagic {
-		return 0, pos{}, fmt.Errorf("%w: not a checkpoint", ErrCorrupt)
+		return 0, 0, pos{}, fmt.Errorf("%w: not a checkpoint", ErrCorrupt)
 	}
-	if v := binary.LittleEndian.Uint32(h[8:]); v != formatVersion {
-		return 0, pos{}, fmt.Errorf("%w: unsupported checkpoint version %d (this build reads %d)", ErrCorrupt, v, formatVersion)
+	v := binary.LittleEndian.Uint32(h[8:])
+	if v != ckptVersion && v != ckptVersionV1 {
+		return 0, 0, pos{}, fmt.Errorf("%w: unsupported checkpoint version %d (this build reads %d and %d)",
+			ErrCorrupt, v, ckptVersionV1, ckptVersion)
 	}
-	return binary.LittleEndian.Uint64(h[16:]), pos{binary.LittleEndian.Uint32(h[24:]), int64(binary.LittleEndian.Uint64(h[32:]))}, nil
+	return v, binary.LittleEndian.Uint64(h[16:]), pos{binary.LittleEndian.Uint32(h[24:]), int64(binary.LittleEndian.Uint64(h[32:]))}, nil
 }
 
 // writeCheckpoint writes snap as checkpoint gen in dir.
@@ -258,6 +335,18 @@ func writeCheckpointBody(w io.Writer, gen uint64, snap *snapshot) (size int64, e
 		}
 		cw.uvarint(flags)
 		cw.uvarint(ds.lastSeq)
+		cw.uvarint(uint64(ds.curSeg))
+		cw.uvarint(ds.curMax)
+		cw.uvarint(ds.addMin)
+		cw.uvarint(ds.movMax)
+		cw.uvarint(uint64(len(ds.ext)))
+		for _, e := range ds.ext {
+			cw.writeExtent(e)
+		}
+		cw.uvarint(uint64(len(ds.moved)))
+		for _, e := range ds.moved {
+			cw.writeExtent(e)
+		}
 		cw.uvarint(uint64(len(ds.keys)))
 		prev := uint64(0)
 		for j, seq := range ds.keys {
@@ -275,12 +364,7 @@ func writeCheckpointBody(w io.Writer, gen uint64, snap *snapshot) (size int64, e
 			cw.str(ss.info.Key.Name)
 			cw.str(ss.info.Selector)
 			cw.varint(ss.info.Created)
-			cw.uvarint(uint64(len(ss.pending)))
-			prev := uint64(0)
-			for _, seq := range ss.pending {
-				cw.uvarint(seq - prev)
-				prev = seq
-			}
+			cw.writeSeqSet(&ss.pending)
 		}
 	}
 	var trailer [ckptTrailer]byte
@@ -323,20 +407,23 @@ func loadCheckpoint(fsys vfs.FS, path string) (*index, checkpointF, error) {
 	if binary.LittleEndian.Uint64(tr) != uint64(len(body)) || binary.LittleEndian.Uint32(tr[8:]) != crc(body) {
 		return nil, checkpointF{}, fmt.Errorf("%w: checkpoint checksum mismatch", ErrCorrupt)
 	}
-	gen, p, err := readCheckpointHeader(body)
+	v, gen, p, err := readCheckpointHeader(body)
 	if err != nil {
 		return nil, checkpointF{}, err
 	}
-	x, err := decodeCheckpoint(body[ckptHeaderSize:])
+	x, err := decodeCheckpoint(body[ckptHeaderSize:], v, p)
 	if err != nil {
 		return nil, checkpointF{}, err
 	}
 	x.applied = p
-	return x, checkpointF{gen: gen, pos: p, path: path, size: int64(len(data))}, nil
+	return x, checkpointF{version: v, gen: gen, pos: p, path: path, size: int64(len(data))}, nil
 }
 
-// decodeCheckpoint builds an index from a checkpoint body.
-func decodeCheckpoint(b []byte) (*index, error) {
+// decodeCheckpoint builds an index from a checkpoint body of version v whose position
+// is p. A version 1 checkpoint lists every message with its place: they all go to
+// their destinations' logs, and since it does not say which seqs have records in p's
+// segment, every seq up to a destination's last is taken to have one there.
+func decodeCheckpoint(b []byte, v uint32, p pos) (*index, error) {
 	x := newIndex()
 	d := decoder{b: b}
 	nd := d.uvarint()
@@ -348,6 +435,48 @@ func decodeCheckpoint(b []byte) (*index, error) {
 		flags := d.uvarint()
 		dest.added = flags&1 != 0
 		dest.lastSeq = d.uvarint()
+		if v == ckptVersionV1 {
+			dest.curSeg, dest.curMax = p.seg, dest.lastSeq
+		} else {
+			seg, hi := d.uvarint(), d.uvarint()
+			dest.curAddMin, dest.curMovMax = d.uvarint(), d.uvarint()
+			if seg > math.MaxUint32 {
+				d.fail()
+			}
+			dest.curSeg, dest.curMax = uint32(seg), hi
+			ne := d.uvarint()
+			if ne > uint64(len(b)) {
+				d.fail()
+			}
+			for j := uint64(0); j < ne && !d.bad; j++ {
+				e := d.extent()
+				if d.bad || (len(dest.ext) > 0 && e.lo <= dest.ext[len(dest.ext)-1].hi) {
+					d.fail()
+					break
+				}
+				dest.ext = append(dest.ext, e)
+				x.countExtent(dest, e)
+			}
+			nm := d.uvarint()
+			if nm > uint64(len(b)) {
+				d.fail()
+			}
+			for j := uint64(0); j < nm && !d.bad; j++ {
+				e := d.extent()
+				if d.bad || e.n == 0 || (len(dest.moved) > 0 && e.lo < dest.moved[len(dest.moved)-1].lo) {
+					d.fail()
+					break
+				}
+				e.after(0, func(seq uint64) bool { // a seq is stored in one place
+					if dest.extentOf(seq) != nil {
+						d.fail()
+					}
+					return !d.bad
+				})
+				dest.moved = append(dest.moved, e)
+				x.countExtent(dest, e)
+			}
+		}
 		n := d.uvarint()
 		if n > uint64(len(b)) {
 			d.fail()
@@ -361,6 +490,10 @@ func decodeCheckpoint(b []byte) (*index, error) {
 			seq += d.uvarint()
 			l := loc{seg: uint32(d.uvarint()), off: uint32(d.uvarint()), n: uint32(d.uvarint()), body: uint32(d.uvarint())}
 			if seq == 0 || seq > maxSeq || (j > 0 && seq <= keys[len(keys)-1]) {
+				d.fail()
+				break
+			}
+			if dest.extentOf(seq) != nil {
 				d.fail()
 				break
 			}
@@ -383,23 +516,16 @@ func decodeCheckpoint(b []byte) (*index, error) {
 			info.Dest = dest.name
 			info.Selector = string(d.bytes())
 			info.Created = d.varint()
-			np := d.uvarint()
-			if np > uint64(len(b)) || !dest.topic {
+			if !dest.topic {
 				d.fail()
 				break
 			}
-			pend := make([]uint64, 0, np)
-			seq := uint64(0)
-			for k := uint64(0); k < np && !d.bad; k++ {
-				seq += d.uvarint()
-				if seq == 0 || seq > maxSeq || (k > 0 && seq <= pend[len(pend)-1]) {
-					d.fail()
-					break
-				}
-				pend = append(pend, seq)
-			}
 			sub := &subscription{info: info, dest: dest}
-			sub.pending.load(pend, make([]struct{}, len(pend)))
+			if v == ckptVersionV1 {
+				d.seqList(func(seq uint64) { sub.pending.Put(seq) })
+			} else {
+				d.seqSet(&sub.pending)
+			}
 			dest.subs = append(dest.subs, sub)
 			x.subs[info.Key] = sub
 		}
@@ -408,4 +534,151 @@ func decodeCheckpoint(b []byte) (*index, error) {
 		return nil, fmt.Errorf("%w: malformed checkpoint", ErrCorrupt)
 	}
 	return x, nil
+}
+
+// extent reads an extent of a version 2 checkpoint, checking what its use relies on:
+// the bitmap within [base, hi], runs and strides sorted and starting at or before the
+// first stored seq, and live counts that match the lengths.
+func (d *decoder) extent() *extent {
+	e := &extent{}
+	seg := d.uvarint()
+	e.lo = d.uvarint()
+	span := d.uvarint()
+	end, fill := d.uvarint(), d.uvarint()
+	e.base = d.uvarint()
+	nw := d.uvarint()
+	if seg > math.MaxUint32 || end > math.MaxUint32 || fill > math.MaxUint32 || span > math.MaxUint32 ||
+		e.lo == 0 || e.lo+span > maxSeq || e.base%64 != 0 || nw > uint64(len(d.b)-d.off)/8 {
+		d.fail()
+		return e
+	}
+	e.seg, e.end, e.fill, e.hi = uint32(seg), uint32(end), uint32(fill), e.lo+span
+	if nw > 0 {
+		e.live = make([]uint64, nw)
+		for i := range e.live {
+			e.live[i] = binary.LittleEndian.Uint64(d.take(8))
+		}
+	}
+	nr := d.uvarint()
+	if nr > uint64(len(d.b)) {
+		d.fail()
+		return e
+	}
+	for i := uint64(0); i < nr && !d.bad; i++ {
+		from, n, body := d.uvarint(), d.uvarint(), d.uvarint()
+		if from > span || n > math.MaxUint32 || body > n || (i > 0 && uint32(from) <= e.runs[i-1].from) {
+			d.fail()
+			return e
+		}
+		e.runs = append(e.runs, lenRun{from: uint32(from), n: uint32(n), body: uint32(body)})
+	}
+	ns := d.uvarint()
+	if ns > uint64(len(d.b)) {
+		d.fail()
+		return e
+	}
+	var prev stride
+	for i := uint64(0); i < ns && !d.bad; i++ {
+		ds, do := d.uvarint(), d.uvarint()
+		if ds > span || do > math.MaxUint32 || uint64(prev.seq)+ds > span || uint64(prev.off)+do > math.MaxUint32 {
+			d.fail()
+			return e
+		}
+		prev = stride{seq: prev.seq + uint32(ds), off: prev.off + uint32(do)}
+		e.strides = append(e.strides, prev)
+	}
+	if d.bad {
+		return e
+	}
+	// Every stored seq must lie in [lo, hi] and have a run and a stride.
+	var first, last uint64
+	var n int64
+	for w, word := range e.live {
+		for ; word != 0; word &= word - 1 {
+			seq := e.base + uint64(w)<<6 + uint64(bits.TrailingZeros64(word))
+			if n == 0 {
+				first = seq
+			}
+			last = seq
+			n++
+		}
+	}
+	if n == 0 {
+		e.live, e.runs, e.strides = nil, nil, nil
+		return e
+	}
+	if first < e.lo || last > e.hi || len(e.runs) == 0 || len(e.strides) == 0 ||
+		e.lo+uint64(e.runs[0].from) > first || e.lo+uint64(e.strides[0].seq) > first {
+		d.fail()
+		return e
+	}
+	e.n = n
+	e.after(0, func(seq uint64) bool {
+		n, body := e.lengths(seq)
+		e.bytes += int64(n)
+		e.body += int64(body)
+		return true
+	})
+	return e
+}
+
+// seqList reads a uvarint count and that many seq deltas (sorted, distinct, non-zero
+// seqs) and calls fn for each seq.
+func (d *decoder) seqList(fn func(seq uint64)) {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return
+	}
+	seq, prev := uint64(0), uint64(0)
+	for k := uint64(0); k < n && !d.bad; k++ {
+		seq += d.uvarint()
+		if seq == 0 || seq > maxSeq || (k > 0 && seq <= prev) {
+			d.fail()
+			return
+		}
+		fn(seq)
+		prev = seq
+	}
+}
+
+// seqSet reads a pending set of a version 2 checkpoint into s: its bitmap (base a
+// multiple of 64, members at most maxSeq), then its log, whose members must not be
+// in the bitmap.
+func (d *decoder) seqSet(s *seqSet) {
+	base, nw := d.uvarint(), d.uvarint()
+	if base%64 != 0 || base > maxSeq || nw > uint64(len(d.b)-d.off)/8 || base+nw*64 > maxSeq+64 {
+		d.fail()
+		return
+	}
+	s.base = base
+	if nw > 0 {
+		s.bits = make([]uint64, nw)
+		for i := range s.bits {
+			s.bits[i] = binary.LittleEndian.Uint64(d.take(8))
+			s.n += bits.OnesCount64(s.bits[i])
+		}
+	}
+	if s.n == 0 {
+		s.bits = nil
+	} else if base == 0 && s.bits[0]&1 != 0 {
+		d.fail() // seq 0 (the range check above keeps every bit at most maxSeq)
+		return
+	}
+	d.seqList(func(seq uint64) {
+		if w, b, ok := s.inBits(seq); ok && s.bits[w]&b != 0 {
+			d.fail()
+			return
+		}
+		s.far.Put(seq, struct{}{})
+	})
+}
+
+// countExtent adds what e stores to d's and its segment's counts.
+func (x *index) countExtent(d *destination, e *extent) {
+	d.msgs += e.n
+	d.bytes += e.body
+	st := x.segStats(e.seg)
+	st.msgs += e.n
+	st.bytes += e.bytes
 }

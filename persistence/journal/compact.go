@@ -137,14 +137,52 @@ func (s *Store) moveForward(items []compactItem) (int, error) {
 	return moved, nil
 }
 
-// compactCandidates lists the live messages of the segments to compact.
+// compactCandidates lists the live messages of the segments to compact. Those of
+// extents are found by reading their segments, without the index lock.
 func (s *Store) compactCandidates(limit uint32) []compactItem {
 	s.segs.mu.RLock()
 	defer s.segs.mu.RUnlock()
+	items, exts := s.compactChoose(limit)
+	var rr recordReader
+	for _, ce := range exts {
+		seg := s.segs.get(ce.seg)
+		if seg == nil || len(ce.want) == 0 {
+			continue
+		}
+		out := make([]loc, len(ce.want))
+		for i := range out {
+			out[i].body = ce.bodies[i]
+		}
+		if _, err := rr.locate(ce.ext, seg, ce.dest, ce.start, ce.end, ce.want, out, nil); err != nil {
+			s.log.Warn("journal: compaction cannot read a segment", slog.String("file", seg.path), slog.Any("err", err))
+		}
+		for i, l := range out {
+			if l.off != 0 { // a message not found stays where it is
+				items = append(items, compactItem{dest: ce.dest, seq: ce.want[i], l: l})
+			}
+		}
+	}
+	return items
+}
+
+// compactExtent is what compactCandidates reads of an extent: its stored seqs when it
+// was listed and where to look for them.
+type compactExtent struct {
+	ext        *extent // identifies it (for the reader), not read without the lock
+	dest       string
+	seg        uint32
+	start, end uint32
+	want       []uint64
+	bodies     []uint32
+}
+
+// compactChoose picks the segments to compact under the index read lock and lists
+// their messages: those of logs with their places, those of extents to be located.
+func (s *Store) compactChoose(limit uint32) ([]compactItem, []compactExtent) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return nil
+		return nil, nil
 	}
 	chosen := make(map[uint32]bool)
 	budget := int64(compactMaxBytes)
@@ -164,10 +202,25 @@ func (s *Store) compactCandidates(limit uint32) []compactItem {
 		budget -= st.bytes
 	}
 	if len(chosen) == 0 {
-		return nil
+		return nil, nil
 	}
 	var items []compactItem
+	var exts []compactExtent
 	for _, d := range s.idx.dests {
+		for _, e := range slices.Concat(d.ext, d.moved) {
+			if !chosen[e.seg] || e.n == 0 {
+				continue
+			}
+			ce := compactExtent{ext: e, dest: d.name, seg: e.seg, end: e.end}
+			e.after(0, func(seq uint64) bool {
+				_, body := e.lengths(seq)
+				ce.want = append(ce.want, seq)
+				ce.bodies = append(ce.bodies, body)
+				return true
+			})
+			ce.start = e.strideOff(ce.want[0])
+			exts = append(exts, ce)
+		}
 		d.log.After(0, func(seq uint64, l *loc) bool {
 			if chosen[l.seg] {
 				items = append(items, compactItem{dest: d.name, seq: seq, l: *l})
@@ -175,5 +228,5 @@ func (s *Store) compactCandidates(limit uint32) []compactItem {
 			return true
 		})
 	}
-	return items
+	return items, exts
 }

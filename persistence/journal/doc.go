@@ -11,11 +11,22 @@
 //     see writer). Never one fsync per message. After a synced group it waits a moment
 //     (half an fsync, at most 500µs) for the committers it woke to come back, so groups
 //     do not alternate between large and small.
-//   - Index: per destination a sorted slice of (seq, place) with tombstones; per durable
-//     subscription a sorted slice of the seqs it still owes; per segment the count of
-//     live messages and bytes. No message body or header is kept in memory: Scan reads
-//     messages back from the segment files. A stored message costs about 24 bytes of
-//     index (plus 8 per subscription that owes it), a few more while slices grow.
+//   - Index: per destination, extents: for each run of its messages appended to a
+//     segment in seq order (queues and topics are written so), the seq range, a bitmap
+//     of the seqs still stored, their lengths run-length coded, and a sparse table (an
+//     entry every 4 KiB of the run's messages: first seq, record offset) to seek by.
+//     The compactor's copies go to moved extents, one per destination and segment
+//     they were copied to (their ranges may overlap the others'). Messages that do not
+//     continue a run (scheduled jobs, whose seqs are due times; a batch that reached
+//     the writer after a later one; a replaced message) are in a sorted slice of (seq,
+//     place) with tombstones, the destination's log. Per durable subscription the seqs
+//     it still owes: a bitmap from the oldest to the newest, and a sorted slice of
+//     those far from it; per segment the count of live messages and bytes. No message
+//     body or header is kept in memory: Scan seeks by the sparse table and reads the
+//     segment forward, skipping other destinations' records. A message in an extent costs about a bit and a fraction of
+//     a table entry (well under a byte for messages of equal sizes; 12 bytes more for
+//     each change of length from the previous message); one in a log 24 bytes; plus a
+//     bit per subscription that owes it (8 bytes if far from its other pending seqs).
 //   - Checkpoints: every CheckpointInterval (if anything changed) and at Close the whole
 //     index is written to index-<gen>.ckpt (write temp, fsync, rename, fsync directory),
 //     after the journal was fsynced up to the position the index reflects. Open loads the
@@ -44,7 +55,7 @@
 // stays dead. Recovery without any intact checkpoint replays every segment that is left
 // and warns that acknowledged messages may then reappear.
 //
-// # On-disk format, version 1
+// # On-disk format: segments version 1, checkpoints version 2
 //
 // All integers are little-endian; uvarint/varint are encoding/binary's; str is a
 // uvarint length and the bytes. The directory holds the segments db-<n>.log (n = 1, 2,
@@ -84,10 +95,44 @@
 //	str id, uvarint header string count, str × count (key, value, key, value, ...),
 //	str body, uvarint subscription count, (str clientID, str name) × count
 //
-// Checkpoint file:
+// Checkpoint file, version 2 (written by this build):
 //
-//	header (40 bytes): "AMQGOIDX" | u32 format version (1) | u32 0 | u64 generation |
+//	header (40 bytes): "AMQGOIDX" | u32 checkpoint version (2) | u32 0 | u64 generation |
 //	                   u32 segment of P | u32 0 | u64 offset of P
+//	uvarint destination count, per destination:
+//	  str name, uvarint flags (bit 0: an Add was ever applied), uvarint last seq,
+//	  uvarint segment of its last record, uvarint highest seq of its records there,
+//	  uvarint lowest seq of its Add records there (none: 2^64-1; 0 blocks moved
+//	  extents there), uvarint highest seq of its Move records there,
+//	  uvarint extent count, per extent (by seq; seq ranges do not overlap):
+//	    uvarint segment, uvarint lo (first seq), uvarint hi - lo,
+//	    uvarint end (offset after its last message), uvarint bytes since its last
+//	    sparse entry, uvarint base (a multiple of 64), uvarint word count,
+//	    u64 × count (bit i of word w: seq base + 64w + i is stored),
+//	    uvarint run count, per run: uvarint first seq - lo, uvarint length, uvarint
+//	    body length (the lengths of the seqs from there to the next run),
+//	    uvarint sparse entry count, per entry: uvarint seq delta, uvarint record
+//	    offset delta (first entry: deltas from lo and from 0)
+//	  uvarint moved extent count, per moved extent (the compactor's copies; by lo,
+//	    ranges may overlap, a seq is stored in one place): as an extent
+//	  uvarint log count, per message of the log (by seq): uvarint seq delta,
+//	  uvarint segment, uvarint offset, uvarint length, uvarint body length
+//	  uvarint subscription count, per subscription (topic only, in registration order):
+//	  str clientID, str name, str selector, varint created, its pending set:
+//	    uvarint base (a multiple of 64), uvarint word count, u64 × count (bit i of
+//	    word w: seq base + 64w + i is pending), then the pending seqs kept apart
+//	    (far from that range when they were added): uvarint count, uvarint seq
+//	    delta × count
+//	trailer (12 bytes): u64 length of everything before | u32 CRC-32C of it
+//
+// Checkpoint file, version 1 (read and converted at load: every message goes to its
+// destination's log, and a message added later to P's segment with a seq up to the
+// destination's last seq goes there too, since version 1 does not say which seqs have
+// records in that segment; after replay, the segments holding messages are read once
+// and runs of at least 8 messages of a destination in one segment, in seq and offset
+// order and each the only record of its seq there, become extents):
+//
+//	header: as version 2, with version 1
 //	uvarint destination count, per destination:
 //	  str name, uvarint flags (bit 0: an Add was ever applied), uvarint last seq,
 //	  uvarint message count, per message (by seq): uvarint seq delta, uvarint segment,
@@ -95,7 +140,7 @@
 //	  uvarint subscription count, per subscription (topic only, in registration order):
 //	  str clientID, str name, str selector, varint created,
 //	  uvarint pending count, uvarint seq delta × count
-//	trailer (12 bytes): u64 length of everything before | u32 CRC-32C of it
+//	trailer: as version 2
 //
 // Compatibility rule: a reader refuses a segment, record or checkpoint whose version it
 // does not know (the data is reported as damaged, never misread). A change to any layout
@@ -122,12 +167,15 @@
 //
 // # Costs the broker should know
 //
-// Scan and ScanSub read from the segment files (one ReadAt per run of adjacent
-// messages, 128 messages or 1 MiB per round, no lock held while fn runs, one allocation
-// per message for its strings); recently written data comes from the page cache. A
-// checkpoint copies the index under its read lock (about 24 bytes a message: tens of
-// milliseconds for millions of messages, during which commits wait to be applied) and
-// writes it outside the lock. CommitAsync callbacks run, in order, on one goroutine per
-// store; they must not block for long and must not call Close. Commit and CommitAsync
+// Scan and ScanSub read from the segment files (128 messages or 1 MiB per round, no
+// lock held while fn runs, one allocation per message for its strings): the messages
+// of extents by reading the segment forward from the sparse entry before the round's
+// first one (256 KiB reads, walking the records by destination and seq, copying the
+// messages out; the next round resumes where this one stopped), those of logs with
+// one ReadAt per run of adjacent ones; recently written data comes from the page
+// cache. A checkpoint copies the index under its read lock (extents: a bit a message
+// and their tables; logs: 24 bytes a message) and writes it outside the lock.
+// CommitAsync callbacks run, in order, on one goroutine per store; they must not
+// block for long and must not call Close. Commit and CommitAsync
 // block while more than 64 MiB of batches wait to be written (backpressure).
 package journal

@@ -2,13 +2,15 @@ package journal
 
 import (
 	"cmp"
+	"math"
+	"slices"
 
 	"github.com/activemq-go/broker/persistence"
 )
 
 // loc is where a stored message is in the journal: segment, offset and length of its
-// encoding, and the length of its body (for Stats). 16 bytes; with its key a stored
-// message costs 24 bytes of index.
+// encoding, and the length of its body (for Stats). 16 bytes; with its key a message
+// kept in a destination's log of out-of-order messages costs 24 bytes of index.
 type loc struct {
 	seg  uint32
 	off  uint32
@@ -26,15 +28,34 @@ func (p pos) compare(q pos) int {
 	return cmp.Or(cmp.Compare(p.seg, q.seg), cmp.Compare(p.off, q.off))
 }
 
-// destination is the index of one qualified destination.
+// destination is the index of one qualified destination. Its messages are in extents
+// (see extent) when they were appended in seq order, which is how queues and topics
+// are written, and the compactor's copies in moved extents; the others (scheduled
+// jobs, whose seqs are due times, a batch that reached the writer after a later one, a
+// replaced message) are in log with their exact place. A seq is stored in at most one
+// of them.
 type destination struct {
 	name    string
 	topic   bool
 	added   bool   // an Add was ever applied: only such destinations are recovered
 	lastSeq uint64 // highest seq ever added
 	msgs    int64
-	bytes   int64 // sum of len(Body)
-	log     seqLog[loc]
+	bytes   int64     // sum of len(Body)
+	ext     []*extent // sorted by lo, with disjoint seq ranges
+	// moved are the extents of the compactor's copies, sorted by lo. Their ranges may
+	// overlap those of ext and of each other (a message is copied before the extent
+	// it leaves is empty); there are few, one per segment the copies went to.
+	moved []*extent
+	log   seqLog[loc]
+	// curSeg is the last segment a record of this destination was appended to, curMax
+	// the highest seq among its records there, curAddMin the lowest among its Add
+	// records and curMovMax the highest among its Move records. A seq above curMax has
+	// no record in curSeg yet, nor has one between curMovMax and curAddMin: that is
+	// what appending to an extent, or to a moved extent, requires.
+	curSeg    uint32
+	curMax    uint64
+	curAddMin uint64
+	curMovMax uint64
 	// subs are the durable subscriptions registered on this topic, in registration
 	// order. Small: a linear scan beats a map for the few a topic usually has.
 	subs []*subscription
@@ -51,7 +72,7 @@ func (d *destination) State() (persistence.DestState, bool) {
 type subscription struct {
 	info    persistence.SubInfo
 	dest    *destination
-	pending seqLog[struct{}]
+	pending seqSet
 }
 
 // Info is what Recover reports of the subscription.
@@ -99,9 +120,12 @@ func (x *index) segStats(seg uint32) *segStats {
 	return st
 }
 
-// store records that a message at l became live in d.
-func (x *index) store(d *destination, seq uint64, l loc) {
-	d.log.Put(seq, l)
+// store records that a message at l (in the record starting at rec) became live in d.
+// fresh and movable come from noteRecord.
+func (x *index) store(d *destination, seq uint64, l loc, rec uint32, fresh, movable bool) {
+	if !movable || !d.placeMoved(seq, l, rec) {
+		d.place(seq, l, rec, fresh)
+	}
 	d.msgs++
 	d.bytes += int64(l.body)
 	st := x.segStats(l.seg)
@@ -109,8 +133,131 @@ func (x *index) store(d *destination, seq uint64, l loc) {
 	st.bytes += int64(l.n)
 }
 
+// noteRecord records that a record of d with seq (a Move if move, else an Add) was
+// appended to seg. It reports whether no record of d with that seq was in seg before,
+// as an extent needs it (fresh: above every seq there) and as a moved extent needs it
+// (movable: a Move above every Move's seq and below every Add's seq there).
+func (d *destination) noteRecord(seg uint32, seq uint64, move bool) (fresh, movable bool) {
+	if seg != d.curSeg {
+		d.curSeg, d.curMax, d.curAddMin, d.curMovMax = seg, 0, math.MaxUint64, 0
+	}
+	fresh = seq > d.curMax
+	movable = move && seq > d.curMovMax && seq < d.curAddMin
+	d.curMax = max(d.curMax, seq)
+	if move {
+		d.curMovMax = max(d.curMovMax, seq)
+	} else {
+		d.curAddMin = min(d.curAddMin, seq)
+	}
+	return fresh, movable
+}
+
+// place puts seq, not stored, at l: at the end of the last extent if it continues it,
+// in a new extent if it starts a new run of seqs, else in the log. fresh comes from
+// noteRecord.
+func (d *destination) place(seq uint64, l loc, rec uint32, fresh bool) {
+	if fresh && d.freshTail(seq) {
+		var tail *extent
+		if k := len(d.ext); k > 0 {
+			tail = d.ext[k-1]
+		}
+		switch {
+		case tail != nil && tail.canAppend(seq, l.seg):
+			tail.append(seq, l, rec)
+			return
+		case tail == nil || tail.lo != tail.hi || seq-tail.hi <= extentGap:
+			if tail != nil && tail.n == 0 {
+				d.ext = d.ext[:len(d.ext)-1]
+			}
+			d.ext = append(d.ext, newExtent(seq, l, rec))
+			return
+		}
+	}
+	d.log.Put(seq, l)
+}
+
+// placeMoved puts the compactor's copy of seq at l in the moved extent of l's segment
+// if it continues it, or in a new one, and reports whether it did. movable (from
+// noteRecord) must hold.
+func (d *destination) placeMoved(seq uint64, l loc, rec uint32) bool {
+	var last *extent // the moved extent of l's segment with the highest seqs
+	for i := len(d.moved) - 1; i >= 0; i-- {
+		if d.moved[i].seg == l.seg {
+			last = d.moved[i]
+			break
+		}
+	}
+	switch {
+	case last != nil && last.canAppend(seq, l.seg):
+		last.append(seq, l, rec)
+	case last == nil || last.lo != last.hi || seq-last.hi <= extentGap:
+		e := newExtent(seq, l, rec)
+		i, _ := slices.BinarySearchFunc(d.moved, seq, func(e *extent, seq uint64) int { return cmp.Compare(e.lo, seq) })
+		d.moved = slices.Insert(d.moved, i, e)
+	default:
+		return false
+	}
+	return true
+}
+
+// freshTail reports whether seq lies above every extent of d.
+func (d *destination) freshTail(seq uint64) bool {
+	k := len(d.ext)
+	return k == 0 || seq > d.ext[k-1].hi
+}
+
+// extentOf returns the extent (of ext or moved) that stores seq, or nil.
+func (d *destination) extentOf(seq uint64) *extent {
+	i, _ := slices.BinarySearchFunc(d.ext, seq, func(e *extent, seq uint64) int {
+		if e.lo <= seq {
+			return -1
+		}
+		return 1
+	})
+	if i > 0 && d.ext[i-1].has(seq) {
+		return d.ext[i-1]
+	}
+	for _, e := range d.moved {
+		if e.lo > seq {
+			break
+		}
+		if e.has(seq) {
+			return e
+		}
+	}
+	return nil
+}
+
+// unplace removes seq from where d stores it and returns its place (with the offset
+// unknown, 0, for a message of an extent).
+func (d *destination) unplace(seq uint64) (loc, bool) {
+	if e := d.extentOf(seq); e != nil {
+		n, body := e.remove(seq)
+		if e.n == 0 {
+			d.dropEmpty(e)
+		}
+		return loc{seg: e.seg, n: n, body: body}, true
+	}
+	return d.log.Remove(seq)
+}
+
+// dropEmpty removes the empty extent e, unless it is the last of ext: that one keeps
+// its range so the next message can continue it.
+func (d *destination) dropEmpty(e *extent) {
+	if i := slices.Index(d.moved, e); i >= 0 {
+		d.moved = slices.Delete(d.moved, i, i+1)
+		return
+	}
+	if d.ext[len(d.ext)-1] == e {
+		return
+	}
+	if i := slices.Index(d.ext, e); i >= 0 {
+		d.ext = slices.Delete(d.ext, i, i+1)
+	}
+}
+
 // unstore records that the message at l is no longer live in d (already removed from
-// d.log).
+// where d stored it).
 func (x *index) unstore(d *destination, l loc) {
 	d.msgs--
 	d.bytes -= int64(l.body)
@@ -152,12 +299,13 @@ func (x *index) add(o *op) {
 	d.added = true
 	d.lastSeq = max(d.lastSeq, o.seq)
 	x.drop(d, o.seq)
+	fresh, _ := d.noteRecord(o.loc.seg, o.seq, false)
 	if d.topic {
 		owed := false
 		for _, k := range o.subs {
 			for _, sub := range d.subs {
 				if sub.info.Key == k && !sub.pending.Contains(o.seq) {
-					sub.pending.Put(o.seq, struct{}{})
+					sub.pending.Put(o.seq)
 					owed = true
 				}
 			}
@@ -166,12 +314,12 @@ func (x *index) add(o *op) {
 			return
 		}
 	}
-	x.store(d, o.seq, o.loc)
+	x.store(d, o.seq, o.loc, o.loc.off-o.msgOff, fresh, false)
 }
 
 // drop deletes the message seq of d, for every subscription.
 func (x *index) drop(d *destination, seq uint64) {
-	l, ok := d.log.Remove(seq)
+	l, ok := d.unplace(seq)
 	if !ok {
 		return
 	}
@@ -196,12 +344,29 @@ func (x *index) ackSub(key persistence.SubKey, seq uint64) {
 	if sub == nil {
 		return
 	}
-	if _, ok := sub.pending.Remove(seq); ok && !sub.dest.owed(seq) {
+	if sub.pending.Remove(seq) && !sub.dest.owed(seq) {
 		x.drop(sub.dest, seq)
 	}
 }
 
 func (x *index) purge(d *destination) {
+	for _, e := range d.moved {
+		st := x.segStats(e.seg)
+		st.msgs -= e.n
+		st.bytes -= e.bytes
+	}
+	d.moved = nil
+	for _, e := range d.ext {
+		st := x.segStats(e.seg)
+		st.msgs -= e.n
+		st.bytes -= e.bytes
+	}
+	if k := len(d.ext); k > 0 {
+		tail := d.ext[k-1]
+		tail.n = 0
+		tail.release()
+		d.ext = append(d.ext[:0:0], tail) // keeps its range: see dropEmpty
+	}
 	d.log.After(0, func(_ uint64, l *loc) bool {
 		st := x.segStats(l.seg)
 		st.msgs--
@@ -246,7 +411,7 @@ func (x *index) removeSub(key persistence.SubKey) {
 	delete(x.subs, key)
 	// sub is no longer among d.subs, so drop leaves its pending set alone while it is
 	// iterated.
-	sub.pending.After(0, func(seq uint64, _ *struct{}) bool {
+	sub.pending.After(0, func(seq uint64) bool {
 		if !d.owed(seq) {
 			x.drop(d, seq)
 		}
@@ -257,23 +422,24 @@ func (x *index) removeSub(key persistence.SubKey) {
 
 // move applies a compactor's copy: if the message is still stored where it was copied
 // from, it now lives at its new place. If it was acknowledged or replaced in between,
-// the copy is dead from the start.
+// the copy is dead from the start. A message of an extent is the only stored record of
+// its seq in the extent's segment, and no record is ever appended to a segment the
+// compactor copies from, so for it the segment is enough to tell.
 func (x *index) move(o *op) {
-	d := x.dests[o.dest]
-	if d == nil {
+	d := x.destination(o.dest)
+	fresh, movable := d.noteRecord(o.loc.seg, o.seq, true)
+	if e := d.extentOf(o.seq); e != nil {
+		if e.seg != o.oldSeg {
+			return
+		}
+	} else if l, ok := d.log.Get(o.seq); !ok || l.seg != o.oldSeg || l.off != o.oldOff {
 		return
 	}
-	l := d.log.Ptr(o.seq)
-	if l == nil || l.seg != o.oldSeg || l.off != o.oldOff {
-		return
-	}
-	st := x.segStats(l.seg)
-	st.msgs--
-	st.bytes -= int64(l.n)
-	l.seg, l.off = o.loc.seg, o.loc.off
-	st = x.segStats(l.seg)
-	st.msgs++
-	st.bytes += int64(l.n)
+	old, _ := d.unplace(o.seq)
+	x.unstore(d, old)
+	l := o.loc
+	l.n, l.body = old.n, old.body
+	x.store(d, o.seq, l, o.loc.off-o.msgOff, fresh, movable)
 }
 
 // pendingKeys appends the subscriptions of d that still owe seq.
@@ -284,4 +450,73 @@ func (d *destination) pendingKeys(seq uint64, keys []persistence.SubKey) []persi
 		}
 	}
 	return keys
+}
+
+// each calls fn for the stored messages of d after afterSeq, in seq order, until fn
+// returns false: with e the extent holding it (l then has no offset) or nil (l is its
+// exact place in the log).
+func (d *destination) each(afterSeq uint64, fn func(seq uint64, e *extent, l loc) bool) {
+	li := d.log.cursor(afterSeq)
+	ei, _ := slices.BinarySearchFunc(d.ext, afterSeq, func(e *extent, s uint64) int {
+		if e.hi <= s {
+			return -1
+		}
+		return 1
+	})
+	cur := afterSeq
+	for {
+		best, from := uint64(math.MaxUint64), (*extent)(nil)
+		for ; ei < len(d.ext); ei++ {
+			if s, ok := d.ext[ei].next(cur); ok {
+				best, from = s, d.ext[ei]
+				break
+			}
+		}
+		for _, m := range d.moved {
+			if m.lo > best {
+				break
+			}
+			if s, ok := m.next(cur); ok && s < best {
+				best, from = s, m
+			}
+		}
+		for li < len(d.log.keys) && (d.log.keys[li]&deadBit != 0 || d.log.keys[li] <= cur) {
+			li++
+		}
+		if li < len(d.log.keys) && d.log.keys[li] < best {
+			if !fn(d.log.keys[li], nil, d.log.vals[li]) {
+				return
+			}
+			cur = d.log.keys[li]
+			continue
+		}
+		if from == nil {
+			return
+		}
+		n, body := from.lengths(best)
+		if !fn(best, from, loc{seg: from.seg, n: n, body: body}) {
+			return
+		}
+		cur = best
+	}
+}
+
+// holdsIn reports whether d stores a message in segment seg.
+func (d *destination) holdsIn(seg uint32) bool {
+	for _, e := range d.ext {
+		if e.seg == seg && e.n > 0 {
+			return true
+		}
+	}
+	for _, e := range d.moved {
+		if e.seg == seg && e.n > 0 {
+			return true
+		}
+	}
+	found := false
+	d.log.After(0, func(_ uint64, l *loc) bool {
+		found = l.seg == seg
+		return !found
+	})
+	return found
 }

@@ -131,8 +131,12 @@ func FuzzRecordDecode(f *testing.F) {
 			_, err := peekMessage(raw)
 			require.NoError(t, err)
 		}
-		// And the checkpoint decoder.
-		_, _ = decodeCheckpoint(data)
+		// The extent reader's walk over a batch payload.
+		eachMessage(data, 0, 0, func([]byte, uint64, uint32, uint32) bool { return true })
+		eachMessage(data, len(data)/2, 1, func([]byte, uint64, uint32, uint32) bool { return true })
+		// And the checkpoint decoder, both versions.
+		_, _ = decodeCheckpoint(data, ckptVersionV1, pos{1, segHeaderSize})
+		_, _ = decodeCheckpoint(data, ckptVersion, pos{1, segHeaderSize})
 	})
 }
 

@@ -93,14 +93,17 @@ func (s *Store) recover(ctx context.Context) (*segment, error) {
 		}
 	}
 	s.dropMissing()
+	if n := len(s.ckpts); n > 0 && s.ckpts[n-1].version == ckptVersionV1 {
+		s.extentsFromLogs()
+	}
 
 	s.recovery.Duration = time.Since(start)
-	msgs := 0
+	msgs := int64(0)
 	for _, d := range s.idx.dests {
-		msgs += d.log.Len()
+		msgs += d.msgs
 	}
 	s.log.Info("journal: opened", slog.String("dir", dir), slog.Int("segments", len(segIDs)),
-		slog.String("checkpoint", s.recovery.Checkpoint), slog.Int("messages", msgs),
+		slog.String("checkpoint", s.recovery.Checkpoint), slog.Int64("messages", msgs),
 		slog.Int("replayedRecords", s.recovery.ReplayedRecords), slog.Int64("replayedBytes", s.recovery.ReplayedBytes),
 		slog.Duration("took", s.recovery.Duration))
 	return active, nil
@@ -159,7 +162,7 @@ func peekCheckpoint(fsys vfs.FS, path string) (checkpointF, bool) {
 	if n, _ := f.ReadAt(h, 0); n < len(h) {
 		return checkpointF{}, false
 	}
-	gen, p, err := readCheckpointHeader(h)
+	_, gen, p, err := readCheckpointHeader(h)
 	if err != nil {
 		return checkpointF{}, false
 	}
@@ -344,8 +347,15 @@ func resync(data []byte, p int, base int64) int {
 // the broker must not be handed places it cannot read.
 func (s *Store) dropMissing() {
 	lost := 0
+	var rr recordReader
 	for _, d := range s.idx.dests {
 		var bad []uint64
+		for _, e := range d.ext {
+			bad = s.missingOfExtent(&rr, d, e, bad)
+		}
+		for _, e := range d.moved {
+			bad = s.missingOfExtent(&rr, d, e, bad)
+		}
 		d.log.After(0, func(seq uint64, l *loc) bool {
 			seg := s.segs.segs[l.seg]
 			if seg == nil || int64(l.off)+int64(l.n) > seg.size.Load() {
@@ -358,9 +368,37 @@ func (s *Store) dropMissing() {
 		}
 		lost += len(bad)
 		if len(bad) > 0 {
+			slices.Sort(bad)
 			s.log.Error("journal: stored messages lost: their data is missing from the segments",
 				slog.String("dest", d.name), slog.Int("count", len(bad)), slog.Uint64("firstSeq", bad[0]))
 		}
 	}
 	s.recovery.LostMessages = lost
+}
+
+// missingOfExtent appends to bad the messages of e whose data is not in its segment:
+// all of them if the segment is gone, those not found before its end if it is shorter
+// than e says.
+func (s *Store) missingOfExtent(rr *recordReader, d *destination, e *extent, bad []uint64) []uint64 {
+	seg := s.segs.segs[e.seg]
+	if seg != nil && int64(e.end) <= seg.size.Load() {
+		return bad
+	}
+	var want []uint64
+	e.after(0, func(seq uint64) bool {
+		want = append(want, seq)
+		return true
+	})
+	if seg == nil || len(want) == 0 {
+		return append(bad, want...)
+	}
+	out := make([]loc, len(want))
+	// A read error ends the search: what was not found by then is lost.
+	_, _ = rr.locate(e, seg, d.name, e.strideOff(want[0]), e.end, want, out, nil)
+	for i, l := range out {
+		if l.off == 0 || int64(l.off)+int64(l.n) > seg.size.Load() {
+			bad = append(bad, want[i])
+		}
+	}
+	return bad
 }

@@ -41,10 +41,13 @@ func (s *Store) ScanSub(ctx context.Context, key persistence.SubKey, afterSeq ui
 }
 
 // scanItem is a gathered message: its seq and place; its pending subscriptions are
-// keys[from:to].
+// keys[from:to]. A message of an extent has its offset found by reading forward from
+// start, up to limit (the extent's end when it was gathered).
 type scanItem struct {
-	seq      uint64
-	from, to int
+	seq          uint64
+	from, to     int
+	ext          *extent
+	start, limit uint32
 }
 
 // scanState is the reusable memory of one scan.
@@ -52,8 +55,14 @@ type scanState struct {
 	items []scanItem
 	locs  []loc
 	keys  []persistence.SubKey
-	buf   []byte
+	want  []uint64
+	rr    recordReader
+	ebuf  []byte // the messages of extents, copied as they are found
+	buf   []byte // the messages of logs, read by place
 	raws  [][]byte
+	lidx  []int // the items of logs
+	llocs []loc
+	lraws [][]byte
 	hdrs  []string
 	msg   persistence.Message
 }
@@ -80,8 +89,27 @@ func (s *Store) scan(ctx context.Context, afterSeq uint64, max int, fn func(*per
 			s.segs.mu.RUnlock()
 			return err
 		}
-		var errs []error
-		st.buf, st.raws, errs = s.segs.readLocs(st.locs, st.buf, st.raws)
+		errs := s.resolve(&st, name)
+		st.lidx, st.llocs = st.lidx[:0], st.llocs[:0]
+		for i, it := range st.items {
+			if it.ext == nil {
+				st.lidx = append(st.lidx, i)
+				st.llocs = append(st.llocs, st.locs[i])
+			}
+		}
+		if len(st.lidx) > 0 {
+			var rerrs []error
+			st.buf, st.lraws, rerrs = s.segs.readLocs(st.llocs, st.buf, st.lraws)
+			for k, i := range st.lidx {
+				st.raws[i] = st.lraws[k]
+				if rerrs != nil && rerrs[k] != nil {
+					if errs == nil {
+						errs = make([]error, len(st.items))
+					}
+					errs[i] = rerrs[k]
+				}
+			}
+		}
 		s.segs.mu.RUnlock()
 
 		st.msg.Dest = name
@@ -133,7 +161,7 @@ func (s *Store) gather(st *scanState, afterSeq uint64, want int,
 	}
 	bytes := 0
 	more := false
-	visit := func(seq uint64, l loc) bool {
+	visit := func(seq uint64, e *extent, l loc) bool {
 		if len(st.items) == want || (len(st.items) > 0 && bytes+int(l.n) > scanChunkBytes) {
 			more = true
 			return false
@@ -142,18 +170,95 @@ func (s *Store) gather(st *scanState, afterSeq uint64, want int,
 		if d.topic {
 			st.keys = d.pendingKeys(seq, st.keys)
 		}
-		st.items = append(st.items, scanItem{seq: seq, from: from, to: len(st.keys)})
+		it := scanItem{seq: seq, from: from, to: len(st.keys), ext: e}
+		if e != nil {
+			it.start, it.limit = e.strideOff(seq), e.end
+		}
+		st.items = append(st.items, it)
 		st.locs = append(st.locs, l)
 		bytes += int(l.n)
 		return true
 	}
 	if sub != nil {
-		sub.pending.After(afterSeq, func(seq uint64, _ *struct{}) bool {
+		sub.pending.After(afterSeq, func(seq uint64) bool {
+			if e := d.extentOf(seq); e != nil {
+				n, body := e.lengths(seq)
+				return visit(seq, e, loc{seg: e.seg, n: n, body: body})
+			}
 			l, ok := d.log.Get(seq)
-			return !ok || visit(seq, l)
+			return !ok || visit(seq, nil, l)
 		})
 	} else {
-		d.log.After(afterSeq, func(seq uint64, l *loc) bool { return visit(seq, *l) })
+		d.each(afterSeq, visit)
 	}
 	return d.name, more, nil
+}
+
+// resolve finds the gathered messages of extents by reading their segments forward
+// from their sparse entries, and copies them out as it finds them: st.raws[i] holds
+// the bytes of item i if it is of an extent (nil if it is of a log). The caller holds
+// segs.mu for reading, not the index lock. It returns an error for each message that
+// could not be found (nil when all were).
+func (s *Store) resolve(st *scanState, dest string) []error {
+	total := 0
+	for i, it := range st.items {
+		if it.ext != nil {
+			total += int(st.locs[i].n)
+		}
+	}
+	if cap(st.ebuf) < total {
+		st.ebuf = make([]byte, total)
+	}
+	st.raws = st.raws[:0]
+	at := 0
+	for i, it := range st.items {
+		if it.ext == nil {
+			st.raws = append(st.raws, nil)
+			continue
+		}
+		n := int(st.locs[i].n)
+		st.raws = append(st.raws, st.ebuf[at:at+n:at+n])
+		at += n
+	}
+	var errs []error
+	fail := func(i int, err error) {
+		if errs == nil {
+			errs = make([]error, len(st.items))
+		}
+		errs[i] = err
+		st.locs[i].off, st.locs[i].n = 0, 0
+	}
+	for i := 0; i < len(st.items); {
+		e := st.items[i].ext
+		if e == nil {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(st.items) && st.items[j].ext == e {
+			j++
+		}
+		st.want = st.want[:0]
+		for k := i; k < j; k++ {
+			st.want = append(st.want, st.items[k].seq)
+			st.locs[k].off = 0
+		}
+		var err error
+		if seg := s.segs.get(e.seg); seg == nil {
+			err = fmt.Errorf("%w: segment %s is missing", ErrCorrupt, segmentName(e.seg))
+		} else {
+			_, err = st.rr.locate(e, seg, dest, st.items[i].start, st.items[i].limit, st.want, st.locs[i:j], st.raws[i:j])
+		}
+		for k := i; k < j; k++ {
+			switch {
+			case st.locs[k].off != 0: // found, if before a read error
+			case err != nil:
+				fail(k, err)
+			default:
+				fail(k, fmt.Errorf("%w: message not found in %s", ErrCorrupt, segmentName(e.seg)))
+			}
+		}
+		i = j
+	}
+	return errs
 }

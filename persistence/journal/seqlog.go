@@ -12,14 +12,14 @@ const maxSeq = math.MaxInt64
 // deadBit marks a deleted slot of a seqLog.
 const deadBit = 1 << 63
 
-// seqLog is an ordered map from sequence number to V, shaped for how destinations and
-// the pending sets of durable subscriptions are used: sequence numbers arrive mostly in
-// increasing order at the tail, deletions happen anywhere but mostly near the head, and
-// scans start from a sequence number.
+// seqLog is an ordered map from sequence number to V, shaped for how a destination's
+// messages outside its extents and the far members of a pending set (seqSet) are
+// used: sequence numbers arrive mostly in increasing order at the tail, deletions
+// happen anywhere but mostly near the head, and scans start from a sequence number.
 //
 // It is two parallel slices sorted by seq: the keys and the values (with V = struct{}
-// the values take no memory, so a pending set costs 8 bytes an entry). A deletion sets
-// the key's top bit (a tombstone) and moves head past a dead prefix; once the dead slots
+// the values take no memory, so an entry costs 8 bytes). A deletion sets the key's
+// top bit (a tombstone) and moves head past a dead prefix; once the dead slots
 // outnumber the live ones (plus a slack) the slices are compacted, so tombstones never
 // exceed live entries + seqLogSlack and compaction costs O(1) amortised per deletion.
 //
@@ -197,4 +197,13 @@ func (l *seqLog[V]) appendLive(keys []uint64, vals []V) ([]uint64, []V) {
 // the log takes ownership of both slices.
 func (l *seqLog[V]) load(keys []uint64, vals []V) {
 	*l = seqLog[V]{keys: keys, vals: vals, live: len(keys)}
+}
+
+// cursor returns the slot to iterate keys from for the entries after afterSeq (dead
+// slots included: the caller skips them).
+func (l *seqLog[V]) cursor(afterSeq uint64) int {
+	if afterSeq >= maxSeq {
+		return len(l.keys)
+	}
+	return l.find(afterSeq + 1)
 }

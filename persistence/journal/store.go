@@ -215,24 +215,8 @@ func (s *Store) OldestSegment() (file string, dest string, ok bool) {
 			continue
 		}
 		file = s.segs.get(id).path
-		// Usually the message is at the head of its destination; otherwise look further.
 		for _, d := range s.idx.dests {
-			found := false
-			d.log.After(0, func(_ uint64, l *loc) bool {
-				found = l.seg == id
-				return false
-			})
-			if found {
-				return file, d.name, true
-			}
-		}
-		for _, d := range s.idx.dests {
-			found := false
-			d.log.After(0, func(_ uint64, l *loc) bool {
-				found = l.seg == id
-				return !found
-			})
-			if found {
+			if d.holdsIn(id) {
 				return file, d.name, true
 			}
 		}
