@@ -320,16 +320,11 @@ func (c *Conn) Delivered(ds []*Delivery) {
 			// A shared queue's message: acknowledged in its database (auto mode), no
 			// dispatch marker (its redelivered flag comes from the database).
 			if s.Mode != AckAuto {
-				s.dispatched = append(s.dispatched, d)
-				c.byTag[d.Tag] = d
-				c.indexID(d)
+				c.keepDispatched(s, d)
 				continue
 			}
 			auto++
-			if credits == nil {
-				credits = map[*Subscription]int32{}
-			}
-			credits[s]++
+			credits = addCredit(credits, s)
 			if sharedAuto == nil {
 				sharedAuto = map[*destinations.QueueDest][]*Delivery{}
 			}
@@ -346,16 +341,11 @@ func (c *Conn) Delivered(ds []*Delivery) {
 			hwm[q] = max(hwm[q], d.Msg.Seq)
 		}
 		if s.Mode != AckAuto {
-			s.dispatched = append(s.dispatched, d)
-			c.byTag[d.Tag] = d
-			c.indexID(d)
+			c.keepDispatched(s, d)
 			continue
 		}
 		auto++
-		if credits == nil {
-			credits = map[*Subscription]int32{}
-		}
-		credits[s]++
+		credits = addCredit(credits, s)
 		if q != nil {
 			if counts == nil {
 				counts = map[*destinations.QueueDest]ackCount{}
@@ -414,6 +404,35 @@ func (b *Broker) commit(batch persistence.Batch, d persistence.Durability, done 
 		return
 	}
 	done(batch.Commit(context.Background(), d))
+}
+
+// messageFor is the message of the i-th of several destinations of m: m itself for the
+// first, a copy with its Expires as sent (expires) for the others, so that each
+// destination applies its own defaultTimeToLive.
+func messageFor(m *persistence.Message, i int, expires int64) *persistence.Message {
+	if i == 0 {
+		return m
+	}
+	c := m.Clone()
+	c.Expires = expires
+	return c
+}
+
+// keepDispatched records d, written to s (a client-acknowledging subscription), as
+// awaiting its ACK or NACK.
+func (c *Conn) keepDispatched(s *Subscription, d *Delivery) {
+	s.dispatched = append(s.dispatched, d)
+	c.byTag[d.Tag] = d
+	c.indexID(d)
+}
+
+// addCredit counts one more message of s consumed, in credits (made if nil).
+func addCredit(credits map[*Subscription]int32, s *Subscription) map[*Subscription]int32 {
+	if credits == nil {
+		credits = map[*Subscription]int32{}
+	}
+	credits[s]++
+	return credits
 }
 
 // Send accepts a message for dests (several for a composite destination). Outside a
@@ -610,11 +629,7 @@ func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, f
 	var refused error
 	expires := m.Expires // as sent: each destination applies its own defaultTimeToLive
 	for i, d := range dests {
-		msg := m
-		if i > 0 {
-			msg = m.Clone()
-			msg.Expires = expires
-		}
+		msg := messageFor(m, i, expires)
 		var rec *dedupEntry
 		if marks != nil {
 			var dup bool

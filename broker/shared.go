@@ -116,11 +116,7 @@ func (b *Broker) sendShared(from *Conn, dests []destinations.Name, m *persistenc
 	var topics []*persistence.Message
 	expires := m.Expires // as sent: each destination applies its own defaultTimeToLive
 	for i, d := range dests {
-		msg := m
-		if i > 0 {
-			msg = m.Clone()
-			msg.Expires = expires
-		}
+		msg := messageFor(m, i, expires)
 		destinations.ExpireAfter(msg, b.policyFor(d.Kind, d.Name).DefaultTimeToLive)
 		msg.Dest = d.Qualified()
 		msgs[i] = msg

@@ -20,6 +20,15 @@ import (
 // The admin listener's REST API (docs/api.md) end to end: the real binary, its queues
 // filled and drained by real STOMP clients, the API called over HTTP.
 
+// durableRow is a durable subscription as GET /api/durable-subscriptions lists it.
+type durableRow struct {
+	ClientID string `json:"client_id"`
+	Name     string `json:"name"`
+	Topic    string `json:"topic"`
+	Active   bool   `json:"active"`
+	Pending  int64  `json:"pending"`
+}
+
 // adminEnv turns the admin listener on, on a free loopback port.
 const adminEnv = "BROKER_BROKER_ADMINADDRESS=127.0.0.1:0"
 
@@ -372,13 +381,7 @@ func TestAdminAPIDurableSubscriptions(t *testing.T) {
 	c := dial(t, b.Addr, stomp.ConnOpt.Header("client-id", "dur-app"))
 	sub, err := c.Subscribe("/topic/news", stomp.AckAuto, stomp.SubscribeOpt.Header("activemq.subscriptionName", "s1"))
 	require.NoError(t, err)
-	type durable struct {
-		ClientID string `json:"client_id"`
-		Name     string `json:"name"`
-		Topic    string `json:"topic"`
-		Active   bool   `json:"active"`
-		Pending  int64  `json:"pending"`
-	}
+	type durable = durableRow
 	var ds []durable
 	eventually(t, 10*time.Second, "the durable subscription", func() bool { // go-stomp's SUBSCRIBE has no receipt
 		a.get("/api/durable-subscriptions", &ds)

@@ -94,13 +94,7 @@ func TestSharedDurableSubscriptionMovesBetweenNodes(t *testing.T) {
 	nodes := startSharedNodes(t, 2, adminEnv)
 	n1, n2 := nodes[0], nodes[1]
 	admin := newAPI(t, "http://"+statsAddr(t, n1))
-	type durable struct {
-		ClientID string `json:"client_id"`
-		Name     string `json:"name"`
-		Topic    string `json:"topic"`
-		Active   bool   `json:"active"`
-		Pending  int64  `json:"pending"`
-	}
+	type durable = durableRow
 	var ds []durable
 	connect, sub := durableHeaders("app-1", "audit", "/topic/orders", "client-individual")
 	d := subscribeShared(t, n1.Addr, connect, sub...)
