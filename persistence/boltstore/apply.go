@@ -136,11 +136,11 @@ func (a *applier) applyBatch(ops []op) error {
 				err = a.remove(o.Dest, st, seqKey(o.Seq))
 			}
 		case oprec.AckSub:
-			err = a.ackSub(o.Sub.Key, o.Seq)
+			err = a.ackSub(o.Sub, o.Seq)
 		case oprec.AddSub:
-			err = a.addSub(o.Sub)
+			err = a.addSub(*o.Info)
 		case oprec.RemoveSub:
-			err = a.removeSub(o.Sub.Key)
+			err = a.removeSub(o.Sub)
 		case oprec.Purge:
 			err = a.purge(o.Dest)
 		default:

@@ -70,7 +70,7 @@ func (b *batch) AddSub(info persistence.SubInfo) {
 		b.Invalid("AddSub %s: key or topic name longer than %d bytes", info.Key, bolt.MaxKeySize)
 		return
 	}
-	b.Record(op{Kind: oprec.AddSub, Sub: info})
+	b.Record(op{Kind: oprec.AddSub, Sub: info.Key, Info: &info})
 }
 
 // Commit applies the batch in the next group commit and returns once that bbolt

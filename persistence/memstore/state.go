@@ -65,11 +65,11 @@ func (s *Store) apply(o *op) {
 			}
 		}
 	case oprec.AckSub:
-		s.ackSub(o.Sub.Key, o.Seq)
+		s.ackSub(o.Sub, o.Seq)
 	case oprec.AddSub:
-		s.addSub(o.Sub)
+		s.addSub(*o.Info)
 	case oprec.RemoveSub:
-		s.removeSub(o.Sub.Key)
+		s.removeSub(o.Sub)
 	case oprec.Purge:
 		if d := s.dests[o.Dest]; d != nil {
 			d.purge()

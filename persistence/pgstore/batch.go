@@ -20,7 +20,7 @@ var (
 
 // op is one recorded batch operation. An Add carries the message already encoded
 // (the copy Add promises) and the column values derived from it.
-type op = oprec.Op[addRow]
+type op = oprec.Op[*addRow]
 
 // addRow is what an Add keeps: the encoded message and its column values.
 type addRow struct {
@@ -38,7 +38,7 @@ type addRow struct {
 // A batch is used by one goroutine at a time. Once committed or rolled back it is
 // done: further operations are ignored and Commit returns persistence.ErrBatchDone.
 type batch struct {
-	oprec.Recorder[addRow] // RemoveSub, Purge, Len, Rollback
+	oprec.Recorder[*addRow] // RemoveSub, Purge, Len, Rollback
 	s                      *Store
 }
 
@@ -82,7 +82,7 @@ func (b *batch) Add(m *persistence.Message) {
 	case !b.validDest("Add", m.Dest):
 		return
 	}
-	row := addRow{
+	row := &addRow{
 		msg:  encodeMessage(make([]byte, 0, encodedSize(m)), m),
 		size: int64(len(m.Body)), prio: int64(m.Priority), expires: m.Expires, msgID: m.ID,
 		subs: oprec.Subs(m),
@@ -117,7 +117,7 @@ func (b *batch) AddSub(info persistence.SubInfo) {
 		b.Invalid("AddSub %q: client id, name and selector must be UTF-8 text without NUL", info.Key)
 		return
 	}
-	b.Record(op{Kind: oprec.AddSub, Sub: info})
+	b.Record(op{Kind: oprec.AddSub, Sub: info.Key, Info: &info})
 }
 
 // Commit applies the batch in the next group commit and waits for it: with Sync until

@@ -90,12 +90,12 @@ func (p *planner) apply(o *op) {
 	case oprec.Ack:
 		p.ack(o.Dest, int64(o.Seq))
 	case oprec.AckSub:
-		p.ackSub(o.Sub.Key, int64(o.Seq))
+		p.ackSub(o.Sub, int64(o.Seq))
 	case oprec.AddSub:
-		p.addSub(o.Sub)
+		p.addSub(*o.Info)
 	case oprec.RemoveSub:
 		p.flush()
-		if s := p.ov.sub(o.Sub.Key); s != nil {
+		if s := p.ov.sub(o.Sub); s != nil {
 			p.removeSub(s)
 		}
 	case oprec.Purge:

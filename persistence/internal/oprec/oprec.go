@@ -30,14 +30,17 @@ const (
 )
 
 // Op is one recorded operation. Dest and Seq are those of the message for Add, the
-// arguments for Ack, Purge (Dest) and AckSub (Seq). Sub carries the whole SubInfo for
-// AddSub and only the Key for AckSub and RemoveSub. Msg, set for Add only, is the
-// adapter's copy of the message.
+// arguments for Ack, Purge (Dest) and AckSub (Seq). Sub is the subscription of AckSub,
+// AddSub and RemoveSub, Info the whole SubInfo of AddSub. Msg, set for Add only, is
+// the adapter's copy of the message. An Op is kept small (80 bytes with a pointer P):
+// a deep queue's drain records an Ack per message, and the acknowledgements waiting
+// for a slow store are held as Ops.
 type Op[P any] struct {
 	Kind Kind
 	Seq  uint64
 	Dest string
-	Sub  persistence.SubInfo
+	Sub  persistence.SubKey
+	Info *persistence.SubInfo
 	Msg  P
 }
 
@@ -138,19 +141,19 @@ func (r *Recorder[P]) Ack(dest string, seq uint64) {
 
 // AckSub records that sub acknowledged the topic message seq.
 func (r *Recorder[P]) AckSub(sub persistence.SubKey, seq uint64) {
-	r.Record(Op[P]{Kind: AckSub, Sub: persistence.SubInfo{Key: sub}, Seq: seq})
+	r.Record(Op[P]{Kind: AckSub, Sub: sub, Seq: seq})
 }
 
 // AddSub records the creation or replacement of a durable subscription.
 func (r *Recorder[P]) AddSub(info persistence.SubInfo) {
 	if r.CheckAddSub(info) {
-		r.Record(Op[P]{Kind: AddSub, Sub: info})
+		r.Record(Op[P]{Kind: AddSub, Sub: info.Key, Info: &info})
 	}
 }
 
 // RemoveSub records the removal of a durable subscription.
 func (r *Recorder[P]) RemoveSub(sub persistence.SubKey) {
-	r.Record(Op[P]{Kind: RemoveSub, Sub: persistence.SubInfo{Key: sub}})
+	r.Record(Op[P]{Kind: RemoveSub, Sub: sub})
 }
 
 // Purge records the deletion of every message of dest.

@@ -55,9 +55,9 @@ func TestRecordsInOrder(t *testing.T) {
 	require.Equal(t, m.Subs, ops[0].Msg.Subs)
 	require.Equal(t, []Op[*persistence.Message]{
 		{Kind: Ack, Dest: "queue://q", Seq: 3},
-		{Kind: AckSub, Sub: persistence.SubInfo{Key: key}, Seq: 4},
-		{Kind: AddSub, Sub: topic},
-		{Kind: RemoveSub, Sub: persistence.SubInfo{Key: key}},
+		{Kind: AckSub, Sub: key, Seq: 4},
+		{Kind: AddSub, Sub: topic.Key, Info: &topic},
+		{Kind: RemoveSub, Sub: key},
 		{Kind: Purge, Dest: "queue://q"},
 	}, ops[1:])
 }
