@@ -39,7 +39,7 @@ type addRow struct {
 // done: further operations are ignored and Commit returns persistence.ErrBatchDone.
 type batch struct {
 	oprec.Recorder[*addRow] // RemoveSub, Purge, Len, Rollback
-	s                      *Store
+	s                       *Store
 }
 
 func (s *Store) newBatch() *batch {
