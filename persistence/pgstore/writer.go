@@ -10,10 +10,14 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Group limits: the writer stops adding batches to a group at either.
+// Group limits: the writer stops adding batches to a group at any of them. maxGroupOps
+// bounds a transaction's length: it holds the lease row FOR SHARE (the fencing check),
+// so the lease renewal waits for it; acknowledgements count no bytes, and a fast drain
+// once grouped a million DELETEs into one transaction, which outlasted the lease.
 const (
 	maxGroupBatches = 1024
 	maxGroupBytes   = 16 << 20
+	maxGroupOps     = 16 << 10
 	queueLen        = 1024
 )
 
@@ -59,28 +63,37 @@ func (w *writer) run() {
 		if !ok {
 			return
 		}
-		group = append(group[:0], r)
-		bytes, open := r.bytes, true
-	drain:
-		for len(group) < maxGroupBatches && bytes < maxGroupBytes {
-			select {
-			case r, ok := <-w.queue:
-				if !ok {
-					open = false
-					break drain
-				}
-				group = append(group, r)
-				bytes += r.bytes
-			default:
-				break drain
-			}
-		}
+		var open bool
+		group, open = takeGroup(append(group[:0], r), w.queue)
 		w.process(group)
 		clear(group)
 		if !open {
 			return
 		}
 	}
+}
+
+// takeGroup adds to group (holding the first request) the requests waiting in queue,
+// up to the group limits. open is false once queue is closed.
+func takeGroup(group []*request, queue <-chan *request) (_ []*request, open bool) {
+	bytes, ops := 0, 0
+	for _, r := range group {
+		bytes, ops = bytes+r.bytes, ops+len(r.ops)
+	}
+	for len(group) < maxGroupBatches && bytes < maxGroupBytes && ops < maxGroupOps {
+		select {
+		case r, ok := <-queue:
+			if !ok {
+				return group, false
+			}
+			group = append(group, r)
+			bytes += r.bytes
+			ops += len(r.ops)
+		default:
+			return group, true
+		}
+	}
+	return group, true
 }
 
 // process commits the batches of group, running control requests in their place in
