@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"hash/fnv"
 	"log/slog"
 	"strings"
 	"sync"
@@ -21,22 +20,14 @@ import (
 // yet: transactions over shared destinations and scheduled sends to them (refused),
 // duplicate detection (node-local).
 
-// sharedLanes is how many Send transactions of one node may be in flight at once.
-// A connection's SENDs always take the same lane, one transaction at a time, so its
-// messages get their IDs (the queue's order) in the order it sent them. One lane:
-// every SEND waiting shares the next transaction, and so its WAL flush, which is what
-// a SEND costs (4 producers with a receipt each, one node: 2,200 msgs/s with one lane,
-// 1,500 with four).
-const sharedLanes = 1
-
-// sharedSender batches the SENDs waiting for the database into one Send per lane.
+// sharedSender batches the SENDs waiting for the database into one Send, one
+// transaction at a time: every SEND waiting shares the next transaction, and so its WAL
+// flush, which is what a SEND costs (4 producers with a receipt each, one node: 2,200
+// msgs/s this way, 1,500 with four transactions in flight at once), and a connection's
+// messages get their IDs (the queue's order) in the order it sent them.
 type sharedSender struct {
-	eng   destinations.SharedQueues
-	wg    *sync.WaitGroup
-	lanes [sharedLanes]sharedLane
-}
-
-type sharedLane struct {
+	eng      destinations.SharedQueues
+	wg       *sync.WaitGroup
 	mu       sync.Mutex
 	waiting  []sharedSend
 	flushing bool
@@ -47,35 +38,33 @@ type sharedSend struct {
 	done func(error)
 }
 
-// send queues msgs for the next Send of lane (any number: it is reduced); done is
-// called with its result.
-func (s *sharedSender) send(lane uint32, msgs []*persistence.Message, done func(error)) {
-	l := &s.lanes[lane%sharedLanes]
-	l.mu.Lock()
-	l.waiting = append(l.waiting, sharedSend{msgs, done})
-	if l.flushing {
-		l.mu.Unlock()
+// send queues msgs for the next Send; done is called with its result.
+func (s *sharedSender) send(msgs []*persistence.Message, done func(error)) {
+	s.mu.Lock()
+	s.waiting = append(s.waiting, sharedSend{msgs, done})
+	if s.flushing {
+		s.mu.Unlock()
 		return
 	}
-	l.flushing = true
-	l.mu.Unlock()
+	s.flushing = true
+	s.mu.Unlock()
 	s.wg.Add(1)
-	go s.flush(l)
+	go s.flush()
 }
 
-// flush sends what waits on l, one transaction at a time, until nothing does.
-func (s *sharedSender) flush(l *sharedLane) {
+// flush sends what waits, one transaction at a time, until nothing does.
+func (s *sharedSender) flush() {
 	defer s.wg.Done()
 	for {
-		l.mu.Lock()
-		batch := l.waiting
-		l.waiting = nil
+		s.mu.Lock()
+		batch := s.waiting
+		s.waiting = nil
 		if len(batch) == 0 {
-			l.flushing = false
-			l.mu.Unlock()
+			s.flushing = false
+			s.mu.Unlock()
 			return
 		}
-		l.mu.Unlock()
+		s.mu.Unlock()
 		var msgs []*persistence.Message
 		for _, w := range batch {
 			msgs = append(msgs, w.msgs...)
@@ -141,13 +130,7 @@ func (b *Broker) sendShared(from *Conn, dests []destinations.Name, m *persistenc
 			answer(err)
 		}
 	}
-	var lane uint32
-	if from != nil {
-		h := fnv.New32a()
-		_, _ = h.Write([]byte(from.ID))
-		lane = h.Sum32()
-	}
-	b.sharedOut.send(lane, msgs, done)
+	b.sharedOut.send(msgs, done)
 }
 
 // watchShared passes the database's notifications on to the queues they name ("" to
