@@ -277,11 +277,18 @@ func (cw *ckptWriter) writeExtent(e *extent) {
 	}
 }
 
-// writeLens writes the length table of e from the chunk of its first stored seq on.
+// writeLens writes the length table of e: its runs, or its chunks from that of its
+// first stored seq on.
 func (cw *ckptWriter) writeLens(e *extent) {
 	t := &e.lens
-	if e.n == 0 || len(t.chunks) == 0 {
+	if e.n == 0 {
 		cw.uvarint(0)
+		return
+	}
+	if len(t.chunks) == 0 {
+		cw.uvarint(0)
+		cw.uvarint(uint64(t.runs))
+		cw.write(t.items)
 		return
 	}
 	k := int((e.first() - t.base) / lenChunk)
@@ -570,17 +577,19 @@ func (d *decoder) extent(v uint32) *extent {
 		return e
 	}
 	e.seg, e.end, e.fill, e.hi = uint32(seg), uint32(end), uint32(fill), e.lo+span
+	stored := false
 	if nw > 0 {
 		e.live = make([]uint64, nw)
 		for i := range e.live {
 			e.live[i] = binary.LittleEndian.Uint64(d.take(8))
+			stored = stored || e.live[i] != 0
 		}
 	}
 	var runs []lenRunV2
 	if v == ckptVersionV2 {
 		runs = d.lenRunsV2(span)
 	} else {
-		d.lenTable(&e.lens)
+		d.lenTable(&e.lens, stored)
 	}
 	ns := d.uvarint()
 	if ns > uint64(len(d.b)) {
@@ -632,11 +641,36 @@ func (d *decoder) extent(v uint32) *extent {
 			for i+1 < len(runs) && e.lo+uint64(runs[i+1].from) <= seq {
 				i++
 			}
-			e.lens.add(seq, runs[i].n, runs[i].body)
+			e.lens.set(seq, runs[i].n, runs[i].body, e.stored)
 			e.bytes += int64(runs[i].n)
 			e.body += int64(runs[i].body)
 			return true
 		})
+		return e
+	}
+	if len(e.lens.chunks) == 0 && e.lens.runs > 0 {
+		// Runs: the first starting at or before the first stored seq, the last at or
+		// before hi, so a seq appended later is after it.
+		var runs []lenRunV2
+		ok := true
+		e.lens.eachRun(func(from uint64, n, body uint32) bool {
+			ok = from >= e.lo && from <= e.hi
+			runs = append(runs, lenRunV2{from: uint32(from - e.lo), n: n, body: body})
+			return ok
+		})
+		if !ok || e.lo+uint64(runs[0].from) > first {
+			d.fail()
+			return e
+		}
+		for i, r := range runs {
+			to := e.hi + 1
+			if i+1 < len(runs) {
+				to = e.lo + uint64(runs[i+1].from)
+			}
+			c := e.countLive(e.lo+uint64(r.from), to)
+			e.bytes += c * int64(r.n)
+			e.body += c * int64(r.body)
+		}
 		return e
 	}
 	covered := int64(0)
@@ -677,13 +711,41 @@ func (d *decoder) lenRunsV2(span uint64) []lenRunV2 {
 	return runs
 }
 
-// lenTable reads the length table of an extent of a version 3 checkpoint into t: its
-// chunk count (0: none), first seq (a multiple of lenChunk), end minus first seq (in
-// the last chunk), each chunk's item bytes, then the items. The items are checked by
-// the caller (lenTable.walk), with the bitmap.
-func (d *decoder) lenTable(t *lenTable) {
+// lenTable reads the length table of an extent of a version 3 checkpoint into t, the
+// extent storing something or not: its chunk count, then if it is 0 (and the extent
+// stores something) its runs (count, then start delta, length and body length each),
+// else its first seq (a multiple
+// of lenChunk), end minus first seq (in the last chunk), each chunk's item bytes, then
+// the items. The items are checked by the caller (lenTable.walk), with the bitmap.
+func (d *decoder) lenTable(t *lenTable, stored bool) {
 	nc := d.uvarint()
-	if nc == 0 || d.bad {
+	if d.bad {
+		return
+	}
+	if nc == 0 {
+		if !stored {
+			return
+		}
+		nr := d.uvarint()
+		if nr == 0 || nr > maxLenRuns {
+			d.fail()
+			return
+		}
+		from := uint64(0)
+		for i := uint64(0); i < nr && !d.bad; i++ {
+			delta, n, body := d.uvarint(), d.uvarint(), d.uvarint()
+			if (i > 0 && delta == 0) || delta > maxSeq || n > math.MaxUint32 || body > n {
+				d.fail()
+				return
+			}
+			from += delta
+			if from > maxSeq {
+				d.fail()
+				return
+			}
+			t.items = appendRun(t.items, delta, uint32(n), uint32(body))
+			t.runs, t.end, t.n0, t.body0 = t.runs+1, from, uint32(n), uint32(body)
+		}
 		return
 	}
 	base, span := d.uvarint(), d.uvarint()

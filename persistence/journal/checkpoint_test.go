@@ -163,9 +163,10 @@ func itemGap(k uint64) uint64    { return k<<3 | itemSkip }
 func itemOvr(o int64) uint64     { return zigzag(o)<<3 | itemOver }
 
 // ckptExtent encodes an extent of seqs [lo, hi] in segment 1 storing seqs, with a
-// length table of one chunk per entry of chunks (a version 3 checkpoint; nil: none)
-// starting at base and ending at end, and one sparse entry.
-func ckptExtent(lo, hi uint64, seqs []uint64, base, end uint64, chunks [][]uint64) []byte {
+// length table of one chunk per entry of chunks (a version 3 checkpoint) starting at
+// base and ending at end, or with no chunks and the values runs (its runs: count, then
+// start delta, length and body length each), and one sparse entry.
+func ckptExtent(lo, hi uint64, seqs []uint64, base, end uint64, chunks [][]uint64, runs ...uint64) []byte {
 	var b []byte
 	b = binary.AppendUvarint(b, 1)
 	b = binary.AppendUvarint(b, lo)
@@ -182,6 +183,9 @@ func ckptExtent(lo, hi uint64, seqs []uint64, base, end uint64, chunks [][]uint6
 		b = binary.LittleEndian.AppendUint64(b, w)
 	}
 	b = binary.AppendUvarint(b, uint64(len(chunks)))
+	for _, v := range runs {
+		b = binary.AppendUvarint(b, v)
+	}
 	if len(chunks) > 0 {
 		b = binary.AppendUvarint(b, base)
 		b = binary.AppendUvarint(b, end-base)
@@ -214,6 +218,14 @@ func TestCheckpointLengthTableChecked(t *testing.T) {
 		n, body := e.lengths(seq)
 		require.Equal(t, [2]uint32{11, 10}, [2]uint32{n, body})
 	}
+	runs := ckptExtent(1, 3, seqs, 0, 0, nil, 2, 1, 11, 10, 2, 21, 20)
+	d = decoder{b: runs}
+	e = d.extent(ckptVersion)
+	require.False(t, d.bad)
+	require.Equal(t, len(runs), d.off)
+	require.Equal(t, [3]int64{3, 43, 40}, [3]int64{e.n, e.bytes, e.body})
+	n, body := e.lengths(3)
+	require.Equal(t, [2]uint32{21, 20}, [2]uint32{n, body})
 
 	bad := map[string][]byte{
 		"a length before an overhead": ckptExtent(1, 3, seqs, 0, 4, [][]uint64{{itemGap(1), itemLen(10), itemRep(2)}}),
@@ -231,11 +243,18 @@ func TestCheckpointLengthTableChecked(t *testing.T) {
 		"encoded of 2^32 bytes":         ckptExtent(1, 3, seqs, 0, 4, [][]uint64{{itemGap(1), itemOvr(math.MaxUint32 - 10), itemLen(10), itemRep(2)}}),
 		"a repeat after the overhead grew": ckptExtent(1, 3, seqs, 0, 4,
 			[][]uint64{{itemGap(1), itemOvr(0), itemLen(10), itemOvr(math.MaxUint32 - 10), itemRep(2)}}),
-		"an overhead out of range": ckptExtent(1, 3, seqs, 0, 4, [][]uint64{{itemGap(1), itemOvr(1 << 40), itemLen(10), itemRep(2)}}),
-		"a body of 2^32 bytes":     ckptExtent(1, 3, seqs, 0, 4, [][]uint64{{itemGap(1), itemOvr(0), itemLen(1 << 32), itemRep(2)}}),
-		"no table":                 ckptExtent(1, 3, seqs, 0, 4, nil),
-		"a base not a chunk's":     ckptExtent(1, 3, seqs, 1, 4, [][]uint64{{itemOvr(0), itemLen(10), itemRep(2)}}),
-		"more chunks than its end": ckptExtent(1, 3, seqs, 0, 4, [][]uint64{{itemGap(1), itemOvr(0), itemLen(10), itemRep(2)}, {}}),
+		"an overhead out of range":     ckptExtent(1, 3, seqs, 0, 4, [][]uint64{{itemGap(1), itemOvr(1 << 40), itemLen(10), itemRep(2)}}),
+		"a body of 2^32 bytes":         ckptExtent(1, 3, seqs, 0, 4, [][]uint64{{itemGap(1), itemOvr(0), itemLen(1 << 32), itemRep(2)}}),
+		"runs, none":                   ckptExtent(1, 3, seqs, 0, 0, nil, 0),
+		"runs, too many":               ckptExtent(1, 3, seqs, 0, 0, nil, slices.Repeat([]uint64{1, 11, 10}, maxLenRuns+1)...),
+		"a run with body above length": ckptExtent(1, 3, seqs, 0, 0, nil, 1, 1, 10, 11),
+		"a run of 2^32 bytes":          ckptExtent(1, 3, seqs, 0, 0, nil, 1, 1, 1<<32, 11),
+		"runs after the first stored":  ckptExtent(1, 3, seqs, 0, 0, nil, 1, 2, 11, 10),
+		"a run past hi":                ckptExtent(1, 3, seqs, 0, 0, nil, 2, 1, 11, 10, 3, 12, 10),
+		"a run below lo":               ckptExtent(2, 3, []uint64{2, 3}, 0, 0, nil, 1, 1, 11, 10),
+		"two runs at one seq":          ckptExtent(1, 3, seqs, 0, 0, nil, 2, 1, 11, 10, 0, 12, 10),
+		"a base not a chunk's":         ckptExtent(1, 3, seqs, 1, 4, [][]uint64{{itemOvr(0), itemLen(10), itemRep(2)}}),
+		"more chunks than its end":     ckptExtent(1, 3, seqs, 0, 4, [][]uint64{{itemGap(1), itemOvr(0), itemLen(10), itemRep(2)}, {}}),
 	}
 	// A uvarint cut short at the end of the chunk's bytes.
 	cut := ckptExtent(1, 3, seqs, 0, 4, [][]uint64{{itemGap(1), itemOvr(0), itemLen(10), itemRep(2)}})

@@ -109,12 +109,16 @@
 //	    uvarint end (offset after its last message), uvarint bytes since its last
 //	    sparse entry, uvarint base (a multiple of 64), uvarint word count,
 //	    u64 × count (bit i of word w: seq base + 64w + i is stored),
-//	    its length table: uvarint chunk count c (0 when it stores nothing), and if
-//	    c > 0: uvarint first (the first seq of the first chunk, a multiple of 64, at
-//	    or below the first stored seq), uvarint end - first (end: the seq after the
-//	    last one appended, in the last chunk), uvarint byte count × c, then the
-//	    chunks' items, chunk i (the seqs from first + 64i) starting with its cursor
-//	    at first + 64i and nothing known; each item a uvarint v:
+//	    its length table: uvarint chunk count c; if c = 0 and it stores something,
+//	    its runs (while its lengths changed fewer than 16 times): uvarint count
+//	    (1-16), per run: uvarint start seq (first run: the seq, at or below the first
+//	    stored seq; then the difference, > 0, from the one before; every start in
+//	    [lo, hi]), uvarint length, uvarint body length (of the seqs from there to the
+//	    next run); if c > 0: uvarint first (the first seq of the first chunk, a
+//	    multiple of 64, at or below the first stored seq), uvarint end - first (end:
+//	    the seq after the last one appended, in the last chunk), uvarint byte count
+//	    × c, then the chunks' items, chunk i (the seqs from first + 64i) starting
+//	    with its cursor at first + 64i and nothing known; each item a uvarint v:
 //	      v&1 = 0: the message at the cursor has body length v>>1; cursor + 1
 //	      v&3 = 1: the v>>2 messages from the cursor (v>>2 > 0) have the body length
 //	               of the message before; cursor + v>>2

@@ -23,9 +23,9 @@ const (
 //
 //   - live is a bitmap over [base, hi]: bit seq-base is set while seq is stored here.
 //     Words below the first live seq are dropped as the head is acknowledged.
-//   - lens gives each seq's encoded and body length (lentable.go: a few bytes per 64
-//     seqs of equal sizes, about two per message of varied sizes), so acks keep Stats
-//     exact.
+//   - lens gives each seq's encoded and body length (lentable.go: a few runs while
+//     they rarely change, then about two bytes per message of varied sizes), so acks
+//     keep Stats exact.
 //   - strides is the sparse table: every strideBytes of the extent's messages, the seq
 //     of the first message of the stride and the offset of the record holding it.
 //
@@ -71,6 +71,7 @@ func (e *extent) canAppend(seq uint64, seg uint32) bool {
 
 // append stores seq (>= e.hi, not yet live) at l, whose record starts at rec.
 func (e *extent) append(seq uint64, l loc, rec uint32) {
+	e.lens.set(seq, l.n, l.body, e.stored)
 	e.hi = seq
 	if e.n == 0 && len(e.live) == 0 {
 		e.base = seq &^ 63
@@ -85,12 +86,16 @@ func (e *extent) append(seq uint64, l loc, rec uint32) {
 	e.body += int64(l.body)
 	e.end = l.off + l.n
 	d := uint32(seq - e.lo)
-	e.lens.add(seq, l.n, l.body)
 	if k := len(e.strides); k == 0 || (e.fill >= strideBytes && e.strides[k-1].off != rec) {
 		e.strides = append(e.strides, stride{seq: d, off: rec})
 		e.fill = 0
 	}
 	e.fill += l.n
+}
+
+// stored calls fn for the stored seqs of e, in order, until it returns false.
+func (e *extent) stored(fn func(seq uint64) bool) {
+	e.after(0, fn)
 }
 
 // has reports whether seq is stored in e.

@@ -32,17 +32,27 @@ const (
 	itemOver   = 7
 )
 
-// lenTable holds the encoded and body lengths of the messages of an extent: items
-// (above) in chunks of lenChunk seqs, chunk i covering the seqs from base+lenChunk*i,
-// with the offset of each chunk's first item. Equal sizes cost a few bytes a chunk;
-// a body length of less than 8192 bytes that differs from the one before costs two.
+// lenTable holds the encoded and body lengths of the messages of an extent. While they
+// change at most maxLenRuns-1 times (equal sizes: the seq and ID grow by a byte now and
+// then) it holds runs: in items, per run a uvarint start seq (the first: the seq, the
+// others: the difference from the one before), uvarint length, uvarint body length,
+// for the seqs from there to the next run. Otherwise it holds items (above) in chunks
+// of lenChunk seqs, chunk i covering the seqs from base+lenChunk*i, with the offset of
+// each chunk's first item: equal sizes cost a few bytes a chunk, a body length of less
+// than 8192 bytes that differs from the one before two bytes.
 type lenTable struct {
-	base   uint64   // first seq of chunk 0, a multiple of lenChunk
-	end    uint64   // the seq after the last one added
-	chunks []uint32 // offset in items of each chunk's first item
+	base   uint64   // chunks: first seq of chunk 0, a multiple of lenChunk
+	end    uint64   // chunks: the seq after the last one added; runs: the last run's start
+	chunks []uint32 // offset in items of each chunk's first item; none while in runs
 	items  []byte
 	tail   lenTail
+	runs   int    // how many runs items holds (0 with chunks, or when empty)
+	n0     uint32 // runs: the lengths of the last one
+	body0  uint32
 }
+
+// maxLenRuns is how many runs a lenTable holds before it changes to chunks.
+const maxLenRuns = 16
 
 // lenTail is what add needs to know of the last chunk's items.
 type lenTail struct {
@@ -80,7 +90,7 @@ func (t *lenTable) put(v uint64) {
 	t.items = binary.AppendUvarint(t.items, v)
 }
 
-// add records the lengths of seq, which must be at or after t.end (or t is empty).
+// add records the lengths of seq as items, seq at or after t.end (or t empty).
 func (t *lenTable) add(seq uint64, n, body uint32) {
 	over := overhead(n, body)
 	c := seq &^ (lenChunk - 1)
@@ -116,6 +126,69 @@ func (t *lenTable) add(seq uint64, n, body uint32) {
 	t.end = seq + 1
 }
 
+// set records the lengths of seq, which must be after every seq added before. When
+// runs no longer do, it changes to chunks, adding stored (the seqs that still need
+// their lengths, in order) as items.
+func (t *lenTable) set(seq uint64, n, body uint32, stored func(fn func(seq uint64) bool)) {
+	if len(t.chunks) == 0 {
+		switch {
+		case t.runs == 0:
+			t.items = appendRun(t.items[:0], seq, n, body)
+			t.runs, t.end, t.n0, t.body0 = 1, seq, n, body
+			return
+		case n == t.n0 && body == t.body0:
+			return
+		case t.runs < maxLenRuns:
+			t.items = appendRun(t.items, seq-t.end, n, body)
+			t.runs, t.end, t.n0, t.body0 = t.runs+1, seq, n, body
+			return
+		}
+		old := *t
+		*t = lenTable{}
+		stored(func(s uint64) bool {
+			if s >= seq {
+				return false
+			}
+			n, body := old.runLengths(s)
+			t.add(s, n, body)
+			return true
+		})
+	}
+	t.add(seq, n, body)
+}
+
+func appendRun(b []byte, from uint64, n, body uint32) []byte {
+	b = binary.AppendUvarint(b, from)
+	b = binary.AppendUvarint(b, uint64(n))
+	return binary.AppendUvarint(b, uint64(body))
+}
+
+// eachRun calls fn for the runs of t (which holds runs): each one's start and lengths.
+func (t *lenTable) eachRun(fn func(from uint64, n, body uint32) bool) {
+	p, from := 0, uint64(0)
+	for range t.runs {
+		d, k1 := binary.Uvarint(t.items[p:])
+		n, k2 := binary.Uvarint(t.items[p+k1:])
+		body, k3 := binary.Uvarint(t.items[p+k1+k2:])
+		p, from = p+k1+k2+k3, from+d
+		if !fn(from, uint32(n), uint32(body)) {
+			return
+		}
+	}
+}
+
+// runLengths returns the lengths of seq from the runs of t.
+func (t *lenTable) runLengths(seq uint64) (n, body uint32) {
+	t.eachRun(func(from uint64, rn, rbody uint32) bool {
+		if from > seq {
+			return false
+		}
+		n, body = rn, rbody
+		return true
+	})
+	return n, body
+}
+
 // get returns the encoded and body length of seq, which was added to t.
 func (t *lenTable) get(seq uint64) (n, body uint32) {
 	var r lenReader
@@ -135,6 +208,9 @@ type lenReader struct {
 
 // get returns the encoded and body length of seq, which was added to t.
 func (r *lenReader) get(t *lenTable, seq uint64) (n, body uint32) {
+	if len(t.chunks) == 0 {
+		return t.runLengths(seq)
+	}
 	i := int((seq - t.base) / lenChunk)
 	if r.t != t || r.chunk != i || seq < r.from {
 		r.t, r.chunk, r.p = t, i, int(t.chunks[i])

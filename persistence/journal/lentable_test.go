@@ -121,3 +121,47 @@ func BenchmarkLenTableGet(b *testing.B) {
 		}
 	})
 }
+
+// TestLenTableRuns: a table holds runs while the lengths change fewer than maxLenRuns
+// times, then changes to chunks holding the seqs still stored (an acknowledged seq
+// needs no lengths).
+func TestLenTableRuns(t *testing.T) {
+	var tb lenTable
+	type lens struct{ n, body uint32 }
+	want := map[uint64]lens{}
+	var stored []uint64
+	each := func(fn func(uint64) bool) {
+		for _, s := range stored {
+			if !fn(s) {
+				return
+			}
+		}
+	}
+	seq := uint64(100)
+	for run := range maxLenRuns {
+		for range 50 {
+			tb.set(seq, uint32(200+run), 150, each)
+			want[seq] = lens{uint32(200 + run), 150}
+			if seq%3 != 0 {
+				stored = append(stored, seq)
+			}
+			seq += 1 + seq%2
+		}
+	}
+	require.Equal(t, maxLenRuns, tb.runs)
+	require.Empty(t, tb.chunks)
+	for _, s := range stored {
+		n, b := tb.get(s)
+		require.Equal(t, want[s], lens{n, b}, "seq %d in runs", s)
+	}
+	tb.set(seq, 7, 5, each)
+	want[seq] = lens{7, 5}
+	stored = append(stored, seq)
+	require.NotEmpty(t, tb.chunks)
+	require.Zero(t, tb.runs)
+	var r lenReader
+	for _, s := range stored {
+		n, b := r.get(&tb, s)
+		require.Equal(t, want[s], lens{n, b}, "seq %d in chunks", s)
+	}
+}
