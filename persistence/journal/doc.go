@@ -55,7 +55,7 @@
 // stays dead. Recovery without any intact checkpoint replays every segment that is left
 // and warns that acknowledged messages may then reappear.
 //
-// # On-disk format: segments version 1, checkpoints version 2
+// # On-disk format: segments version 1, checkpoints version 3
 //
 // All integers are little-endian; uvarint/varint are encoding/binary's; str is a
 // uvarint length and the bytes. The directory holds the segments db-<n>.log (n = 1, 2,
