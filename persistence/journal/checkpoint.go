@@ -22,9 +22,11 @@ import (
 // Checkpoint file constants (part of the on-disk format, see the package comment).
 const (
 	ckptMagic = "AMQGOIDX"
-	// ckptVersion is the checkpoint layout this build writes; it reads it and
-	// ckptVersionV1 (converted at load: every message goes to its destination's log).
-	ckptVersion    = 2
+	// ckptVersion is the checkpoint layout this build writes; it reads it,
+	// ckptVersionV2 (its extents' lengths converted at load) and ckptVersionV1
+	// (converted at load: every message goes to its destination's log).
+	ckptVersion    = 3
+	ckptVersionV2  = 2
 	ckptVersionV1  = 1
 	ckptHeaderSize = 40
 	ckptTrailer    = 12
@@ -144,8 +146,8 @@ func (s *Store) checkpoint(barrier bool) error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
 	snap := s.snapshot()
-	if n := len(s.ckpts); n > 0 && s.ckpts[n-1].pos == snap.pos && s.ckpts[n-1].version != ckptVersionV1 {
-		return nil // nothing changed (a version 1 checkpoint is rewritten as version 2)
+	if n := len(s.ckpts); n > 0 && s.ckpts[n-1].pos == snap.pos && s.ckpts[n-1].version == ckptVersion {
+		return nil // nothing changed (a checkpoint of an older version is rewritten)
 	}
 	if barrier {
 		if err := s.w.barrier(); err != nil {
@@ -265,12 +267,7 @@ func (cw *ckptWriter) writeExtent(e *extent) {
 		cw.tmp = binary.LittleEndian.AppendUint64(cw.tmp[:0], w)
 		cw.write(cw.tmp)
 	}
-	cw.uvarint(uint64(len(e.runs)))
-	for _, r := range e.runs {
-		cw.uvarint(uint64(r.from))
-		cw.uvarint(uint64(r.n))
-		cw.uvarint(uint64(r.body))
-	}
+	cw.writeLens(e)
 	cw.uvarint(uint64(len(e.strides)))
 	prev := stride{}
 	for _, st := range e.strides {
@@ -278,6 +275,31 @@ func (cw *ckptWriter) writeExtent(e *extent) {
 		cw.uvarint(uint64(st.off - prev.off))
 		prev = st
 	}
+}
+
+// writeLens writes the length table of e: its runs, or its chunks from that of its
+// first stored seq on.
+func (cw *ckptWriter) writeLens(e *extent) {
+	t := &e.lens
+	if e.n == 0 {
+		cw.uvarint(0)
+		return
+	}
+	if len(t.chunks) == 0 {
+		cw.uvarint(0)
+		cw.uvarint(uint64(t.runs))
+		cw.write(t.items)
+		return
+	}
+	k := int((e.first() - t.base) / lenChunk)
+	base := t.base + uint64(k)*lenChunk
+	cw.uvarint(uint64(len(t.chunks) - k))
+	cw.uvarint(base)
+	cw.uvarint(t.end - base)
+	for i := k; i < len(t.chunks); i++ {
+		cw.uvarint(uint64(t.chunkEnd(i) - t.chunks[i]))
+	}
+	cw.write(t.items[t.chunks[k]:])
 }
 
 // checkpointHeader returns the fixed header of a checkpoint.
@@ -299,8 +321,8 @@ func readCheckpointHeader(h []byte) (uint32, uint64, pos, error) {
 		return 0, 0, pos{}, fmt.Errorf("%w: not a checkpoint", ErrCorrupt)
 	}
 	v := binary.LittleEndian.Uint32(h[8:])
-	if v != ckptVersion && v != ckptVersionV1 {
-		return 0, 0, pos{}, fmt.Errorf("%w: unsupported checkpoint version %d (this build reads %d and %d)",
+	if v != ckptVersion && v != ckptVersionV2 && v != ckptVersionV1 {
+		return 0, 0, pos{}, fmt.Errorf("%w: unsupported checkpoint version %d (this build reads %d to %d)",
 			ErrCorrupt, v, ckptVersionV1, ckptVersion)
 	}
 	return v, binary.LittleEndian.Uint64(h[16:]), pos{binary.LittleEndian.Uint32(h[24:]), int64(binary.LittleEndian.Uint64(h[32:]))}, nil
@@ -318,7 +340,7 @@ func writeCheckpoint(fsys vfs.FS, dir string, gen uint64, snap *snapshot) (check
 	if err != nil {
 		return checkpointF{}, fmt.Errorf("journal: checkpoint %s: %w", final, err)
 	}
-	return checkpointF{gen: gen, pos: snap.pos, path: final, size: size}, nil
+	return checkpointF{version: ckptVersion, gen: gen, pos: snap.pos, path: final, size: size}, nil
 }
 
 // writeCheckpointBody writes checkpoint gen of snap to w and returns its size.
@@ -449,7 +471,7 @@ func decodeCheckpoint(b []byte, v uint32, p pos) (*index, error) {
 				d.fail()
 			}
 			for j := uint64(0); j < ne && !d.bad; j++ {
-				e := d.extent()
+				e := d.extent(v)
 				if d.bad || (len(dest.ext) > 0 && e.lo <= dest.ext[len(dest.ext)-1].hi) {
 					d.fail()
 					break
@@ -462,7 +484,7 @@ func decodeCheckpoint(b []byte, v uint32, p pos) (*index, error) {
 				d.fail()
 			}
 			for j := uint64(0); j < nm && !d.bad; j++ {
-				e := d.extent()
+				e := d.extent(v)
 				if d.bad || e.n == 0 || (len(dest.moved) > 0 && e.lo < dest.moved[len(dest.moved)-1].lo) {
 					d.fail()
 					break
@@ -536,10 +558,12 @@ func decodeCheckpoint(b []byte, v uint32, p pos) (*index, error) {
 	return x, nil
 }
 
-// extent reads an extent of a version 2 checkpoint, checking what its use relies on:
-// the bitmap within [base, hi], runs and strides sorted and starting at or before the
-// first stored seq, and live counts that match the lengths.
-func (d *decoder) extent() *extent {
+// extent reads an extent of a version 2 or 3 checkpoint, checking what its use relies
+// on: the bitmap within [base, hi], strides sorted and starting at or before the first
+// stored seq, a length for every stored seq (version 3: a well-formed length table
+// ending at or before hi+1; version 2: runs sorted and starting at or before the first
+// stored seq, converted into a length table), and live counts that match the lengths.
+func (d *decoder) extent(v uint32) *extent {
 	e := &extent{}
 	seg := d.uvarint()
 	e.lo = d.uvarint()
@@ -553,24 +577,19 @@ func (d *decoder) extent() *extent {
 		return e
 	}
 	e.seg, e.end, e.fill, e.hi = uint32(seg), uint32(end), uint32(fill), e.lo+span
+	stored := false
 	if nw > 0 {
 		e.live = make([]uint64, nw)
 		for i := range e.live {
 			e.live[i] = binary.LittleEndian.Uint64(d.take(8))
+			stored = stored || e.live[i] != 0
 		}
 	}
-	nr := d.uvarint()
-	if nr > uint64(len(d.b)) {
-		d.fail()
-		return e
-	}
-	for i := uint64(0); i < nr && !d.bad; i++ {
-		from, n, body := d.uvarint(), d.uvarint(), d.uvarint()
-		if from > span || n > math.MaxUint32 || body > n || (i > 0 && uint32(from) <= e.runs[i-1].from) {
-			d.fail()
-			return e
-		}
-		e.runs = append(e.runs, lenRun{from: uint32(from), n: uint32(n), body: uint32(body)})
+	var runs []lenRunV2
+	if v == ckptVersionV2 {
+		runs = d.lenRunsV2(span)
+	} else {
+		d.lenTable(&e.lens, stored)
 	}
 	ns := d.uvarint()
 	if ns > uint64(len(d.b)) {
@@ -590,7 +609,7 @@ func (d *decoder) extent() *extent {
 	if d.bad {
 		return e
 	}
-	// Every stored seq must lie in [lo, hi] and have a run and a stride.
+	// Every stored seq must lie in [lo, hi] and have lengths and a stride.
 	var first, last uint64
 	var n int64
 	for w, word := range e.live {
@@ -604,22 +623,148 @@ func (d *decoder) extent() *extent {
 		}
 	}
 	if n == 0 {
-		e.live, e.runs, e.strides = nil, nil, nil
+		e.live, e.lens, e.strides = nil, lenTable{}, nil
 		return e
 	}
-	if first < e.lo || last > e.hi || len(e.runs) == 0 || len(e.strides) == 0 ||
-		e.lo+uint64(e.runs[0].from) > first || e.lo+uint64(e.strides[0].seq) > first {
+	if first < e.lo || last > e.hi || len(e.strides) == 0 || e.lo+uint64(e.strides[0].seq) > first {
 		d.fail()
 		return e
 	}
 	e.n = n
-	e.after(0, func(seq uint64) bool {
-		n, body := e.lengths(seq)
-		e.bytes += int64(n)
-		e.body += int64(body)
-		return true
-	})
+	if v == ckptVersionV2 {
+		if len(runs) == 0 || e.lo+uint64(runs[0].from) > first {
+			d.fail()
+			return e
+		}
+		i := 0
+		e.after(0, func(seq uint64) bool {
+			for i+1 < len(runs) && e.lo+uint64(runs[i+1].from) <= seq {
+				i++
+			}
+			e.lens.set(seq, runs[i].n, runs[i].body, e.stored)
+			e.bytes += int64(runs[i].n)
+			e.body += int64(runs[i].body)
+			return true
+		})
+		return e
+	}
+	if len(e.lens.chunks) == 0 && e.lens.runs > 0 {
+		// Runs: the first starting at or before the first stored seq, the last at or
+		// before hi, so a seq appended later is after it.
+		var runs []lenRunV2
+		ok := true
+		e.lens.eachRun(func(from uint64, n, body uint32) bool {
+			ok = from >= e.lo && from <= e.hi
+			runs = append(runs, lenRunV2{from: uint32(from - e.lo), n: n, body: body})
+			return ok
+		})
+		if !ok || e.lo+uint64(runs[0].from) > first {
+			d.fail()
+			return e
+		}
+		for i, r := range runs {
+			to := e.hi + 1
+			if i+1 < len(runs) {
+				to = e.lo + uint64(runs[i+1].from)
+			}
+			c := e.countLive(e.lo+uint64(r.from), to)
+			e.bytes += c * int64(r.n)
+			e.body += c * int64(r.body)
+		}
+		return e
+	}
+	covered := int64(0)
+	if len(e.lens.chunks) == 0 || e.lens.end > e.hi+1 || !e.lens.walk(func(from, to uint64, n, body uint32) {
+		c := e.countLive(from, to)
+		covered += c
+		e.bytes += c * int64(n)
+		e.body += c * int64(body)
+	}) || covered != n {
+		d.fail()
+	}
 	return e
+}
+
+// lenRunV2 is a length run of a version 2 checkpoint: the seqs from lo+from up to the
+// next run's start have these lengths.
+type lenRunV2 struct {
+	from, n, body uint32
+}
+
+// lenRunsV2 reads the length runs of an extent of a version 2 checkpoint whose seqs span
+// span: sorted, within it, body lengths at most the encoded ones.
+func (d *decoder) lenRunsV2(span uint64) []lenRunV2 {
+	nr := d.uvarint()
+	if nr > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	var runs []lenRunV2
+	for i := uint64(0); i < nr && !d.bad; i++ {
+		from, n, body := d.uvarint(), d.uvarint(), d.uvarint()
+		if from > span || n > math.MaxUint32 || body > n || (i > 0 && uint32(from) <= runs[i-1].from) {
+			d.fail()
+			return nil
+		}
+		runs = append(runs, lenRunV2{from: uint32(from), n: uint32(n), body: uint32(body)})
+	}
+	return runs
+}
+
+// lenTable reads the length table of an extent of a version 3 checkpoint into t, the
+// extent storing something or not: its chunk count, then if it is 0 (and the extent
+// stores something) its runs (count, then start delta, length and body length each),
+// else its first seq (a multiple
+// of lenChunk), end minus first seq (in the last chunk), each chunk's item bytes, then
+// the items. The items are checked by the caller (lenTable.walk), with the bitmap.
+func (d *decoder) lenTable(t *lenTable, stored bool) {
+	nc := d.uvarint()
+	if d.bad {
+		return
+	}
+	if nc == 0 {
+		if !stored {
+			return
+		}
+		nr := d.uvarint()
+		if nr == 0 || nr > maxLenRuns {
+			d.fail()
+			return
+		}
+		from := uint64(0)
+		for i := uint64(0); i < nr && !d.bad; i++ {
+			delta, n, body := d.uvarint(), d.uvarint(), d.uvarint()
+			if (i > 0 && delta == 0) || delta > maxSeq || n > math.MaxUint32 || body > n {
+				d.fail()
+				return
+			}
+			from += delta
+			if from > maxSeq {
+				d.fail()
+				return
+			}
+			t.items = appendRun(t.items, delta, uint32(n), uint32(body))
+			t.runs, t.end, t.n0, t.body0 = t.runs+1, from, uint32(n), uint32(body)
+		}
+		return
+	}
+	base, span := d.uvarint(), d.uvarint()
+	if nc > uint64(len(d.b)-d.off) || base%lenChunk != 0 || base > maxSeq ||
+		span == 0 || span > nc*lenChunk || span <= (nc-1)*lenChunk {
+		d.fail()
+		return
+	}
+	t.base, t.end = base, base+span
+	t.chunks = make([]uint32, nc)
+	total := uint64(0)
+	for i := range t.chunks {
+		t.chunks[i] = uint32(total)
+		if total += d.uvarint(); total > uint64(len(d.b)) {
+			d.fail()
+			return
+		}
+	}
+	t.items = slices.Clone(d.take(int(total)))
 }
 
 // seqList reads a uvarint count and that many seq deltas (sorted, distinct, non-zero
@@ -642,7 +787,7 @@ func (d *decoder) seqList(fn func(seq uint64)) {
 	}
 }
 
-// seqSet reads a pending set of a version 2 checkpoint into s: its bitmap (base a
+// seqSet reads a pending set of a version 2 or 3 checkpoint into s: its bitmap (base a
 // multiple of 64, members at most maxSeq), then its log, whose members must not be
 // in the bitmap.
 func (d *decoder) seqSet(s *seqSet) {

@@ -212,8 +212,9 @@ func (s *Store) compactChoose(limit uint32) ([]compactItem, []compactExtent) {
 				continue
 			}
 			ce := compactExtent{ext: e, dest: d.name, seg: e.seg, end: e.end}
+			var lr lenReader
 			e.after(0, func(seq uint64) bool {
-				_, body := e.lengths(seq)
+				_, body := lr.get(&e.lens, seq)
 				ce.want = append(ce.want, seq)
 				ce.bodies = append(ce.bodies, body)
 				return true

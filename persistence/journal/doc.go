@@ -55,7 +55,7 @@
 // stays dead. Recovery without any intact checkpoint replays every segment that is left
 // and warns that acknowledged messages may then reappear.
 //
-// # On-disk format: segments version 1, checkpoints version 2
+// # On-disk format: segments version 1, checkpoints version 3
 //
 // All integers are little-endian; uvarint/varint are encoding/binary's; str is a
 // uvarint length and the bytes. The directory holds the segments db-<n>.log (n = 1, 2,
@@ -95,9 +95,9 @@
 //	str id, uvarint header string count, str × count (key, value, key, value, ...),
 //	str body, uvarint subscription count, (str clientID, str name) × count
 //
-// Checkpoint file, version 2 (written by this build):
+// Checkpoint file, version 3 (written by this build):
 //
-//	header (40 bytes): "AMQGOIDX" | u32 checkpoint version (2) | u32 0 | u64 generation |
+//	header (40 bytes): "AMQGOIDX" | u32 checkpoint version (3) | u32 0 | u64 generation |
 //	                   u32 segment of P | u32 0 | u64 offset of P
 //	uvarint destination count, per destination:
 //	  str name, uvarint flags (bit 0: an Add was ever applied), uvarint last seq,
@@ -109,8 +109,25 @@
 //	    uvarint end (offset after its last message), uvarint bytes since its last
 //	    sparse entry, uvarint base (a multiple of 64), uvarint word count,
 //	    u64 × count (bit i of word w: seq base + 64w + i is stored),
-//	    uvarint run count, per run: uvarint first seq - lo, uvarint length, uvarint
-//	    body length (the lengths of the seqs from there to the next run),
+//	    its length table: uvarint chunk count c; if c = 0 and it stores something,
+//	    its runs (while its lengths changed fewer than 16 times): uvarint count
+//	    (1-16), per run: uvarint start seq (first run: the seq, at or below the first
+//	    stored seq; then the difference, > 0, from the one before; every start in
+//	    [lo, hi]), uvarint length, uvarint body length (of the seqs from there to the
+//	    next run); if c > 0: uvarint first (the first seq of the first chunk, a
+//	    multiple of 64, at or below the first stored seq), uvarint end - first (end:
+//	    the seq after the last one appended, in the last chunk), uvarint byte count
+//	    × c, then the chunks' items, chunk i (the seqs from first + 64i) starting
+//	    with its cursor at first + 64i and nothing known; each item a uvarint v:
+//	      v&1 = 0: the message at the cursor has body length v>>1; cursor + 1
+//	      v&3 = 1: the v>>2 messages from the cursor (v>>2 > 0) have the body length
+//	               of the message before; cursor + v>>2
+//	      v&7 = 3: v>>3 seqs from the cursor (v>>3 > 0) were not appended; cursor + v>>3
+//	      v&7 = 7: the overhead of the messages that follow is the zigzag-coded (as
+//	               varint) v>>3
+//	    a message's length is its body length + the size of that as a uvarint + the
+//	    overhead (set in its chunk before it); every stored seq is given one, no
+//	    chunk's cursor passes its end, the last one's ends at end, and end <= hi + 1
 //	    uvarint sparse entry count, per entry: uvarint seq delta, uvarint record
 //	    offset delta (first entry: deltas from lo and from 0)
 //	  uvarint moved extent count, per moved extent (the compactor's copies; by lo,
@@ -125,6 +142,12 @@
 //	    delta × count
 //	trailer (12 bytes): u64 length of everything before | u32 CRC-32C of it
 //
+// Checkpoint file, version 2 (read, its runs converted into length tables at load): as
+// version 3, with version 2 in the header, and in place of each extent's length table
+//
+//	uvarint run count, per run: uvarint first seq - lo, uvarint length, uvarint body
+//	length (the lengths of the seqs from there to the next run)
+//
 // Checkpoint file, version 1 (read and converted at load: every message goes to its
 // destination's log, and a message added later to P's segment with a seq up to the
 // destination's last seq goes there too, since version 1 does not say which seqs have
@@ -132,7 +155,7 @@
 // and runs of at least 8 messages of a destination in one segment, in seq and offset
 // order and each the only record of its seq there, become extents):
 //
-//	header: as version 2, with version 1
+//	header: as version 3, with version 1
 //	uvarint destination count, per destination:
 //	  str name, uvarint flags (bit 0: an Add was ever applied), uvarint last seq,
 //	  uvarint message count, per message (by seq): uvarint seq delta, uvarint segment,
@@ -140,7 +163,7 @@
 //	  uvarint subscription count, per subscription (topic only, in registration order):
 //	  str clientID, str name, str selector, varint created,
 //	  uvarint pending count, uvarint seq delta × count
-//	trailer: as version 2
+//	trailer: as version 3
 //
 // Compatibility rule: a reader refuses a segment, record or checkpoint whose version it
 // does not know (the data is reported as damaged, never misread). A change to any layout

@@ -23,8 +23,9 @@ const (
 //
 //   - live is a bitmap over [base, hi]: bit seq-base is set while seq is stored here.
 //     Words below the first live seq are dropped as the head is acknowledged.
-//   - runs give each seq's encoded and body length (run-length coded: a run covers the
-//     seqs from its start to the next run's), so acks keep Stats exact.
+//   - lens gives each seq's encoded and body length (lentable.go: a few runs while
+//     they rarely change, then about two bytes per message of varied sizes), so acks
+//     keep Stats exact.
 //   - strides is the sparse table: every strideBytes of the extent's messages, the seq
 //     of the first message of the stride and the offset of the record holding it.
 //
@@ -44,15 +45,8 @@ type extent struct {
 	n       int64 // stored messages
 	bytes   int64 // their encoded bytes
 	body    int64 // their body bytes
-	runs    []lenRun
+	lens    lenTable
 	strides []stride
-}
-
-// lenRun says that the seqs from lo+from up to the next run's start have these lengths.
-type lenRun struct {
-	from uint32
-	n    uint32
-	body uint32
 }
 
 // stride is an entry of an extent's sparse table: the message lo+seq and those after it
@@ -77,6 +71,7 @@ func (e *extent) canAppend(seq uint64, seg uint32) bool {
 
 // append stores seq (>= e.hi, not yet live) at l, whose record starts at rec.
 func (e *extent) append(seq uint64, l loc, rec uint32) {
+	e.lens.set(seq, l.n, l.body, e.stored)
 	e.hi = seq
 	if e.n == 0 && len(e.live) == 0 {
 		e.base = seq &^ 63
@@ -91,14 +86,16 @@ func (e *extent) append(seq uint64, l loc, rec uint32) {
 	e.body += int64(l.body)
 	e.end = l.off + l.n
 	d := uint32(seq - e.lo)
-	if k := len(e.runs); k == 0 || e.runs[k-1].n != l.n || e.runs[k-1].body != l.body {
-		e.runs = append(e.runs, lenRun{from: d, n: l.n, body: l.body})
-	}
 	if k := len(e.strides); k == 0 || (e.fill >= strideBytes && e.strides[k-1].off != rec) {
 		e.strides = append(e.strides, stride{seq: d, off: rec})
 		e.fill = 0
 	}
 	e.fill += l.n
+}
+
+// stored calls fn for the stored seqs of e, in order, until it returns false.
+func (e *extent) stored(fn func(seq uint64) bool) {
+	e.after(0, fn)
 }
 
 // has reports whether seq is stored in e.
@@ -112,15 +109,7 @@ func (e *extent) has(seq uint64) bool {
 
 // lengths returns the encoded and body length of seq (which was appended to e).
 func (e *extent) lengths(seq uint64) (n, body uint32) {
-	d := uint32(seq - e.lo)
-	i, _ := slices.BinarySearchFunc(e.runs, d, func(r lenRun, d uint32) int {
-		if r.from <= d {
-			return -1
-		}
-		return 1
-	})
-	r := e.runs[i-1]
-	return r.n, r.body
+	return e.lens.get(seq)
 }
 
 // strideOff returns the offset of the record to start reading at for seq.
@@ -154,12 +143,12 @@ func (e *extent) remove(seq uint64) (n, body uint32) {
 // release drops the tables of an extent that holds nothing (it keeps its range, so a
 // later append to it still knows which seqs its segment has records of).
 func (e *extent) release() {
-	e.live, e.runs, e.strides, e.fill = nil, nil, nil, 0
+	e.live, e.lens, e.strides, e.fill = nil, lenTable{}, nil, 0
 	e.bytes, e.body = 0, 0
 }
 
-// trimHead drops the leading empty words of live, and the runs and strides that only
-// cover seqs below what is left.
+// trimHead drops the leading empty words of live, and the lengths and strides that
+// only cover seqs below what is left.
 func (e *extent) trimHead() {
 	k := 0
 	for k < len(e.live) && e.live[k] == 0 {
@@ -170,15 +159,13 @@ func (e *extent) trimHead() {
 	if cap(e.live) > 64 && len(e.live) < cap(e.live)/4 {
 		e.live = slices.Clone(e.live)
 	}
+	e.lens.trim(e.base)
 	if e.base <= e.lo {
 		return
 	}
-	// Copy the tables once more than half of them is below the head, so a drain
-	// copies each entry O(1) times.
+	// Copy the table once more than half of it is below the head, so a drain copies
+	// each entry O(1) times.
 	first := uint32(e.base - e.lo)
-	if i := lastAtOrBelow(len(e.runs), func(i int) uint32 { return e.runs[i].from }, first); i > len(e.runs)/2 {
-		e.runs = slices.Clone(e.runs[i:])
-	}
 	if j := lastAtOrBelow(len(e.strides), func(j int) uint32 { return e.strides[j].seq }, first); j > len(e.strides)/2 {
 		e.strides = slices.Clone(e.strides[j:])
 	}
@@ -244,11 +231,37 @@ func (e *extent) next(after uint64) (uint64, bool) {
 	return e.base + uint64(w)<<6 + uint64(bits.TrailingZeros64(word)), true
 }
 
+// first returns the first stored seq of e (which stores one).
+func (e *extent) first() uint64 {
+	w := 0
+	for e.live[w] == 0 {
+		w++
+	}
+	return e.base + uint64(w)<<6 + uint64(bits.TrailingZeros64(e.live[w]))
+}
+
+// countLive returns how many seqs of [from, to) are stored in e.
+func (e *extent) countLive(from, to uint64) int64 {
+	from, to = max(from, e.base), min(to, e.base+uint64(len(e.live))<<6)
+	c := 0
+	for from < to {
+		w := int((from - e.base) >> 6)
+		word := e.live[w] &^ (1<<(from&63) - 1)
+		next := e.base + uint64(w+1)<<6
+		if to < next {
+			word &= 1<<(to&63) - 1
+		}
+		c += bits.OnesCount64(word)
+		from = next
+	}
+	return int64(c)
+}
+
 // clone returns a deep copy of e (for a checkpoint snapshot).
 func (e *extent) clone() *extent {
 	c := *e
 	c.live = slices.Clone(e.live)
-	c.runs = slices.Clone(e.runs)
+	c.lens = e.lens.clone()
 	c.strides = slices.Clone(e.strides)
 	return &c
 }

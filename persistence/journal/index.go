@@ -464,6 +464,7 @@ func (d *destination) each(afterSeq uint64, fn func(seq uint64, e *extent, l loc
 		return 1
 	})
 	cur := afterSeq
+	var lr lenReader
 	for {
 		best, from := uint64(math.MaxUint64), (*extent)(nil)
 		for ; ei < len(d.ext); ei++ {
@@ -493,7 +494,7 @@ func (d *destination) each(afterSeq uint64, fn func(seq uint64, e *extent, l loc
 		if from == nil {
 			return
 		}
-		n, body := from.lengths(best)
+		n, body := lr.get(&from.lens, best)
 		if !fn(best, from, loc{seg: from.seg, n: n, body: body}) {
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
@@ -236,6 +237,87 @@ func (x *modelIndex) v1Checkpoint() []byte {
 	return buf.Bytes()
 }
 
+// v2Checkpoint encodes a snapshot as the body of a version 2 checkpoint (the layout the
+// build before version 3 wrote: as version 3, with each extent's lengths as runs, one
+// per change of lengths between stored seqs).
+func v2Checkpoint(snap *snapshot) []byte {
+	var buf bytes.Buffer
+	cw := &ckptWriter{w: bufio.NewWriter(&buf), crc: crc32.New(castagnoli)}
+	extent := func(e *extent) {
+		cw.uvarint(uint64(e.seg))
+		cw.uvarint(e.lo)
+		cw.uvarint(e.hi - e.lo)
+		cw.uvarint(uint64(e.end))
+		cw.uvarint(uint64(e.fill))
+		cw.uvarint(e.base)
+		cw.uvarint(uint64(len(e.live)))
+		for _, w := range e.live {
+			cw.tmp = binary.LittleEndian.AppendUint64(cw.tmp[:0], w)
+			cw.write(cw.tmp)
+		}
+		var runs []lenRunV2
+		e.after(0, func(seq uint64) bool {
+			n, body := e.lengths(seq)
+			if k := len(runs); k == 0 || runs[k-1].n != n || runs[k-1].body != body {
+				runs = append(runs, lenRunV2{from: uint32(seq - e.lo), n: n, body: body})
+			}
+			return true
+		})
+		cw.uvarint(uint64(len(runs)))
+		for _, r := range runs {
+			cw.uvarint(uint64(r.from))
+			cw.uvarint(uint64(r.n))
+			cw.uvarint(uint64(r.body))
+		}
+		cw.uvarint(uint64(len(e.strides)))
+		prev := stride{}
+		for _, st := range e.strides {
+			cw.uvarint(uint64(st.seq - prev.seq))
+			cw.uvarint(uint64(st.off - prev.off))
+			prev = st
+		}
+	}
+	cw.uvarint(uint64(len(snap.dests)))
+	for _, ds := range snap.dests {
+		cw.str(ds.name)
+		cw.uvarint(uint64(b2i(ds.added)))
+		cw.uvarint(ds.lastSeq)
+		cw.uvarint(uint64(ds.curSeg))
+		cw.uvarint(ds.curMax)
+		cw.uvarint(ds.addMin)
+		cw.uvarint(ds.movMax)
+		cw.uvarint(uint64(len(ds.ext)))
+		for _, e := range ds.ext {
+			extent(e)
+		}
+		cw.uvarint(uint64(len(ds.moved)))
+		for _, e := range ds.moved {
+			extent(e)
+		}
+		cw.uvarint(uint64(len(ds.keys)))
+		prev := uint64(0)
+		for j, seq := range ds.keys {
+			l := ds.locs[j]
+			cw.uvarint(seq - prev)
+			cw.uvarint(uint64(l.seg))
+			cw.uvarint(uint64(l.off))
+			cw.uvarint(uint64(l.n))
+			cw.uvarint(uint64(l.body))
+			prev = seq
+		}
+		cw.uvarint(uint64(len(ds.subs)))
+		for _, ss := range ds.subs {
+			cw.str(ss.info.Key.ClientID)
+			cw.str(ss.info.Key.Name)
+			cw.str(ss.info.Selector)
+			cw.varint(ss.info.Created)
+			cw.writeSeqSet(&ss.pending)
+		}
+	}
+	cw.w.Flush()
+	return buf.Bytes()
+}
+
 // record is a record of a message the simulated journal holds: its destination, seq,
 // place and the start of its batch record.
 type record struct {
@@ -278,11 +360,15 @@ func (j *simJournal) batch(m *modelIndex) []op {
 	rng := j.rng
 	var ops []op
 	add := func(dest string, seq uint64, subs ...persistence.SubKey) {
-		n := uint32(40 + rng.IntN(400))
+		body := uint32(10 + rng.IntN(400))
 		if rng.IntN(4) > 0 { // mostly same-sized messages, as a producer sends them
-			n = 200
+			body = 170
 		}
-		ops = append(ops, op{kind: opAdd, dest: dest, seq: seq, subs: subs, loc: loc{n: n, body: n - 30}})
+		hdr := uint32(30) // the message's other fields: mostly the same
+		if rng.IntN(10) == 0 {
+			hdr = uint32(20 + rng.IntN(40))
+		}
+		ops = append(ops, op{kind: opAdd, dest: dest, seq: seq, subs: subs, loc: loc{n: body + hdr, body: body}})
 	}
 	liveOf := func(dest string) []uint64 {
 		var seqs []uint64
@@ -507,7 +593,7 @@ func mergeKeys(a, b map[uint32]*segStats) map[uint32]bool {
 	return m
 }
 
-// roundTrip writes x as a version 2 checkpoint and loads it back.
+// roundTrip writes x as a checkpoint of this build's version and loads it back.
 func roundTrip(t *testing.T, x *index) *index {
 	t.Helper()
 	var buf bytes.Buffer
@@ -520,13 +606,24 @@ func roundTrip(t *testing.T, x *index) *index {
 	return y
 }
 
+// roundTripV2 writes x as a version 2 checkpoint and loads it back.
+func roundTripV2(t *testing.T, x *index) *index {
+	t.Helper()
+	y, err := decodeCheckpoint(v2Checkpoint((&Store{idx: x}).snapshot()), ckptVersionV2, x.applied)
+	require.NoError(t, err)
+	y.applied = x.applied
+	return y
+}
+
 // TestIndexMatchesModel applies random workloads (queues appended in order with late
 // batches, holes, replaced and re-added seqs, acks of seqs not stored, a topic with two
 // durable subscriptions, scheduled jobs at random seqs, purges, subscription changes,
 // compactor moves, live and stale) to the index and to the model (the seqLog index it
 // replaced), and compares them after every batch; every 40 batches the index goes
-// through a version 2 checkpoint and, now and then, the model through a version 1
-// checkpoint that replaces the index (a store upgraded in the middle of the workload).
+// through a checkpoint, now and then through a version 2 checkpoint (its lengths
+// converted), and the model through a version 1 checkpoint that replaces the index (a
+// store upgraded in the middle of the workload). Messages have bodies of varied sizes
+// and, now and then, other headers, and acks hit random positions.
 func TestIndexMatchesModel(t *testing.T) {
 	seeds, steps := 12, 1500
 	if testing.Short() {
@@ -549,6 +646,10 @@ func TestIndexMatchesModel(t *testing.T) {
 				requireSame(t, m, x, j, when)
 				if step%40 == 39 {
 					x = roundTrip(t, x)
+					requireSame(t, m, x, j, when+" after a checkpoint")
+				}
+				if step%300 == 149 {
+					x = roundTripV2(t, x)
 					requireSame(t, m, x, j, when+" after a version 2 checkpoint")
 				}
 				if step%400 == 199 {

@@ -180,9 +180,10 @@ func (s *Store) gather(st *scanState, afterSeq uint64, want int,
 		return true
 	}
 	if sub != nil {
+		var lr lenReader
 		sub.pending.After(afterSeq, func(seq uint64) bool {
 			if e := d.extentOf(seq); e != nil {
-				n, body := e.lengths(seq)
+				n, body := lr.get(&e.lens, seq)
 				return visit(seq, e, loc{seg: e.seg, n: n, body: body})
 			}
 			l, ok := d.log.Get(seq)
