@@ -456,7 +456,7 @@ func (d *destination) pendingKeys(seq uint64, keys []persistence.SubKey) []persi
 // returns false: with e the extent holding it (l then has no offset) or nil (l is its
 // exact place in the log).
 func (d *destination) each(afterSeq uint64, fn func(seq uint64, e *extent, l loc) bool) {
-	li := d.log.cursor(afterSeq)
+	li := d.log.iter(afterSeq)
 	ei, _ := slices.BinarySearchFunc(d.ext, afterSeq, func(e *extent, s uint64) int {
 		if e.hi <= s {
 			return -1
@@ -480,14 +480,14 @@ func (d *destination) each(afterSeq uint64, fn func(seq uint64, e *extent, l loc
 				best, from = s, m
 			}
 		}
-		for li < len(d.log.keys) && (d.log.keys[li]&deadBit != 0 || d.log.keys[li] <= cur) {
-			li++
+		for li.ok() && li.seq() <= cur {
+			li.next()
 		}
-		if li < len(d.log.keys) && d.log.keys[li] < best {
-			if !fn(d.log.keys[li], nil, d.log.vals[li]) {
+		if li.ok() && li.seq() < best {
+			if !fn(li.seq(), nil, *li.val()) {
 				return
 			}
-			cur = d.log.keys[li]
+			cur = li.seq()
 			continue
 		}
 		if from == nil {
