@@ -515,7 +515,7 @@ func roundTrip(t *testing.T, x *index) *index {
 	_, err := writeCheckpointBody(&buf, 1, (&Store{idx: x}).snapshot())
 	require.NoError(t, err)
 	b := buf.Bytes()
-	y, err := decodeCheckpoint(b[ckptHeaderSize:len(b)-ckptTrailer], ckptVersion, p)
+	y, err := decodeCheckpoint(b[ckptHeaderSize:len(b)-ckptTrailer], ckptVersion, p, nil)
 	require.NoError(t, err)
 	return y
 }
@@ -554,7 +554,7 @@ func TestIndexMatchesModel(t *testing.T) {
 				if step%400 == 199 {
 					b := m.v1Checkpoint()
 					var err error
-					x, err = decodeCheckpoint(b, ckptVersionV1, pos{j.seg, int64(j.off)})
+					x, err = decodeCheckpoint(b, ckptVersionV1, pos{j.seg, int64(j.off)}, nil)
 					require.NoError(t, err)
 					requireSame(t, m, x, j, when+" after a version 1 checkpoint")
 				}

@@ -1,0 +1,240 @@
+package journal
+
+import (
+	"bytes"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/activemq-go/broker/persistence"
+)
+
+// jobStore is a store of scheduled jobs and what it must hold: seq -> body.
+type jobStore struct {
+	t    *testing.T
+	o    Options
+	s    *Store
+	want map[uint64][]byte
+	rng  *rand.Rand
+}
+
+// newJobStore opens a store in a real directory with small segments (4 KiB: a few
+// dozen jobs each), so the jobs spread over many sealed segments and runs.
+func newJobStore(t *testing.T) *jobStore {
+	o := Options{Dir: t.TempDir(), MaxFileLength: MinFileLength, CheckpointInterval: -1, CleanupInterval: -1,
+		Logger: quietLog, spillMin: 8}
+	js := &jobStore{t: t, o: o, want: map[uint64][]byte{}, rng: rand.New(rand.NewPCG(11, 12))}
+	js.s = mustOpen(t, o)
+	t.Cleanup(func() { js.s.Close() })
+	return js
+}
+
+// add stores n jobs with random keys (due time << 21), 50 a batch.
+func (js *jobStore) add(n int) {
+	for lo := 0; lo < n; lo += 50 {
+		b := js.s.Begin()
+		for range min(50, n-lo) {
+			seq := (1+js.rng.Uint64N(1<<30))<<21 | js.rng.Uint64N(1<<21)
+			if js.want[seq] != nil {
+				continue
+			}
+			body := make([]byte, 16+js.rng.IntN(64))
+			for i := range body {
+				body[i] = byte(js.rng.Uint32())
+			}
+			js.want[seq] = body
+			b.Add(&persistence.Message{Dest: wlJobs, Seq: seq, Body: body, Persistent: true})
+		}
+		require.NoError(js.t, b.Commit(js.t.Context(), persistence.Sync))
+	}
+}
+
+// ack acknowledges a random fraction of the stored jobs.
+func (js *jobStore) ack(frac float64) {
+	b := js.s.Begin()
+	for _, seq := range slices.Sorted(maps.Keys(js.want)) {
+		if js.rng.Float64() < frac {
+			b.Ack(wlJobs, seq)
+			delete(js.want, seq)
+		}
+	}
+	require.NoError(js.t, b.Commit(js.t.Context(), persistence.Sync))
+}
+
+// reopen closes the store and opens it again from its files.
+func (js *jobStore) reopen() {
+	require.NoError(js.t, js.s.Close())
+	js.s = mustOpen(js.t, js.o)
+}
+
+// check asserts that the store holds exactly the wanted jobs, in seq order, with exact
+// Stats, and that Scan from any point (the scheduler's storedKey: Scan(k-1, 1)) finds
+// the next one.
+func (js *jobStore) check(what string) {
+	t := js.t
+	t.Helper()
+	seqs := slices.Sorted(maps.Keys(js.want))
+	var got []uint64
+	bodyBytes := int64(0)
+	require.NoError(t, js.s.Scan(t.Context(), wlJobs, 0, 0, func(m *persistence.Message) error {
+		got = append(got, m.Seq)
+		if !bytes.Equal(js.want[m.Seq], m.Body) {
+			t.Errorf("%s: body of %d differs", what, m.Seq)
+		}
+		return nil
+	}), what)
+	require.Equal(t, seqs, got, what)
+	for _, seq := range seqs {
+		bodyBytes += int64(len(js.want[seq]))
+	}
+	msgs, b := js.s.Stats(wlJobs)
+	require.Equal(t, [2]int64{int64(len(seqs)), bodyBytes}, [2]int64{msgs, b}, "%s: Stats", what)
+	for range 50 {
+		k := js.rng.Uint64N(1<<51) + 1
+		i, _ := slices.BinarySearch(seqs, k)
+		var next []uint64
+		require.NoError(t, js.s.Scan(t.Context(), wlJobs, k-1, 1, func(m *persistence.Message) error {
+			next = append(next, m.Seq)
+			return nil
+		}))
+		if i < len(seqs) {
+			require.Equal(t, []uint64{seqs[i]}, next, "%s: Scan(%d, 1)", what, k-1)
+		} else {
+			require.Empty(t, next, "%s: Scan(%d, 1)", what, k-1)
+		}
+	}
+}
+
+// runs returns how many runs and log entries the jobs' destination has.
+func (js *jobStore) runs() (runs, logged int) {
+	js.s.mu.RLock()
+	defer js.s.mu.RUnlock()
+	d := js.s.idx.dests[wlJobs]
+	if d == nil {
+		return 0, 0
+	}
+	return len(d.runs), d.log.Len()
+}
+
+func TestRunsHoldJobsAcrossReopen(t *testing.T) {
+	js := newJobStore(t)
+	js.add(3000)
+	js.ack(0.2)
+	require.NoError(t, js.s.checkpoint(true))
+	runs, logged := js.runs()
+	require.Greater(t, runs, 10, "jobs of sealed segments spill to runs")
+	require.Less(t, logged, 200, "only the active segment's jobs stay in the log")
+	js.check("after the spill")
+
+	js.ack(0.2) // acknowledgements of run entries: found in the files
+	js.add(500)
+	js.check("after acks of run entries")
+
+	js.reopen()
+	require.Zero(t, js.s.Recovery().ReplayedRecords)
+	runs, logged = js.runs()
+	require.Greater(t, runs, 10)
+	require.Zero(t, logged, "Close spills the active segment's jobs too")
+	js.check("after reopen")
+
+	js.ack(0.3)
+	js.check("after acks after reopen")
+	js.reopen()
+	js.check("after the second reopen")
+
+	// Compaction moves the live jobs of mostly dead segments (their runs' live entries)
+	// forward; the emptied segments are deleted with their run files.
+	js.ack(0.6)
+	js.s.opts.CompactLiveRatio = 0.9
+	segsBefore, runFilesBefore := countFiles(t, js.o.Dir)
+	moved, err := js.s.compact()
+	require.NoError(t, err)
+	require.Positive(t, moved)
+	require.NoError(t, js.s.checkpoint(true))
+	require.NoError(t, js.s.checkpoint(true))
+	js.check("after compaction")
+	segsAfter, runFilesAfter := countFiles(t, js.o.Dir)
+	require.Less(t, segsAfter, segsBefore, "compacted segments are deleted")
+	require.Less(t, runFilesAfter, runFilesBefore, "with their run files")
+	js.reopen()
+	js.check("after compaction and reopen")
+}
+
+// countFiles counts the segment and run files in dir.
+func countFiles(t *testing.T, dir string) (segs, runs int) {
+	names, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range names {
+		if _, ok := parseSegmentName(e.Name()); ok {
+			segs++
+		}
+		if _, _, ok := parseRunName(e.Name()); ok {
+			runs++
+		}
+	}
+	return segs, runs
+}
+
+// TestRunFileDamagedFallsBack damages or deletes a run file the checkpoints refer to:
+// they are unusable, recovery replays the segments, and every job is there.
+func TestRunFileDamagedFallsBack(t *testing.T) {
+	for _, how := range []string{"flipped byte", "truncated", "deleted"} {
+		t.Run(how, func(t *testing.T) {
+			js := newJobStore(t)
+			js.add(1500)
+			require.NoError(t, js.s.checkpoint(true))
+			js.add(200)
+			require.NoError(t, js.s.Close())
+			names, err := filepath.Glob(filepath.Join(js.o.Dir, "run-*.idx"))
+			require.NoError(t, err)
+			require.NotEmpty(t, names)
+			victim := names[len(names)/2]
+			switch how {
+			case "flipped byte":
+				b, err := os.ReadFile(victim)
+				require.NoError(t, err)
+				b[len(b)/2] ^= 0x40
+				require.NoError(t, os.WriteFile(victim, b, 0o644))
+			case "truncated":
+				require.NoError(t, os.Truncate(victim, 100))
+			case "deleted":
+				require.NoError(t, os.Remove(victim))
+			}
+			js.s = mustOpen(t, js.o)
+			require.NotEmpty(t, js.s.Recovery().Corrupt, "the checkpoints are reported unusable")
+			require.Positive(t, js.s.Recovery().ReplayedRecords)
+			js.check("after recovery without a usable checkpoint")
+			js.ack(0.5)
+			js.reopen()
+			js.check("after acks and reopen")
+		})
+	}
+}
+
+func TestRunNames(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		seg  uint32
+		id   uint64
+		ok   bool
+	}{
+		{"run-1-1.idx", 1, 1, true},
+		{"run-42-7.idx", 42, 7, true},
+		{"run-0-1.idx", 0, 0, false},
+		{"run-1-0.idx", 0, 0, false},
+		{"run-01-1.idx", 0, 0, false},
+		{"run-1-1.idx.tmp", 0, 0, false},
+		{"run-1.idx", 0, 0, false},
+		{"db-1.log", 0, 0, false},
+	} {
+		seg, id, ok := parseRunName(tc.name)
+		require.Equal(t, tc.ok, ok, tc.name)
+		require.Equal(t, tc.seg, seg, tc.name)
+		require.Equal(t, tc.id, id, tc.name)
+	}
+}
