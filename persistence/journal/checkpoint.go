@@ -45,6 +45,9 @@ type checkpointF struct {
 	pos     pos // the journal position it covers: replay starts here
 	path    string
 	size    int64
+	// runs are the paths of the run files it refers to; nil when unknown (only its
+	// header was read).
+	runs map[string]bool
 }
 
 func checkpointName(gen uint64) string {
@@ -89,6 +92,7 @@ type destSnap struct {
 
 // runSnap is what a checkpoint says of a run: its file and which entries are stored.
 type runSnap struct {
+	path  string
 	id    uint64
 	seg   uint32
 	count int
@@ -120,7 +124,7 @@ func (s *Store) snapshot() *snapshot {
 		}
 		ds.keys, ds.locs = d.log.appendLive(make([]uint64, 0, d.log.Len()), make([]loc, 0, d.log.Len()))
 		for _, r := range d.runs {
-			ds.runs = append(ds.runs, runSnap{id: r.id, seg: r.seg, count: r.count, crc: r.crc, live: slices.Clone(r.live)})
+			ds.runs = append(ds.runs, runSnap{path: r.path, id: r.id, seg: r.seg, count: r.count, crc: r.crc, live: slices.Clone(r.live)})
 		}
 		for _, sub := range d.subs {
 			ss := subSnap{info: sub.info}
@@ -189,7 +193,7 @@ func (s *Store) checkpoint(barrier bool) error {
 		}
 		s.ckpts = s.ckpts[1:]
 	}
-	return s.deleteDead(snap)
+	return errors.Join(s.deleteDead(snap), s.removeOrphanRuns())
 }
 
 // deleteDead deletes the segments below the oldest retained checkpoint's position that
@@ -343,7 +347,13 @@ func writeCheckpoint(fsys vfs.FS, dir string, gen uint64, snap *snapshot) (check
 	if err != nil {
 		return checkpointF{}, fmt.Errorf("journal: checkpoint %s: %w", final, err)
 	}
-	return checkpointF{gen: gen, pos: snap.pos, path: final, size: size}, nil
+	runs := map[string]bool{}
+	for i := range snap.dests {
+		for _, r := range snap.dests[i].runs {
+			runs[r.path] = true
+		}
+	}
+	return checkpointF{gen: gen, pos: snap.pos, path: final, size: size, runs: runs}, nil
 }
 
 // writeCheckpointBody writes checkpoint gen of snap to w and returns its size.
@@ -462,7 +472,12 @@ func loadCheckpoint(fsys vfs.FS, path string, env *runEnv) (*index, checkpointF,
 		return nil, checkpointF{}, err
 	}
 	x.applied = p
-	return x, checkpointF{version: v, gen: gen, pos: p, path: path, size: int64(len(data))}, nil
+	runs := x.ckptRuns
+	if runs == nil {
+		runs = map[string]bool{}
+	}
+	x.ckptRuns = nil
+	return x, checkpointF{version: v, gen: gen, pos: p, path: path, size: int64(len(data)), runs: runs}, nil
 }
 
 // decodeCheckpoint builds an index from a checkpoint body of version v whose position
@@ -623,6 +638,10 @@ func (x *index) decodeRuns(d *decoder, dest *destination, env *runEnv) error {
 		if env == nil {
 			return fmt.Errorf("%w: checkpoint refers to run files", ErrCorrupt)
 		}
+		if x.ckptRuns == nil {
+			x.ckptRuns = map[string]bool{}
+		}
+		x.ckptRuns[filepath.Join(env.dir, runName(uint32(seg), id))] = true
 		r, err := openRun(env.fs, env.dir, id, uint32(seg), dest.name, int(count), uint32(crc), live)
 		if err != nil {
 			if !env.segs[uint32(seg)] {

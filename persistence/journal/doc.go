@@ -108,8 +108,9 @@
 // Run file, version 1: the places of one destination's messages in segment n, sorted
 // by seq (a position is an entry's index in this order). Written whole before a
 // checkpoint refers to it (write temp, fsync, rename, fsync directory), never changed,
-// deleted with its segment (or at Open if its segment is gone). Which entries are
-// still stored is the checkpoint's liveness bitmap, not the file's business.
+// deleted with its segment, at Open if its segment is gone, or after a checkpoint once
+// no retained checkpoint refers to it. Which entries are still stored is the
+// checkpoint's liveness bitmap, not the file's business.
 //
 //	header: "AMQGORUN" | u32 version (1) | u32 segment n | u32 entry count |
 //	        u32 destination name length | destination name

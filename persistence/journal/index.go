@@ -100,6 +100,9 @@ type index struct {
 	// operation then acts as if the message were not stored).
 	rbuf   []byte
 	runErr func(error)
+	// ckptRuns are the run files the checkpoint this index was loaded from refers to
+	// (taken by loadCheckpoint).
+	ckptRuns map[string]bool
 }
 
 func newIndex() *index {

@@ -238,3 +238,32 @@ func TestRunNames(t *testing.T) {
 		require.Equal(t, tc.id, id, tc.name)
 	}
 }
+
+// TestOrphanRunFilesRemoved: a run file no retained checkpoint refers to (a spill
+// whose checkpoint was never written) is deleted by the first checkpoint after which
+// every retained checkpoint's runs are known, while those they refer to stay.
+func TestOrphanRunFilesRemoved(t *testing.T) {
+	js := newJobStore(t)
+	js.add(1000)
+	require.NoError(t, js.s.checkpoint(true))
+	require.NoError(t, js.s.Close())
+	names, err := filepath.Glob(filepath.Join(js.o.Dir, "run-*.idx"))
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	seg, _, ok := parseRunName(filepath.Base(names[0]))
+	require.True(t, ok)
+	orphan := filepath.Join(js.o.Dir, runName(seg, 1<<40))
+	data, err := os.ReadFile(names[0])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(orphan, data, 0o644))
+
+	js.s = mustOpen(t, js.o)
+	js.check("with an orphan run file")
+	require.FileExists(t, orphan, "Open deletes only the run files whose segment is gone")
+	js.add(100)
+	require.NoError(t, js.s.checkpoint(true)) // the older checkpoint, only peeked at, leaves
+	require.NoFileExists(t, orphan)
+	js.check("after the orphan's removal")
+	js.reopen()
+	js.check("after reopen")
+}

@@ -145,6 +145,56 @@ func (s *Store) removeRunFiles(ids []uint32) error {
 	return nil
 }
 
+// removeOrphanRuns deletes the run files no retained checkpoint refers to (written
+// for a checkpoint that was then not written, or whose runs emptied since): the
+// index's runs are all in the newest checkpoint, which the caller just wrote. Nothing
+// is deleted while a retained checkpoint's runs are unknown (the older one found at
+// Open; it is replaced by the next checkpoint but one). The caller holds ckptMu.
+func (s *Store) removeOrphanRuns() error {
+	keep := map[string]bool{}
+	for _, c := range s.ckpts {
+		if c.runs == nil {
+			return nil
+		}
+		for p := range c.runs {
+			keep[p] = true
+		}
+	}
+	s.segs.mu.Lock()
+	defer s.segs.mu.Unlock()
+	var errs []error
+	removed := 0
+	for seg, rfs := range s.runFiles {
+		kept := rfs[:0]
+		for _, rf := range rfs {
+			if keep[rf.path] {
+				kept = append(kept, rf)
+				continue
+			}
+			if rf.r != nil && rf.r.f != nil {
+				errs = append(errs, rf.r.f.Close())
+				rf.r.f = nil
+			}
+			if err := s.fs.Remove(rf.path); err != nil && !isNotExist(err) {
+				errs = append(errs, err)
+			}
+			removed++
+		}
+		if len(kept) == 0 {
+			delete(s.runFiles, seg)
+		} else {
+			s.runFiles[seg] = kept
+		}
+	}
+	if removed > 0 {
+		s.log.Debug("journal: removed run files no checkpoint refers to", slog.String("dir", s.opts.Dir), slog.Int("count", removed))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("journal: remove run files: %w", err)
+	}
+	return nil
+}
+
 // closeRunFiles closes every open run file (at Close).
 func (s *Store) closeRunFiles() error {
 	s.segs.mu.Lock()
