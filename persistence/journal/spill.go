@@ -5,8 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"time"
 )
+
+// spillChunk is how many entries spill moves from a log to its run per hold of the
+// write lock.
+const spillChunk = 4096
 
 // runFile is a run file on disk: it lives as long as its segment. r is the run that
 // was opened on it, if any (closed with it).
@@ -29,8 +34,8 @@ type spillGroup struct {
 // holds none of them in memory) to run files, at least spillMin of them per
 // destination and segment: it copies them under the read lock, writes each group's run
 // file (write temp, fsync, rename, fsync directory) without any lock, and then, under
-// the write lock, takes out of the log those still stored at the same place and marks
-// them live in the run. The caller holds ckptMu (a checkpoint follows, referring to
+// the write lock (a chunk at a time), takes out of the log those still stored at the
+// same place and marks them live in the run. The caller holds ckptMu (a checkpoint follows, referring to
 // the runs; until then the previous checkpoint and the journal still describe them).
 func (s *Store) spill() (int, error) {
 	least := s.opts.spillMin
@@ -95,27 +100,36 @@ func (s *Store) spill() (int, error) {
 		g.r = r
 		written = append(written, g)
 	}
-	moved := 0
 	s.segs.mu.Lock()
-	s.mu.Lock()
 	for _, g := range written {
 		s.runFiles[g.seg] = append(s.runFiles[g.seg], runFile{path: g.r.path, r: g.r})
-		if s.closed || s.segs.get(g.seg) == nil {
-			continue
-		}
-		for p, e := range g.entries {
-			if l, ok := g.d.log.Get(e.seq); ok && l == e.l {
-				g.d.log.Remove(e.seq)
-				g.r.setLive(p, e)
+	}
+	s.segs.mu.Unlock()
+	// No segment is deleted meanwhile (that happens under ckptMu too). The write lock
+	// is taken per spillChunk entries: between chunks every message is stored in
+	// exactly one of the log and the run, so readers see it once.
+	moved := 0
+	for _, g := range written {
+		for lo := 0; lo < len(g.entries); lo += spillChunk {
+			s.mu.Lock()
+			if s.closed {
+				s.mu.Unlock()
+				break
 			}
-		}
-		if g.r.n > 0 {
-			g.d.runs = append(g.d.runs, g.r)
-			moved += int(g.r.n)
+			for p := lo; p < min(lo+spillChunk, len(g.entries)); p++ {
+				e := g.entries[p]
+				if l, ok := g.d.log.Get(e.seq); ok && l == e.l {
+					g.d.log.Remove(e.seq)
+					g.r.setLive(p, e)
+					moved++
+				}
+			}
+			if g.r.n > 0 && !slices.Contains(g.d.runs, g.r) {
+				g.d.runs = append(g.d.runs, g.r)
+			}
+			s.mu.Unlock()
 		}
 	}
-	s.mu.Unlock()
-	s.segs.mu.Unlock()
 	if moved > 0 {
 		s.log.Info("journal: moved out-of-order messages to run files", slog.String("dir", s.opts.Dir),
 			slog.Int("runs", len(written)), slog.Int("messages", moved), slog.Duration("took", time.Since(start)))
