@@ -257,3 +257,28 @@ func TestIndexMemory(t *testing.T) {
 		})
 	}
 }
+
+// TestSchedulerMillion stores a million scheduled jobs with random delays (their seqs
+// in random order): in seconds (an insert shifts one block of the log, never all of
+// it), and a store reopened after Close, which moved them to run files, holds at most
+// 2 bytes a job.
+func TestSchedulerMillion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stores a million messages")
+	}
+	var sh indexShape
+	for _, s := range indexShapes {
+		if s.name == "scheduler" {
+			sh = s
+		}
+	}
+	r := measureIndex(t, sh, 1_000_000)
+	t.Logf("%d jobs stored in %v, index %.2f B/job after reopen (%.1f live), reopen %v",
+		r.stored, r.fill, r.reopened, r.live, r.reopen)
+	if r.fill > 2*time.Minute { // 2-3 s, 25 s under -race; minutes before the blocks
+		t.Errorf("storing a million jobs took %v", r.fill)
+	}
+	if r.reopened <= 0 || r.reopened > 2 {
+		t.Errorf("index after reopen: %.2f bytes/job, want (0, 2]", r.reopened)
+	}
+}

@@ -17,7 +17,24 @@ const spillChunk = 4096
 // was opened on it, if any (closed with it).
 type runFile struct {
 	path string
+	size int64
 	r    *run
+}
+
+// fileSize is the size of r's file.
+func (r *run) fileSize() int64 { return r.hdr + int64(r.count)*runEntryLen + runTrailer }
+
+// runDiskUsage returns the bytes of the run files.
+func (s *Store) runDiskUsage() int64 {
+	s.segs.mu.RLock()
+	defer s.segs.mu.RUnlock()
+	var n int64
+	for _, rfs := range s.runFiles {
+		for _, rf := range rfs {
+			n += rf.size
+		}
+	}
+	return n
 }
 
 // spillGroup is the messages of one destination's log in one sealed segment, copied
@@ -102,7 +119,7 @@ func (s *Store) spill() (int, error) {
 	}
 	s.segs.mu.Lock()
 	for _, g := range written {
-		s.runFiles[g.seg] = append(s.runFiles[g.seg], runFile{path: g.r.path, r: g.r})
+		s.runFiles[g.seg] = append(s.runFiles[g.seg], runFile{path: g.r.path, size: g.r.fileSize(), r: g.r})
 	}
 	s.segs.mu.Unlock()
 	// No segment is deleted meanwhile (that happens under ckptMu too). The write lock
@@ -253,7 +270,14 @@ func (s *Store) registerRunFiles(names []string, segExists map[uint32]bool) erro
 			}
 			continue
 		}
-		s.runFiles[seg] = append(s.runFiles[seg], runFile{path: path, r: opened[path]})
+		rf := runFile{path: path, r: opened[path]}
+		if rf.r != nil {
+			rf.size = rf.r.fileSize()
+		} else if f, err := s.fs.Open(path); err == nil {
+			rf.size, _ = f.Size() // an orphan: its size only counts for DiskUsage
+			errs = append(errs, f.Close())
+		}
+		s.runFiles[seg] = append(s.runFiles[seg], rf)
 	}
 	return errors.Join(errs...)
 }

@@ -190,10 +190,10 @@ func (s *Store) Stats(dest string) (msgs, bytes int64) {
 	return indexstate.Stats(s.idx.dests, dest)
 }
 
-// DiskUsage returns the bytes the store occupies on disk: segments and checkpoints
-// (run files, a few percent of their segments, are not counted).
+// DiskUsage returns the bytes the store occupies on disk: segments, run files and
+// checkpoints.
 func (s *Store) DiskUsage() int64 {
-	n := s.segs.diskUsage()
+	n := s.segs.diskUsage() + s.runDiskUsage()
 	s.ckptMu.Lock()
 	for _, c := range s.ckpts {
 		n += c.size
