@@ -282,3 +282,47 @@ func TestSchedulerMillion(t *testing.T) {
 		t.Errorf("index after reopen: %.2f bytes/job, want (0, 2]", r.reopened)
 	}
 }
+
+// BenchmarkSchedulerRuns measures what the scheduler asks of a store holding a
+// million jobs in run files (after a reopen): storedKey's Scan(k-1, 1) for a new key,
+// and an Ack of a stored job (a Sync commit each, so mostly the fsync).
+func BenchmarkSchedulerRuns(b *testing.B) {
+	dir := b.TempDir()
+	o := journal.Options{Dir: dir, Logger: quiet, CheckpointInterval: -1, CleanupInterval: -1}
+	s, err := journal.Open(b.Context(), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 1_000_000
+	perm := rand.New(rand.NewPCG(1, 2)).Perm(n)
+	key := func(i int) uint64 { return uint64(perm[i]+1) << 21 }
+	storeSeqs(b, s, "scheduler://jobs", n, key, nil)
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if s, err = journal.Open(b.Context(), o); err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(5, 6))
+	b.Run("storedKey", func(b *testing.B) {
+		for b.Loop() {
+			k := rng.Uint64N(n)<<21 + 1<<20 // between two stored keys
+			err := s.Scan(b.Context(), "scheduler://jobs", k-1, 1, func(*persistence.Message) error { return nil })
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ack", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			batch := s.Begin()
+			batch.Ack("scheduler://jobs", key(i%n))
+			i++
+			if err := batch.Commit(b.Context(), persistence.Sync); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

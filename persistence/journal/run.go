@@ -133,6 +133,21 @@ func (r *run) mayHold(seq uint64) bool {
 // isLive reports whether the entry at position p is stored.
 func (r *run) isLive(p int) bool { return r.live[p>>6]&(1<<(p&63)) != 0 }
 
+// nextLive returns the first live position after p (which is dead), or a position
+// at or past count; dead words are skipped whole.
+func (r *run) nextLive(p int) int {
+	for w := p >> 6; w < len(r.live); w++ {
+		word := r.live[w]
+		if w == p>>6 {
+			word &^= 1<<(p&63+1) - 1
+		}
+		if word != 0 {
+			return w<<6 + bits.TrailingZeros64(word)
+		}
+	}
+	return r.count
+}
+
 // setLive marks the entry e at position p stored.
 func (r *run) setLive(p int, e runEntry) {
 	r.live[p>>6] |= 1 << (p & 63)
@@ -331,7 +346,7 @@ func (r *run) find(seq uint64, bufp *[]byte) (int, runEntry, bool, error) {
 func (r *run) each(from int, bufp *[]byte, fn func(p int, e runEntry) bool) error {
 	for p := from; p < r.count; {
 		if !r.isLive(p) {
-			p++
+			p = r.nextLive(p)
 			continue
 		}
 		start, to := p, min((p/runFence+1)*runFence, r.count)
@@ -361,6 +376,10 @@ type runCursor struct {
 // seek places c on the first entry after afterSeq.
 func (c *runCursor) seek(afterSeq uint64) {
 	c.p = 0
+	if afterSeq >= c.r.hi {
+		c.p = c.r.count
+		return
+	}
 	if afterSeq >= c.r.lo {
 		c.p = c.r.fenceOf(afterSeq) * runFence
 		for {
@@ -379,7 +398,7 @@ func (c *runCursor) head() (uint64, loc, bool) {
 	r := c.r
 	for c.err == nil && c.p < r.count {
 		if !r.isLive(c.p) {
-			c.p++
+			c.p = r.nextLive(c.p)
 			continue
 		}
 		if c.p < c.from || c.p >= c.from+len(c.buf)/runEntryLen {
