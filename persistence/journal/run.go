@@ -30,7 +30,7 @@ const (
 	// seq no run holds reads no file.
 	runBloomBits   = 8
 	runBloomHashes = 4
-	// spillMin is the fewest messages of one destination in one sealed segment that a
+	// spillMin is the fewest messages of one destination in one segment that a
 	// checkpoint moves from the destination's log to a run file.
 	spillMin = 1024
 )
@@ -62,8 +62,8 @@ func parseRunName(name string) (uint32, uint64, bool) {
 	return uint32(seg), id, true
 }
 
-// run is a sorted run: the places of messages of one destination in one sealed
-// segment, sorted by seq, in a file of their own (written once, never changed), and
+// run is a sorted run: the places of messages of one destination in one segment
+// (sealed, or the active one at Close), sorted by seq, in a file of their own (written once, never changed), and
 // in memory only what finds them: per position a liveness bit, a fence every runFence
 // entries and a membership filter. About 1.2 bytes a message, plus ≈200 bytes a run.
 //
