@@ -36,9 +36,10 @@ import (
 // memory, counted against memoryUsage, and past it the SEND is refused with an ERROR.
 //
 // Keys are unique among stored jobs: a new key is checked against the jobs in memory
-// and, when it falls in the paged-out range, against the store. A store that keeps a
-// destination as one sorted array (memory, kahaDB) pays O(stored jobs) for a job due
-// before the latest stored one.
+// and, when it falls in the paged-out range, against the store. The memory store keeps
+// a destination as one sorted array and pays O(stored jobs) for a job due before the
+// latest stored one; kahaDB inserts it into a block of at most 512 and keeps the jobs of
+// sealed segments in sorted run files (about a byte of memory a job).
 
 // Scheduling header names, as ActiveMQ spells them.
 const (

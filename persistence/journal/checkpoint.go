@@ -3,6 +3,7 @@ package journal
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash"
 	"hash/crc32"
@@ -23,8 +24,9 @@ import (
 const (
 	ckptMagic = "AMQGOIDX"
 	// ckptVersion is the checkpoint layout this build writes; it reads it,
-	// ckptVersionV2 (its extents' lengths converted at load) and ckptVersionV1
-	// (converted at load: every message goes to its destination's log).
+	// ckptVersionV2 (its extents' lengths converted at load; no runs: what a log held
+	// in sealed segments stays in it until the next checkpoint spills it) and
+	// ckptVersionV1 (converted at load: every message goes to its destination's log).
 	ckptVersion    = 3
 	ckptVersionV2  = 2
 	ckptVersionV1  = 1
@@ -43,6 +45,9 @@ type checkpointF struct {
 	pos     pos // the journal position it covers: replay starts here
 	path    string
 	size    int64
+	// runs are the paths of the run files it refers to; nil when unknown (only its
+	// header was read).
+	runs map[string]bool
 }
 
 func checkpointName(gen uint64) string {
@@ -81,7 +86,18 @@ type destSnap struct {
 	moved   []*extent
 	keys    []uint64 // the log
 	locs    []loc
+	runs    []runSnap
 	subs    []subSnap
+}
+
+// runSnap is what a checkpoint says of a run: its file and which entries are stored.
+type runSnap struct {
+	path  string
+	id    uint64
+	seg   uint32
+	count int
+	crc   uint32
+	live  []uint64
 }
 
 type subSnap struct {
@@ -107,6 +123,9 @@ func (s *Store) snapshot() *snapshot {
 			ds.moved = append(ds.moved, e.clone())
 		}
 		ds.keys, ds.locs = d.log.appendLive(make([]uint64, 0, d.log.Len()), make([]loc, 0, d.log.Len()))
+		for _, r := range d.runs {
+			ds.runs = append(ds.runs, runSnap{path: r.path, id: r.id, seg: r.seg, count: r.count, crc: r.crc, live: slices.Clone(r.live)})
+		}
 		for _, sub := range d.subs {
 			ss := subSnap{info: sub.info}
 			ss.pending = sub.pending.clone()
@@ -125,6 +144,9 @@ func (snap *snapshot) pinned() map[uint32]bool {
 			if e.n > 0 {
 				m[e.seg] = true
 			}
+		}
+		for _, r := range snap.dests[i].runs {
+			m[r.seg] = true
 		}
 		last := uint32(0)
 		for _, l := range snap.dests[i].locs {
@@ -145,9 +167,13 @@ func (snap *snapshot) pinned() map[uint32]bool {
 func (s *Store) checkpoint(barrier bool) error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
+	spilled, err := s.spill()
+	if err != nil { // what was not spilled stays in the logs; the checkpoint goes on
+		s.log.Warn("journal: cannot write a run file", slog.String("dir", s.opts.Dir), slog.Any("err", err))
+	}
 	snap := s.snapshot()
-	if n := len(s.ckpts); n > 0 && s.ckpts[n-1].pos == snap.pos && s.ckpts[n-1].version == ckptVersion {
-		return nil // nothing changed (a checkpoint of an older version is rewritten)
+	if n := len(s.ckpts); n > 0 && s.ckpts[n-1].pos == snap.pos && s.ckpts[n-1].version == ckptVersion && spilled == 0 {
+		return nil // nothing changed (an older version's checkpoint is rewritten)
 	}
 	if barrier {
 		if err := s.w.barrier(); err != nil {
@@ -159,6 +185,7 @@ func (s *Store) checkpoint(barrier bool) error {
 	if err != nil {
 		return err
 	}
+	c.version = ckptVersion
 	s.ckpts = append(s.ckpts, c)
 	for len(s.ckpts) > retainedCheckpoints {
 		if err := s.fs.Remove(s.ckpts[0].path); err != nil && !isNotExist(err) {
@@ -166,7 +193,7 @@ func (s *Store) checkpoint(barrier bool) error {
 		}
 		s.ckpts = s.ckpts[1:]
 	}
-	return s.deleteDead(snap)
+	return errors.Join(s.deleteDead(snap), s.removeOrphanRuns())
 }
 
 // deleteDead deletes the segments below the oldest retained checkpoint's position that
@@ -198,7 +225,7 @@ func (s *Store) deleteDead(snap *snapshot) error {
 	if len(dead) == 0 {
 		return nil
 	}
-	err := s.segs.remove(dead)
+	err := errors.Join(s.segs.remove(dead), s.removeRunFiles(dead))
 	s.log.Info("journal: deleted dead segments", slog.String("dir", s.opts.Dir), slog.Int("count", len(dead)),
 		slog.String("first", segmentName(dead[0])), slog.String("last", segmentName(dead[len(dead)-1])))
 	if err != nil {
@@ -340,7 +367,13 @@ func writeCheckpoint(fsys vfs.FS, dir string, gen uint64, snap *snapshot) (check
 	if err != nil {
 		return checkpointF{}, fmt.Errorf("journal: checkpoint %s: %w", final, err)
 	}
-	return checkpointF{version: ckptVersion, gen: gen, pos: snap.pos, path: final, size: size}, nil
+	runs := map[string]bool{}
+	for i := range snap.dests {
+		for _, r := range snap.dests[i].runs {
+			runs[r.path] = true
+		}
+	}
+	return checkpointF{version: ckptVersion, gen: gen, pos: snap.pos, path: final, size: size, runs: runs}, nil
 }
 
 // writeCheckpointBody writes checkpoint gen of snap to w and returns its size.
@@ -380,6 +413,18 @@ func writeCheckpointBody(w io.Writer, gen uint64, snap *snapshot) (size int64, e
 			cw.uvarint(uint64(l.body))
 			prev = seq
 		}
+		cw.uvarint(uint64(len(ds.runs)))
+		for _, r := range ds.runs {
+			cw.uvarint(r.id)
+			cw.uvarint(uint64(r.seg))
+			cw.uvarint(uint64(r.count))
+			cw.uvarint(uint64(r.crc))
+			cw.uvarint(uint64(len(r.live)))
+			for _, w := range r.live {
+				cw.tmp = binary.LittleEndian.AppendUint64(cw.tmp[:0], w)
+				cw.write(cw.tmp)
+			}
+		}
 		cw.uvarint(uint64(len(ds.subs)))
 		for _, ss := range ds.subs {
 			cw.str(ss.info.Key.ClientID)
@@ -415,8 +460,17 @@ func readFile(fsys vfs.FS, path string) ([]byte, error) {
 	return buf[:n], err
 }
 
-// loadCheckpoint reads checkpoint path into a new index.
-func loadCheckpoint(fsys vfs.FS, path string) (*index, checkpointF, error) {
+// runEnv is where a checkpoint's runs are: the directory of their files and the
+// segments that exist.
+type runEnv struct {
+	fs   vfs.FS
+	dir  string
+	segs map[uint32]bool
+}
+
+// loadCheckpoint reads checkpoint path into a new index, opening and checking the run
+// files it refers to (in env).
+func loadCheckpoint(fsys vfs.FS, path string, env *runEnv) (*index, checkpointF, error) {
 	data, err := readFile(fsys, path)
 	if err != nil {
 		return nil, checkpointF{}, err
@@ -433,20 +487,36 @@ func loadCheckpoint(fsys vfs.FS, path string) (*index, checkpointF, error) {
 	if err != nil {
 		return nil, checkpointF{}, err
 	}
-	x, err := decodeCheckpoint(body[ckptHeaderSize:], v, p)
+	x, err := decodeCheckpoint(body[ckptHeaderSize:], v, p, env)
 	if err != nil {
 		return nil, checkpointF{}, err
 	}
 	x.applied = p
-	return x, checkpointF{version: v, gen: gen, pos: p, path: path, size: int64(len(data))}, nil
+	runs := x.ckptRuns
+	if runs == nil {
+		runs = map[string]bool{}
+	}
+	x.ckptRuns = nil
+	return x, checkpointF{version: v, gen: gen, pos: p, path: path, size: int64(len(data)), runs: runs}, nil
 }
 
 // decodeCheckpoint builds an index from a checkpoint body of version v whose position
 // is p. A version 1 checkpoint lists every message with its place: they all go to
 // their destinations' logs, and since it does not say which seqs have records in p's
-// segment, every seq up to a destination's last is taken to have one there.
-func decodeCheckpoint(b []byte, v uint32, p pos) (*index, error) {
-	x := newIndex()
+// segment, every seq up to a destination's last is taken to have one there. The run
+// files a version 3 checkpoint refers to are opened from env and checked whole; one
+// that is missing or damaged makes the checkpoint unusable, unless its segment is
+// gone too (then what it held is gone with it and is not counted).
+func decodeCheckpoint(b []byte, v uint32, p pos, env *runEnv) (x *index, err error) {
+	built := newIndex()
+	x = built
+	defer func() {
+		if err != nil {
+			built.closeRuns()
+			x = nil
+		}
+	}()
+	var runErr error
 	d := decoder{b: b}
 	nd := d.uvarint()
 	if nd > uint64(len(b)) {
@@ -530,6 +600,12 @@ func decodeCheckpoint(b []byte, v uint32, p pos) (*index, error) {
 			st.bytes += int64(l.n)
 		}
 		dest.log.load(keys, locs)
+		if v >= ckptVersion && !d.bad {
+			if err := x.decodeRuns(&d, dest, env); err != nil {
+				runErr = err
+				break
+			}
+		}
 		ns := d.uvarint()
 		for j := uint64(0); j < ns && !d.bad; j++ {
 			var info persistence.SubInfo
@@ -552,10 +628,73 @@ func decodeCheckpoint(b []byte, v uint32, p pos) (*index, error) {
 			x.subs[info.Key] = sub
 		}
 	}
+	if runErr != nil {
+		return nil, runErr
+	}
 	if d.bad || d.off != len(b) {
 		return nil, fmt.Errorf("%w: malformed checkpoint", ErrCorrupt)
 	}
 	return x, nil
+}
+
+// decodeRuns reads the runs of dest in a version 3 checkpoint and opens their files.
+func (x *index) decodeRuns(d *decoder, dest *destination, env *runEnv) error {
+	nr := d.uvarint()
+	if nr > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	for j := uint64(0); j < nr && !d.bad; j++ {
+		id, seg, count, crc, nw := d.uvarint(), d.uvarint(), d.uvarint(), d.uvarint(), d.uvarint()
+		if id == 0 || seg == 0 || seg > math.MaxUint32 || count == 0 || count > math.MaxInt32 || crc > math.MaxUint32 ||
+			nw != (count+63)/64 || nw > uint64(len(d.b)-d.off)/8 {
+			d.fail()
+			return nil
+		}
+		live := make([]uint64, nw)
+		for i := range live {
+			live[i] = binary.LittleEndian.Uint64(d.take(8))
+		}
+		if env == nil {
+			return fmt.Errorf("%w: checkpoint refers to run files", ErrCorrupt)
+		}
+		if x.ckptRuns == nil {
+			x.ckptRuns = map[string]bool{}
+		}
+		x.ckptRuns[filepath.Join(env.dir, runName(uint32(seg), id))] = true
+		r, err := openRun(env.fs, env.dir, id, uint32(seg), dest.name, int(count), uint32(crc), live)
+		if err != nil {
+			if !env.segs[uint32(seg)] {
+				continue
+			}
+			return fmt.Errorf("journal: checkpoint's run file unusable: %w", err)
+		}
+		if r.n == 0 {
+			if err := r.f.Close(); err != nil {
+				return fmt.Errorf("journal: close run %s: %w", r.path, err)
+			}
+			continue
+		}
+		dest.runs = append(dest.runs, r)
+		dest.msgs += r.n
+		dest.bytes += r.body
+		st := x.segStats(r.seg)
+		st.msgs += r.n
+		st.bytes += r.bytes
+	}
+	return nil
+}
+
+// closeRuns closes the files of the index's runs (a checkpoint found unusable).
+func (x *index) closeRuns() {
+	for _, d := range x.dests {
+		for _, r := range d.runs {
+			if r.f != nil {
+				r.f.Close() // read-only: nothing to lose
+				r.f = nil
+			}
+		}
+	}
 }
 
 // extent reads an extent of a version 2 or 3 checkpoint, checking what its use relies

@@ -99,13 +99,13 @@ func liveDump(s *Store) string {
 	return strings.Join(live, "")
 }
 
-// TestCheckpointV2Loads opens a journal closed by the build before checkpoint version 3
+// TestCheckpointV2VariedLoads opens a journal closed by the build before checkpoint version 3
 // (testdata/ckpt-v2: a queue and a topic with two durable subscriptions, messages of
 // varied sizes and headers, acks at random positions): it must recover to the state
 // that build recovered, Stats and each segment's live bytes exact, with its extents'
 // length runs converted into length tables; then acknowledge messages at random
 // positions, add more and close, writing version 3, and load that to the same state.
-func TestCheckpointV2Loads(t *testing.T) {
+func TestCheckpointV2VariedLoads(t *testing.T) {
 	want, err := os.ReadFile(filepath.Join("testdata", "ckpt-v2", "varied.dump"))
 	require.NoError(t, err)
 	dir := copyFixture(t, filepath.Join("testdata", "ckpt-v2", "varied"))
@@ -287,11 +287,11 @@ func TestCheckpointCorruptionFailsOrHolds(t *testing.T) {
 	}{{ckptVersion, v3}, {ckptVersionV2, v2}} {
 		t.Run(fmt.Sprint("version ", c.v), func(t *testing.T) {
 			body := c.body
-			x, err := decodeCheckpoint(body, c.v, p)
+			x, err := decodeCheckpoint(body, c.v, p, nil)
 			require.NoError(t, err)
 			requireConsistent(t, x)
 			for n := range body {
-				_, err := decodeCheckpoint(body[:n], c.v, p)
+				_, err := decodeCheckpoint(body[:n], c.v, p, nil)
 				require.ErrorIs(t, err, ErrCorrupt, "cut at %d", n)
 			}
 			loaded := 0
@@ -299,7 +299,7 @@ func TestCheckpointCorruptionFailsOrHolds(t *testing.T) {
 				for _, flip := range []byte{0x01, 0x40, 0x80, 0xff} {
 					b := slices.Clone(body)
 					b[i] ^= flip
-					if x, err := decodeCheckpoint(b, c.v, p); err == nil {
+					if x, err := decodeCheckpoint(b, c.v, p, nil); err == nil {
 						requireConsistent(t, x)
 						loaded++
 					}
@@ -349,7 +349,7 @@ func FuzzCheckpointDecode(f *testing.F) {
 	f.Add(v2)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, v := range []uint32{ckptVersion, ckptVersionV2} {
-			if x, err := decodeCheckpoint(data, v, pos{1, segHeaderSize}); err == nil {
+			if x, err := decodeCheckpoint(data, v, pos{1, segHeaderSize}, nil); err == nil {
 				requireConsistent(t, x)
 			}
 		}
@@ -371,5 +371,54 @@ func requireConsistent(t *testing.T, x *index) {
 			})
 			require.Equal(t, [3]int64{e.n, e.bytes, e.body}, [3]int64{n, bytes, body})
 		}
+	}
+}
+
+// TestCheckpointV2Loads opens journals written by the build before checkpoint version 3
+// (testdata/ckpt-v2: the workload of ckpt-v1, with scheduled jobs and replaced seqs in
+// the destinations' logs): they recover to the state that build recovered, the next
+// checkpoint moves what the logs hold in sealed segments to run files, and the store
+// reopened from that version 3 checkpoint holds the same.
+func TestCheckpointV2Loads(t *testing.T) {
+	for _, name := range []string{"clean", "replaced"} {
+		t.Run(name, func(t *testing.T) {
+			want, err := os.ReadFile(filepath.Join("testdata", "ckpt-v2", name+".dump"))
+			require.NoError(t, err)
+			dir := copyFixture(t, filepath.Join("testdata", "ckpt-v2", name))
+			o := Options{Dir: dir, MaxFileLength: MinFileLength * 4, CheckpointInterval: -1, CleanupInterval: -1,
+				Logger: quietLog, spillMin: 4}
+			s := mustOpen(t, o)
+			counts := func() (logged, inRuns int64) {
+				s.mu.RLock()
+				defer s.mu.RUnlock()
+				for _, d := range s.idx.dests {
+					logged += int64(d.log.Len())
+					for _, r := range d.runs {
+						inRuns += r.n
+					}
+				}
+				return logged, inRuns
+			}
+			require.Equal(t, string(want), dump(t, s), "state loaded from the version 2 checkpoint")
+			logged, inRuns := counts()
+			require.Positive(t, logged, "a version 2 checkpoint's logs load into memory")
+			require.Zero(t, inRuns)
+			require.NoError(t, s.checkpoint(true))
+			logged2, inRuns := counts()
+			t.Logf("logs: %d messages before the checkpoint, %d after; %d in runs", logged, logged2, inRuns)
+			require.Positive(t, inRuns, "the checkpoint spilled the logs' messages of sealed segments")
+			require.Equal(t, string(want), dump(t, s), "after the spill")
+			require.NoError(t, s.Close())
+
+			s = mustOpen(t, o)
+			require.Equal(t, 0, s.Recovery().ReplayedRecords)
+			h, err := os.ReadFile(s.Recovery().Checkpoint)
+			require.NoError(t, err)
+			require.Equal(t, uint32(ckptVersion), binary.LittleEndian.Uint32(h[8:]), "Close wrote version 3")
+			require.Equal(t, string(want), dump(t, s), "state loaded from the version 3 checkpoint")
+			_, inRuns = counts()
+			require.Positive(t, inRuns)
+			require.NoError(t, s.Close())
+		})
 	}
 }

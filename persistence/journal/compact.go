@@ -142,7 +142,25 @@ func (s *Store) moveForward(items []compactItem) (int, error) {
 func (s *Store) compactCandidates(limit uint32) []compactItem {
 	s.segs.mu.RLock()
 	defer s.segs.mu.RUnlock()
-	items, exts := s.compactChoose(limit)
+	items, exts, runs := s.compactChoose(limit)
+	var buf []byte
+	for _, cr := range runs {
+		// The run's file is immutable; its bitmap was copied under the lock.
+		for p := 0; p < cr.r.count; p += runFence {
+			to := min(p+runFence, cr.r.count)
+			var err error
+			if buf, err = cr.r.readEntries(p, to, buf); err != nil {
+				s.log.Warn("journal: compaction cannot read a run file", slog.String("file", cr.r.path), slog.Any("err", err))
+				break
+			}
+			for q := p; q < to; q++ {
+				if cr.live[q>>6]&(1<<(q&63)) != 0 {
+					e := decodeRunEntry(buf[(q-p)*runEntryLen:], cr.r.seg)
+					items = append(items, compactItem{dest: cr.dest, seq: e.seq, l: e.l})
+				}
+			}
+		}
+	}
 	var rr recordReader
 	for _, ce := range exts {
 		seg := s.segs.get(ce.seg)
@@ -176,13 +194,22 @@ type compactExtent struct {
 	bodies     []uint32
 }
 
+// compactRun is a run of a segment to compact, with its liveness bitmap when it was
+// listed.
+type compactRun struct {
+	r    *run
+	dest string
+	live []uint64
+}
+
 // compactChoose picks the segments to compact under the index read lock and lists
-// their messages: those of logs with their places, those of extents to be located.
-func (s *Store) compactChoose(limit uint32) ([]compactItem, []compactExtent) {
+// their messages: those of logs with their places, those of extents to be located,
+// the runs to be read.
+func (s *Store) compactChoose(limit uint32) ([]compactItem, []compactExtent, []compactRun) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return nil, nil
+		return nil, nil, nil
 	}
 	chosen := make(map[uint32]bool)
 	budget := int64(compactMaxBytes)
@@ -202,10 +229,11 @@ func (s *Store) compactChoose(limit uint32) ([]compactItem, []compactExtent) {
 		budget -= st.bytes
 	}
 	if len(chosen) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var items []compactItem
 	var exts []compactExtent
+	var runs []compactRun
 	for _, d := range s.idx.dests {
 		for _, e := range slices.Concat(d.ext, d.moved) {
 			if !chosen[e.seg] || e.n == 0 {
@@ -228,6 +256,11 @@ func (s *Store) compactChoose(limit uint32) ([]compactItem, []compactExtent) {
 			}
 			return true
 		})
+		for _, r := range d.runs {
+			if chosen[r.seg] && r.n > 0 {
+				runs = append(runs, compactRun{r: r, dest: d.name, live: slices.Clone(r.live)})
+			}
+		}
 	}
-	return items, exts
+	return items, exts, runs
 }

@@ -151,9 +151,13 @@ func TestPowerCutAtEveryStep(t *testing.T) {
 			ops := map[string]int{}
 			for i, p := range points {
 				ops[strings.Fields(p.what)[0]]++
+				if strings.Contains(p.what, "/run-") {
+					ops["run file"]++
+				}
 				checkReopen(t, w, p.fs, p.lo, p.hi, fmt.Sprintf("crash point %d (%s)", i, p.what), i%25 == 0)
 			}
 			t.Logf("%d crash points: %v", len(points), ops)
+			require.Positive(t, ops["run file"], "the scheduled jobs of sealed segments go to run files: cut the power while one is written")
 		})
 	}
 }

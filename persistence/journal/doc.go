@@ -18,15 +18,24 @@
 //     The compactor's copies go to moved extents, one per destination and segment
 //     they were copied to (their ranges may overlap the others'). Messages that do not
 //     continue a run (scheduled jobs, whose seqs are due times; a batch that reached
-//     the writer after a later one; a replaced message) are in a sorted slice of (seq,
-//     place) with tombstones, the destination's log. Per durable subscription the seqs
+//     the writer after a later one; a replaced message) are in the destination's log,
+//     a sorted list of blocks of (seq, place) (an insertion shifts one block of at
+//     most 512, never the whole log). Before each checkpoint, what a log holds in a
+//     sealed segment (at least 1024 messages of a destination there; at Close, in the
+//     active segment too) moves to a run file, run-<segment>-<id>.idx: the places
+//     sorted by seq, written once; in memory a run keeps a bit per message (stored or
+//     not), a fence every 64 entries and a membership filter (8 bits a message), so an
+//     Add or Ack of a seq no run holds reads no file and one that a run holds reads one
+//     block of 64 entries. Per durable subscription the seqs
 //     it still owes: a bitmap from the oldest to the newest, and a sorted slice of
 //     those far from it; per segment the count of live messages and bytes. No message
 //     body or header is kept in memory: Scan seeks by the sparse table and reads the
-//     segment forward, skipping other destinations' records. A message in an extent costs about a bit and a fraction of
+//     segment forward, skipping other destinations' records, and merges the runs'
+//     files in seq order. A message in an extent costs about a bit and a fraction of
 //     a table entry (well under a byte for messages of equal sizes; 12 bytes more for
-//     each change of length from the previous message); one in a log 24 bytes; plus a
-//     bit per subscription that owes it (8 bytes if far from its other pending seqs).
+//     each change of length from the previous message); one in a log about 25 bytes,
+//     one in a run about 1.2; plus a bit per subscription that owes it (8 bytes if far
+//     from its other pending seqs).
 //   - Checkpoints: every CheckpointInterval (if anything changed) and at Close the whole
 //     index is written to index-<gen>.ckpt (write temp, fsync, rename, fsync directory),
 //     after the journal was fsynced up to the position the index reflects. Open loads the
@@ -55,11 +64,12 @@
 // stays dead. Recovery without any intact checkpoint replays every segment that is left
 // and warns that acknowledged messages may then reappear.
 //
-// # On-disk format: segments version 1, checkpoints version 3
+// # On-disk format: segments version 1, checkpoints version 3, run files version 1
 //
 // All integers are little-endian; uvarint/varint are encoding/binary's; str is a
 // uvarint length and the bytes. The directory holds the segments db-<n>.log (n = 1, 2,
-// ..., never reused), the checkpoints index-<gen>.ckpt, and a lock file.
+// ..., never reused), the checkpoints index-<gen>.ckpt, the run files
+// run-<n>-<id>.idx (id = 1, 2, ..., never reused), and a lock file.
 //
 // Segment file:
 //
@@ -94,6 +104,19 @@
 //	varint expires, varint timestamp, uvarint redelivery count,
 //	str id, uvarint header string count, str × count (key, value, key, value, ...),
 //	str body, uvarint subscription count, (str clientID, str name) × count
+//
+// Run file, version 1: the places of one destination's messages in segment n, sorted
+// by seq (a position is an entry's index in this order). Written whole before a
+// checkpoint refers to it (write temp, fsync, rename, fsync directory), never changed,
+// deleted with its segment, at Open if its segment is gone, or after a checkpoint once
+// no retained checkpoint refers to it. Which entries are still stored is the
+// checkpoint's liveness bitmap, not the file's business.
+//
+//	header: "AMQGORUN" | u32 version (1) | u32 segment n | u32 entry count |
+//	        u32 destination name length | destination name
+//	entries (20 bytes each, by seq, distinct): u64 seq | u32 offset of the message in
+//	        the segment | u32 its encoded length | u32 its body length
+//	trailer: u32 CRC-32C of everything before
 //
 // Checkpoint file, version 3 (written by this build):
 //
@@ -134,6 +157,10 @@
 //	    ranges may overlap, a seq is stored in one place): as an extent
 //	  uvarint log count, per message of the log (by seq): uvarint seq delta,
 //	  uvarint segment, uvarint offset, uvarint length, uvarint body length
+//	  uvarint run count, per run: uvarint id, uvarint segment, uvarint entry count,
+//	    uvarint CRC-32C of the run file (its trailer), uvarint word count
+//	    ((count+63)/64), u64 × words (bit p of word w: the entry at position 64w+p
+//	    is stored)
 //	  uvarint subscription count, per subscription (topic only, in registration order):
 //	  str clientID, str name, str selector, varint created, its pending set:
 //	    uvarint base (a multiple of 64), uvarint word count, u64 × count (bit i of
@@ -142,8 +169,15 @@
 //	    delta × count
 //	trailer (12 bytes): u64 length of everything before | u32 CRC-32C of it
 //
-// Checkpoint file, version 2 (read, its runs converted into length tables at load): as
-// version 3, with version 2 in the header, and in place of each extent's length table
+// Loading it opens and checks each run file whole (header, size, order, CRC); a run file
+// missing or damaged while its segment exists makes the checkpoint unusable (Open falls
+// back to the older one, or replays every segment); if its segment is gone too, what
+// the run held is gone with it.
+//
+// Checkpoint file, version 2 (read; its extents' runs are converted into length tables
+// at load, and a log's messages in sealed segments stay in memory until the next
+// checkpoint moves them to run files): as version 3, with version 2 in the header, no
+// run count after a destination's log, and in place of each extent's length table
 //
 //	uvarint run count, per run: uvarint first seq - lo, uvarint length, uvarint body
 //	length (the lengths of the seqs from there to the next run)
@@ -195,9 +229,14 @@
 // of extents by reading the segment forward from the sparse entry before the round's
 // first one (256 KiB reads, walking the records by destination and seq, copying the
 // messages out; the next round resumes where this one stopped), those of logs with
-// one ReadAt per run of adjacent ones; recently written data comes from the page
-// cache. A checkpoint copies the index under its read lock (extents: a bit a message
-// and their tables; logs: 24 bytes a message) and writes it outside the lock.
+// one ReadAt per run of adjacent ones, those of runs by reading each run file from its
+// fence before the round's start (a block of 64 entries, 1,280 bytes, at a time, under
+// the index read lock: one such read per run per round); recently written data comes
+// from the page cache. An Add or Ack of a seq a run's filter may hold reads a block of
+// its file under the write lock. A checkpoint copies the index under its read lock
+// (extents: a bit a message and their tables; logs: 24 bytes a message; runs: a bit a
+// message) and writes it outside the lock; before that it writes the run files
+// outside any lock.
 // CommitAsync callbacks run, in order, on one goroutine per store; they must not
 // block for long and must not call Close. Commit and CommitAsync
 // block while more than 64 MiB of batches wait to be written (backpressure).

@@ -27,6 +27,7 @@ func memOptions(fs vfs.FS) Options {
 	return Options{
 		Dir: testDir, FS: fs, MaxFileLength: MinFileLength,
 		CheckpointInterval: -1, CleanupInterval: -1, Logger: quietLog,
+		spillMin: 1, // every checkpoint moves what logs hold in sealed segments to run files
 	}
 }
 
@@ -84,6 +85,7 @@ const (
 	wlQueueA = "queue://a"
 	wlQueueB = "queue://b"
 	wlTopic  = "topic://t"
+	wlJobs   = "scheduler://jobs" // seqs in random order, as scheduled jobs' due times
 )
 
 func wlMessage(rng *rand.Rand, dest string, seq uint64, subs ...persistence.SubKey) *persistence.Message {
@@ -138,13 +140,19 @@ func newWorkload(t testing.TB, seed uint64, n int) *workload {
 				b.AddSub(persistence.SubInfo{Key: subA, Dest: wlTopic, Created: 1})
 				b.AddSub(persistence.SubInfo{Key: subB, Dest: wlTopic, Selector: "x > 1", Created: 2})
 			})
+		case r < 40 && rng.IntN(3) == 0: // scheduled jobs: seqs not appended in order
+			for range 1 + rng.IntN(6) {
+				seq := 1 + rng.Uint64N(1<<20)
+				m := wlMessage(rng, wlJobs, seq)
+				ops = append(ops, func(b persistence.Batch) { b.Add(m) })
+			}
 		case r < 40:
 			dest := []string{wlQueueA, wlQueueB}[rng.IntN(2)]
 			for range 1 + rng.IntN(4) {
 				add(&ops, dest)
 			}
 		case r < 62:
-			for _, dest := range []string{wlQueueA, wlQueueB} {
+			for _, dest := range []string{wlQueueA, wlQueueB, wlJobs} {
 				seqs := live(dest)
 				for j := 0; j < len(seqs) && j < 1+rng.IntN(4); j++ {
 					seq := seqs[rng.IntN(len(seqs))]

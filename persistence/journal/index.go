@@ -47,6 +47,10 @@ type destination struct {
 	// it leaves is empty); there are few, one per segment the copies went to.
 	moved []*extent
 	log   seqLog[loc]
+	// runs hold what spilled from log: the places of its messages in sealed segments,
+	// in sorted files, with a bit per message in memory (see run). Their seq ranges
+	// overlap each other's and the log's.
+	runs []*run
 	// curSeg is the last segment a record of this destination was appended to, curMax
 	// the highest seq among its records there, curAddMin the lowest among its Add
 	// records and curMovMax the highest among its Move records. A seq above curMax has
@@ -91,6 +95,14 @@ type index struct {
 	subs    map[persistence.SubKey]*subscription
 	live    map[uint32]*segStats
 	applied pos // the journal position after the last applied record
+	// rbuf is the buffer of run lookups while applying operations (under the write
+	// lock); runErr, if set, is told of a run file that could not be read then (the
+	// operation then acts as if the message were not stored).
+	rbuf   []byte
+	runErr func(error)
+	// ckptRuns are the run files the checkpoint this index was loaded from refers to
+	// (taken by loadCheckpoint).
+	ckptRuns map[string]bool
 }
 
 func newIndex() *index {
@@ -229,8 +241,9 @@ func (d *destination) extentOf(seq uint64) *extent {
 }
 
 // unplace removes seq from where d stores it and returns its place (with the offset
-// unknown, 0, for a message of an extent).
-func (d *destination) unplace(seq uint64) (loc, bool) {
+// unknown, 0, for a message of an extent). A message of a run is looked up in its
+// file: at most a fence block read per run whose filter says it may hold seq.
+func (x *index) unplace(d *destination, seq uint64) (loc, bool) {
 	if e := d.extentOf(seq); e != nil {
 		n, body := e.remove(seq)
 		if e.n == 0 {
@@ -238,7 +251,25 @@ func (d *destination) unplace(seq uint64) (loc, bool) {
 		}
 		return loc{seg: e.seg, n: n, body: body}, true
 	}
-	return d.log.Remove(seq)
+	if l, ok := d.log.Remove(seq); ok || len(d.runs) == 0 {
+		return l, ok
+	}
+	r, p, e, ok, err := d.runFind(seq, &x.rbuf)
+	if err != nil {
+		x.reportRunErr(err)
+	}
+	if !ok {
+		return loc{}, false
+	}
+	d.runRemove(r, p, e)
+	return e.l, true
+}
+
+// reportRunErr passes a run file's read error to runErr.
+func (x *index) reportRunErr(err error) {
+	if x.runErr != nil {
+		x.runErr(err)
+	}
 }
 
 // dropEmpty removes the empty extent e, unless it is the last of ext: that one keeps
@@ -319,7 +350,7 @@ func (x *index) add(o *op) {
 
 // drop deletes the message seq of d, for every subscription.
 func (x *index) drop(d *destination, seq uint64) {
-	l, ok := d.unplace(seq)
+	l, ok := x.unplace(d, seq)
 	if !ok {
 		return
 	}
@@ -374,6 +405,14 @@ func (x *index) purge(d *destination) {
 		return true
 	})
 	d.log.Reset()
+	for _, r := range d.runs {
+		st := x.segStats(r.seg)
+		st.msgs -= r.n
+		st.bytes -= r.bytes
+		clear(r.live)
+		r.n, r.bytes, r.body = 0, 0, 0
+	}
+	d.runs = nil
 	for _, sub := range d.subs {
 		sub.pending.Reset()
 	}
@@ -428,14 +467,28 @@ func (x *index) removeSub(key persistence.SubKey) {
 func (x *index) move(o *op) {
 	d := x.destination(o.dest)
 	fresh, movable := d.noteRecord(o.loc.seg, o.seq, true)
+	var old loc
 	if e := d.extentOf(o.seq); e != nil {
 		if e.seg != o.oldSeg {
 			return
 		}
-	} else if l, ok := d.log.Get(o.seq); !ok || l.seg != o.oldSeg || l.off != o.oldOff {
-		return
+		old, _ = x.unplace(d, o.seq)
+	} else if l, ok := d.log.Get(o.seq); ok {
+		if l.seg != o.oldSeg || l.off != o.oldOff {
+			return
+		}
+		old, _ = d.log.Remove(o.seq)
+	} else {
+		r, p, e, ok, err := d.runFind(o.seq, &x.rbuf)
+		if err != nil {
+			x.reportRunErr(err)
+		}
+		if !ok || e.l.seg != o.oldSeg || e.l.off != o.oldOff {
+			return
+		}
+		d.runRemove(r, p, e)
+		old = e.l
 	}
-	old, _ := d.unplace(o.seq)
 	x.unstore(d, old)
 	l := o.loc
 	l.n, l.body = old.n, old.body
@@ -454,9 +507,16 @@ func (d *destination) pendingKeys(seq uint64, keys []persistence.SubKey) []persi
 
 // each calls fn for the stored messages of d after afterSeq, in seq order, until fn
 // returns false: with e the extent holding it (l then has no offset) or nil (l is its
-// exact place in the log).
-func (d *destination) each(afterSeq uint64, fn func(seq uint64, e *extent, l loc) bool) {
-	li := d.log.cursor(afterSeq)
+// exact place, from the log or a run). The messages of runs are read from their files
+// (a fence block at a time); a read error ends the walk and is returned.
+func (d *destination) each(afterSeq uint64, fn func(seq uint64, e *extent, l loc) bool) error {
+	var curs []runCursor
+	for _, r := range d.runs {
+		c := runCursor{r: r}
+		c.seek(afterSeq)
+		curs = append(curs, c)
+	}
+	li := d.log.iter(afterSeq)
 	ei, _ := slices.BinarySearchFunc(d.ext, afterSeq, func(e *extent, s uint64) int {
 		if e.hi <= s {
 			return -1
@@ -481,22 +541,38 @@ func (d *destination) each(afterSeq uint64, fn func(seq uint64, e *extent, l loc
 				best, from = s, m
 			}
 		}
-		for li < len(d.log.keys) && (d.log.keys[li]&deadBit != 0 || d.log.keys[li] <= cur) {
-			li++
+		for li.ok() && li.seq() <= cur {
+			li.next()
 		}
-		if li < len(d.log.keys) && d.log.keys[li] < best {
-			if !fn(d.log.keys[li], nil, d.log.vals[li]) {
-				return
+		rbest, ri, rl := uint64(math.MaxUint64), -1, loc{}
+		for i := range curs {
+			if s, l, ok := curs[i].head(); ok && s < rbest {
+				rbest, ri, rl = s, i, l
+			} else if curs[i].err != nil {
+				return curs[i].err
 			}
-			cur = d.log.keys[li]
+		}
+		if li.ok() && li.seq() < best && li.seq() < rbest {
+			if !fn(li.seq(), nil, *li.val()) {
+				return nil
+			}
+			cur = li.seq()
+			continue
+		}
+		if ri >= 0 && rbest < best {
+			curs[ri].p++
+			if !fn(rbest, nil, rl) {
+				return nil
+			}
+			cur = rbest
 			continue
 		}
 		if from == nil {
-			return
+			return nil
 		}
 		n, body := lr.get(&from.lens, best)
 		if !fn(best, from, loc{seg: from.seg, n: n, body: body}) {
-			return
+			return nil
 		}
 		cur = best
 	}
@@ -511,6 +587,11 @@ func (d *destination) holdsIn(seg uint32) bool {
 	}
 	for _, e := range d.moved {
 		if e.seg == seg && e.n > 0 {
+			return true
+		}
+	}
+	for _, r := range d.runs {
+		if r.seg == seg && r.n > 0 {
 			return true
 		}
 	}

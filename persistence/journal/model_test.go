@@ -601,7 +601,7 @@ func roundTrip(t *testing.T, x *index) *index {
 	_, err := writeCheckpointBody(&buf, 1, (&Store{idx: x}).snapshot())
 	require.NoError(t, err)
 	b := buf.Bytes()
-	y, err := decodeCheckpoint(b[ckptHeaderSize:len(b)-ckptTrailer], ckptVersion, p)
+	y, err := decodeCheckpoint(b[ckptHeaderSize:len(b)-ckptTrailer], ckptVersion, p, nil)
 	require.NoError(t, err)
 	return y
 }
@@ -609,7 +609,7 @@ func roundTrip(t *testing.T, x *index) *index {
 // roundTripV2 writes x as a version 2 checkpoint and loads it back.
 func roundTripV2(t *testing.T, x *index) *index {
 	t.Helper()
-	y, err := decodeCheckpoint(v2Checkpoint((&Store{idx: x}).snapshot()), ckptVersionV2, x.applied)
+	y, err := decodeCheckpoint(v2Checkpoint((&Store{idx: x}).snapshot()), ckptVersionV2, x.applied, nil)
 	require.NoError(t, err)
 	y.applied = x.applied
 	return y
@@ -655,7 +655,7 @@ func TestIndexMatchesModel(t *testing.T) {
 				if step%400 == 199 {
 					b := m.v1Checkpoint()
 					var err error
-					x, err = decodeCheckpoint(b, ckptVersionV1, pos{j.seg, int64(j.off)})
+					x, err = decodeCheckpoint(b, ckptVersionV1, pos{j.seg, int64(j.off)}, nil)
 					require.NoError(t, err)
 					requireSame(t, m, x, j, when+" after a version 1 checkpoint")
 				}

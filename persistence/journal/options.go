@@ -86,6 +86,9 @@ type Options struct {
 	StoreBeforeDispatch bool
 	// Logger receives the store's events; nil discards them.
 	Logger *slog.Logger
+
+	// spillMin overrides spillMin (tests spill the smallest logs to run files).
+	spillMin int
 }
 
 // withDefaults fills in the defaults and checks the ranges.

@@ -135,8 +135,8 @@ func FuzzRecordDecode(f *testing.F) {
 		eachMessage(data, 0, 0, func([]byte, uint64, uint32, uint32) bool { return true })
 		eachMessage(data, len(data)/2, 1, func([]byte, uint64, uint32, uint32) bool { return true })
 		// And the checkpoint decoder, both versions.
-		_, _ = decodeCheckpoint(data, ckptVersionV1, pos{1, segHeaderSize})
-		_, _ = decodeCheckpoint(data, ckptVersion, pos{1, segHeaderSize})
+		_, _ = decodeCheckpoint(data, ckptVersionV1, pos{1, segHeaderSize}, nil)
+		_, _ = decodeCheckpoint(data, ckptVersion, pos{1, segHeaderSize}, nil)
 	})
 }
 

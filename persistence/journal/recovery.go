@@ -32,7 +32,7 @@ func (s *Store) recover(ctx context.Context) (*segment, error) {
 			segIDs = append(segIDs, id)
 		} else if gen, ok := parseCheckpointName(name); ok {
 			gens = append(gens, gen)
-		} else if strings.HasSuffix(name, ".ckpt"+vfs.TempSuffix) {
+		} else if strings.HasSuffix(name, ".ckpt"+vfs.TempSuffix) || strings.HasSuffix(name, ".idx"+vfs.TempSuffix) {
 			if err := s.fs.Remove(filepath.Join(dir, name)); err != nil && !isNotExist(err) {
 				return nil, fmt.Errorf("journal: remove %s: %w", name, err)
 			}
@@ -42,7 +42,11 @@ func (s *Store) recover(ctx context.Context) (*segment, error) {
 	slices.Sort(gens)
 	s.recovery.Segments = len(segIDs)
 
-	from, err := s.loadNewestCheckpoint(gens)
+	segExists := make(map[uint32]bool, len(segIDs))
+	for _, id := range segIDs {
+		segExists[id] = true
+	}
+	from, err := s.loadNewestCheckpoint(gens, &runEnv{fs: s.fs, dir: dir, segs: segExists})
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +60,13 @@ func (s *Store) recover(ctx context.Context) (*segment, error) {
 					slog.String("dir", dir), slog.String("first", segmentName(segIDs[0])))
 			}
 		}
+	}
+
+	if err := s.registerRunFiles(names, segExists); err != nil {
+		return nil, fmt.Errorf("journal: run files: %w", err)
+	}
+	s.idx.runErr = func(err error) {
+		s.log.Error("journal: cannot read a run file; the operation acts as if the message were not stored", slog.Any("err", err))
 	}
 
 	r := replayer{s: s, in: interner{}}
@@ -112,14 +123,14 @@ func (s *Store) recover(ctx context.Context) (*segment, error) {
 // loadNewestCheckpoint loads the newest checkpoint that is intact into s.idx (leaving it
 // nil if none is) and returns its position. Damaged newer ones are reported and
 // removed; the one before the loaded one stays retained, older ones are removed.
-func (s *Store) loadNewestCheckpoint(gens []uint64) (pos, error) {
+func (s *Store) loadNewestCheckpoint(gens []uint64, env *runEnv) (pos, error) {
 	dir := s.opts.Dir
 	if n := len(gens); n > 0 {
 		s.nextGen = gens[n-1]
 	}
 	for i := len(gens) - 1; i >= 0; i-- {
 		path := filepath.Join(dir, checkpointName(gens[i]))
-		x, c, err := loadCheckpoint(s.fs, path)
+		x, c, err := loadCheckpoint(s.fs, path, env)
 		if err != nil {
 			s.log.Error("journal: checkpoint unusable; trying an older one", slog.String("file", path), slog.Any("err", err))
 			s.recovery.Corrupt = append(s.recovery.Corrupt, CorruptRange{File: path, Reason: err.Error()})
@@ -356,6 +367,9 @@ func (s *Store) dropMissing() {
 		for _, e := range d.moved {
 			bad = s.missingOfExtent(&rr, d, e, bad)
 		}
+		for _, r := range d.runs {
+			bad = s.missingOfRun(r, bad)
+		}
 		d.log.After(0, func(seq uint64, l *loc) bool {
 			seg := s.segs.segs[l.seg]
 			if seg == nil || int64(l.off)+int64(l.n) > seg.size.Load() {
@@ -401,4 +415,26 @@ func (s *Store) missingOfExtent(rr *recordReader, d *destination, e *extent, bad
 		}
 	}
 	return bad
+}
+
+// missingOfRun appends to bad the stored messages of r whose data is not in its
+// segment (all of them if the segment is gone, or its file cannot be read).
+func (s *Store) missingOfRun(r *run, bad []uint64) []uint64 {
+	seg := s.segs.segs[r.seg]
+	if seg != nil && int64(r.maxEnd) <= seg.size.Load() {
+		return bad
+	}
+	var buf []byte
+	all := seg == nil
+	var seqs []uint64
+	err := r.each(0, &buf, func(_ int, e runEntry) bool {
+		if all || int64(e.l.off)+int64(e.l.n) > seg.size.Load() {
+			seqs = append(seqs, e.seq)
+		}
+		return true
+	})
+	if err != nil {
+		s.log.Error("journal: cannot read a run file", slog.String("file", r.path), slog.Any("err", err))
+	}
+	return append(bad, seqs...)
 }

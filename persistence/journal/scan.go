@@ -64,6 +64,7 @@ type scanState struct {
 	llocs []loc
 	lraws [][]byte
 	hdrs  []string
+	rbuf  []byte // run lookups
 	msg   persistence.Message
 }
 
@@ -186,11 +187,21 @@ func (s *Store) gather(st *scanState, afterSeq uint64, want int,
 				n, body := lr.get(&e.lens, seq)
 				return visit(seq, e, loc{seg: e.seg, n: n, body: body})
 			}
-			l, ok := d.log.Get(seq)
-			return !ok || visit(seq, nil, l)
+			if l, ok := d.log.Get(seq); ok {
+				return visit(seq, nil, l)
+			}
+			_, _, e, ok, rerr := d.runFind(seq, &st.rbuf)
+			if rerr != nil {
+				err = rerr
+				return false
+			}
+			return !ok || visit(seq, nil, e.l)
 		})
 	} else {
-		d.each(afterSeq, visit)
+		err = d.each(afterSeq, visit)
+	}
+	if err != nil {
+		return "", false, err
 	}
 	return d.name, more, nil
 }

@@ -109,13 +109,10 @@ func (s *seqSet) Reset() { *s = seqSet{} }
 // After calls fn, in order, for the members greater than afterSeq, until fn returns
 // false. The set must not change during the iteration.
 func (s *seqSet) After(afterSeq uint64, fn func(seq uint64) bool) {
-	i := s.far.cursor(afterSeq)
+	it := s.far.iter(afterSeq)
 	farBelow := func(limit uint64) bool {
-		for ; i < len(s.far.keys); i++ {
-			k := s.far.keys[i]
-			if k&deadBit != 0 {
-				continue
-			}
+		for ; it.ok(); it.next() {
+			k := it.seq()
 			if k >= limit {
 				return true
 			}

@@ -64,6 +64,11 @@ type Store struct {
 	ckptMu  sync.Mutex    // one checkpoint at a time
 	ckpts   []checkpointF // retained checkpoint files, oldest first
 	nextGen uint64
+	nextRun uint64 // the last run file id used (ckptMu)
+	closing bool   // the final checkpoint runs (ckptMu)
+
+	// runFiles are the run files by segment, deleted with it; segs.mu guards them.
+	runFiles map[uint32][]runFile
 
 	stop      chan struct{}
 	bgDone    chan struct{}
@@ -106,6 +111,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		stop:        make(chan struct{}),
 		bgDone:      make(chan struct{}),
 		corruptSeen: make(map[loc]bool),
+		runFiles:    make(map[uint32][]runFile),
 	}
 	if err := s.fs.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("journal: create directory: %w", err)
@@ -120,7 +126,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	s.lock = lock
 	active, err := s.recover(ctx)
 	if err != nil {
-		return nil, errors.Join(err, s.segs.closeAll(), lock.Close())
+		return nil, errors.Join(err, s.closeRunFiles(), s.segs.closeAll(), lock.Close())
 	}
 	s.callbacks = completion.NewRunner()
 	s.w = newWriter(s, active, s.callbacks)
@@ -184,9 +190,10 @@ func (s *Store) Stats(dest string) (msgs, bytes int64) {
 	return indexstate.Stats(s.idx.dests, dest)
 }
 
-// DiskUsage returns the bytes the store occupies on disk: segments and checkpoints.
+// DiskUsage returns the bytes the store occupies on disk: segments, run files and
+// checkpoints.
 func (s *Store) DiskUsage() int64 {
-	n := s.segs.diskUsage()
+	n := s.segs.diskUsage() + s.runDiskUsage()
 	s.ckptMu.Lock()
 	for _, c := range s.ckpts {
 		n += c.size
@@ -300,6 +307,9 @@ func (s *Store) close() error {
 	var errs []error
 	werr := s.w.close()
 	s.callbacks.Close()
+	s.ckptMu.Lock()
+	s.closing = true
+	s.ckptMu.Unlock()
 	if failed := s.w.failure(); failed != nil {
 		errs = append(errs, failed)
 	} else if err := s.checkpoint(false); err != nil {
@@ -311,7 +321,7 @@ func (s *Store) close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	errs = append(errs, s.segs.closeAll(), s.lock.Close())
+	errs = append(errs, s.closeRunFiles(), s.segs.closeAll(), s.lock.Close())
 	return errors.Join(errs...)
 }
 
