@@ -270,6 +270,9 @@ func (s *scheduler) unreserve(k uint64) {
 
 // storedKey reports whether the store holds a job under key k.
 func (s *scheduler) storedKey(ctx context.Context, k uint64) (bool, error) {
+	if c, ok := s.b.store.(persistence.Container); ok {
+		return c.Contains(ctx, schedulerDest, k)
+	}
 	found := false
 	err := s.b.store.Scan(ctx, schedulerDest, k-1, 1, func(m *persistence.Message) error {
 		found = m.Seq == k

@@ -138,6 +138,14 @@ type SpaceReporter interface {
 	OldestSegment() (file, dest string, ok bool)
 }
 
+// Container is an optional power of a Store: whether dest stores seq, answered from its
+// index without reading the message. The scheduler asks it of every new job's key once
+// its jobs are paged out; without it the broker asks Scan(seq-1, 1), which a store whose
+// destination is spread over many sorted runs pays for with a read in each.
+type Container interface {
+	Contains(ctx context.Context, dest string, seq uint64) (bool, error)
+}
+
 // Sizer is an optional power of a Store: the room it takes, which the broker holds
 // under systemUsage storeUsage (over it, persistent messages are refused). A file store
 // reports its files on disk, a database store its tables, the memory store the bytes of

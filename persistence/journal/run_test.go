@@ -18,11 +18,12 @@ import (
 
 // jobStore is a store of scheduled jobs and what it must hold: seq -> body.
 type jobStore struct {
-	t    *testing.T
-	o    Options
-	s    *Store
-	want map[uint64][]byte
-	rng  *rand.Rand
+	acked []uint64 // jobs acknowledged, in order
+	t     *testing.T
+	o     Options
+	s     *Store
+	want  map[uint64][]byte
+	rng   *rand.Rand
 }
 
 // newJobStore opens a store in a real directory with small segments (4 KiB: a few
@@ -63,6 +64,7 @@ func (js *jobStore) ack(frac float64) {
 		if js.rng.Float64() < frac {
 			b.Ack(wlJobs, seq)
 			delete(js.want, seq)
+			js.acked = append(js.acked, seq)
 		}
 	}
 	require.NoError(js.t, b.Commit(js.t.Context(), persistence.Sync))
@@ -110,6 +112,33 @@ func (js *jobStore) check(what string) {
 			require.Empty(t, next, "%s: Scan(%d, 1)", what, k-1)
 		}
 	}
+	js.checkContains(what)
+}
+
+// checkContains checks Contains against the jobs stored, acknowledged and never added.
+func (js *jobStore) checkContains(what string) {
+	t := js.t
+	t.Helper()
+	contains := func(seq uint64) bool {
+		ok, err := js.s.Contains(t.Context(), wlJobs, seq)
+		require.NoError(t, err, "%s: Contains(%d)", what, seq)
+		return ok
+	}
+	for seq := range js.want {
+		require.True(t, contains(seq), "%s: Contains(%d) of a stored job", what, seq)
+	}
+	for _, seq := range js.acked {
+		if js.want[seq] == nil {
+			require.False(t, contains(seq), "%s: Contains(%d) of an acknowledged job", what, seq)
+		}
+	}
+	for range 200 {
+		seq := js.rng.Uint64N(1<<51) + 1
+		require.Equal(t, js.want[seq] != nil, contains(seq), "%s: Contains(%d)", what, seq)
+	}
+	ok, err := js.s.Contains(t.Context(), "queue://none", 1)
+	require.NoError(t, err)
+	require.False(t, ok, "%s: Contains of an unknown destination", what)
 }
 
 // runs returns how many runs and log entries the jobs' destination has.

@@ -40,6 +40,7 @@ var (
 	_ persistence.Store         = (*Store)(nil)
 	_ persistence.SpaceReporter = (*Store)(nil)
 	_ persistence.Sizer         = (*Store)(nil)
+	_ persistence.Container     = (*Store)(nil)
 	_ persistence.SyncObserver  = (*Store)(nil)
 )
 
@@ -160,6 +161,26 @@ func (s *Store) checkOpen() error {
 		return persistence.ErrClosed
 	}
 	return s.w.failure()
+}
+
+// Contains implements persistence.Container: extents and the log answer from memory; of
+// the runs, only those whose filter may hold seq are read, one fence block each.
+func (s *Store) Contains(_ context.Context, dest string, seq uint64) (bool, error) {
+	if err := s.checkOpen(); err != nil {
+		return false, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	d := s.idx.dests[dest]
+	if d == nil {
+		return false, nil
+	}
+	if d.extentOf(seq) != nil || d.log.Contains(seq) {
+		return true, nil
+	}
+	var buf []byte
+	_, _, _, ok, err := d.runFind(seq, &buf)
+	return ok, err
 }
 
 // Begin starts a batch.
