@@ -242,7 +242,7 @@ func TestIndexMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures the heap of 50,000 stored messages per shape")
 	}
-	bounds := map[string]float64{"queue": 2, "queue-holes": 2, "queues-interleaved": 2, "queue-varied-sizes": 3, "topic-2-subs": 2, "scheduler": 2}
+	bounds := map[string]float64{"queue": 2, "queue-holes": 2, "queues-interleaved": 2, "queue-varied-sizes": 3, "topic-2-subs": 2, "scheduler": 3}
 	for _, sh := range indexShapes {
 		t.Run(sh.name, func(t *testing.T) {
 			r := measureIndex(t, sh, 50_000)

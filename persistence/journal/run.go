@@ -25,11 +25,12 @@ const (
 	// runFence is how many entries of a run one in-memory fence covers: a lookup
 	// reads at most that many entries (1,280 bytes) of the file.
 	runFence = 64
-	// runBloomBits is the bits of a run's membership filter per entry (with
-	// runBloomHashes probes: about 2% false positives), so an Add or an Ack of a
-	// seq no run holds reads no file.
-	runBloomBits   = 8
-	runBloomHashes = 4
+	// runBloomBits is the bits of a run's membership filter per entry, so an Add or
+	// an Ack of a seq no run holds reads no file. The filter is blocked: a seq's
+	// runBloomHashes bits are in one 64-bit word, so a probe costs one cache miss
+	// (a destination's lookup probes every run); about 1% false positives.
+	runBloomBits   = 12
+	runBloomHashes = 5
 	// spillMin is the fewest messages of one destination in one segment that a
 	// checkpoint moves from the destination's log to a run file.
 	spillMin = 1024
@@ -65,7 +66,7 @@ func parseRunName(name string) (uint32, uint64, bool) {
 // run is a sorted run: the places of messages of one destination in one segment
 // (sealed, or the active one at Close), sorted by seq, in a file of their own (written once, never changed), and
 // in memory only what finds them: per position a liveness bit, a fence every runFence
-// entries and a membership filter. About 1.2 bytes a message, plus ≈200 bytes a run.
+// entries and a membership filter. About 1.7 bytes a message, plus ≈200 bytes a run.
 //
 // The file is immutable; live, n, bytes and body change under the Store's lock.
 type run struct {
@@ -103,31 +104,30 @@ func mix64(x uint64) uint64 {
 	return x ^ x>>31
 }
 
-func (r *run) bloomAdd(seq uint64) {
-	m := uint64(len(r.bloom)) * 64
-	h := mix64(seq)
-	h1, h2 := h, h>>32|1
-	for i := uint64(0); i < runBloomHashes; i++ {
-		b := (h1 + i*h2) % m
-		r.bloom[b>>6] |= 1 << (b & 63)
+// bloomProbe returns the word of r's filter a seq of hash h (mix64 of the seq) sets
+// bits in, and those bits: runBloomHashes 6-bit fields of h's low bits.
+func (r *run) bloomProbe(h uint64) (int, uint64) {
+	w := int((h >> 32) * uint64(len(r.bloom)) >> 32)
+	var mask uint64
+	for i := 0; i < runBloomHashes; i++ {
+		mask |= 1 << (h >> (6 * i) & 63)
 	}
+	return w, mask
 }
 
-// mayHold reports whether the run's file may hold seq (false: it certainly does not).
-func (r *run) mayHold(seq uint64) bool {
+func (r *run) bloomAdd(seq uint64) {
+	w, mask := r.bloomProbe(mix64(seq))
+	r.bloom[w] |= mask
+}
+
+// mayHold reports whether the run's file may hold seq, whose mix64 is h (false: it
+// certainly does not).
+func (r *run) mayHold(seq, h uint64) bool {
 	if seq < r.lo || seq > r.hi || r.n == 0 {
 		return false
 	}
-	m := uint64(len(r.bloom)) * 64
-	h := mix64(seq)
-	h1, h2 := h, h>>32|1
-	for i := uint64(0); i < runBloomHashes; i++ {
-		b := (h1 + i*h2) % m
-		if r.bloom[b>>6]&(1<<(b&63)) == 0 {
-			return false
-		}
-	}
-	return true
+	w, mask := r.bloomProbe(h)
+	return r.bloom[w]&mask == mask
 }
 
 // isLive reports whether the entry at position p is stored.
@@ -417,8 +417,9 @@ func (c *runCursor) head() (uint64, loc, bool) {
 // runFind returns the run of d that stores seq, with its position and entry. It
 // reads at most a fence block of the runs whose filter says they may hold seq.
 func (d *destination) runFind(seq uint64, buf *[]byte) (*run, int, runEntry, bool, error) {
+	h := mix64(seq)
 	for _, r := range d.runs {
-		if !r.mayHold(seq) {
+		if !r.mayHold(seq, h) {
 			continue
 		}
 		p, e, ok, err := r.find(seq, buf)
