@@ -305,12 +305,27 @@ func BenchmarkSchedulerRuns(b *testing.B) {
 	}
 	defer s.Close()
 	rng := rand.New(rand.NewPCG(5, 6))
-	b.Run("storedKey", func(b *testing.B) {
+	b.Run("scan-next", func(b *testing.B) { // what the scheduler asked before Contains
 		for b.Loop() {
 			k := rng.Uint64N(n)<<21 + 1<<20 // between two stored keys
 			err := s.Scan(b.Context(), "scheduler://jobs", k-1, 1, func(*persistence.Message) error { return nil })
 			if err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("contains-free", func(b *testing.B) { // the scheduler's check of a new key
+		for b.Loop() {
+			k := rng.Uint64N(n)<<21 + 1<<20
+			if ok, err := s.Contains(b.Context(), "scheduler://jobs", k); err != nil || ok {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("contains-stored", func(b *testing.B) {
+		for b.Loop() {
+			if ok, err := s.Contains(b.Context(), "scheduler://jobs", key(int(rng.Uint64N(n)))); err != nil || !ok {
+				b.Fatal(ok, err)
 			}
 		}
 	})
