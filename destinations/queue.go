@@ -74,7 +74,19 @@ type QueueDest struct {
 	pagingNow    bool
 	pagedAccepts uint64
 	inflight     map[uint64]int64 // sequence -> size
-	pagedOut     int64            // messages in the store only
+	// pageFloor is the lowest sequence paged out since the running page-in took its
+	// snapshot of inflight (MaxUint64: none). Such a message was not in that snapshot,
+	// and the writes of two of them may complete in either order: the scan may see a
+	// later one whose earlier one is not in the store yet, so the page-in keeps only
+	// what it read below pageFloor and never moves pageAfter past an unwritten message.
+	pageFloor uint64
+	// pagedSettled counts the paged-out writes settled. pageBlocked says that the last
+	// page-in read nothing and no write settled while it ran: whatever the store holds
+	// after pageAfter waits behind a write in flight, so no page-in starts (it would
+	// read nothing again, over and over) until pagedDone settles one.
+	pagedSettled uint64
+	pageBlocked  bool
+	pagedOut     int64 // messages in the store only
 	// pagedOutBytes is the size of those (Message.Size): a durable subscription's
 	// offline maxPendingBytes counts them with memBytes.
 	pagedOutBytes int64
@@ -123,17 +135,18 @@ func MemoryLimitOf(p Policy) int64 {
 func NewQueue(env *Env, name string, p Policy, seqFloor uint64) *QueueDest {
 	n := Name{Kind: Queue, Name: name}
 	return &QueueDest{
-		env:      env,
-		name:     name,
-		dest:     n.Qualified(),
-		client:   n.String(),
-		origin:   n,
-		policy:   p,
-		pending:  NewPending(p.Prioritized),
-		nextSeq:  max(1, seqFloor),
-		memLimit: MemoryLimitOf(p),
-		inflight: map[uint64]int64{},
-		groups:   map[string]*Consumer{},
+		env:       env,
+		name:      name,
+		dest:      n.Qualified(),
+		client:    n.String(),
+		origin:    n,
+		policy:    p,
+		pending:   NewPending(p.Prioritized),
+		nextSeq:   max(1, seqFloor),
+		memLimit:  MemoryLimitOf(p),
+		inflight:  map[uint64]int64{},
+		pageFloor: math.MaxUint64,
+		groups:    map[string]*Consumer{},
 	}
 }
 
@@ -168,6 +181,7 @@ func (q *QueueDest) Accept(m *persistence.Message, ready bool) (*Entry, error) {
 		if !q.paged {
 			q.paged = true
 			q.pageAfter = m.Seq - 1
+			q.pageBlocked = false
 			q.head = headCache{valid: true, after: q.pageAfter, ts: m.Timestamp}
 			if now := q.env.Time(); now.Sub(q.pagingLogged) > time.Minute {
 				q.pagingLogged = now
@@ -178,6 +192,7 @@ func (q *QueueDest) Accept(m *persistence.Message, ready bool) (*Entry, error) {
 			}
 		}
 		q.inflight[m.Seq] = size
+		q.pageFloor = min(q.pageFloor, m.Seq)
 		q.pagedAccepts++
 		q.pagedOut++
 		q.pagedOutBytes += size
@@ -212,8 +227,10 @@ func (q *QueueDest) AcceptView(m *persistence.Message, ready bool) *Entry {
 		if !q.paged {
 			q.paged = true
 			q.pageAfter = m.Seq - 1
+			q.pageBlocked = false
 		}
 		q.inflight[m.Seq] = size
+		q.pageFloor = min(q.pageFloor, m.Seq)
 		q.pagedAccepts++
 		q.pagedOut++
 		q.pagedOutBytes += size
@@ -273,6 +290,8 @@ func (q *QueueDest) pagedDone(seq uint64, err error) {
 	q.mu.Lock()
 	size := q.inflight[seq]
 	delete(q.inflight, seq)
+	q.pagedSettled++
+	q.pageBlocked = false
 	if err != nil {
 		q.enqueued--
 		q.pagedOut--
@@ -464,7 +483,7 @@ func (q *QueueDest) wakeAt(t int64) {
 // maybePageInLocked starts reading paged-out messages back when consumers have drained
 // the queue to half its memory limit.
 func (q *QueueDest) maybePageInLocked() {
-	if !q.paged || q.pagingNow || len(q.consumers) == 0 || q.memBytes > q.memLimit/2 || q.env.Memory.Over() {
+	if !q.paged || q.pagingNow || q.pageBlocked || len(q.consumers) == 0 || q.memBytes > q.memLimit/2 || q.env.Memory.Over() {
 		return
 	}
 	q.pagingNow = true
@@ -484,7 +503,8 @@ func (q *QueueDest) pageIn() {
 	for s := range q.inflight {
 		bound = min(bound, s)
 	}
-	accepts := q.pagedAccepts
+	accepts, settled := q.pagedAccepts, q.pagedSettled
+	q.pageFloor = math.MaxUint64
 	used, limit := q.env.Memory.Used()
 	budget := max(min(q.memLimit/2-q.memBytes, limit/4*3-used), 1)
 	hwm := q.recoveredHWM
@@ -529,6 +549,25 @@ func (q *QueueDest) pageIn() {
 		q.env.Log.Error("paging messages in from the store failed", slog.String("dest", q.client), slog.Any("err", err))
 		return
 	}
+	// What was paged out after the snapshot is left to the next page-in from the first
+	// such message on (see pageFloor): its write, or that of one before it, may have
+	// completed only after the scan passed.
+	kept := 0
+	for kept < len(got) && got[kept].Msg.Seq < q.pageFloor {
+		kept++
+	}
+	if kept < len(got) {
+		complete = false
+		for _, e := range got[kept:] {
+			loaded -= e.Size
+		}
+		clear(got[kept:])
+		got = got[:kept]
+		last = after
+		if kept > 0 {
+			last = got[kept-1].Msg.Seq
+		}
+	}
 	for _, e := range got {
 		q.hold(e.Size)
 		q.pending.Push(e)
@@ -540,6 +579,7 @@ func (q *QueueDest) pageIn() {
 		q.paged = false
 		q.pagedOut, q.pagedOutBytes = 0, 0
 	}
+	q.pageBlocked = q.paged && len(got) == 0 && q.pagedSettled == settled
 	q.dispatchLocked()
 }
 

@@ -44,7 +44,7 @@ func (q *QueueDest) MemoryUsed() (used, limit int64) {
 func (q *QueueDest) RecoverStored(lastSeq uint64, msgs int64) {
 	q.nextSeq = max(q.nextSeq, lastSeq+1)
 	if msgs > 0 {
-		q.paged, q.pageAfter, q.pagedOut = true, 0, msgs
+		q.paged, q.pageAfter, q.pagedOut, q.pageBlocked = true, 0, msgs, false
 		q.enqueued = msgs
 	}
 }
@@ -70,7 +70,7 @@ func NewView(env *Env, key persistence.SubKey, t *TopicDest) *QueueDest {
 // RecoverView records that a recovered durable subscription's messages are in the store
 // only, n of them taking bytes (0, 0 when they were not counted).
 func (q *QueueDest) RecoverView(n, bytes int64) {
-	q.paged, q.pageAfter = true, 0
+	q.paged, q.pageAfter, q.pageBlocked = true, 0, false
 	q.pagedOut, q.pagedOutBytes = n, bytes
 }
 
