@@ -281,6 +281,16 @@ func (cw *ckptWriter) writeSeqSet(s *seqSet) {
 	})
 }
 
+// logEntry writes a message of a destination's log: its seq's delta from the one
+// before, and its place.
+func (cw *ckptWriter) logEntry(delta uint64, l loc) {
+	cw.uvarint(delta)
+	cw.uvarint(uint64(l.seg))
+	cw.uvarint(uint64(l.off))
+	cw.uvarint(uint64(l.n))
+	cw.uvarint(uint64(l.body))
+}
+
 // writeExtent writes e (see the package comment's checkpoint layout).
 func (cw *ckptWriter) writeExtent(e *extent) {
 	cw.uvarint(uint64(e.seg))
@@ -405,12 +415,7 @@ func writeCheckpointBody(w io.Writer, gen uint64, snap *snapshot) (size int64, e
 		cw.uvarint(uint64(len(ds.keys)))
 		prev := uint64(0)
 		for j, seq := range ds.keys {
-			l := ds.locs[j]
-			cw.uvarint(seq - prev)
-			cw.uvarint(uint64(l.seg))
-			cw.uvarint(uint64(l.off))
-			cw.uvarint(uint64(l.n))
-			cw.uvarint(uint64(l.body))
+			cw.logEntry(seq-prev, ds.locs[j])
 			prev = seq
 		}
 		cw.uvarint(uint64(len(ds.runs)))

@@ -32,15 +32,7 @@ func TestCheckpointV1Loads(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			want, err := os.ReadFile(filepath.Join("testdata", "ckpt-v1", name+".dump"))
 			require.NoError(t, err)
-			dir := t.TempDir()
-			src := filepath.Join("testdata", "ckpt-v1", name)
-			ents, err := os.ReadDir(src)
-			require.NoError(t, err)
-			for _, e := range ents {
-				data, err := os.ReadFile(filepath.Join(src, e.Name()))
-				require.NoError(t, err)
-				require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644))
-			}
+			dir := copyFixture(t, filepath.Join("testdata", "ckpt-v1", name))
 			o := Options{Dir: dir, MaxFileLength: MinFileLength * 4, CheckpointInterval: -1, CleanupInterval: -1, Logger: quietLog}
 			s := mustOpen(t, o)
 			require.Equal(t, string(want), dump(t, s), "state loaded from the version 1 checkpoint")

@@ -210,11 +210,7 @@ func (x *modelIndex) v1Checkpoint() []byte {
 		cw.uvarint(uint64(d.log.Len()))
 		prev := uint64(0)
 		d.log.After(0, func(seq uint64, l *loc) bool {
-			cw.uvarint(seq - prev)
-			cw.uvarint(uint64(l.seg))
-			cw.uvarint(uint64(l.off))
-			cw.uvarint(uint64(l.n))
-			cw.uvarint(uint64(l.body))
+			cw.logEntry(seq-prev, *l)
 			prev = seq
 			return true
 		})
@@ -297,12 +293,7 @@ func v2Checkpoint(snap *snapshot) []byte {
 		cw.uvarint(uint64(len(ds.keys)))
 		prev := uint64(0)
 		for j, seq := range ds.keys {
-			l := ds.locs[j]
-			cw.uvarint(seq - prev)
-			cw.uvarint(uint64(l.seg))
-			cw.uvarint(uint64(l.off))
-			cw.uvarint(uint64(l.n))
-			cw.uvarint(uint64(l.body))
+			cw.logEntry(seq-prev, ds.locs[j])
 			prev = seq
 		}
 		cw.uvarint(uint64(len(ds.subs)))
