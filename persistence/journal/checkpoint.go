@@ -291,8 +291,9 @@ func (cw *ckptWriter) logEntry(delta uint64, l loc) {
 	cw.uvarint(uint64(l.body))
 }
 
-// writeExtent writes e (see the package comment's checkpoint layout).
-func (cw *ckptWriter) writeExtent(e *extent) {
+// writeExtentHead writes what an extent starts with, the same in versions 2 and 3: its
+// range, places and bitmap.
+func (cw *ckptWriter) writeExtentHead(e *extent) {
 	cw.uvarint(uint64(e.seg))
 	cw.uvarint(e.lo)
 	cw.uvarint(e.hi - e.lo)
@@ -304,6 +305,11 @@ func (cw *ckptWriter) writeExtent(e *extent) {
 		cw.tmp = binary.LittleEndian.AppendUint64(cw.tmp[:0], w)
 		cw.write(cw.tmp)
 	}
+}
+
+// writeExtent writes e (see the package comment's checkpoint layout).
+func (cw *ckptWriter) writeExtent(e *extent) {
+	cw.writeExtentHead(e)
 	cw.writeLens(e)
 	cw.uvarint(uint64(len(e.strides)))
 	prev := stride{}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
-	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
@@ -240,17 +239,7 @@ func v2Checkpoint(snap *snapshot) []byte {
 	var buf bytes.Buffer
 	cw := &ckptWriter{w: bufio.NewWriter(&buf), crc: crc32.New(castagnoli)}
 	extent := func(e *extent) {
-		cw.uvarint(uint64(e.seg))
-		cw.uvarint(e.lo)
-		cw.uvarint(e.hi - e.lo)
-		cw.uvarint(uint64(e.end))
-		cw.uvarint(uint64(e.fill))
-		cw.uvarint(e.base)
-		cw.uvarint(uint64(len(e.live)))
-		for _, w := range e.live {
-			cw.tmp = binary.LittleEndian.AppendUint64(cw.tmp[:0], w)
-			cw.write(cw.tmp)
-		}
+		cw.writeExtentHead(e)
 		var runs []lenRunV2
 		e.after(0, func(seq uint64) bool {
 			n, body := e.lengths(seq)
