@@ -182,7 +182,9 @@ func (r *Registry) Subscribe(ctx context.Context, key persistence.SubKey, t *des
 		if err := batch.Commit(ctx, persistence.Sync); err != nil {
 			return nil, err
 		}
-		d = &Sub{info: info, sel: sel, topic: t, view: destinations.NewView(r.env, key, t), clock: r.env.Time}
+		// Attached before it is published: a listing never shows a new subscription
+		// offline while its creator's SUBSCRIBE is still being answered.
+		d = &Sub{info: info, sel: sel, topic: t, view: destinations.NewView(r.env, key, t), clock: r.env.Time, active: c}
 		r.mu.Lock()
 		r.subs[key] = d
 		r.mu.Unlock()

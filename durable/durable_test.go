@@ -73,6 +73,38 @@ func TestRegistryLifecycle(t *testing.T) {
 	require.Empty(t, r.All())
 }
 
+// listingHandler calls list when the registry logs a subscription's creation, the
+// moment other goroutines (an operator's listing) can already see it.
+type listingHandler struct {
+	slog.Handler
+	list func()
+}
+
+func (listingHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h listingHandler) Handle(ctx context.Context, rec slog.Record) error {
+	if rec.Message == "durable subscription created" {
+		h.list()
+	}
+	return nil
+}
+
+// A new subscription is listed as active from the moment it can be listed at all: the
+// operator never sees the creator's subscription offline (CI once did, through the
+// admin API, while the SUBSCRIBE was being answered).
+func TestNewSubscriptionListedActive(t *testing.T) {
+	env := newEnv(t, destinations.DefaultPolicy(true))
+	r := NewRegistry(env, 0)
+	var seen []Stats
+	env.Log = slog.New(listingHandler{Handler: slog.DiscardHandler, list: func() { seen = r.Stats() }})
+	topic := destinations.NewTopic(env, "t", destinations.DefaultPolicy(true), 0, false)
+	_, err := r.Subscribe(context.Background(), persistence.SubKey{ClientID: "c", Name: "s"}, topic, nil, &destinations.Consumer{ID: "1"})
+	require.NoError(t, err)
+	require.Len(t, seen, 1, "listed when its creation was logged")
+	require.True(t, seen[0].Active)
+	require.Zero(t, seen[0].OfflineFor)
+}
+
 func TestOfflinePendingLimit(t *testing.T) {
 	ctx := context.Background()
 	p := destinations.DefaultPolicy(true)
