@@ -27,19 +27,17 @@ type cliResult struct {
 
 // runCLI runs the broker binary with args, stdin as its standard input, and env added
 // to an environment without BROKER_URL and BROKER_ADMIN. A data race the race-built
-// tool reports fails the test. (GORACE's atexit_sleep_ms is 0: by default a race-built
-// program sleeps a second before it exits.)
+// tool reports fails the test.
 func runCLI(t testing.TB, stdin string, env []string, args ...string) cliResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, brokerBin, args...)
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "BROKER_URL=") && !strings.HasPrefix(kv, "BROKER_ADMIN=") && !strings.HasPrefix(kv, "GORACE=") {
+		if !strings.HasPrefix(kv, "BROKER_URL=") && !strings.HasPrefix(kv, "BROKER_ADMIN=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer

@@ -350,7 +350,6 @@ func TestMigrateKilledResumesExactlyOnce(t *testing.T) {
 func migrateKilled(t testing.TB, n int, what string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(brokerBin, append(args, "--progress", "50ms")...)
-	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
