@@ -50,13 +50,16 @@ func kill9Run(t *testing.T, adapter string, killAfter int) {
 	acked := map[string]bool{}   // ACK committed with a receipt: must never come back
 	ackSent := map[string]bool{} // ACK sent: may or may not come back (no receipt seen)
 	var receipts atomic.Int64
+	// go-stomp may leave a receipt wait to its timeout (30 s by default) when the
+	// connection dies under it: the kill would hold wg.Wait that long.
+	opts := []func(*stomp.Conn) error{stomp.ConnOpt.Logger(quietLogger{}), stomp.ConnOpt.RcvReceiptTimeout(5 * time.Second)}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for p := 0; p < 4; p++ {
 		wg.Add(1)
 		go func(p int) {
 			defer wg.Done()
-			c, err := stomp.Dial("tcp", b.Addr, stomp.ConnOpt.Logger(quietLogger{}))
+			c, err := stomp.Dial("tcp", b.Addr, opts...)
 			if err != nil {
 				return
 			}
@@ -86,7 +89,7 @@ func kill9Run(t *testing.T, adapter string, killAfter int) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		c, err := stomp.Dial("tcp", b.Addr, stomp.ConnOpt.Logger(quietLogger{}))
+		c, err := stomp.Dial("tcp", b.Addr, opts...)
 		if err != nil {
 			return
 		}
