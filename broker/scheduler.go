@@ -52,7 +52,7 @@ const (
 
 // DefaultSchedulerMemoryLimit is how many bytes of persistent scheduled messages the
 // scheduler keeps in memory by default; the later ones wait in the store.
-const DefaultSchedulerMemoryLimit = 64 << 20
+const DefaultSchedulerMemoryLimit = 32 << 20
 
 // schedulerDest is the store destination holding scheduled persistent messages.
 const schedulerDest = "scheduler://jobs"

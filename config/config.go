@@ -56,7 +56,7 @@ const (
 	DefaultMaxDurableSubscriptions = 10000
 	// DefaultSchedulerMemoryLimit bounds the persistent scheduled messages held in
 	// memory; MinSchedulerMemoryLimit is the smallest limit accepted.
-	DefaultSchedulerMemoryLimit = 64 << 20 // 64mb
+	DefaultSchedulerMemoryLimit = 32 << 20 // 32mb
 	MinSchedulerMemoryLimit     = 64 << 10 // 64kb
 
 	DefaultStreamsFlush       = FlushBatch
@@ -209,7 +209,7 @@ type SystemUsage struct {
 	// but count.
 	MaxDurableSubscriptions int
 	// SchedulerMemoryLimit caps the bytes of persistent scheduled messages held in
-	// memory, the soonest due; the others wait in the store (default 64mb; at least
+	// memory, the soonest due; the others wait in the store (default 32mb; at least
 	// 64kb). Non-persistent scheduled messages count against MemoryUsage.
 	SchedulerMemoryLimit int64
 }

@@ -44,7 +44,7 @@
 //	  maxDurableSubscriptions: 10000   # durable topic subscriptions clients may create,
 //	                             # broker-wide; a SUBSCRIBE creating one past it gets an
 //	                             # ERROR (recovered ones count, are never refused); >= 1
-//	  schedulerMemoryLimit: 64mb # persistent scheduled messages held in memory, the
+//	  schedulerMemoryLimit: 32mb # persistent scheduled messages held in memory, the
 //	                             # soonest; the others wait in the store; >= 64kb
 //	  memoryUsage: 1gb           # bytes of messages held in memory, broker-wide; >= 1mb
 //	  storeUsage: 100gb          # room the persistent store may use; >= 1mb. kahaDB and
