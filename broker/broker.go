@@ -46,6 +46,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/durable"
@@ -72,7 +73,7 @@ type Options struct {
 	Scheduler bool
 	// SchedulerMemoryLimit bounds the bytes of persistent scheduled messages held in
 	// memory (the soonest; the others wait in the store); default
-	// DefaultSchedulerMemoryLimit.
+	// scheduler.DefaultMemoryLimit.
 	SchedulerMemoryLimit int64
 	// VirtualTopics configures virtual topics; the zero value turns them off (use
 	// DefaultVirtualTopics for ActiveMQ's behaviour).
@@ -175,7 +176,7 @@ type Broker struct {
 	maxDurables     int
 	destsLogged     time.Time // the last "destination limit reached" line; under mu
 	seqFloor        atomic.Uint64
-	sched           *scheduler
+	sched           *scheduler.Scheduler
 	acks            ackRetrier // failed auto-ack store writes, written again
 	stopSweeper     context.CancelFunc
 	done            chan struct{} // closed by Close
@@ -320,7 +321,8 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	b.durables = durable.NewRegistry(&b.env, b.maxDurables)
 	b.durables.OnRemove = b.dropSubDedup
 	if o.Scheduler {
-		b.sched = newScheduler(b, o.SchedulerMemoryLimit)
+		b.sched = scheduler.New(scheduler.Config{Store: b.store, Host: schedHost{b}, Log: b.log,
+			Memory: b.mem, Space: &b.space, MemoryLimit: o.SchedulerMemoryLimit})
 	}
 	if err := b.recover(ctx); err != nil {
 		b.closeStreams()
@@ -331,7 +333,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 			slog.Int("destinations", n), slog.Int("maxDestinations", b.maxDests))
 	}
 	if b.sched != nil {
-		if err := b.sched.recover(ctx); err != nil {
+		if err := b.sched.Recover(ctx); err != nil {
 			return nil, fmt.Errorf("broker: recover scheduled messages: %w", err)
 		}
 	}
@@ -551,7 +553,7 @@ func (b *Broker) Close() error {
 		b.stopSweeper()
 	}
 	if b.sched != nil {
-		b.sched.close()
+		b.sched.Close()
 	}
 	b.closeStreams()
 	b.shutdownShared()

@@ -468,7 +468,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if err != nil {
 		return err
 	}
-	if len(streams) > 0 && c.b.sched != nil && c.b.sched.wants(m) {
+	if len(streams) > 0 && c.b.sched != nil && c.b.sched.Wants(m) {
 		return errorf(ErrInvalidDestination, "scheduled delivery (AMQ_SCHEDULED_*) is not supported on streams: %s keeps messages in order of arrival", streams[0].Topic().ClientName())
 	}
 	if len(streams) > 0 && tx != "" {
@@ -491,9 +491,9 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		if q, _ := c.b.splitShared(dests); len(q) > 0 {
 			return errorf(ErrInvalidDestination, "shared queues and topics do not take part in transactions yet: send to %s outside transaction %s", q[0].String(), tx)
 		}
-		if c.b.sched != nil && c.b.sched.wants(m) {
+		if c.b.sched != nil && c.b.sched.Wants(m) {
 			// Checked now, scheduled at COMMIT (in its store batch).
-			if _, err := c.b.sched.parse(m); err != nil {
+			if err := c.b.sched.Check(m); err != nil {
 				return err
 			}
 		}
@@ -507,7 +507,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		return nil
 	}
 	persistent := m.Persistent
-	if len(streams) > 0 || c.b.sched != nil && c.b.sched.wants(m) {
+	if len(streams) > 0 || c.b.sched != nil && c.b.sched.Wants(m) {
 		done = c.b.timedDone(done, persistent, start)
 	}
 	if len(streams) > 0 {
@@ -517,13 +517,13 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		}
 		done = rest
 	}
-	if c.b.sched != nil && c.b.sched.wants(m) {
+	if c.b.sched != nil && c.b.sched.Wants(m) {
 		if shared, _ := c.b.splitShared(dests); len(shared) > 0 {
 			// The scheduler keeps its jobs in the node's store: they would not survive
 			// the node, so they are refused rather than kept where they could be lost.
 			return errorf(ErrInvalidDestination, "scheduled delivery (AMQ_SCHEDULED_*) is not supported on shared destinations (jdbc mode: shared) yet: %s", shared[0])
 		}
-		return c.b.sched.maybeSchedule(ctx, dests, m, done)
+		return c.b.sched.Schedule(ctx, dests, m, done)
 	}
 	if c.b.shared != nil {
 		var shared []destinations.Name

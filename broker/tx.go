@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 
+	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 )
@@ -71,7 +72,7 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 	}
 	var entries []destinations.Accepted
 	var topicSends []topicSend
-	var jobs []*job
+	var jobs []*scheduler.Job
 	marks := &dedupMarks{} // duplicate detection: the ids recorded, kept if the batch is written
 	// fail undoes what the transaction did so far: what it queued is dropped, what it
 	// acknowledged is given back, the keys of its scheduled messages are released.
@@ -83,25 +84,18 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 			f(err)
 		}
 		for _, j := range jobs {
-			c.b.sched.written(j, err)
+			c.b.sched.Written(j, err)
 		}
 	}
 	for _, s := range t.sends {
-		if c.b.sched != nil && c.b.sched.wants(s.msg) {
+		if c.b.sched != nil && c.b.sched.Wants(s.msg) {
 			// Stored in this batch: once COMMIT is answered the job survives a crash.
-			sc, err := c.b.sched.parse(s.msg)
-			var j *job
-			if err == nil {
-				j, err = c.b.sched.newJob(ctx, s.dests, s.msg, sc)
-			}
+			j, err := c.b.sched.Prepare(ctx, s.dests, s.msg, batch)
 			if err != nil {
 				fail(err)
 				return err
 			}
 			jobs = append(jobs, j)
-			if j.msg.Persistent {
-				batch.Add(c.b.sched.stored(j))
-			}
 			continue
 		}
 		expires := s.msg.Expires
@@ -146,7 +140,7 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 			f(err)
 		}
 		for _, j := range jobs {
-			c.b.sched.written(j, err)
+			c.b.sched.Written(j, err)
 		}
 		if err == nil {
 			for _, ts := range topicSends {
