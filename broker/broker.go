@@ -46,6 +46,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/activemq-go/broker/broker/dedup"
 	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/policy"
@@ -223,10 +224,7 @@ type Broker struct {
 
 	counters counters // for metrics: see metrics.go
 
-	// dedups are the destinations' duplicate-detection caches, by qualified name (a
-	// nil one: detection off); see dedup.go.
-	dedupMu sync.RWMutex
-	dedups  map[string]*dedupCache
+	dedup *dedup.Detector // duplicate detection (package broker/dedup)
 }
 
 // New recovers the store's destinations and returns a running broker.
@@ -319,7 +317,8 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		o.Shared.OnTopic(b.remoteTopic)
 	}
 	b.durables = durable.NewRegistry(&b.env, b.maxDurables)
-	b.durables.OnRemove = b.dropSubDedup
+	b.dedup = dedup.New(b.store, dedupHost{b}, b.log)
+	b.durables.OnRemove = b.dedup.DropSub
 	if o.Scheduler {
 		b.sched = scheduler.New(scheduler.Config{Store: b.store, Host: schedHost{b}, Log: b.log,
 			Memory: b.mem, Space: &b.space, MemoryLimit: o.SchedulerMemoryLimit})
@@ -399,7 +398,7 @@ func (b *Broker) recover(ctx context.Context) error {
 	if err := b.recoverMarkers(ctx, rec.Destinations); err != nil {
 		return err
 	}
-	if err := b.recoverDedup(ctx, rec.Destinations); err != nil {
+	if err := b.dedup.Recover(ctx, rec.Destinations); err != nil {
 		return err
 	}
 	if msgs > 0 {

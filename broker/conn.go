@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/activemq-go/broker/broker/dedup"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/security"
@@ -537,7 +538,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		}
 	}
 	batch, entries, marks, refused := c.b.routeDedup(dests, m, c, true)
-	done = marks.answer(done)
+	done = marks.Answer(done)
 	if len(streams) > 0 {
 		start = time.Time{} // done records the latency
 	}
@@ -550,12 +551,12 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	}
 	// (A send that recorded a duplicate-detection id writes it before its RECEIPT: it
 	// never qualifies, its batch holding the id's entry too.)
-	if (marks == nil || len(marks.recorded) == 0) && c.b.storeAndDispatch(batch, entries, refused, done, persistent, start) {
+	if !marks.Recorded() && c.b.storeAndDispatch(batch, entries, refused, done, persistent, start) {
 		return nil
 	}
 	c.b.commit(batch, persistence.Sync, func(err error) {
 		destinations.SettleAll(entries, err)
-		marks.settle(err)
+		marks.Settle(err)
 		if err != nil {
 			err = storeError(err)
 		} else {
@@ -615,14 +616,14 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *
 	return batch, entries, refused
 }
 
-// routeDedup is route that, with dedup, first checks each destination's duplicate
-// detection (dedup.go): a destination that accepted m's id before is skipped, and the
-// id is recorded in the batch otherwise; marks (nil without dedup) is to be settled
-// with the batch's result.
-func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, from *Conn, dedup bool) (persistence.Batch, []destinations.Accepted, *dedupMarks, error) {
-	var marks *dedupMarks
-	if dedup && dupID(m) != "" { // a message without an id costs nothing
-		marks = &dedupMarks{}
+// routeDedup is route that, with detect, first checks each destination's duplicate
+// detection (package broker/dedup): a destination that accepted m's id before is
+// skipped, and the id is recorded in the batch otherwise; marks (nil without detect)
+// is to be settled with the batch's result.
+func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, from *Conn, detect bool) (persistence.Batch, []destinations.Accepted, *dedup.Marks, error) {
+	var marks *dedup.Marks
+	if detect && dedup.ID(m) != "" { // a message without an id costs nothing
+		marks = &dedup.Marks{}
 	}
 	var batch persistence.Batch
 	var entries []destinations.Accepted
@@ -630,10 +631,10 @@ func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, f
 	expires := m.Expires // as sent: each destination applies its own defaultTimeToLive
 	for i, d := range dests {
 		msg := messageFor(m, i, expires)
-		var rec *dedupEntry
+		var rec *dedup.Entry
 		if marks != nil {
 			var dup bool
-			if dup, rec = b.duplicate(d, msg, &batch, from, marks); dup {
+			if dup, rec = b.dedup.Check(d, msg, &batch, from.ID, marks); dup {
 				continue
 			}
 		}
@@ -656,7 +657,7 @@ func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, f
 			// Other parts of a composite send go ahead; the producer hears of this one.
 			refused = b.memoryFull(from, q, err)
 			if rec != nil {
-				rec.settle(err) // its retry is not a duplicate
+				rec.Settle(err) // its retry is not a duplicate
 			}
 			continue
 		}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 
+	"github.com/activemq-go/broker/broker/dedup"
 	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
@@ -73,12 +74,12 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 	var entries []destinations.Accepted
 	var topicSends []topicSend
 	var jobs []*scheduler.Job
-	marks := &dedupMarks{} // duplicate detection: the ids recorded, kept if the batch is written
+	marks := &dedup.Marks{} // duplicate detection: the ids recorded, kept if the batch is written
 	// fail undoes what the transaction did so far: what it queued is dropped, what it
 	// acknowledged is given back, the keys of its scheduled messages are released.
 	fail := func(err error) {
 		batch.Rollback()
-		marks.settle(err)
+		marks.Settle(err)
 		destinations.SettleAll(entries, err)
 		for _, f := range applies {
 			f(err)
@@ -106,7 +107,7 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 				msg.Expires = expires
 			}
 			// Checked at COMMIT: a duplicate in a committed transaction is dropped.
-			if dup, _ := c.b.duplicate(d, msg, &batch, c, marks); dup {
+			if dup, _ := c.b.dedup.Check(d, msg, &batch, c.ID, marks); dup {
 				continue
 			}
 			if d.Kind.IsTopic() {
@@ -132,10 +133,10 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 		}
 	}
 	c.b.counters.acked[c.proto].Add(acked)
-	done = afterMarked(settled, marks.answer(done))
+	done = afterMarked(settled, marks.Answer(done))
 	c.b.finish(batch, persistence.Sync, func(err error) {
 		destinations.SettleAll(entries, err)
-		marks.settle(err)
+		marks.Settle(err)
 		for _, f := range applies {
 			f(err)
 		}

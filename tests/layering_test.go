@@ -94,6 +94,9 @@ var allowed = map[string][]string{
 	// keeps scheduled messages in the store and hands due ones back to its Host
 	// (kafkalog and internal/vfs come in through destinations).
 	"broker/scheduler": {"destinations", "persistence", "kafkalog", "internal/vfs"},
+	// broker/dedup keeps the duplicate-detection ids of destinations and durable
+	// subscriptions, and their id logs in the store; its Host gives it the policies.
+	"broker/dedup": {"destinations", "persistence", "kafkalog", "internal/vfs"},
 }
 
 // TestLayering fails when a package imports across the layering of DESIGN.md: an adapter
