@@ -46,6 +46,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/activemq-go/broker/broker/dedup"
+	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/durable"
@@ -72,7 +74,7 @@ type Options struct {
 	Scheduler bool
 	// SchedulerMemoryLimit bounds the bytes of persistent scheduled messages held in
 	// memory (the soonest; the others wait in the store); default
-	// DefaultSchedulerMemoryLimit.
+	// scheduler.DefaultMemoryLimit.
 	SchedulerMemoryLimit int64
 	// VirtualTopics configures virtual topics; the zero value turns them off (use
 	// DefaultVirtualTopics for ActiveMQ's behaviour).
@@ -175,7 +177,7 @@ type Broker struct {
 	maxDurables     int
 	destsLogged     time.Time // the last "destination limit reached" line; under mu
 	seqFloor        atomic.Uint64
-	sched           *scheduler
+	sched           *scheduler.Scheduler
 	acks            ackRetrier // failed auto-ack store writes, written again
 	stopSweeper     context.CancelFunc
 	done            chan struct{} // closed by Close
@@ -222,10 +224,7 @@ type Broker struct {
 
 	counters counters // for metrics: see metrics.go
 
-	// dedups are the destinations' duplicate-detection caches, by qualified name (a
-	// nil one: detection off); see dedup.go.
-	dedupMu sync.RWMutex
-	dedups  map[string]*dedupCache
+	dedup *dedup.Detector // duplicate detection (package broker/dedup)
 }
 
 // New recovers the store's destinations and returns a running broker.
@@ -318,9 +317,11 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		o.Shared.OnTopic(b.remoteTopic)
 	}
 	b.durables = durable.NewRegistry(&b.env, b.maxDurables)
-	b.durables.OnRemove = b.dropSubDedup
+	b.dedup = dedup.New(b.store, dedupHost{b}, b.log)
+	b.durables.OnRemove = b.dedup.DropSub
 	if o.Scheduler {
-		b.sched = newScheduler(b, o.SchedulerMemoryLimit)
+		b.sched = scheduler.New(scheduler.Config{Store: b.store, Host: schedHost{b}, Log: b.log,
+			Memory: b.mem, Space: &b.space, MemoryLimit: o.SchedulerMemoryLimit})
 	}
 	if err := b.recover(ctx); err != nil {
 		b.closeStreams()
@@ -331,7 +332,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 			slog.Int("destinations", n), slog.Int("maxDestinations", b.maxDests))
 	}
 	if b.sched != nil {
-		if err := b.sched.recover(ctx); err != nil {
+		if err := b.sched.Recover(ctx); err != nil {
 			return nil, fmt.Errorf("broker: recover scheduled messages: %w", err)
 		}
 	}
@@ -397,7 +398,7 @@ func (b *Broker) recover(ctx context.Context) error {
 	if err := b.recoverMarkers(ctx, rec.Destinations); err != nil {
 		return err
 	}
-	if err := b.recoverDedup(ctx, rec.Destinations); err != nil {
+	if err := b.dedup.Recover(ctx, rec.Destinations); err != nil {
 		return err
 	}
 	if msgs > 0 {
@@ -551,7 +552,7 @@ func (b *Broker) Close() error {
 		b.stopSweeper()
 	}
 	if b.sched != nil {
-		b.sched.close()
+		b.sched.Close()
 	}
 	b.closeStreams()
 	b.shutdownShared()

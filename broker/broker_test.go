@@ -292,7 +292,7 @@ func (b *Broker) closeForTest() error {
 		b.stopSweeper()
 	}
 	if b.sched != nil {
-		b.sched.close()
+		b.sched.Close()
 	}
 	b.wg.Wait()
 	return nil

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/activemq-go/broker/broker/dedup"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/security"
@@ -468,7 +469,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if err != nil {
 		return err
 	}
-	if len(streams) > 0 && c.b.sched != nil && c.b.sched.wants(m) {
+	if len(streams) > 0 && c.b.sched != nil && c.b.sched.Wants(m) {
 		return errorf(ErrInvalidDestination, "scheduled delivery (AMQ_SCHEDULED_*) is not supported on streams: %s keeps messages in order of arrival", streams[0].Topic().ClientName())
 	}
 	if len(streams) > 0 && tx != "" {
@@ -491,9 +492,9 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		if q, _ := c.b.splitShared(dests); len(q) > 0 {
 			return errorf(ErrInvalidDestination, "shared queues and topics do not take part in transactions yet: send to %s outside transaction %s", q[0].String(), tx)
 		}
-		if c.b.sched != nil && c.b.sched.wants(m) {
+		if c.b.sched != nil && c.b.sched.Wants(m) {
 			// Checked now, scheduled at COMMIT (in its store batch).
-			if _, err := c.b.sched.parse(m); err != nil {
+			if err := c.b.sched.Check(m); err != nil {
 				return err
 			}
 		}
@@ -507,7 +508,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		return nil
 	}
 	persistent := m.Persistent
-	if len(streams) > 0 || c.b.sched != nil && c.b.sched.wants(m) {
+	if len(streams) > 0 || c.b.sched != nil && c.b.sched.Wants(m) {
 		done = c.b.timedDone(done, persistent, start)
 	}
 	if len(streams) > 0 {
@@ -517,13 +518,13 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		}
 		done = rest
 	}
-	if c.b.sched != nil && c.b.sched.wants(m) {
+	if c.b.sched != nil && c.b.sched.Wants(m) {
 		if shared, _ := c.b.splitShared(dests); len(shared) > 0 {
 			// The scheduler keeps its jobs in the node's store: they would not survive
 			// the node, so they are refused rather than kept where they could be lost.
 			return errorf(ErrInvalidDestination, "scheduled delivery (AMQ_SCHEDULED_*) is not supported on shared destinations (jdbc mode: shared) yet: %s", shared[0])
 		}
-		return c.b.sched.maybeSchedule(ctx, dests, m, done)
+		return c.b.sched.Schedule(ctx, dests, m, done)
 	}
 	if c.b.shared != nil {
 		var shared []destinations.Name
@@ -537,7 +538,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		}
 	}
 	batch, entries, marks, refused := c.b.routeDedup(dests, m, c, true)
-	done = marks.answer(done)
+	done = marks.Answer(done)
 	if len(streams) > 0 {
 		start = time.Time{} // done records the latency
 	}
@@ -550,12 +551,12 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	}
 	// (A send that recorded a duplicate-detection id writes it before its RECEIPT: it
 	// never qualifies, its batch holding the id's entry too.)
-	if (marks == nil || len(marks.recorded) == 0) && c.b.storeAndDispatch(batch, entries, refused, done, persistent, start) {
+	if !marks.Recorded() && c.b.storeAndDispatch(batch, entries, refused, done, persistent, start) {
 		return nil
 	}
 	c.b.commit(batch, persistence.Sync, func(err error) {
 		destinations.SettleAll(entries, err)
-		marks.settle(err)
+		marks.Settle(err)
 		if err != nil {
 			err = storeError(err)
 		} else {
@@ -615,14 +616,14 @@ func (b *Broker) route(dests []destinations.Name, m *persistence.Message, from *
 	return batch, entries, refused
 }
 
-// routeDedup is route that, with dedup, first checks each destination's duplicate
-// detection (dedup.go): a destination that accepted m's id before is skipped, and the
-// id is recorded in the batch otherwise; marks (nil without dedup) is to be settled
-// with the batch's result.
-func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, from *Conn, dedup bool) (persistence.Batch, []destinations.Accepted, *dedupMarks, error) {
-	var marks *dedupMarks
-	if dedup && dupID(m) != "" { // a message without an id costs nothing
-		marks = &dedupMarks{}
+// routeDedup is route that, with detect, first checks each destination's duplicate
+// detection (package broker/dedup): a destination that accepted m's id before is
+// skipped, and the id is recorded in the batch otherwise; marks (nil without detect)
+// is to be settled with the batch's result.
+func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, from *Conn, detect bool) (persistence.Batch, []destinations.Accepted, *dedup.Marks, error) {
+	var marks *dedup.Marks
+	if detect && dedup.ID(m) != "" { // a message without an id costs nothing
+		marks = &dedup.Marks{}
 	}
 	var batch persistence.Batch
 	var entries []destinations.Accepted
@@ -630,10 +631,10 @@ func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, f
 	expires := m.Expires // as sent: each destination applies its own defaultTimeToLive
 	for i, d := range dests {
 		msg := messageFor(m, i, expires)
-		var rec *dedupEntry
+		var rec *dedup.Entry
 		if marks != nil {
 			var dup bool
-			if dup, rec = b.duplicate(d, msg, &batch, from, marks); dup {
+			if dup, rec = b.dedup.Check(d, msg, &batch, from.ID, marks); dup {
 				continue
 			}
 		}
@@ -656,7 +657,7 @@ func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, f
 			// Other parts of a composite send go ahead; the producer hears of this one.
 			refused = b.memoryFull(from, q, err)
 			if rec != nil {
-				rec.settle(err) // its retry is not a duplicate
+				rec.Settle(err) // its retry is not a duplicate
 			}
 			continue
 		}

@@ -10,13 +10,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/activemq-go/broker/broker/dedup"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
 
 func dupMsg(body, id string, persistent bool) *persistence.Message {
-	m := hdrMsg(body, DupIDHeader, id)
+	m := hdrMsg(body, dedup.IDHeader, id)
 	m.Persistent = persistent
 	return m
 }
@@ -66,7 +67,7 @@ func TestDuplicateDropped(t *testing.T) {
 			require.NoError(t, c.sendDup("/queue/dd", dupMsg("a", "id-1", persistent)))
 			require.NoError(t, c.sendDup("/queue/dd", dupMsg("a again", "id-1", persistent)), "the retry is answered")
 			// RabbitMQ's header name is the same id space.
-			require.NoError(t, c.sendDup("/queue/dd", hdrMsg("rabbit", RabbitDupIDHeader, "id-1")))
+			require.NoError(t, c.sendDup("/queue/dd", hdrMsg("rabbit", dedup.RabbitIDHeader, "id-1")))
 			require.NoError(t, c.sendDup("/queue/dd", dupMsg("b", "id-2", persistent)))
 			require.NoError(t, c.sendDup("/queue/dd", hdrMsg("no id")))
 			require.NoError(t, c.sendDup("/queue/dd", hdrMsg("no id")))
@@ -111,7 +112,7 @@ func TestDuplicateCacheEviction(t *testing.T) {
 	// again0 made the cache forget id2, so the second again2 is taken.
 	assert.Equal(t, []string{"m0", "m1", "m2", "m3", "m4", "again0", "again2"}, drain(c))
 	assert.Equal(t, int64(3), b.dups(q("ev")))
-	n, _ := st.Stats(dedupLogPrefix + "queue://ev")
+	n, _ := st.Stats(dedup.LogPrefix + "queue://ev")
 	assert.Equal(t, int64(3), n, "the id log is pruned to idCacheSize")
 }
 

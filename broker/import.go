@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/activemq-go/broker/broker/dedup"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 )
@@ -34,15 +35,15 @@ func (b *Broker) ImportDurable(ctx context.Context, who string, key persistence.
 		return res, errorf(ErrNotFound, "no durable subscription %s of client %s", key.Name, key.ClientID)
 	}
 	t := b.topic(d.Topic())
-	dc := b.dedupForSub(key, d.Topic())
+	dc := b.dedup.ForSub(key, d.Topic())
 	batch := b.store.Begin()
-	marks := &dedupMarks{}
+	marks := &dedup.Marks{}
 	var entries []destinations.Accepted
 	now := time.Now().UnixMilli()
 	for _, m := range msgs {
 		if dc != nil {
-			if id := dupID(m); id != "" {
-				if dup, _ := b.duplicateIn(dc, id, "durable "+key.String(), m, &batch, nil, marks); dup {
+			if id := dedup.ID(m); id != "" {
+				if dup, _ := b.dedup.CheckIn(dc, id, "durable "+key.String(), m, &batch, "", marks); dup {
 					res.Duplicates++
 					continue
 				}
@@ -56,7 +57,7 @@ func (b *Broker) ImportDurable(ctx context.Context, who string, key persistence.
 		if !found {
 			// Deleted meanwhile: nothing of the batch is applied.
 			batch.Rollback()
-			marks.settle(ErrNotFound)
+			marks.Settle(ErrNotFound)
 			destinations.SettleAll(entries, ErrNotFound)
 			return ImportResult{}, errorf(ErrNotFound, "durable subscription %s of client %s was removed", key.Name, key.ClientID)
 		}
@@ -69,8 +70,8 @@ func (b *Broker) ImportDurable(ctx context.Context, who string, key persistence.
 	done := make(chan error, 1)
 	b.finish(batch, persistence.Sync, func(err error) {
 		destinations.SettleAll(entries, err)
-		marks.settle(err)
-	}, marks.answer(func(err error) { done <- err }))
+		marks.Settle(err)
+	}, marks.Answer(func(err error) { done <- err }))
 	var err error
 	select {
 	case err = <-done:

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/activemq-go/broker/broker/dedup"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
@@ -34,7 +35,7 @@ func TestImportDurableOneSubscriptionOnly(t *testing.T) {
 		var ms []*persistence.Message
 		for i := range 3 {
 			ms = append(ms, &persistence.Message{Body: []byte("old-" + strconv.Itoa(i)), Persistent: true, Priority: 4,
-				Timestamp: 1000 + int64(i), Headers: persistence.Headers{DupIDHeader, "ID:src-" + strconv.Itoa(i), "k", "v"}})
+				Timestamp: 1000 + int64(i), Headers: persistence.Headers{dedup.IDHeader, "ID:src-" + strconv.Itoa(i), "k", "v"}})
 		}
 		return ms
 	}

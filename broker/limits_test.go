@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
@@ -190,11 +191,11 @@ func TestTransactedScheduledSendInCommitBatch(t *testing.T) {
 	c.do(func() {
 		require.NoError(t, c.conn.Begin("tx"))
 		m := &persistence.Message{Body: []byte("later"), Persistent: true, Priority: 4,
-			Headers: persistence.Headers{HeaderScheduledDelay, "3600000"}}
+			Headers: persistence.Headers{scheduler.HeaderDelay, "3600000"}}
 		require.NoError(t, c.conn.Send(context.Background(), dests, m, "tx", func(err error) { require.NoError(t, err) }))
 		require.NoError(t, c.conn.Commit(context.Background(), "tx", func(err error) {
 			assert.NoError(t, err)
-			n, _ := store.Stats(schedulerDest)
+			n, _ := store.Stats(scheduler.StoreDest)
 			jobsAtReceipt <- int(n)
 		}))
 	})
@@ -232,7 +233,7 @@ func TestSchedulerPagesJobs(t *testing.T) {
 	for _, i := range order {
 		due := start.Add(time.Duration(i*gap) * time.Millisecond)
 		m := &persistence.Message{Body: append([]byte(strconv.Itoa(i)+":"), body...), Persistent: true, Priority: 4,
-			Headers: persistence.Headers{HeaderScheduledDelay, strconv.FormatInt(time.Until(due).Milliseconds(), 10)}}
+			Headers: persistence.Headers{scheduler.HeaderDelay, strconv.FormatInt(time.Until(due).Milliseconds(), 10)}}
 		res := make(chan error, 1)
 		p.do(func() {
 			require.NoError(t, p.conn.Send(context.Background(), dests, m, "", func(err error) { res <- err }))
@@ -242,16 +243,16 @@ func TestSchedulerPagesJobs(t *testing.T) {
 	require.True(t, time.Now().Before(start), "sending took too long for the test's due times")
 	want := storedJobOrder(t, store)
 	require.Len(t, want, n)
-	_, peak := b.sched.memory()
+	_, peak := b.sched.Memory()
 	assert.LessOrEqual(t, peak, int64(limit+1200), "memory held while scheduling")
 	for i := 0; i < n; i++ {
 		d := c.recv()
 		got, _, _ := strings.Cut(string(d.Msg.Body), ":")
 		require.Equal(t, want[i], got, "delivery %d out of order", i)
 	}
-	_, peak = b.sched.memory()
+	_, peak = b.sched.Memory()
 	assert.LessOrEqual(t, peak, int64(limit+1200), "memory held while delivering")
-	eventually(t, func() bool { n, _ := store.Stats(schedulerDest); return n == 0 })
+	eventually(t, func() bool { n, _ := store.Stats(scheduler.StoreDest); return n == 0 })
 }
 
 // TestSchedulerPagedRestart: a restart with more stored jobs than the memory limit
@@ -268,7 +269,7 @@ func TestSchedulerPagedRestart(t *testing.T) {
 	for i := n - 1; i >= 0; i-- {
 		due := start.Add(time.Duration(i*3) * time.Millisecond)
 		m := &persistence.Message{Body: append([]byte(strconv.Itoa(i)+":"), make([]byte, 500)...), Persistent: true, Priority: 4,
-			Headers: persistence.Headers{HeaderScheduledDelay, strconv.FormatInt(time.Until(due).Milliseconds(), 10)}}
+			Headers: persistence.Headers{scheduler.HeaderDelay, strconv.FormatInt(time.Until(due).Milliseconds(), 10)}}
 		res := make(chan error, 1)
 		p.do(func() {
 			require.NoError(t, p.conn.Send(context.Background(), dests, m, "", func(err error) { res <- err }))
@@ -281,7 +282,7 @@ func TestSchedulerPagedRestart(t *testing.T) {
 	require.Len(t, want, n)
 
 	b2 := newLimitsBroker(t, Options{Store: store, Scheduler: true, SchedulerMemoryLimit: limit}, nil)
-	now, _ := b2.sched.memory()
+	now, _ := b2.sched.Memory()
 	assert.LessOrEqual(t, now, int64(limit), "memory held after the restart")
 	c := newClient(t, b2, "")
 	c.subscribe("s", "/queue/restarted", AckAuto, 0)
@@ -298,7 +299,7 @@ func TestSchedulerPagedRestart(t *testing.T) {
 func storedJobOrder(t *testing.T, store persistence.Store) []string {
 	t.Helper()
 	var out []string
-	require.NoError(t, store.Scan(context.Background(), schedulerDest, 0, 0, func(m *persistence.Message) error {
+	require.NoError(t, store.Scan(context.Background(), scheduler.StoreDest, 0, 0, func(m *persistence.Message) error {
 		i, _, _ := strings.Cut(string(m.Body), ":")
 		out = append(out, i)
 		return nil
@@ -327,28 +328,6 @@ func (l *logBuffer) String() string {
 func bufferLogger() (*slog.Logger, *logBuffer) {
 	lb := &logBuffer{}
 	return slog.New(slog.NewTextHandler(lb, nil)), lb
-}
-
-// TestUndeliverableScheduledJobDeleted: a stored job whose destination no longer parses
-// is deleted at start, with a log line, instead of staying in the store for good; the
-// good ones are still delivered.
-func TestUndeliverableScheduledJobDeleted(t *testing.T) {
-	store := memstore.New()
-	due := time.Now().Add(-time.Second).UnixMilli()
-	batch := store.Begin()
-	for i, dests := range []string{"/queue/", "/queue/good"} {
-		batch.Add(&persistence.Message{Dest: schedulerDest, Seq: jobKey(due, uint64(i)), ID: "job" + strconv.Itoa(i),
-			Body: []byte(dests), Persistent: true, Priority: 4,
-			Headers: persistence.Headers{hdrJobDests, dests, hdrJobDue, strconv.FormatInt(due, 10), hdrJobRemaining, "0", hdrJobPeriod, "0"}})
-	}
-	require.NoError(t, batch.Commit(context.Background(), persistence.Sync))
-	log, lines := bufferLogger()
-	b := newLimitsBroker(t, Options{Store: store, Scheduler: true, Logger: log}, nil)
-	assert.Contains(t, lines.String(), "scheduled message deleted: its destination no longer parses")
-	c := newClient(t, b, "")
-	c.subscribe("s", "/queue/good", AckAuto, 0)
-	assert.Equal(t, "/queue/good", string(c.recv().Msg.Body))
-	eventually(t, func() bool { n, _ := store.Stats(schedulerDest); return n == 0 })
 }
 
 // sendErr sends on c's owner goroutine and returns Send's own error.

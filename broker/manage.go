@@ -549,3 +549,6 @@ func (b *Broker) managedFailed(who, op, dest string, n int, err error) {
 	b.log.Warn("management operation failed", slog.String("op", op), slog.String("by", who),
 		slog.String("dest", dest), slog.Int("messages", n), slog.Any("err", err))
 }
+
+// errStopScan ends a store scan early.
+var errStopScan = errors.New("stop scan")

@@ -367,10 +367,8 @@ func (b *Broker) Resources(ctx context.Context) []ResourceUsage {
 		}
 	}
 	if s := b.sched; s != nil {
-		s.mu.Lock()
-		used := s.memBytes
-		s.mu.Unlock()
-		out = append(out, ResourceUsage{Resource: ResourceScheduler, Used: used, Limit: s.memLimit, Alarm: used >= s.memLimit})
+		used, _ := s.Memory()
+		out = append(out, ResourceUsage{Resource: ResourceScheduler, Used: used, Limit: s.MemoryLimit(), Alarm: used >= s.MemoryLimit()})
 	}
 	return out
 }

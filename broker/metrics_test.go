@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
@@ -295,7 +296,7 @@ func TestResources(t *testing.T) {
 	assert.EqualValues(t, 1<<30, rs[ResourceStore].Limit)
 	assert.Positive(t, rs[ResourceStore].Used)
 	assert.False(t, rs[ResourceStore].Alarm)
-	assert.EqualValues(t, DefaultSchedulerMemoryLimit, rs[ResourceScheduler].Limit)
+	assert.EqualValues(t, scheduler.DefaultMemoryLimit, rs[ResourceScheduler].Limit)
 }
 
 // A stream's metrics carry its consumer groups' positions and lag.

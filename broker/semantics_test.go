@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/selector"
 	"github.com/activemq-go/broker/persistence"
@@ -362,10 +363,10 @@ func TestScheduledDelivery(t *testing.T) {
 	c := newClient(t, b, "")
 	c.subscribe("s", "/queue/later", AckAuto, 10)
 	start := time.Now()
-	m := hdrMsg("delayed", HeaderScheduledDelay, "150")
+	m := hdrMsg("delayed", scheduler.HeaderDelay, "150")
 	m.Persistent = true
 	c.sendMsg("/queue/later", m)
-	r := hdrMsg("repeat", HeaderScheduledDelay, "0", HeaderScheduledPeriod, "30", HeaderScheduledRepeat, "2")
+	r := hdrMsg("repeat", scheduler.HeaderDelay, "0", scheduler.HeaderPeriod, "30", scheduler.HeaderRepeat, "2")
 	c.sendMsg("/queue/later", r)
 	var repeats, delayed int
 	for repeats+delayed < 4 {
@@ -380,14 +381,14 @@ func TestScheduledDelivery(t *testing.T) {
 	}
 	assert.Equal(t, 3, repeats, "first delivery plus 2 repeats")
 	c.expectNone(100 * time.Millisecond)
-	eventually(t, func() bool { n, _ := st.Stats(schedulerDest); return n == 0 })
+	eventually(t, func() bool { n, _ := st.Stats(scheduler.StoreDest); return n == 0 })
 
 	// A persistent job survives a restart of the broker on the same store.
-	m2 := hdrMsg("after-restart", HeaderScheduledDelay, "200")
+	m2 := hdrMsg("after-restart", scheduler.HeaderDelay, "200")
 	m2.Persistent = true
 	c.sendMsg("/queue/later", m2)
 	c.close()
-	require.NoError(t, b.sched.b.closeForTest())
+	require.NoError(t, b.closeForTest())
 	b2, err := New(context.Background(), Options{Name: "t", Store: st, Scheduler: true})
 	require.NoError(t, err)
 	defer b2.Close()
@@ -398,7 +399,7 @@ func TestScheduledDelivery(t *testing.T) {
 	var serr error
 	c2.do(func() {
 		ns, _ := destinations.Parse("/queue/later")
-		serr = c2.conn.Send(context.Background(), ns, hdrMsg("cron", HeaderScheduledCron, "* * * * *"), "", func(error) {})
+		serr = c2.conn.Send(context.Background(), ns, hdrMsg("cron", scheduler.HeaderCron, "* * * * *"), "", func(error) {})
 	})
 	assert.ErrorContains(t, serr, "CRON")
 }

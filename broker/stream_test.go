@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/selector"
 	"github.com/activemq-go/broker/internal/vfs"
@@ -466,7 +467,7 @@ func TestStreamScheduledSendIsRefused(t *testing.T) {
 	var err error
 	p.do(func() {
 		err = p.conn.Send(context.Background(), []destinations.Name{topicName("s.x")},
-			hdrMsg("x", HeaderScheduledDelay, "1000"), "", func(error) {})
+			hdrMsg("x", scheduler.HeaderDelay, "1000"), "", func(error) {})
 	})
 	require.ErrorIs(t, err, ErrInvalidDestination)
 	require.Contains(t, err.Error(), "AMQ_SCHEDULED")

@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 
+	"github.com/activemq-go/broker/broker/dedup"
+	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 )
@@ -71,37 +73,30 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 	}
 	var entries []destinations.Accepted
 	var topicSends []topicSend
-	var jobs []*job
-	marks := &dedupMarks{} // duplicate detection: the ids recorded, kept if the batch is written
+	var jobs []*scheduler.Job
+	marks := &dedup.Marks{} // duplicate detection: the ids recorded, kept if the batch is written
 	// fail undoes what the transaction did so far: what it queued is dropped, what it
 	// acknowledged is given back, the keys of its scheduled messages are released.
 	fail := func(err error) {
 		batch.Rollback()
-		marks.settle(err)
+		marks.Settle(err)
 		destinations.SettleAll(entries, err)
 		for _, f := range applies {
 			f(err)
 		}
 		for _, j := range jobs {
-			c.b.sched.written(j, err)
+			c.b.sched.Written(j, err)
 		}
 	}
 	for _, s := range t.sends {
-		if c.b.sched != nil && c.b.sched.wants(s.msg) {
+		if c.b.sched != nil && c.b.sched.Wants(s.msg) {
 			// Stored in this batch: once COMMIT is answered the job survives a crash.
-			sc, err := c.b.sched.parse(s.msg)
-			var j *job
-			if err == nil {
-				j, err = c.b.sched.newJob(ctx, s.dests, s.msg, sc)
-			}
+			j, err := c.b.sched.Prepare(ctx, s.dests, s.msg, batch)
 			if err != nil {
 				fail(err)
 				return err
 			}
 			jobs = append(jobs, j)
-			if j.msg.Persistent {
-				batch.Add(c.b.sched.stored(j))
-			}
 			continue
 		}
 		expires := s.msg.Expires
@@ -112,7 +107,7 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 				msg.Expires = expires
 			}
 			// Checked at COMMIT: a duplicate in a committed transaction is dropped.
-			if dup, _ := c.b.duplicate(d, msg, &batch, c, marks); dup {
+			if dup, _ := c.b.dedup.Check(d, msg, &batch, c.ID, marks); dup {
 				continue
 			}
 			if d.Kind.IsTopic() {
@@ -138,15 +133,15 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 		}
 	}
 	c.b.counters.acked[c.proto].Add(acked)
-	done = afterMarked(settled, marks.answer(done))
+	done = afterMarked(settled, marks.Answer(done))
 	c.b.finish(batch, persistence.Sync, func(err error) {
 		destinations.SettleAll(entries, err)
-		marks.settle(err)
+		marks.Settle(err)
 		for _, f := range applies {
 			f(err)
 		}
 		for _, j := range jobs {
-			c.b.sched.written(j, err)
+			c.b.sched.Written(j, err)
 		}
 		if err == nil {
 			for _, ts := range topicSends {

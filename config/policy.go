@@ -146,7 +146,7 @@ type PolicyEntry struct {
 
 	// DuplicateDetection is the duplicateDetection block: ids sent in _AMQ_DUPL_ID (or
 	// x-deduplication-header) that the destination remembers, to drop a producer's
-	// retry of a message it already accepted (see the broker's dedup.go).
+	// retry of a message it already accepted (see package broker/dedup).
 	DuplicateDetection DuplicateDetection
 
 	// Set holds the keys the file or the environment wrote for this entry, as

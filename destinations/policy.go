@@ -67,7 +67,7 @@ type Policy struct {
 	// ActiveMQ.Advisory.SlowConsumer topic (Env.Advise).
 	AdvisoryForSlowConsumers bool
 
-	// Duplicate detection (the broker's dedup.go): DedupEnabled drops a message whose
+	// Duplicate detection (package broker/dedup): DedupEnabled drops a message whose
 	// duplicate-detection id the destination accepted before; it remembers
 	// DedupCacheSize ids (the oldest forgotten first), none older than DedupWindow
 	// (0: no age limit).

@@ -87,6 +87,16 @@ var allowed = map[string][]string{
 	// kafkalog's value types and knows nothing of the broker or destinations (the
 	// broker's tests assert it is a destinations.StreamLog; cmd hands it over).
 	"kafkalog/kafkaengine": {"kafkalog", "internal/vfs"},
+
+	// The parts split out of the broker (issue 22 §2) sit below it: the broker imports
+	// them, and each asks its host through a small interface of its own, never the
+	// broker or transport (TestLayeringDirection holds that too). broker/scheduler
+	// keeps scheduled messages in the store and hands due ones back to its Host
+	// (kafkalog and internal/vfs come in through destinations).
+	"broker/scheduler": {"destinations", "persistence", "kafkalog", "internal/vfs"},
+	// broker/dedup keeps the duplicate-detection ids of destinations and durable
+	// subscriptions, and their id logs in the store; its Host gives it the policies.
+	"broker/dedup": {"destinations", "persistence", "kafkalog", "internal/vfs"},
 }
 
 // TestLayering fails when a package imports across the layering of DESIGN.md: an adapter

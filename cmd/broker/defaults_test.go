@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/config"
 )
 
@@ -13,7 +14,7 @@ import (
 // defaults (config does not import broker, so each keeps a copy; an embedding program
 // that leaves an Options field zero gets the same broker as an empty configuration).
 func TestDefaultsAgree(t *testing.T) {
-	assert.EqualValues(t, broker.DefaultSchedulerMemoryLimit, config.DefaultSchedulerMemoryLimit, "schedulerMemoryLimit")
+	assert.EqualValues(t, scheduler.DefaultMemoryLimit, config.DefaultSchedulerMemoryLimit, "schedulerMemoryLimit")
 	assert.EqualValues(t, broker.DefaultMemoryUsage, config.DefaultMemoryUsage, "memoryUsage")
 	assert.EqualValues(t, broker.DefaultMaxDestinations, config.DefaultMaxDestinations, "maxDestinations")
 	assert.EqualValues(t, broker.DefaultMaxTransactionsPerConnection, config.DefaultMaxTransactionsPerConnection, "maxTransactionsPerConnection")

@@ -9,7 +9,7 @@ import (
 	"github.com/activemq-go/broker/persistence"
 )
 
-// dedupCases pin down what the broker's duplicate detection (broker/dedup.go) relies on:
+// dedupCases pin down what duplicate detection (package broker/dedup) relies on:
 // a message and the entry of its duplicate-detection id in an id log (a destination
 // "meta://dedup/" + the message's destination) are written in one batch, so they are
 // applied, and survive, together; the id entry outlives the message's Ack; the log's old
