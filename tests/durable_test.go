@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/activemq-go/broker/transport/stomp/codec"
+	"github.com/activemq-go/broker/internal/stompcodec"
 )
 
 // Durable topic subscriptions, end to end: a subscription is (client-id on CONNECT,
@@ -699,7 +699,7 @@ func TestDurableDeleteRefusedWhileAttachedElsewhere(t *testing.T) {
 	nc, err := dialer.Dial("tcp", b.Addr)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = nc.Close() })
-	hung := &rawConn{t: t, nc: nc, r: codec.NewReader(nc, codec.DefaultLimits()), w: codec.NewWriter(nc, 0)}
+	hung := &rawConn{t: t, nc: nc, r: stompcodec.NewReader(nc, stompcodec.DefaultLimits()), w: stompcodec.NewWriter(nc, 0)}
 	require.Equal(t, "CONNECTED", hung.connect("client-id", "app-hung").Command)
 	hung.send(frame.New("SUBSCRIBE", "id", "s1", "destination", topic, "activemq.subscriptionName", "sub", "receipt", "attached"))
 	require.Equal(t, "RECEIPT", hung.read().Command)

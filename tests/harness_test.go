@@ -31,7 +31,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/internal/pgtest"
-	"github.com/activemq-go/broker/transport/stomp/codec"
+	"github.com/activemq-go/broker/internal/stompcodec"
 )
 
 var brokerBin string
@@ -384,8 +384,8 @@ func dial(t testing.TB, addr string, opts ...func(*stomp.Conn) error) *stomp.Con
 type rawConn struct {
 	t  testing.TB
 	nc net.Conn
-	r  *codec.Reader
-	w  *codec.Writer
+	r  *stompcodec.Reader
+	w  *stompcodec.Writer
 }
 
 func dialRaw(t testing.TB, addr string) *rawConn {
@@ -399,9 +399,9 @@ func dialRaw(t testing.TB, addr string) *rawConn {
 // end of the test.
 func newRawConn(t testing.TB, nc net.Conn) *rawConn {
 	t.Cleanup(func() { _ = nc.Close() })
-	lim := codec.DefaultLimits()
+	lim := stompcodec.DefaultLimits()
 	lim.MaxFrameSize = 64 << 20
-	return &rawConn{t: t, nc: nc, r: codec.NewReader(nc, lim), w: codec.NewWriter(nc, 0)}
+	return &rawConn{t: t, nc: nc, r: stompcodec.NewReader(nc, lim), w: stompcodec.NewWriter(nc, 0)}
 }
 
 // connect sends CONNECT with the given extra headers and returns CONNECTED (or ERROR).

@@ -52,12 +52,13 @@ var allowed = map[string][]string{
 	// broker hands destinations the concrete kafkalog.Log.
 	// broker asks security, a leaf, who a client is and what it may do.
 	// internal/histogram, a leaf, holds its latency histograms (no metrics library).
-	"broker":                {"destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram"},
-	"transport/stomp/codec": {},
-	"transport/stomp":       {"transport/stomp/codec", "broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram"},
-	"transport":             {"transport/stomp", "transport/stomp/codec", "broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram"},
-	"internal/pgtest":       {},
-	"internal/loadtest":     {},
+	"broker": {"destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram"},
+	// The STOMP frame codec: a leaf the transport and the client tools both import.
+	"internal/stompcodec": {},
+	"transport/stomp":     {"internal/stompcodec", "broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram"},
+	"transport":           {"transport/stomp", "internal/stompcodec", "broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram"},
+	"internal/pgtest":     {},
+	"internal/loadtest":   {},
 
 	// security (users, groups, password hashes, the authorization map) is a leaf: the
 	// broker and transport ask it; cmd builds its Config from config's Plugins.
@@ -74,10 +75,10 @@ var allowed = map[string][]string{
 	// browsertest starts a headless Chromium for the browser tests.
 	"internal/browsertest": {},
 	// stompclient, the STOMP client of the command-line tools, reads and writes frames
-	// with the broker's codec.
-	"internal/stompclient": {"transport/stomp/codec"},
+	// with the codec the transport uses.
+	"internal/stompclient": {"internal/stompcodec"},
 	// migrate moves stored messages from another STOMP broker with the tools' client.
-	"migrate": {"internal/stompclient", "transport/stomp/codec"},
+	"migrate": {"internal/stompclient", "internal/stompcodec"},
 	// admin, the admin HTTP listener, uses the broker's management surface and its
 	// types, and asks security for the operators; never transport or config (cmd
 	// hands it what it needs).

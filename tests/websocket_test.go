@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/activemq-go/broker/transport/stomp/codec"
+	"github.com/activemq-go/broker/internal/stompcodec"
 )
 
 // wsClient is a STOMP client over WebSocket: ws is the connection, raw reads and
@@ -41,9 +41,9 @@ func dialWS(t testing.TB, url, subprotocol string, tlsCfg *tls.Config) *wsClient
 	ws.SetReadLimit(-1)
 	t.Cleanup(func() { _ = ws.CloseNow() })
 	nc := websocket.NetConn(context.Background(), ws, websocket.MessageText)
-	lim := codec.DefaultLimits()
+	lim := stompcodec.DefaultLimits()
 	lim.MaxFrameSize = 64 << 20
-	return &wsClient{ws: ws, raw: &rawConn{t: t, nc: nc, r: codec.NewReader(nc, lim), w: codec.NewWriter(nc, 0)}}
+	return &wsClient{ws: ws, raw: &rawConn{t: t, nc: nc, r: stompcodec.NewReader(nc, lim), w: stompcodec.NewWriter(nc, 0)}}
 }
 
 // message sends one WebSocket text message as is.

@@ -19,8 +19,8 @@ import (
 	"github.com/go-stomp/stomp/v3/frame"
 
 	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/internal/stompcodec"
 	"github.com/activemq-go/broker/transport/stomp"
-	"github.com/activemq-go/broker/transport/stomp/codec"
 )
 
 // Connector is one listening endpoint.
@@ -209,7 +209,7 @@ func (s *Server) refuse(l *listener, nc net.Conn) {
 		slog.String("connector", l.c.Name), slog.Int("maxConnections", l.c.MaxConnections),
 		slog.String("remote", nc.RemoteAddr().String()))
 	_ = nc.SetDeadline(time.Now().Add(time.Second))
-	w := codec.NewWriter(nc, 512)
+	w := stompcodec.NewWriter(nc, 512)
 	w.SetFrameEOL(!l.c.Session.NoFrameEOL)
 	msg := fmt.Sprintf("maximum connections (%d) reached on connector %s", l.c.MaxConnections, l.c.Name)
 	f := frame.New("ERROR", "message", msg, "content-type", "text/plain")

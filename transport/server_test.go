@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/internal/stompcodec"
 	"github.com/activemq-go/broker/persistence/memstore"
-	"github.com/activemq-go/broker/transport/stomp/codec"
 )
 
 // startServer runs an in-process broker and STOMP server on 127.0.0.1:0, so the race
@@ -153,10 +153,10 @@ func TestShutdownClosesConnectionsAndReturns(t *testing.T) {
 	nc, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer nc.Close()
-	w := codec.NewWriter(nc, 0)
+	w := stompcodec.NewWriter(nc, 0)
 	require.NoError(t, w.WriteFrame(frameConnect()))
 	require.NoError(t, w.Flush())
-	r := codec.NewReader(nc, codec.Limits{})
+	r := stompcodec.NewReader(nc, stompcodec.Limits{})
 	f, err := r.Read()
 	require.NoError(t, err)
 	require.Equal(t, "CONNECTED", f.Command)

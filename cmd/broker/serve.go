@@ -25,11 +25,11 @@ import (
 	"github.com/activemq-go/broker/broker"
 	"github.com/activemq-go/broker/config"
 	"github.com/activemq-go/broker/internal/gctune"
+	"github.com/activemq-go/broker/internal/stompcodec"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/security"
 	"github.com/activemq-go/broker/transport"
 	"github.com/activemq-go/broker/transport/stomp"
-	"github.com/activemq-go/broker/transport/stomp/codec"
 )
 
 func newServeCommand() *cobra.Command {
@@ -342,7 +342,7 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (persi
 func connectors(cfg *config.Config, log *slog.Logger) ([]transport.Connector, error) {
 	out := make([]transport.Connector, 0, len(cfg.TransportConnectors))
 	for _, c := range cfg.TransportConnectors {
-		lim := codec.DefaultLimits()
+		lim := stompcodec.DefaultLimits()
 		lim.MaxFrameSize = min(c.MaxFrameSize, c.MaxDataLength)
 		lim.MaxHeaders = c.MaxHeaders
 		lim.MaxHeaderLine = c.MaxHeaderLength

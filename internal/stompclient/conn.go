@@ -30,7 +30,7 @@ import (
 
 	"github.com/go-stomp/stomp/v3/frame"
 
-	"github.com/activemq-go/broker/transport/stomp/codec"
+	"github.com/activemq-go/broker/internal/stompcodec"
 )
 
 // Defaults of Options.
@@ -70,9 +70,9 @@ type Options struct {
 type Conn struct {
 	u       *URL
 	nc      net.Conn
-	r       *codec.Reader
+	r       *stompcodec.Reader
 	buf     bytes.Buffer
-	w       *codec.Writer // encodes into buf
+	w       *stompcodec.Writer // encodes into buf
 	version string
 	server  string
 
@@ -129,18 +129,18 @@ func dial(ctx context.Context, u *URL, o Options) (*Conn, error) {
 }
 
 func handshake(nc net.Conn, u *URL, o Options) (*Conn, error) {
-	lim := codec.DefaultLimits()
+	lim := stompcodec.DefaultLimits()
 	lim.MaxFrameSize = o.MaxFrameSize
 	c := &Conn{
 		u:           u,
 		nc:          nc,
-		r:           codec.NewReader(nc, lim),
+		r:           stompcodec.NewReader(nc, lim),
 		in:          make(chan *frame.Frame, inCapacity),
 		dead:        make(chan struct{}),
 		quit:        make(chan struct{}),
 		outstanding: map[string]struct{}{},
 	}
-	c.w = codec.NewWriter(&c.buf, 4096)
+	c.w = stompcodec.NewWriter(&c.buf, 4096)
 	if u.WebSocket() {
 		c.w.SetFrameEOL(false) // one frame a message, ending at its NUL, as ActiveMQ's
 	}
@@ -169,8 +169,8 @@ func handshake(nc net.Conn, u *URL, o Options) (*Conn, error) {
 	default:
 		return nil, fmt.Errorf("%w: %s in answer to CONNECT", ErrProtocol, f.Command)
 	}
-	c.version = codec.V10
-	if v := f.Header.Get(frame.Version); v == codec.V11 || v == codec.V12 {
+	c.version = stompcodec.V10
+	if v := f.Header.Get(frame.Version); v == stompcodec.V11 || v == stompcodec.V12 {
 		c.version = v
 	}
 	c.server = f.Header.Get(frame.Server)
@@ -230,7 +230,7 @@ func (c *Conn) readLoop() {
 }
 
 func readError(err error) error {
-	var fe *codec.FrameError
+	var fe *stompcodec.FrameError
 	switch {
 	case errors.Is(err, io.EOF):
 		return fmt.Errorf("%w by the broker", ErrClosed)
@@ -455,9 +455,9 @@ func (c *Conn) Ack(ms ...*frame.Frame) error {
 // message-id and subscription before.
 func (c *Conn) ackFrame(m *frame.Frame) *frame.Frame {
 	switch c.version {
-	case codec.V12:
+	case stompcodec.V12:
 		return frame.New(frame.ACK, frame.Id, m.Header.Get(frame.Ack))
-	case codec.V11:
+	case stompcodec.V11:
 		return frame.New(frame.ACK, frame.MessageId, m.Header.Get(frame.MessageId), frame.Subscription, m.Header.Get(frame.Subscription))
 	}
 	return frame.New(frame.ACK, frame.MessageId, m.Header.Get(frame.MessageId))

@@ -12,15 +12,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/activemq-go/broker/transport/stomp/codec"
+	"github.com/activemq-go/broker/internal/stompcodec"
 )
 
 // peer is the server side of one connection of a fake broker.
 type peer struct {
 	t  *testing.T
 	nc net.Conn
-	r  *codec.Reader
-	w  *codec.Writer
+	r  *stompcodec.Reader
+	w  *stompcodec.Writer
 }
 
 func (p *peer) read() *frame.Frame {
@@ -68,7 +68,7 @@ func fakeBroker(t *testing.T, script func(p *peer)) (*URL, <-chan struct{}) {
 			return
 		}
 		defer nc.Close()
-		script(&peer{t: t, nc: nc, r: codec.NewReader(nc, codec.Limits{}), w: codec.NewWriter(nc, 0)})
+		script(&peer{t: t, nc: nc, r: stompcodec.NewReader(nc, stompcodec.Limits{}), w: stompcodec.NewWriter(nc, 0)})
 	}()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	return &URL{Scheme: SchemeSTOMP, Host: "127.0.0.1", Port: port, Login: "u", Passcode: "hunter2", HasLogin: true}, done
@@ -95,14 +95,14 @@ func ctxT(t *testing.T) context.Context {
 func TestConnect(t *testing.T) {
 	got := make(chan *frame.Frame, 1)
 	u, done := fakeBroker(t, func(p *peer) {
-		got <- p.accept(codec.V11)
+		got <- p.accept(stompcodec.V11)
 		f := p.read()
 		assert.Equal(t, frame.DISCONNECT, f.Command)
 		p.write(frame.RECEIPT, frame.ReceiptId, f.Header.Get(frame.Receipt))
 	})
 	c, err := Dial(ctxT(t), u, Options{ClientID: "tool"})
 	require.NoError(t, err)
-	assert.Equal(t, codec.V11, c.Version())
+	assert.Equal(t, stompcodec.V11, c.Version())
 	assert.Equal(t, "fake/1", c.Server())
 	f := <-got
 	assert.Equal(t, "u", f.Header.Get(frame.Login))
@@ -146,7 +146,7 @@ func TestConnectTimeout(t *testing.T) {
 func TestSendPipelinesReceipts(t *testing.T) {
 	const n = 50
 	u, done := fakeBroker(t, func(p *peer) {
-		p.accept(codec.V12)
+		p.accept(stompcodec.V12)
 		var ids []string
 		for range n {
 			f := p.read()
@@ -187,7 +187,7 @@ func TestSendPipelinesReceipts(t *testing.T) {
 func TestErrorOfSendWithoutReceipt(t *testing.T) {
 	refused := make(chan struct{})
 	u, _ := fakeBroker(t, func(p *peer) {
-		p.accept(codec.V12)
+		p.accept(stompcodec.V12)
 		p.read()
 		p.writeBody(frame.ERROR, []byte("detail"), frame.Message, "User u is not authorized to write to: queue://x")
 		close(refused)
@@ -211,7 +211,7 @@ func TestErrorOfSendWithoutReceipt(t *testing.T) {
 // TestSubscribeReceiveAck: MESSAGE frames that come before the SUBSCRIBE's receipt are
 // kept for Receive, in order; ACK names a message as the version says.
 func TestSubscribeReceiveAck(t *testing.T) {
-	for _, version := range []string{codec.V10, codec.V11, codec.V12} {
+	for _, version := range []string{stompcodec.V10, stompcodec.V11, stompcodec.V12} {
 		t.Run(version, func(t *testing.T) {
 			acks := make(chan *frame.Frame, 2)
 			u, done := fakeBroker(t, func(p *peer) {
@@ -251,9 +251,9 @@ func TestSubscribeReceiveAck(t *testing.T) {
 				s := strconv.Itoa(i)
 				assert.Equal(t, frame.ACK, a.Command)
 				switch version {
-				case codec.V12:
+				case stompcodec.V12:
 					assert.Equal(t, "a"+s, a.Header.Get(frame.Id))
-				case codec.V11:
+				case stompcodec.V11:
 					assert.Equal(t, "ID:"+s, a.Header.Get(frame.MessageId))
 					assert.Equal(t, "1", a.Header.Get(frame.Subscription))
 				default:
@@ -268,7 +268,7 @@ func TestSubscribeReceiveAck(t *testing.T) {
 // ErrClosed.
 func TestCloseInterruptsReceive(t *testing.T) {
 	u, _ := fakeBroker(t, func(p *peer) {
-		p.accept(codec.V12)
+		p.accept(stompcodec.V12)
 		_, _ = p.nc.Read(make([]byte, 1))
 	})
 	c, err := Dial(ctxT(t), u, Options{})
@@ -283,7 +283,7 @@ func TestCloseInterruptsReceive(t *testing.T) {
 
 // TestBrokerClosesConnection: the connection ending without an ERROR is ErrClosed.
 func TestBrokerClosesConnection(t *testing.T) {
-	u, _ := fakeBroker(t, func(p *peer) { p.accept(codec.V12) })
+	u, _ := fakeBroker(t, func(p *peer) { p.accept(stompcodec.V12) })
 	c, err := Dial(ctxT(t), u, Options{})
 	require.NoError(t, err)
 	_, err = c.Receive(ctxT(t))

@@ -16,7 +16,7 @@ import (
 	"github.com/activemq-go/broker/broker"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/selector"
-	"github.com/activemq-go/broker/transport/stomp/codec"
+	"github.com/activemq-go/broker/internal/stompcodec"
 )
 
 func protocolError(msg string) error { return &broker.Error{Message: msg, Fatal: true} }
@@ -97,11 +97,11 @@ func (s *session) reply(receipt string, err error) {
 
 func (s *session) onConnect(ctx context.Context, f *frame.Frame) {
 	defer s.connectedOnce.Do(func() { close(s.connected) })
-	version, err := codec.NegotiateVersion(f.Header.Get("accept-version"))
+	version, err := stompcodec.NegotiateVersion(f.Header.Get("accept-version"))
 	if err != nil {
-		ef := frame.New("ERROR", "version", codec.Supported, "content-type", "text/plain",
-			"message", "Supported protocol versions are "+codec.Supported)
-		ef.Body = []byte("Supported protocol versions are " + codec.Supported + "\n")
+		ef := frame.New("ERROR", "version", stompcodec.Supported, "content-type", "text/plain",
+			"message", "Supported protocol versions are "+stompcodec.Supported)
+		ef.Body = []byte("Supported protocol versions are " + stompcodec.Supported + "\n")
 		_ = s.w.WriteFrame(ef)
 		s.closing, s.fatal = true, true
 		return
@@ -255,7 +255,7 @@ func (s *session) onSubscribe(ctx context.Context, f *frame.Frame, receipt strin
 	}
 	id, ok := f.Header.Contains("id")
 	if !ok || id == "" {
-		if s.version != codec.V10 {
+		if s.version != stompcodec.V10 {
 			return requestError("SUBSCRIBE received without a subscription id")
 		}
 		id = destHdr
@@ -361,7 +361,7 @@ func boolHeader(f *frame.Frame, name string) (bool, error) {
 func (s *session) onUnsubscribe(ctx context.Context, f *frame.Frame, receipt string) error {
 	id, ok := f.Header.Contains("id")
 	if !ok || id == "" {
-		if s.version != codec.V10 {
+		if s.version != stompcodec.V10 {
 			return requestError("UNSUBSCRIBE received without a subscription id")
 		}
 		if id = f.Header.Get("destination"); id == "" {
@@ -424,12 +424,12 @@ func (s *session) onAck(ctx context.Context, f *frame.Frame, receipt string, ack
 	what := "ACK"
 	if !ack {
 		what = "NACK"
-		if s.version == codec.V10 {
+		if s.version == stompcodec.V10 {
 			return requestError("NACK received but connection is in v1.0 mode")
 		}
 	}
 	var ref broker.AckRef
-	if id, ok := f.Header.Contains("id"); ok && s.version == codec.V12 {
+	if id, ok := f.Header.Contains("id"); ok && s.version == stompcodec.V12 {
 		tag, err := strconv.ParseUint(id, 10, 64)
 		if err != nil {
 			return requestError("Unexpected " + what + " received for message-id [" + id + "]")
@@ -439,11 +439,11 @@ func (s *session) onAck(ctx context.Context, f *frame.Frame, receipt string, ack
 		ref.MessageID = f.Header.Get("message-id")
 		ref.SubID = f.Header.Get("subscription")
 		switch {
-		case ref.MessageID == "" && s.version == codec.V12:
+		case ref.MessageID == "" && s.version == stompcodec.V12:
 			return requestError(what + " received without an id header")
 		case ref.MessageID == "":
 			return requestError(what + " received without a message-id header")
-		case ref.SubID == "" && s.version == codec.V11:
+		case ref.SubID == "" && s.version == stompcodec.V11:
 			return requestError(what + " received without a subscription header")
 		}
 	}

@@ -7,15 +7,15 @@ import (
 
 	"github.com/activemq-go/broker/broker"
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/internal/stompcodec"
 	"github.com/activemq-go/broker/persistence/storetest"
-	"github.com/activemq-go/broker/transport/stomp/codec"
 )
 
 // BenchmarkWriteStreamMessage encodes the MESSAGE of a stream delivery as the session
 // does: the broker's headers, x-stream-*, four application headers, a 256-byte body.
 func BenchmarkWriteStreamMessage(b *testing.B) {
-	s := &session{w: codec.NewWriter(io.Discard, 0)}
-	s.w.SetVersion(codec.V12)
+	s := &session{w: stompcodec.NewWriter(io.Discard, 0)}
+	s.w.SetVersion(stompcodec.V12)
 	d := &broker.Delivery{
 		Sub:         &destinations.Consumer{ID: "sub-0", Mode: destinations.AckAuto},
 		Msg:         storetest.BenchMessage(),
@@ -33,8 +33,8 @@ func BenchmarkWriteStreamMessage(b *testing.B) {
 
 // BenchmarkMessageFromSend builds the stored message of a bench SEND.
 func BenchmarkMessageFromSend(b *testing.B) {
-	r := codec.NewReader(bytes.NewReader([]byte("SEND\ndestination:/topic/s.bench\ncontent-length:3\n"+
-		"bench-run:r-8f14e45fceea167a\nbench-p:0\nbench-seq:123456\nbench-ts:1700000000123456789\n\nabc\x00")), codec.Limits{})
+	r := stompcodec.NewReader(bytes.NewReader([]byte("SEND\ndestination:/topic/s.bench\ncontent-length:3\n"+
+		"bench-run:r-8f14e45fceea167a\nbench-p:0\nbench-seq:123456\nbench-ts:1700000000123456789\n\nabc\x00")), stompcodec.Limits{})
 	f, err := r.Read()
 	if err != nil {
 		b.Fatal(err)

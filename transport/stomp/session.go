@@ -1,9 +1,10 @@
 // Package stomp is the STOMP 1.0/1.1/1.2 session: it turns client frames into calls on a
-// broker.Conn and writes MESSAGE, RECEIPT and ERROR frames back. The frame codec is in
-// the codec sub-package; listening and connection limits are in package transport.
+// broker.Conn and writes MESSAGE, RECEIPT and ERROR frames back. The frame codec is the
+// leaf internal/stompcodec (the client tools use it too); listening and connection
+// limits are in package transport.
 //
 // Each connection has two goroutines: a reader that only parses frames (with the limits
-// enforced by codec.Reader), and the session's owner, which handles frames, writes
+// enforced by stompcodec.Reader), and the session's owner, which handles frames, writes
 // everything, and is the only goroutine that touches the session's state.
 //
 // Errors follow ActiveMQ (see the README): problems that break the protocol (a malformed
@@ -29,7 +30,7 @@ import (
 
 	"github.com/activemq-go/broker/broker"
 	"github.com/activemq-go/broker/destinations"
-	"github.com/activemq-go/broker/transport/stomp/codec"
+	"github.com/activemq-go/broker/internal/stompcodec"
 )
 
 // ServerName is sent in CONNECTED's server header.
@@ -37,7 +38,7 @@ const ServerName = "activemq-go/0.1"
 
 // Config holds a connector's per-connection settings.
 type Config struct {
-	Limits           codec.Limits
+	Limits           stompcodec.Limits
 	ConnectTimeout   time.Duration    // time allowed to send CONNECT; 0: 30s, negative: no limit
 	HeartBeatGrace   float64          // read timeout = client's beat interval × this; default 1.5
 	DefaultHeartBeat [2]time.Duration // used when CONNECT has no heart-beat header
@@ -89,8 +90,8 @@ type session struct {
 	b   *broker.Broker
 	log *slog.Logger
 
-	r *codec.Reader
-	w *codec.Writer
+	r *stompcodec.Reader
+	w *stompcodec.Writer
 
 	conn    *broker.Conn // nil until CONNECT
 	version string
@@ -155,9 +156,9 @@ func Serve(ctx context.Context, nc net.Conn, b *broker.Broker, cfg Config) {
 		nc:        nc,
 		b:         b,
 		log:       cfg.Logger.With(slog.String("remote", nc.RemoteAddr().String())),
-		r:         codec.NewReader(nc, cfg.Limits),
-		w:         codec.NewWriter(nc, 0),
-		version:   codec.V10,
+		r:         stompcodec.NewReader(nc, cfg.Limits),
+		w:         stompcodec.NewWriter(nc, 0),
+		version:   stompcodec.V10,
 		frames:    make(chan *frame.Frame, 64),
 		readErr:   make(chan error, 1),
 		connected: make(chan struct{}),
@@ -322,7 +323,7 @@ func (s *session) countRejected(ctx context.Context) {
 // readFailed turns a reader error into the right ending.
 func (s *session) readFailed(err error) {
 	s.lastReadErr = err
-	var fe *codec.FrameError
+	var fe *stompcodec.FrameError
 	var ne net.Error
 	switch {
 	case errors.Is(err, io.EOF):

@@ -15,9 +15,9 @@ import (
 
 	"github.com/activemq-go/broker/broker"
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/internal/stompcodec"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
-	"github.com/activemq-go/broker/transport/stomp/codec"
 )
 
 // deadlineConn records the read deadlines set on it and says when the first Read starts.
@@ -97,9 +97,9 @@ func TestBrowseWriteErrorEndsSession(t *testing.T) {
 		require.NoError(t, conn.Send(context.Background(), []destinations.Name{dest}, m, "", func(error) {}))
 	}
 	var logs bytes.Buffer
-	s := &session{cfg: Config{}.withDefaults(), w: codec.NewWriter(failingConn{}, 64), b: b, conn: conn,
-		version: codec.V12, log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
-	s.w.SetVersion(codec.V12)
+	s := &session{cfg: Config{}.withDefaults(), w: stompcodec.NewWriter(failingConn{}, 64), b: b, conn: conn,
+		version: stompcodec.V12, log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	s.w.SetVersion(stompcodec.V12)
 	require.NoError(t, s.browse(context.Background(), broker.SubscribeRequest{ID: "b", Dest: dest}, ""))
 	require.True(t, s.closing, "the session goes on after a failed write")
 	require.Contains(t, logs.String(), "write failed")

@@ -1,4 +1,4 @@
-// Package codec reads and writes STOMP 1.0, 1.1 and 1.2 frames on a byte stream.
+// Package stompcodec reads and writes STOMP 1.0, 1.1 and 1.2 frames on a byte stream.
 //
 // It is a leaf: frames in, frames out. It knows nothing about sessions, destinations or the
 // broker, and it uses go-stomp's frame.Frame and frame.Header only as the in-memory
@@ -69,4 +69,4 @@
 // Lines are read with bufio.Reader.ReadSlice, common command and header names are interned,
 // all header values of a frame share one string allocation (when the header block is small,
 // see Reader.Read), and a body with content-length is allocated once at its exact size.
-package codec
+package stompcodec

@@ -1,4 +1,4 @@
-package codec
+package stompcodec
 
 // Interning: the command and the names of common headers are looked up here so that reading
 // a typical frame does not allocate a string for them. A switch on string(b) does not
