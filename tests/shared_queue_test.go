@@ -32,17 +32,28 @@ func startSharedPair(t *testing.T) (n1, n2 *brokerProc) {
 	return ns[0], ns[1]
 }
 
+// shortLease are the jdbc settings of startSharedNodes: the short lease above.
+var shortLease = []string{"leaseTimeout: " + sharedLease.String(), "heartbeatPeriod: 300ms",
+	"reaperPeriod: " + sharedReaper.String()}
+
 // startSharedNodes starts count shared-mode brokers (n1, n2, ...) on a fresh database,
-// with the environment env.
+// with the short lease settings and the environment env.
 func startSharedNodes(t *testing.T, count int, env ...string) []*brokerProc {
+	t.Helper()
+	nodes, _ := startSharedNodesWith(t, count, shortLease, env...)
+	return nodes
+}
+
+// startSharedNodesWith is startSharedNodes with the jdbc settings jdbc (nil: the
+// defaults); it also returns the database's DSN.
+func startSharedNodesWith(t *testing.T, count int, jdbc []string, env ...string) ([]*brokerProc, string) {
 	t.Helper()
 	srv := pgtest.Shared(t)
 	dsn := srv.CreateDB(t, "shared")
 	nodes := make([]*brokerProc, count)
 	for i := range nodes {
 		nodes[i] = startBroker(t, brokerConfig{Adapter: jdbcAdapter(t, srv, dsn, 500*time.Millisecond,
-			"mode: shared", "nodeId: n"+strconv.Itoa(i+1), "leaseTimeout: "+sharedLease.String(),
-			"heartbeatPeriod: 300ms", "reaperPeriod: "+sharedReaper.String()), Env: env})
+			append([]string{"mode: shared", "nodeId: n" + strconv.Itoa(i+1)}, jdbc...)...), Env: env})
 	}
 	require.Contains(t, nodes[0].Log(), "shared queues: this node serves")
 	t.Cleanup(func() {
@@ -52,7 +63,7 @@ func startSharedNodes(t *testing.T, count int, env ...string) []*brokerProc {
 			}
 		}
 	})
-	return nodes
+	return nodes, dsn
 }
 
 // sharedSend sends n persistent messages "<prefix>-<i>" to dest with a receipt each

@@ -31,10 +31,12 @@ const (
 )
 
 // TestHelperProcess is the consumer node of TestCrashedProcess when the test binary
-// is started with PGSHARED_HELPER_DSN set: it claims batches, writes "C id
-// redeliveries" for each claimed message, acknowledges the batch, then writes "A id"
-// (or "L id" for a lost lease), until its stdin ends; then it closes the node. Run
-// normally, it returns at once.
+// is started with PGSHARED_HELPER_DSN set: once its node is open and listening it
+// writes "R 0"; it claims batches, writes "C id redeliveries" for each claimed
+// message, acknowledges the batch, then writes "A id" (or "L id" for a lost lease).
+// A line "hold" on its stdin parks it before its next claim (it writes "H 0" as it
+// parks) until a line "go"; the end of its stdin stops it once a claim comes back
+// empty, and it closes the node. Run normally, it returns at once.
 func TestHelperProcess(t *testing.T) {
 	dsn := os.Getenv(helperDSN)
 	if dsn == "" {
@@ -45,20 +47,79 @@ func TestHelperProcess(t *testing.T) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	stop := make(chan struct{})
+	if !n.WaitListening(context.Background()) {
+		os.Exit(2)
+	}
+	ctl := newControl()
 	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		close(stop)
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			switch sc.Text() {
+			case "hold":
+				ctl.hold()
+			case "go":
+				ctl.run()
+			}
+		}
+		ctl.end()
 	}()
-	os.Exit(consume(n, stop, os.Stdout, 20*time.Millisecond))
+	_, _ = io.WriteString(os.Stdout, "R 0\n")
+	os.Exit(consume(n, ctl, os.Stdout, 20*time.Millisecond))
 }
 
-// consume claims and acknowledges until stop, reporting to w; work is the time a
-// batch takes to process between its claim and its ack (the window a kill hits). It
-// returns the exit code.
-func consume(n *pgshared.Node, stop <-chan struct{}, w io.Writer, work time.Duration) int {
+// control steers a consumer: hold parks it before its next claim until run; end stops
+// it once a claim comes back empty.
+type control struct {
+	mu     sync.Mutex
+	resume chan struct{} // while held: closed by run
+	stop   chan struct{}
+	once   sync.Once
+}
+
+func newControl() *control { return &control{stop: make(chan struct{})} }
+
+func (c *control) hold() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.resume == nil {
+		c.resume = make(chan struct{})
+	}
+}
+
+func (c *control) run() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.resume != nil {
+		close(c.resume)
+		c.resume = nil
+	}
+}
+
+func (c *control) end() { c.once.Do(func() { close(c.stop) }) }
+
+// park waits while the consumer is held, after writing "H 0" to w.
+func (c *control) park(w io.Writer) {
+	c.mu.Lock()
+	resume := c.resume
+	c.mu.Unlock()
+	if resume == nil {
+		return
+	}
+	_, _ = io.WriteString(w, "H 0\n")
+	select {
+	case <-resume:
+	case <-c.stop:
+	}
+}
+
+// consume claims and acknowledges as ctl says, reporting to w; work is the time a
+// batch takes to process between its claim and its ack (the window a kill hits). An
+// empty claim waits for a notification (a poll at the latest). It returns the exit
+// code.
+func consume(n *pgshared.Node, ctl *control, w io.Writer, work time.Duration) int {
 	ctx := context.Background()
 	for {
+		ctl.park(w)
 		cs, err := n.Claim(ctx, helperQueue, helperBatch)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -66,7 +127,7 @@ func consume(n *pgshared.Node, stop <-chan struct{}, w io.Writer, work time.Dura
 		}
 		if len(cs) == 0 {
 			select {
-			case <-stop:
+			case <-ctl.stop:
 				if err := n.Close(); err != nil {
 					fmt.Fprintln(os.Stderr, err)
 					return 4
@@ -110,6 +171,8 @@ type ledger struct {
 	claimAt map[int64]time.Time      // last claim of id
 	acked   map[int64][]string       // id -> consumers that acknowledged it
 	lost    []string
+	marks   map[int]chan struct{}    // closed once that many messages are acknowledged
+	reports map[string]chan struct{} // "R p1", "H p2": closed at that report
 
 	// fire is closed when victim reports a claim once killAt messages are
 	// acknowledged: the moment to kill it, with a batch in flight.
@@ -121,7 +184,39 @@ type ledger struct {
 
 func newLedger(victim string, killAt int) *ledger {
 	return &ledger{claimed: map[string]map[int64]int{}, claimAt: map[int64]time.Time{}, acked: map[int64][]string{},
+		marks: map[int]chan struct{}{}, reports: map[string]chan struct{}{},
 		victim: victim, killAt: killAt, fire: make(chan struct{})}
+}
+
+// acks returns a channel closed once n messages are acknowledged.
+func (l *ledger) acks(n int) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ch := l.marks[n]
+	if ch == nil {
+		ch = make(chan struct{})
+		l.marks[n] = ch
+		if len(l.acked) >= n {
+			close(ch)
+		}
+	}
+	return ch
+}
+
+// report returns a channel closed once who reported tag ("R" ready, "H" held).
+func (l *ledger) report(who, tag string) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reportLocked(tag + " " + who)
+}
+
+func (l *ledger) reportLocked(key string) chan struct{} {
+	ch := l.reports[key]
+	if ch == nil {
+		ch = make(chan struct{})
+		l.reports[key] = ch
+	}
+	return ch
 }
 
 func (l *ledger) Write(who string, line string) {
@@ -142,8 +237,28 @@ func (l *ledger) Write(who string, line string) {
 		}
 	case "A":
 		l.acked[id] = append(l.acked[id], who)
+		if ch := l.marks[len(l.acked)]; ch != nil && len(l.acked[id]) == 1 {
+			close(ch)
+		}
 	case "L":
 		l.lost = append(l.lost, fmt.Sprintf("%s %d", who, id))
+	case "R", "H":
+		ch := l.reportLocked(f[0] + " " + who)
+		select {
+		case <-ch:
+		default:
+			close(ch)
+		}
+	}
+}
+
+// await fails the test unless ch is closed within a minute.
+func await(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(time.Minute):
+		t.Fatalf("not within a minute: %s", what)
 	}
 }
 
@@ -161,8 +276,10 @@ func (w lineWriter) Write(p []byte) (int, error) {
 }
 
 // TestCrashedProcess runs two consumer nodes as processes of their own and one in
-// this process while two producers send; with kill, the first process is killed -9
-// as it reports a claim once a quarter of the messages are acknowledged. In the end every message sent is
+// this process while two producers send, once both processes listen; with kill, the
+// first process is killed -9 as it reports a claim once a quarter of the messages are
+// acknowledged (the other consumers park on the way there, so that it must come), and
+// the others go on. In the end every message sent is
 // acknowledged exactly once, redelivered messages are only ones that were in flight
 // on the killed process, and those reach a survivor within the lease timeout and a
 // reaper period. Without kill, nothing is redelivered.
@@ -207,10 +324,13 @@ func crashRun(t *testing.T, kill bool) {
 		return p
 	}
 	victim, other := start("p1"), start("p2")
+	for _, who := range []string{"p1", "p2"} {
+		await(t, led.report(who, "R"), who+" started")
+	}
 
-	stopLocal := make(chan struct{})
+	ctl := newControl()
 	localDone := make(chan int, 1)
-	go func() { localDone <- consume(local, stopLocal, lineWriter{l: led, who: "local"}, 0) }()
+	go func() { localDone <- consume(local, ctl, lineWriter{l: led, who: "local"}, 0) }()
 
 	var (
 		sentMu sync.Mutex
@@ -244,14 +364,24 @@ func crashRun(t *testing.T, kill bool) {
 		held     []int64 // the victim's leases in the table when it died
 	)
 	if kill {
-		select {
-		case <-led.fire:
-		case <-time.After(60 * time.Second):
-			t.Fatal("p1 claimed nothing after a quarter was acknowledged")
-		}
+		// The kill point is reached whatever the consumers' speeds: from an eighth
+		// acknowledged, p2 is parked (local waits until it is), and from a quarter
+		// local is too, so that p1 alone claims what is left until it is killed.
+		await(t, led.acks(total/8), "an eighth acknowledged")
+		ctl.hold()
+		_, err := io.WriteString(other.stdin, "hold\n")
+		require.NoError(t, err)
+		await(t, led.report("p2", "H"), "p2 parked")
+		ctl.run()
+		await(t, led.acks(total/4), "a quarter acknowledged")
+		ctl.hold()
+		await(t, led.fire, "p1 claimed after a quarter was acknowledged")
 		require.NoError(t, victim.cmd.Process.Kill())
 		killedAt = time.Now()
 		<-victim.done
+		ctl.run()
+		_, err = io.WriteString(other.stdin, "go\n")
+		require.NoError(t, err)
 		// Well within the lease timeout: the reaper has not returned them yet.
 		msgsTable, _ := local.Tables()
 		conn, err := pgx.Connect(ctx, dsn)
@@ -269,7 +399,7 @@ func crashRun(t *testing.T, kill bool) {
 	})
 	require.NoError(t, other.stdin.Close())
 	require.NoError(t, <-other.done, "p2 exits cleanly")
-	close(stopLocal)
+	ctl.end()
 	require.Zero(t, <-localDone)
 	if !kill {
 		require.NoError(t, victim.stdin.Close())

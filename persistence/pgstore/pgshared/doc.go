@@ -159,10 +159,20 @@
 //
 // The listener holds a connection of its own (outside the pool, with the pool's
 // settings) and reconnects, pausing from PollInterval up to 5s. Notifications yields
-// the destination names, and "" when the node may have missed some: on every
-// (re)connection, every PollInterval while LISTEN is down or DisableListen is set, and
-// after the channel (1024 entries) overflowed. A lost notification therefore delays,
-// never strands, a message.
+// the destination names, and "" (try every queue): on every (re)connection, after the
+// channel (1024 entries) overflowed, and every PollInterval whether LISTEN is up or not.
+//
+// Notifications are a shortcut, never the only way a node learns of work: a
+// notification can be lost (LISTEN down or reconnecting, the channel full), and a
+// claim can come back short although messages are available, when another
+// transaction held their rows (SKIP LOCKED) and then let them go without taking them
+// (a claim rolled back: its node killed or its statement cancelled) -- no notification
+// follows that. The poll bounds both: a node whose queue has room claims within
+// PollInterval (plus the claim itself) of a message being available to it, and a dead
+// node's leases are claimed on a survivor with room within LeaseTimeout +
+// ReaperPeriod + PollInterval of its last heartbeat, with or without NOTIFY. The cost
+// is one "" per node per PollInterval, so one claim per queue with idle room per
+// PollInterval; a queue without consumers or without room does not claim.
 //
 // # Topics and durable subscriptions
 //
@@ -218,7 +228,8 @@
 //     back counted redelivered (they may have reached a consumer).
 //   - A queue with consumers that have room (prefetch) calls Claim(dest, room) and
 //     dispatches what it gets; it claims again when room frees up and on a
-//     notification for its destination or "", and never holds more leases than its
+//     notification for its destination or "" (after a claim that came back short,
+//     that is the wait: at most PollInterval), and never holds more leases than its
 //     consumers' prefetch allows. One Claim of a queue at a time per node (a
 //     group's order depends on it). Messages with a Group go to the consumer the
 //     queue picked for that group, as today; when that consumer goes (or

@@ -15,10 +15,14 @@ const maxListenRetry = 5 * time.Second
 
 // Notifications returns the channel of destinations that may have messages to claim:
 // a destination's name after a Send to it, a Release, or leases the reaper returned
-// there (by any node); "" when the node may have missed notifications (LISTEN not
-// established, reconnected, or this channel full) and every queue with idle consumers
-// should be tried. While LISTEN is down or DisableListen is set, "" comes every
-// PollInterval. Values are dropped rather than block (a drop owes a ""); the channel
+// there (by any node); and "" (try every queue with idle consumers) every
+// PollInterval, LISTEN or not, and at once when the node may have missed
+// notifications (LISTEN established or reestablished, this channel full). A claim
+// that came back short does not prove the queue empty: rows another transaction held
+// (SKIP LOCKED) come back without a notification when it does not take them. So a
+// queue that claims on each value, as the package comment says, claims within
+// PollInterval of a message being available to it whatever became of the
+// notifications. Values are dropped rather than block (a drop owes a ""); the channel
 // is closed by Close.
 func (n *Node) Notifications() <-chan string { return n.notes }
 
@@ -65,13 +69,11 @@ func (n *Node) payOwed() {
 	}
 }
 
-// pollTick runs every PollInterval: "" while LISTEN is not active, else the "" owed.
+// pollTick runs every PollInterval: "", LISTEN or not (see Notifications). A "" owed
+// since a drop is paid by it too.
 func (n *Node) pollTick() {
-	if !n.listening.Load() {
-		n.sendAll()
-		return
-	}
-	n.payOwed()
+	n.overflow.Store(false)
+	n.sendAll()
 }
 
 // listenLoop holds a connection of its own (outside the pool) with LISTEN on the

@@ -151,7 +151,7 @@ func TestNotifyWakesIdleNode(t *testing.T) {
 	drain(a)
 	_, err = b.Release(context.Background(), leases(cs), true)
 	require.NoError(t, err)
-	require.Equal(t, "queue://WAKE", next(t, a, 5*time.Second), "a release notifies too")
+	require.Equal(t, "queue://WAKE", nextDest(t, a, 5*time.Second), "a release notifies too")
 }
 
 func TestPollingWhenListenIsOff(t *testing.T) {
@@ -171,6 +171,41 @@ func TestPollingWhenListenIsOff(t *testing.T) {
 	require.Len(t, cs, 1)
 }
 
+// TestClaimNeverWaitsOnANotification: b's claim comes back empty because another
+// transaction holds the rows (SKIP LOCKED), as a claim that is then rolled back does;
+// the rows come back without a notification. With LISTEN up, b is still told to try
+// again ("") within PollInterval, and its claim then takes them.
+func TestClaimNeverWaitsOnANotification(t *testing.T) {
+	dsn, nodes := openNodes(t, "a", "b")
+	a, b := nodes[0], nodes[1]
+	waitFor(t, 5*time.Second, "b listens", b.Listening)
+	const q = "queue://HELD"
+	ctx := context.Background()
+	send(t, a, q, 0, 3)
+	require.Equal(t, q, nextDest(t, b, 5*time.Second))
+
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	msgs, _ := a.Tables()
+	_, err = tx.Exec(ctx, "SELECT ID FROM "+msgs+" WHERE CONTAINER = $1 FOR UPDATE", q)
+	require.NoError(t, err)
+	cs, err := b.Claim(ctx, q, 10)
+	require.NoError(t, err)
+	require.Empty(t, cs, "the rows are held by another transaction")
+	drain(b)
+	require.NoError(t, tx.Rollback(ctx)) // no NOTIFY
+
+	// The wait is bounded by PollInterval; the deadline gives a busy machine 10 of them.
+	require.Equal(t, "", next(t, b, 10*testPoll), "a poll comes although LISTEN is up")
+	cs, err = b.Claim(ctx, q, 10)
+	require.NoError(t, err)
+	require.Len(t, cs, 3)
+	require.True(t, b.Listening())
+}
+
 func drain(n *pgshared.Node) {
 	for {
 		select {
@@ -181,8 +216,8 @@ func drain(n *pgshared.Node) {
 	}
 }
 
-// next returns the next notification that is not "", or "" (a poll tick) if one comes
-// first, failing the test after within.
+// next returns the next notification, "" (a poll) included, failing the test after
+// within.
 func next(t *testing.T, n *pgshared.Node, within time.Duration) string {
 	t.Helper()
 	select {
@@ -191,6 +226,18 @@ func next(t *testing.T, n *pgshared.Node, within time.Duration) string {
 	case <-time.After(within):
 		t.Fatal("no notification")
 		return ""
+	}
+}
+
+// nextDest returns the next notification that names a destination, passing the polls
+// (""), failing the test after within.
+func nextDest(t *testing.T, n *pgshared.Node, within time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		if d := next(t, n, time.Until(deadline)); d != "" {
+			return d
+		}
 	}
 }
 
@@ -217,12 +264,7 @@ func TestListenerReconnects(t *testing.T) {
 	})
 	drain(a)
 	send(t, a, "queue://AGAIN", 0, 1)
-	for {
-		if d := next(t, a, 5*time.Second); d != "" {
-			require.Equal(t, "queue://AGAIN", d)
-			break
-		}
-	}
+	require.Equal(t, "queue://AGAIN", nextDest(t, a, 5*time.Second))
 }
 
 func TestNodeLostWhileDatabaseDown(t *testing.T) {
@@ -238,8 +280,9 @@ func TestNodeLostWhileDatabaseDown(t *testing.T) {
 }
 
 func TestNotificationsOverflowOwesAPoll(t *testing.T) {
-	_, nodes := openNodes(t, "a")
-	a := nodes[0]
+	o := testOptions(newDB(t), "a")
+	o.PollInterval = time.Hour // only the debt sends ""
+	a := openNode(t, o)
 	waitFor(t, 5*time.Second, "a listens", a.Listening)
 	const sends = 1100 // more than the channel holds
 	for i := range sends {

@@ -61,8 +61,9 @@ type Options struct {
 	HeartbeatPeriod time.Duration
 	// ReaperPeriod is how often a node tries to be, or acts as, the reaper (default 5s).
 	ReaperPeriod time.Duration
-	// PollInterval is how often Notifications reports "" (look at every queue) while
-	// LISTEN is unavailable or DisableListen is set (default 1s).
+	// PollInterval is how often Notifications reports "" (look at every queue), with
+	// LISTEN or without (default 1s): the longest a queue with room goes without
+	// claiming a message available to it when no notification reached it.
 	PollInterval time.Duration
 	// DisableListen turns LISTEN/NOTIFY off on this node: it finds new messages by
 	// polling only (for connection poolers in transaction mode, which lose LISTEN).
