@@ -32,11 +32,16 @@ var allowed = map[string][]string{
 	// listed before "persistence", whose sub-packages permitted refuses.
 	// Neither it nor any adapter may import config (viper, yaml, fsnotify): an adapter
 	// parses its own block of options with internal/setting.
-	"persistence/internal":  {"persistence/internal", "persistence", "internal/setting"},
-	"persistence/memstore":  {"persistence/internal", "persistence"},
-	"persistence/journal":   {"persistence/internal", "persistence", "internal/vfs", "internal/setting"},
-	"persistence/boltstore": {"persistence/internal", "persistence", "internal/setting"},
-	"persistence/pgstore":   {"persistence/internal", "persistence", "internal/setting"},
+	"persistence/internal": {"persistence/internal", "persistence", "internal/setting"},
+	// logshell/shelltest, the log-structured adapters' shared test code (only tests
+	// import it), opens stores on internal/vfs's memory file system, runs the storetest
+	// suite and takes the memory store as its oracle (listed before "persistence", whose
+	// sub-packages permitted refuses).
+	"persistence/internal/logshell/shelltest": {"persistence/storetest", "persistence/memstore", "persistence/internal", "persistence", "internal/vfs", "internal/setting"},
+	"persistence/memstore":                    {"persistence/internal", "persistence"},
+	"persistence/journal":                     {"persistence/internal", "persistence", "internal/vfs", "internal/setting"},
+	"persistence/boltstore":                   {"persistence/internal", "persistence", "internal/setting"},
+	"persistence/pgstore":                     {"persistence/internal", "persistence", "internal/setting"},
 	// pgstore/pgshared, the jdbc adapter's shared queues (several nodes over one
 	// database), stores messages in pgstore's encoding and opens its pool with
 	// pgstore's URL handling; nothing above persistence.
@@ -249,8 +254,8 @@ var configLibraries = []func(path string) bool{
 // persistence/ but storetest, kafkalog, internal/vfs, internal/setting) depends,
 // directly or not, on config or the libraries behind it: an adapter embedded in another
 // program must not drag in viper, fsnotify and a YAML parser to read its own few
-// options. storetest is left out: only tests import it, and testify links a YAML
-// package.
+// options. storetest and logshell/shelltest are left out: only tests import them, and
+// testify links a YAML package.
 func TestStoresLinkNoConfigLibraries(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`,
 		module+"/persistence/...", module+"/kafkalog/...", module+"/internal/vfs", module+"/internal/setting").Output()
@@ -264,8 +269,8 @@ func TestStoresLinkNoConfigLibraries(t *testing.T) {
 			continue
 		}
 		pkg := strings.TrimPrefix(fields[0], module+"/")
-		if pkg == "persistence/storetest" {
-			continue
+		if pkg == "persistence/storetest" || pkg == "persistence/internal/logshell/shelltest" {
+			continue // only tests import them
 		}
 		if _, ok := adapters[strings.TrimPrefix(pkg, "persistence/")]; ok {
 			adapters[strings.TrimPrefix(pkg, "persistence/")] = true

@@ -109,8 +109,8 @@ type subSnap struct {
 // entries (24 bytes each) and the subscriptions' pending sets (a bit a seq of their
 // range, 8 bytes a seq far from it).
 func (s *Store) snapshot() *snapshot {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.shell.Mu.RLock()
+	defer s.shell.Mu.RUnlock()
 	snap := &snapshot{pos: s.idx.applied, dests: make([]destSnap, 0, len(s.idx.dests))}
 	for _, d := range s.idx.dests {
 		ds := destSnap{name: d.name, added: d.added, lastSeq: d.lastSeq, curSeg: d.curSeg, curMax: d.curMax,
@@ -176,7 +176,7 @@ func (s *Store) checkpoint(barrier bool) error {
 		return nil // nothing changed (an older version's checkpoint is rewritten)
 	}
 	if barrier {
-		if err := s.w.barrier(); err != nil {
+		if err := s.shell.Barrier(); err != nil {
 			return err
 		}
 	}
@@ -209,7 +209,7 @@ func (s *Store) deleteDead(snap *snapshot) error {
 	pinned := snap.pinned()
 	s.segs.mu.Lock()
 	defer s.segs.mu.Unlock()
-	s.mu.Lock()
+	s.shell.Mu.Lock()
 	var dead []uint32
 	for _, id := range s.segs.ids() {
 		if id >= limit {
@@ -221,7 +221,7 @@ func (s *Store) deleteDead(snap *snapshot) error {
 		dead = append(dead, id)
 		delete(s.idx.live, id)
 	}
-	s.mu.Unlock()
+	s.shell.Mu.Unlock()
 	if len(dead) == 0 {
 		return nil
 	}

@@ -35,7 +35,7 @@ func TestCheckpointV1Loads(t *testing.T) {
 			dir := copyFixture(t, filepath.Join("testdata", "ckpt-v1", name))
 			o := Options{Dir: dir, MaxFileLength: MinFileLength * 4, CheckpointInterval: -1, CleanupInterval: -1, Logger: quietLog}
 			s := mustOpen(t, o)
-			require.Equal(t, string(want), dump(t, s), "state loaded from the version 1 checkpoint")
+			require.Equal(t, string(want), fixtureDump(t, s), "state loaded from the version 1 checkpoint")
 			inExt, inLog := int64(0), 0
 			for _, d := range s.idx.dests {
 				for _, e := range d.ext {
@@ -52,15 +52,15 @@ func TestCheckpointV1Loads(t *testing.T) {
 			h, err := os.ReadFile(s.Recovery().Checkpoint)
 			require.NoError(t, err)
 			require.Equal(t, uint32(ckptVersion), binary.LittleEndian.Uint32(h[8:]), "Close wrote the current version")
-			require.Equal(t, string(want), dump(t, s), "state loaded from the rewritten checkpoint")
+			require.Equal(t, string(want), fixtureDump(t, s), "state loaded from the rewritten checkpoint")
 			// An ack of a seq that is not stored changes nothing.
 			b := s.Begin()
 			b.Ack("queue://a", 1<<40)
 			require.NoError(t, b.Commit(t.Context(), persistence.Sync))
-			require.Equal(t, string(want), dump(t, s))
+			require.Equal(t, string(want), fixtureDump(t, s))
 			require.NoError(t, s.Close())
 			s = mustOpen(t, o)
-			require.Equal(t, string(want), dump(t, s), "after an ack of nothing")
+			require.Equal(t, string(want), fixtureDump(t, s), "after an ack of nothing")
 			require.NoError(t, s.Close())
 		})
 	}
@@ -105,7 +105,7 @@ func TestCheckpointV2VariedLoads(t *testing.T) {
 	s := mustOpen(t, o)
 	require.EqualValues(t, ckptVersionV2, s.ckpts[len(s.ckpts)-1].version)
 	require.Equal(t, 0, s.Recovery().ReplayedRecords)
-	require.Equal(t, string(want), dump(t, s)+liveDump(s), "state loaded from the version 2 checkpoint")
+	require.Equal(t, string(want), fixtureDump(t, s)+liveDump(s), "state loaded from the version 2 checkpoint")
 	inExt := int64(0)
 	for _, d := range s.idx.dests {
 		for _, e := range d.ext {
@@ -381,8 +381,8 @@ func TestCheckpointV2Loads(t *testing.T) {
 				Logger: quietLog, spillMin: 4}
 			s := mustOpen(t, o)
 			counts := func() (logged, inRuns int64) {
-				s.mu.RLock()
-				defer s.mu.RUnlock()
+				s.shell.Mu.RLock()
+				defer s.shell.Mu.RUnlock()
 				for _, d := range s.idx.dests {
 					logged += int64(d.log.Len())
 					for _, r := range d.runs {
@@ -391,7 +391,7 @@ func TestCheckpointV2Loads(t *testing.T) {
 				}
 				return logged, inRuns
 			}
-			require.Equal(t, string(want), dump(t, s), "state loaded from the version 2 checkpoint")
+			require.Equal(t, string(want), fixtureDump(t, s), "state loaded from the version 2 checkpoint")
 			logged, inRuns := counts()
 			require.Positive(t, logged, "a version 2 checkpoint's logs load into memory")
 			require.Zero(t, inRuns)
@@ -399,7 +399,7 @@ func TestCheckpointV2Loads(t *testing.T) {
 			logged2, inRuns := counts()
 			t.Logf("logs: %d messages before the checkpoint, %d after; %d in runs", logged, logged2, inRuns)
 			require.Positive(t, inRuns, "the checkpoint spilled the logs' messages of sealed segments")
-			require.Equal(t, string(want), dump(t, s), "after the spill")
+			require.Equal(t, string(want), fixtureDump(t, s), "after the spill")
 			require.NoError(t, s.Close())
 
 			s = mustOpen(t, o)
@@ -407,7 +407,7 @@ func TestCheckpointV2Loads(t *testing.T) {
 			h, err := os.ReadFile(s.Recovery().Checkpoint)
 			require.NoError(t, err)
 			require.Equal(t, uint32(ckptVersion), binary.LittleEndian.Uint32(h[8:]), "Close wrote version 3")
-			require.Equal(t, string(want), dump(t, s), "state loaded from the version 3 checkpoint")
+			require.Equal(t, string(want), fixtureDump(t, s), "state loaded from the version 3 checkpoint")
 			_, inRuns = counts()
 			require.Positive(t, inRuns)
 			require.NoError(t, s.Close())

@@ -106,7 +106,7 @@ func (s *Store) moveForward(items []compactItem) (int, error) {
 		for _, it := range chunk {
 			locs = append(locs, it.l)
 		}
-		b := s.newBatch()
+		b := s.shell.NewBatch()
 		s.segs.mu.RLock()
 		var errs []error
 		buf, raws, errs = s.segs.readLocs(locs, buf, raws)
@@ -122,7 +122,7 @@ func (s *Store) moveForward(items []compactItem) (int, error) {
 				s.logCorruptOnce(it.dest, it.seq, it.l, err)
 				continue
 			}
-			b.move(it.dest, it.seq, it.l, raws[i])
+			recordMove(b, it.dest, it.seq, it.l, raws[i])
 		}
 		s.segs.mu.RUnlock()
 		if b.Len() == 0 {
@@ -206,9 +206,9 @@ type compactRun struct {
 // their messages: those of logs with their places, those of extents to be located,
 // the runs to be read.
 func (s *Store) compactChoose(limit uint32) ([]compactItem, []compactExtent, []compactRun) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
+	s.shell.Mu.RLock()
+	defer s.shell.Mu.RUnlock()
+	if s.shell.Closed {
 		return nil, nil, nil
 	}
 	chosen := make(map[uint32]bool)

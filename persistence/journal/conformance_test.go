@@ -1,44 +1,28 @@
 package journal_test
 
 import (
-	"io"
-	"log/slog"
+	"context"
 	"testing"
 
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/logshell/shelltest"
 	"github.com/activemq-go/broker/persistence/journal"
 	"github.com/activemq-go/broker/persistence/storetest"
 )
 
 // quiet discards the store's logs in tests.
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = shelltest.Quiet
 
-// osHarness opens the store in a fresh temporary directory on the real file system.
-func osHarness(t testing.TB) func() (persistence.Store, error) {
-	dir := t.TempDir()
-	return func() (persistence.Store, error) {
-		return journal.Open(t.Context(), journal.Options{Dir: dir, Logger: quiet})
+// openStore opens the journal in dir: with the defaults on the real file system (fs
+// nil), with small segments on fs, so the suite crosses segment boundaries.
+func openStore(ctx context.Context, dir string, fs vfs.FS) (persistence.Store, error) {
+	if fs == nil {
+		return journal.Open(ctx, journal.Options{Dir: dir, Logger: quiet})
 	}
+	return journal.Open(ctx, journal.Options{Dir: dir, FS: fs, MaxFileLength: 64 << 10, Logger: quiet})
 }
 
-// memHarness opens the store on an in-memory file system, with small segments so the
-// suite crosses segment boundaries.
-func memHarness(t testing.TB) func() (persistence.Store, error) {
-	fs := vfs.NewMem()
-	return func() (persistence.Store, error) {
-		return journal.Open(t.Context(), journal.Options{Dir: "/data/kahadb", FS: fs, MaxFileLength: 64 << 10, Logger: quiet})
-	}
-}
+func TestConformance(t *testing.T) { shelltest.Conformance(t, openStore, "/data/kahadb") }
 
-func TestConformanceOS(t *testing.T) {
-	storetest.Run(t, osHarness, storetest.Features{Durable: true})
-}
-
-func TestConformanceMem(t *testing.T) {
-	storetest.Run(t, memHarness, storetest.Features{Durable: true})
-}
-
-func BenchmarkStore(b *testing.B) {
-	storetest.RunBenchmarks(b, osHarness)
-}
+func BenchmarkStore(b *testing.B) { storetest.RunBenchmarks(b, shelltest.OSHarness(openStore)) }

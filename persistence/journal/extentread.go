@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+
+	"github.com/activemq-go/broker/persistence/internal/batchrec"
 )
 
 // readChunk is how much a recordReader reads from a segment at a time.
@@ -166,7 +168,7 @@ func eachMessage(payload []byte, from int, idx uint32, fn func(dest []byte, seq 
 	i := idx
 	for ; i < n && !d.bad; i++ {
 		switch kind := opKind(d.byte()); kind {
-		case opAdd, opMove:
+		case batchrec.OpAdd, opMove:
 			if kind == opMove {
 				d.take(8) // old segment and offset
 			}
@@ -182,23 +184,23 @@ func eachMessage(payload []byte, from int, idx uint32, fn func(dest []byte, seq 
 			if !md.bad && !fn(dest, seq, uint32(frameHeaderSize+off), size) {
 				return d.off, i + 1
 			}
-		case opAck:
+		case batchrec.OpAck:
 			d.bytes()
 			d.uvarint()
-		case opAckSub:
+		case batchrec.OpAckSub:
 			d.bytes()
 			d.bytes()
 			d.uvarint()
-		case opAddSub:
+		case batchrec.OpAddSub:
 			d.bytes()
 			d.bytes()
 			d.bytes()
 			d.bytes()
 			d.varint()
-		case opRemoveSub:
+		case batchrec.OpRemoveSub:
 			d.bytes()
 			d.bytes()
-		case opPurge:
+		case batchrec.OpPurge:
 			d.bytes()
 		default:
 			return d.off, i

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/batchrec"
 )
 
 // TestScanLargeRecords scans a queue stored in batches of 1000 messages (records of
@@ -62,14 +63,14 @@ func TestDrainVariedSizes(t *testing.T) {
 	var body int64
 	for seq := uint64(1); seq <= n; seq++ {
 		l := loc{seg: 1 + uint32(seq/50_000), off: uint32(16 + seq*64), n: uint32(40 + seq%97), body: uint32(10 + seq%97)}
-		x.apply(&op{kind: opAdd, dest: "queue://v", seq: seq, loc: l, msgOff: 16})
+		x.apply(&op{kind: batchrec.OpAdd, dest: "queue://v", seq: seq, loc: l, msgOff: 16})
 		body += int64(l.body)
 	}
 	d := x.dests["queue://v"]
 	require.Len(t, d.ext, 5)
 	require.Equal(t, body, d.bytes)
 	for seq := uint64(1); seq <= n; seq++ {
-		x.apply(&op{kind: opAck, dest: "queue://v", seq: seq})
+		x.apply(&op{kind: batchrec.OpAck, dest: "queue://v", seq: seq})
 		body -= int64(10 + seq%97)
 		if seq%10_007 == 0 {
 			require.Equal(t, body, d.bytes)

@@ -1,10 +1,7 @@
 package journal
 
 import (
-	"cmp"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -14,10 +11,10 @@ import (
 
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
-	"github.com/activemq-go/broker/persistence/memstore"
+	"github.com/activemq-go/broker/persistence/internal/logshell/shelltest"
 )
 
-var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quietLog = shelltest.Quiet
 
 const testDir = "/data/kahadb"
 
@@ -39,42 +36,32 @@ func mustOpen(t testing.TB, o Options) *Store {
 }
 
 // dump renders everything a store holds, canonically, for comparing stores.
-func dump(t testing.TB, s persistence.Store) string {
+func dump(t testing.TB, s persistence.Store) string { return shelltest.Dump(t, s) }
+
+// fixtureDump is dump as the builds that wrote testdata's .dump files rendered it.
+func fixtureDump(t testing.TB, s persistence.Store) string {
 	t.Helper()
 	rec, err := s.Recover(t.Context())
 	require.NoError(t, err)
 	var b strings.Builder
 	for _, d := range rec.Destinations {
 		fmt.Fprintf(&b, "dest %s last=%d msgs=%d bytes=%d\n", d.Name, d.LastSeq, d.Msgs, d.Bytes)
-		err := s.Scan(t.Context(), d.Name, 0, 0, func(m *persistence.Message) error {
-			subs := slices.Clone(m.Subs)
-			slices.SortFunc(subs, func(a, b persistence.SubKey) int {
-				return cmp.Or(cmp.Compare(a.ClientID, b.ClientID), cmp.Compare(a.Name, b.Name))
-			})
+		require.NoError(t, s.Scan(t.Context(), d.Name, 0, 0, func(m *persistence.Message) error {
+			subs := slices.SortedFunc(slices.Values(m.Subs), shelltest.CompareKeys)
 			fmt.Fprintf(&b, "  %d id=%s prio=%d red=%d h=%q body=%x subs=%v\n",
 				m.Seq, m.ID, m.Priority, m.RedeliveryCount, m.Headers, m.Body, subs)
 			return nil
-		})
-		require.NoError(t, err)
+		}))
 	}
 	for _, sub := range rec.Subs {
-		var seqs []uint64
-		err := s.ScanSub(t.Context(), sub.Key, 0, 0, func(m *persistence.Message) error {
-			seqs = append(seqs, m.Seq)
-			return nil
-		})
-		require.NoError(t, err)
-		fmt.Fprintf(&b, "sub %v on %s sel=%q pending=%v\n", sub.Key, sub.Dest, sub.Selector, seqs)
+		fmt.Fprintf(&b, "sub %v on %s sel=%q pending=%v\n", sub.Key, sub.Dest, sub.Selector, shelltest.Pending(t, s, sub.Key))
 	}
 	return b.String()
 }
 
 // workload is a deterministic sequence of batches, with the state a correct store holds
-// after each prefix of it: dumps[k] is the state after steps[:k].
-type workload struct {
-	steps []func(b persistence.Batch)
-	dumps []string
-}
+// after each prefix of it.
+type workload = shelltest.Workload
 
 var (
 	subA = persistence.SubKey{ClientID: "c1", Name: "a"}
@@ -107,32 +94,13 @@ func wlMessage(rng *rand.Rand, dest string, seq uint64, subs ...persistence.SubK
 func newWorkload(t testing.TB, seed uint64, n int) *workload {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 7))
-	oracle := memstore.New()
-	defer oracle.Close()
-	w := &workload{dumps: []string{dump(t, oracle)}}
 	next := map[string]uint64{}
-	live := func(dest string) []uint64 {
-		var seqs []uint64
-		require.NoError(t, oracle.Scan(t.Context(), dest, 0, 0, func(m *persistence.Message) error {
-			seqs = append(seqs, m.Seq)
-			return nil
-		}))
-		return seqs
-	}
-	pending := func(k persistence.SubKey) []uint64 {
-		var seqs []uint64
-		_ = oracle.ScanSub(t.Context(), k, 0, 0, func(m *persistence.Message) error {
-			seqs = append(seqs, m.Seq)
-			return nil
-		})
-		return seqs
-	}
 	add := func(ops *[]func(persistence.Batch), dest string, subs ...persistence.SubKey) {
 		next[dest]++
 		m := wlMessage(rng, dest, next[dest], subs...)
 		*ops = append(*ops, func(b persistence.Batch) { b.Add(m) })
 	}
-	for i := 0; i < n; i++ {
+	return shelltest.NewWorkload(t, n, func(i int, oracle persistence.Store) []func(persistence.Batch) {
 		var ops []func(persistence.Batch)
 		switch r := rng.IntN(100); {
 		case i == 0:
@@ -153,7 +121,7 @@ func newWorkload(t testing.TB, seed uint64, n int) *workload {
 			}
 		case r < 62:
 			for _, dest := range []string{wlQueueA, wlQueueB, wlJobs} {
-				seqs := live(dest)
+				seqs := shelltest.Seqs(t, oracle, dest)
 				for j := 0; j < len(seqs) && j < 1+rng.IntN(4); j++ {
 					seq := seqs[rng.IntN(len(seqs))]
 					ops = append(ops, func(b persistence.Batch) { b.Ack(dest, seq) })
@@ -175,7 +143,7 @@ func newWorkload(t testing.TB, seed uint64, n int) *workload {
 			}
 		case r < 88:
 			for _, k := range []persistence.SubKey{subA, subB} {
-				if p := pending(k); len(p) > 0 {
+				if p := shelltest.Pending(t, oracle, k); len(p) > 0 {
 					seq := p[rng.IntN(len(p))]
 					ops = append(ops, func(b persistence.Batch) { b.AckSub(k, seq) })
 				}
@@ -193,29 +161,6 @@ func newWorkload(t testing.TB, seed uint64, n int) *workload {
 			m.Body = make([]byte, 3000+rng.IntN(3000))
 			ops = append(ops, func(b persistence.Batch) { b.Add(m) })
 		}
-		step := func(b persistence.Batch) {
-			for _, o := range ops {
-				o(b)
-			}
-		}
-		b := oracle.Begin()
-		step(b)
-		require.NoError(t, b.Commit(t.Context(), persistence.Sync))
-		w.steps = append(w.steps, step)
-		w.dumps = append(w.dumps, dump(t, oracle))
-	}
-	return w
-}
-
-// requirePrefix asserts that got is the state after k steps for some k in [lo, hi].
-func (w *workload) requirePrefix(t testing.TB, got string, lo, hi int, msgAndArgs ...any) int {
-	t.Helper()
-	for k := hi; k >= lo; k-- {
-		if w.dumps[k] == got {
-			return k
-		}
-	}
-	require.Equal(t, w.dumps[lo], got, "state is not the state after any of steps %d..%d (diff against %d): %s",
-		lo, hi, lo, fmt.Sprint(msgAndArgs...))
-	return -1
+		return ops
+	})
 }

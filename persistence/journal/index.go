@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/batchrec"
+	"github.com/activemq-go/broker/persistence/internal/indexstate"
 )
 
 // loc is where a stored message is in the journal: segment, offset and length of its
@@ -104,6 +106,12 @@ type index struct {
 	// (taken by loadCheckpoint).
 	ckptRuns map[string]bool
 }
+
+// Recovered is what Recover reports of the index (logshell.Index).
+func (x *index) Recovered() *persistence.Recovered { return indexstate.Recovered(x.dests, x.subs) }
+
+// Stats is what Stats reports of dest (logshell.Index).
+func (x *index) Stats(dest string) (msgs, bytes int64) { return indexstate.Stats(x.dests, dest) }
 
 func newIndex() *index {
 	return &index{
@@ -301,19 +309,19 @@ func (x *index) unstore(d *destination, l loc) {
 // the index after a restart is the index before it.
 func (x *index) apply(o *op) {
 	switch o.kind {
-	case opAdd:
+	case batchrec.OpAdd:
 		x.add(o)
-	case opAck:
+	case batchrec.OpAck:
 		if d := x.dests[o.dest]; d != nil {
 			x.drop(d, o.seq)
 		}
-	case opAckSub:
+	case batchrec.OpAckSub:
 		x.ackSub(o.key, o.seq)
-	case opAddSub:
+	case batchrec.OpAddSub:
 		x.addSub(o.info)
-	case opRemoveSub:
+	case batchrec.OpRemoveSub:
 		x.removeSub(o.key)
-	case opPurge:
+	case batchrec.OpPurge:
 		if d := x.dests[o.dest]; d != nil {
 			x.purge(d)
 		}

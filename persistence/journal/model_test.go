@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/batchrec"
 )
 
 // modelIndex is the index as it was before extents: every stored message in a seqLog
@@ -63,7 +64,7 @@ func (x *modelIndex) seg(id uint32) *segStats {
 
 func (x *modelIndex) apply(o *op) {
 	switch o.kind {
-	case opAdd:
+	case batchrec.OpAdd:
 		d := x.destination(o.dest)
 		d.added = true
 		d.lastSeq = max(d.lastSeq, o.seq)
@@ -88,17 +89,17 @@ func (x *modelIndex) apply(o *op) {
 		st := x.seg(o.loc.seg)
 		st.msgs++
 		st.bytes += int64(o.loc.n)
-	case opAck:
+	case batchrec.OpAck:
 		if d := x.dests[o.dest]; d != nil {
 			x.drop(d, o.seq)
 		}
-	case opAckSub:
+	case batchrec.OpAckSub:
 		if sub := x.subs[o.key]; sub != nil {
 			if _, ok := sub.pending.Remove(o.seq); ok && !sub.dest.owed(o.seq) {
 				x.drop(sub.dest, o.seq)
 			}
 		}
-	case opAddSub:
+	case batchrec.OpAddSub:
 		if old := x.subs[o.info.Key]; old != nil {
 			if old.info.Dest == o.info.Dest {
 				old.info = o.info
@@ -110,9 +111,9 @@ func (x *modelIndex) apply(o *op) {
 		sub := &modelSub{info: o.info, dest: d}
 		d.subs = append(d.subs, sub)
 		x.subs[o.info.Key] = sub
-	case opRemoveSub:
+	case batchrec.OpRemoveSub:
 		x.removeSub(o.key)
-	case opPurge:
+	case batchrec.OpPurge:
 		if d := x.dests[o.dest]; d != nil {
 			d.log.After(0, func(_ uint64, l *loc) bool {
 				st := x.seg(l.seg)
@@ -348,7 +349,7 @@ func (j *simJournal) batch(m *modelIndex) []op {
 		if rng.IntN(10) == 0 {
 			hdr = uint32(20 + rng.IntN(40))
 		}
-		ops = append(ops, op{kind: opAdd, dest: dest, seq: seq, subs: subs, loc: loc{n: body + hdr, body: body}})
+		ops = append(ops, op{kind: batchrec.OpAdd, dest: dest, seq: seq, subs: subs, loc: loc{n: body + hdr, body: body}})
 	}
 	liveOf := func(dest string) []uint64 {
 		var seqs []uint64
@@ -380,9 +381,9 @@ func (j *simJournal) batch(m *modelIndex) []op {
 				if rng.IntN(5) == 0 {
 					k = rng.IntN(len(seqs))
 				}
-				ops = append(ops, op{kind: opAck, dest: q, seq: seqs[k]})
+				ops = append(ops, op{kind: batchrec.OpAck, dest: q, seq: seqs[k]})
 			default: // not stored, or never
-				ops = append(ops, op{kind: opAck, dest: q, seq: uint64(rng.IntN(int(j.next[q]) + 10))})
+				ops = append(ops, op{kind: batchrec.OpAck, dest: q, seq: uint64(rng.IntN(int(j.next[q]) + 10))})
 			}
 		case r < 63:
 			q := simQueues[rng.IntN(2)]
@@ -408,24 +409,24 @@ func (j *simJournal) batch(m *modelIndex) []op {
 			if sub := m.subs[k]; sub != nil && sub.pending.Len() > 0 {
 				var p []uint64
 				sub.pending.After(0, func(seq uint64, _ *struct{}) bool { p = append(p, seq); return len(p) < 5 })
-				ops = append(ops, op{kind: opAckSub, key: k, seq: p[rng.IntN(len(p))]})
+				ops = append(ops, op{kind: batchrec.OpAckSub, key: k, seq: p[rng.IntN(len(p))]})
 			} else {
-				ops = append(ops, op{kind: opAckSub, key: k, seq: uint64(rng.IntN(100))})
+				ops = append(ops, op{kind: batchrec.OpAckSub, key: k, seq: uint64(rng.IntN(100))})
 			}
 		case r < 86:
 			add(simSched, uint64(1+rng.IntN(1<<16))<<8)
 		case r < 88:
 			if seqs := liveOf(simSched); len(seqs) > 0 {
-				ops = append(ops, op{kind: opAck, dest: simSched, seq: seqs[rng.IntN(len(seqs))]})
+				ops = append(ops, op{kind: batchrec.OpAck, dest: simSched, seq: seqs[rng.IntN(len(seqs))]})
 			}
 		case r < 89:
-			ops = append(ops, op{kind: opPurge, dest: simQueues[rng.IntN(2)]})
+			ops = append(ops, op{kind: batchrec.OpPurge, dest: simQueues[rng.IntN(2)]})
 		case r < 91:
 			k := simSubs[rng.IntN(2)]
 			if rng.IntN(2) == 0 {
-				ops = append(ops, op{kind: opRemoveSub, key: k})
+				ops = append(ops, op{kind: batchrec.OpRemoveSub, key: k})
 			} else {
-				ops = append(ops, op{kind: opAddSub, info: persistence.SubInfo{Key: k, Dest: simTopic, Created: int64(rng.IntN(9))}})
+				ops = append(ops, op{kind: batchrec.OpAddSub, info: persistence.SubInfo{Key: k, Dest: simTopic, Created: int64(rng.IntN(9))}})
 			}
 		case r < 95: // the compactor: copy the live messages of an older segment forward
 			seg := uint32(1 + rng.IntN(int(j.seg)))
@@ -476,7 +477,7 @@ func (j *simJournal) batch(m *modelIndex) []op {
 	size := uint32(16)
 	for i := range ops {
 		size += 8
-		if o := &ops[i]; o.kind == opAdd || o.kind == opMove {
+		if o := &ops[i]; o.kind == batchrec.OpAdd || o.kind == opMove {
 			o.msgOff = size
 			size += o.loc.n
 		}
@@ -486,7 +487,7 @@ func (j *simJournal) batch(m *modelIndex) []op {
 	}
 	rec := j.off
 	for i := range ops {
-		if o := &ops[i]; o.kind == opAdd || o.kind == opMove {
+		if o := &ops[i]; o.kind == batchrec.OpAdd || o.kind == opMove {
 			o.loc.seg, o.loc.off = j.seg, rec+o.msgOff
 			rc := record{dest: o.dest, seq: o.seq, l: o.loc, rec: rec}
 			j.records = append(j.records, rc)

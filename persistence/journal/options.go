@@ -4,46 +4,41 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/activemq-go/broker/internal/setting"
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/logshell"
 	"github.com/activemq-go/broker/persistence/internal/optparse"
 )
 
 // SyncStrategy says when the journal is fsynced (KahaDB's journalDiskSyncStrategy).
 type SyncStrategy uint8
 
+// The strategies are the shell's policies (logshell.Policy).
 const (
 	// SyncAlways fsyncs every group of batches that holds a Commit(Sync) before that
 	// Commit returns. Nothing acknowledged with Sync is lost by a power cut.
-	SyncAlways SyncStrategy = iota
+	SyncAlways = SyncStrategy(logshell.SyncEach)
 	// SyncPeriodic fsyncs every SyncInterval if anything was written (and when a segment
 	// is rolled over). Commit(Sync) returns once the batch is written. A power cut loses
 	// at most the last SyncInterval of commits (a process crash loses nothing: the data
 	// is in the OS page cache).
-	SyncPeriodic
+	SyncPeriodic = SyncStrategy(logshell.SyncPeriodic)
 	// SyncNever does not fsync on the commit path. The journal is still fsynced when a
 	// segment is rolled over, before every checkpoint (a checkpoint must never describe
 	// data that is not on disk) and at Close, so a power cut loses at most the commits
 	// since the last checkpoint (CheckpointInterval) or roll-over. A process crash loses
 	// nothing.
-	SyncNever
+	SyncNever = SyncStrategy(logshell.SyncNever)
 )
 
-var syncStrategyNames = []string{SyncAlways: "always", SyncPeriodic: "periodic", SyncNever: "never"}
+// syncNames are the strategies' names in the kahaDB block.
+var syncNames = logshell.PolicyNames{Type: "SyncStrategy", Names: [3]string{"always", "periodic", "never"},
+	Unknown: "unknown sync strategy"}
 
 // String returns the configuration name of the strategy.
-func (s SyncStrategy) String() string {
-	if int(s) < len(syncStrategyNames) {
-		return syncStrategyNames[s]
-	}
-	return "SyncStrategy(" + strconv.Itoa(int(s)) + ")"
-}
+func (s SyncStrategy) String() string { return syncNames.String(logshell.Policy(s)) }
 
 // Defaults, as KahaDB's.
 const (
@@ -105,8 +100,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MaxFileLength < MinFileLength || o.MaxFileLength > MaxFileLength {
 		return o, fmt.Errorf("%w: MaxFileLength %d outside [%d, %d]", ErrOption, o.MaxFileLength, MinFileLength, MaxFileLength)
 	}
-	if o.SyncStrategy > SyncNever {
-		return o, fmt.Errorf("%w: unknown SyncStrategy %d", ErrOption, o.SyncStrategy)
+	if err := syncNames.Check(logshell.Policy(o.SyncStrategy), ErrOption); err != nil {
+		return o, err
 	}
 	if o.SyncInterval <= 0 {
 		o.SyncInterval = DefaultSyncInterval
@@ -134,15 +129,7 @@ const keyPath = "persistenceAdapter.kahaDB"
 
 // optionKeys are the keys of the kahaDB block.
 var optionKeys = []optparse.Key[Options]{
-	{Name: "directory", Allowed: "a directory path (default <dataDirectory>/kahadb)",
-		Set: func(o *Options, raw any) string {
-			s, ok := raw.(string)
-			if !ok || strings.TrimSpace(s) == "" {
-				return "not a directory path"
-			}
-			o.Dir = filepath.Clean(s)
-			return ""
-		}},
+	optparse.DirectoryKey("a directory path (default <dataDirectory>/kahadb)", func(o *Options) *string { return &o.Dir }),
 	{Name: "journalMaxFileLength", Allowed: "a size from 64kb to 2gb, e.g. 32mb (a number is bytes)",
 		Set: func(o *Options, raw any) string {
 			n, err := optparse.Size(raw)
@@ -152,48 +139,16 @@ var optionKeys = []optparse.Key[Options]{
 			o.MaxFileLength = n
 			return ""
 		}},
-	{Name: "journalDiskSyncStrategy", Allowed: "always, periodic or never",
-		Set: func(o *Options, raw any) string {
-			s, ok := raw.(string)
-			i := slices.Index(syncStrategyNames, strings.ToLower(strings.TrimSpace(s)))
-			if !ok || i < 0 {
-				return "unknown sync strategy"
-			}
-			o.SyncStrategy = SyncStrategy(i)
-			return ""
-		}},
-	{Name: "concurrentStoreAndDispatchQueues", Allowed: "true or false",
-		Set: func(o *Options, raw any) string {
-			b, ok := setting.Bool(raw)
-			if !ok {
-				return "not a boolean"
-			}
-			o.StoreBeforeDispatch = !b
-			return ""
-		}},
-	{Name: "journalDiskSyncInterval", Allowed: durationAllowed, Set: durationOption(func(o *Options) *time.Duration { return &o.SyncInterval })},
-	{Name: "checkpointInterval", Allowed: durationAllowed, Set: durationOption(func(o *Options) *time.Duration { return &o.CheckpointInterval })},
-	{Name: "cleanupInterval", Allowed: durationAllowed, Set: durationOption(func(o *Options) *time.Duration { return &o.CleanupInterval })},
+	logshell.PolicyKey("journalDiskSyncStrategy", &syncNames, func(o *Options, p logshell.Policy) { o.SyncStrategy = SyncStrategy(p) }),
+	optparse.StoreBeforeDispatchKey(func(o *Options) *bool { return &o.StoreBeforeDispatch }),
+	durationKey("journalDiskSyncInterval", func(o *Options) *time.Duration { return &o.SyncInterval }),
+	durationKey("checkpointInterval", func(o *Options) *time.Duration { return &o.CheckpointInterval }),
+	durationKey("cleanupInterval", func(o *Options) *time.Duration { return &o.CleanupInterval }),
 }
 
-const durationAllowed = `a positive duration such as "5s" or "500ms" (a number is milliseconds), at most 24h`
-
-// durationOption reads a duration given as a string ("5s") or a number of milliseconds.
-func durationOption(field func(*Options) *time.Duration) func(o *Options, raw any) string {
-	return func(o *Options, raw any) string {
-		d, problem := optparse.Duration(raw)
-		if problem != "" {
-			return "not a valid interval"
-		}
-		*field(o) = d
-		return ""
-	}
-}
-
-// optionError builds the error the broker prints: a *setting.Error naming the key, the
-// value and what is allowed, wrapping ErrOption.
-func optionError(key, val, problem, allowed string) error {
-	return &setting.Error{Key: keyPath + "." + key, Value: val, Problem: problem, Allowed: allowed, Err: ErrOption}
+// durationKey reads a duration given as a string ("5s") or a number of milliseconds.
+func durationKey(name string, field func(*Options) *time.Duration) optparse.Key[Options] {
+	return optparse.DurationKey(name, field, "not a valid interval")
 }
 
 // ParseOptions turns the broker's persistence options into Options. Keys are matched
@@ -205,7 +160,7 @@ func ParseOptions(p persistence.Options) (Options, error) {
 	if p.DataDirectory == "" {
 		o.Dir = filepath.Join("data", "kahadb")
 	}
-	if err := optparse.Apply(&o, p.Raw, optionKeys, optionError); err != nil {
+	if err := optparse.Apply(&o, p.Raw, optionKeys, optparse.SettingError(keyPath, ErrOption)); err != nil {
 		return Options{}, err
 	}
 	return o, nil

@@ -1,15 +1,14 @@
 package journal_test
 
 import (
-	"errors"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/activemq-go/broker/internal/setting"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/logshell/shelltest"
 	"github.com/activemq-go/broker/persistence/journal"
 )
 
@@ -46,40 +45,28 @@ func TestParseOptions(t *testing.T) {
 }
 
 func TestParseOptionsErrors(t *testing.T) {
-	cases := []struct {
-		key   string
-		value any
-		want  []string // in the message
-	}{
-		{"journalDiskSyncStrategy", "sometimes", []string{"persistenceAdapter.kahaDB.journalDiskSyncStrategy", `"sometimes"`, "always, periodic or never"}},
-		{"journalMaxFileLength", "32 parsecs", []string{"persistenceAdapter.kahaDB.journalMaxFileLength", `"32 parsecs"`, "64kb to 2gb"}},
-		{"journalMaxFileLength", "1kb", []string{"journalMaxFileLength", `"1kb"`}},
-		{"journalMaxFileLength", "4gb", []string{"journalMaxFileLength", `"4gb"`}},
-		{"journalMaxFileLength", -5, []string{"journalMaxFileLength", `"-5"`}},
-		{"journalMaxFileLength", 1.5, []string{"journalMaxFileLength"}},
-		{"checkpointInterval", "soon", []string{"persistenceAdapter.kahaDB.checkpointInterval", `"soon"`, "positive duration"}},
-		{"cleanupInterval", "0s", []string{"cleanupInterval", `"0s"`}},
-		{"cleanupInterval", 0, []string{"cleanupInterval"}},
-		{"journalDiskSyncInterval", "-1s", []string{"journalDiskSyncInterval"}},
-		{"journalDiskSyncInterval", true, []string{"journalDiskSyncInterval", "positive duration"}},
-		{"journalDiskSyncInterval", []int{1}, []string{"journalDiskSyncInterval", "a string, a number or a boolean"}},
-		{"concurrentStoreAndDispatchQueues", "sometimes", []string{"persistenceAdapter.kahaDB.concurrentStoreAndDispatchQueues", `"sometimes"`, "true or false"}},
-		{"directory", 5, []string{"directory"}},
-		{"directory", "", []string{"directory"}},
-		{"indexCacheSize", 10000, []string{"persistenceAdapter.kahaDB.indexCacheSize", "unknown option", "journalMaxFileLength"}},
+	cases := []shelltest.OptionError{
+		{Key: "journalDiskSyncStrategy", Value: "sometimes", Want: []string{"persistenceAdapter.kahaDB.journalDiskSyncStrategy", `"sometimes"`, "always, periodic or never"}},
+		{Key: "journalMaxFileLength", Value: "32 parsecs", Want: []string{"persistenceAdapter.kahaDB.journalMaxFileLength", `"32 parsecs"`, "64kb to 2gb"}},
+		{Key: "journalMaxFileLength", Value: "1kb", Want: []string{"journalMaxFileLength", `"1kb"`}},
+		{Key: "journalMaxFileLength", Value: "4gb", Want: []string{"journalMaxFileLength", `"4gb"`}},
+		{Key: "journalMaxFileLength", Value: -5, Want: []string{"journalMaxFileLength", `"-5"`}},
+		{Key: "journalMaxFileLength", Value: 1.5, Want: []string{"journalMaxFileLength"}},
+		{Key: "checkpointInterval", Value: "soon", Want: []string{"persistenceAdapter.kahaDB.checkpointInterval", `"soon"`, "positive duration"}},
+		{Key: "cleanupInterval", Value: "0s", Want: []string{"cleanupInterval", `"0s"`}},
+		{Key: "cleanupInterval", Value: 0, Want: []string{"cleanupInterval"}},
+		{Key: "journalDiskSyncInterval", Value: "-1s", Want: []string{"journalDiskSyncInterval"}},
+		{Key: "journalDiskSyncInterval", Value: true, Want: []string{"journalDiskSyncInterval", "positive duration"}},
+		{Key: "journalDiskSyncInterval", Value: []int{1}, Want: []string{"journalDiskSyncInterval", "a string, a number or a boolean"}},
+		{Key: "concurrentStoreAndDispatchQueues", Value: "sometimes", Want: []string{"persistenceAdapter.kahaDB.concurrentStoreAndDispatchQueues", `"sometimes"`, "true or false"}},
+		{Key: "directory", Value: 5, Want: []string{"directory"}},
+		{Key: "directory", Value: "", Want: []string{"directory"}},
+		{Key: "indexCacheSize", Value: 10000, Want: []string{"persistenceAdapter.kahaDB.indexCacheSize", "unknown option", "journalMaxFileLength"}},
 	}
-	for _, c := range cases {
-		t.Run(c.key, func(t *testing.T) {
-			_, err := journal.ParseOptions(persistence.Options{Raw: map[string]any{c.key: c.value}})
-			require.Error(t, err)
-			require.ErrorIs(t, err, journal.ErrOption)
-			var cerr *setting.Error
-			require.True(t, errors.As(err, &cerr), "a *setting.Error, as the broker prints them")
-			for _, w := range c.want {
-				require.Contains(t, err.Error(), w)
-			}
-		})
-	}
+	shelltest.RequireOptionErrors(t, func(raw map[string]any) error {
+		_, err := journal.ParseOptions(persistence.Options{Raw: raw})
+		return err
+	}, journal.ErrOption, cases)
 }
 
 func TestOpenByName(t *testing.T) {

@@ -21,18 +21,12 @@ const (
 	MaxRecordSize = 1 << 30
 )
 
-// opKind is the first byte of an operation inside a batch record.
-type opKind uint8
+// opKind is the first byte of an operation inside a batch record: batchrec's codes
+// (batchrec.OpAdd, ...) and the journal's own opMove.
+type opKind = byte
 
-const (
-	opAdd       = opKind(batchrec.OpAdd)
-	opAck       = opKind(batchrec.OpAck)
-	opAckSub    = opKind(batchrec.OpAckSub)
-	opAddSub    = opKind(batchrec.OpAddSub)
-	opRemoveSub = opKind(batchrec.OpRemoveSub)
-	opPurge     = opKind(batchrec.OpPurge)
-	opMove      = opKind(7) // the journal's own: a live message the compactor copied forward
-)
+// opMove is the journal's own operation: a live message the compactor copied forward.
+const opMove = opKind(7)
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -138,7 +132,7 @@ func appendMessage(b []byte, m *persistence.Message, subs []persistence.SubKey) 
 
 // appendAdd appends an Add operation and returns the offset of the message in b.
 func appendAdd(b []byte, m *persistence.Message, subs []persistence.SubKey) ([]byte, uint32) {
-	b = append(b, byte(opAdd), 0, 0, 0, 0)
+	b = append(b, byte(batchrec.OpAdd), 0, 0, 0, 0)
 	msgOff := len(b)
 	b = appendMessage(b, m, subs)
 	binary.LittleEndian.PutUint32(b[msgOff-4:], uint32(len(b)-msgOff))
@@ -370,7 +364,7 @@ func decodeBatch(payload []byte, in interner, ops []op) ([]op, error) {
 		var o op
 		o.kind = opKind(d.byte())
 		switch o.kind {
-		case opAdd, opMove:
+		case batchrec.OpAdd, opMove:
 			if o.kind == opMove {
 				o.oldSeg, o.oldOff = d.u32(), d.u32()
 			}
@@ -387,7 +381,7 @@ func decodeBatch(payload []byte, in interner, ops []op) ([]op, error) {
 			o.dest, o.seq = in.get(mm.dest), mm.seq
 			o.msgOff = uint32(frameHeaderSize + off)
 			o.loc = loc{n: uint32(size), body: uint32(mm.body)}
-			if o.kind == opAdd && len(mm.subs) > 1 {
+			if o.kind == batchrec.OpAdd && len(mm.subs) > 1 {
 				err := eachSub(mm.subs, func(c, nm []byte) {
 					o.subs = append(o.subs, persistence.SubKey{ClientID: in.get(c), Name: in.get(nm)})
 				})
@@ -395,19 +389,19 @@ func decodeBatch(payload []byte, in interner, ops []op) ([]op, error) {
 					return ops, err
 				}
 			}
-		case opAck:
+		case batchrec.OpAck:
 			o.dest, o.seq = in.get(d.bytes()), d.uvarint()
-		case opAckSub:
+		case batchrec.OpAckSub:
 			o.key = persistence.SubKey{ClientID: in.get(d.bytes()), Name: in.get(d.bytes())}
 			o.seq = d.uvarint()
-		case opAddSub:
+		case batchrec.OpAddSub:
 			o.info.Key = persistence.SubKey{ClientID: in.get(d.bytes()), Name: in.get(d.bytes())}
 			o.info.Dest = in.get(d.bytes())
 			o.info.Selector = string(d.bytes())
 			o.info.Created = d.varint()
-		case opRemoveSub:
+		case batchrec.OpRemoveSub:
 			o.key = persistence.SubKey{ClientID: in.get(d.bytes()), Name: in.get(d.bytes())}
-		case opPurge:
+		case batchrec.OpPurge:
 			o.dest = in.get(d.bytes())
 		default:
 			return ops, wrapCorrupt("unknown operation")
@@ -415,7 +409,7 @@ func decodeBatch(payload []byte, in interner, ops []op) ([]op, error) {
 		if d.bad {
 			break
 		}
-		if (o.kind == opAdd || o.kind == opMove) && (o.seq == 0 || o.seq > maxSeq || o.dest == "") {
+		if (o.kind == batchrec.OpAdd || o.kind == opMove) && (o.seq == 0 || o.seq > maxSeq || o.dest == "") {
 			return ops, wrapCorrupt("invalid message in record")
 		}
 		ops = append(ops, o)

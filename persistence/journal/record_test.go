@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/batchrec"
 )
 
 // sampleRecords returns real batch records: every operation kind, topic and queue
@@ -27,7 +28,7 @@ func sampleRecords() [][]byte {
 	b.Purge("queue://q")
 	recs = append(recs, finishRecord(b.Rec, len(b.Ops)))
 	b = recordingBatch()
-	b.move("queue://q", 3, loc{seg: 2, off: 64, body: 1}, appendMessage(nil, &persistence.Message{Dest: "queue://q", Seq: 3, Body: []byte{0}}, nil))
+	recordMove(b, "queue://q", 3, loc{seg: 2, off: 64, body: 1}, appendMessage(nil, &persistence.Message{Dest: "queue://q", Seq: 3, Body: []byte{0}}, nil))
 	recs = append(recs, finishRecord(b.Rec, len(b.Ops)))
 	b = recordingBatch()
 	b.Add(&persistence.Message{Dest: "queue://big", Seq: 2, Body: bytes.Repeat([]byte{7}, 3000)})
@@ -43,7 +44,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	require.Zero(t, n%recordAlign)
 	ops, err := decodeBatch(payload, interner{}, nil)
 	require.NoError(t, err)
-	kinds := []opKind{opAdd, opAdd, opAck, opAckSub, opAddSub, opRemoveSub, opPurge}
+	kinds := []opKind{batchrec.OpAdd, batchrec.OpAdd, batchrec.OpAck, batchrec.OpAckSub, batchrec.OpAddSub, batchrec.OpRemoveSub, batchrec.OpPurge}
 	require.Len(t, ops, len(kinds))
 	for i, k := range kinds {
 		require.Equal(t, k, ops[i].kind, "op %d", i)
@@ -109,7 +110,7 @@ func FuzzRecordDecode(f *testing.F) {
 			ops, err = decodeBatch(payload, in, ops)
 			if err == nil {
 				for _, o := range ops {
-					if o.kind != opAdd && o.kind != opMove {
+					if o.kind != batchrec.OpAdd && o.kind != opMove {
 						continue
 					}
 					raw := data[p+int(o.msgOff) : p+int(o.msgOff)+int(o.loc.n)]
@@ -146,8 +147,8 @@ func putCRC(raw []byte) {
 }
 
 // recordingBatch is a batch that records but has no store to commit to.
-func recordingBatch() *batch {
-	b := &batch{}
+func recordingBatch() *batchrec.Batch[op] {
+	b := &batchrec.Batch[op]{}
 	b.Init(nil, &recAdapter)
 	return b
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/activemq-go/broker/internal/vfs"
+	"github.com/activemq-go/broker/persistence/internal/batchrec"
 )
 
 // recover builds the index at Open: load the newest usable checkpoint, open every
@@ -277,7 +278,7 @@ func (r *replayer) replay(seg *segment, off int64, last bool) error {
 			base := uint32(off) + uint32(p)
 			for i := range r.ops {
 				o := &r.ops[i]
-				if o.kind == opAdd || o.kind == opMove {
+				if o.kind == batchrec.OpAdd || o.kind == opMove {
 					o.loc.seg, o.loc.off = seg.id, base+o.msgOff
 				}
 				s.idx.apply(o)

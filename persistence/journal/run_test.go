@@ -143,8 +143,8 @@ func (js *jobStore) checkContains(what string) {
 
 // runs returns how many runs and log entries the jobs' destination has.
 func (js *jobStore) runs() (runs, logged int) {
-	js.s.mu.RLock()
-	defer js.s.mu.RUnlock()
+	js.s.shell.Mu.RLock()
+	defer js.s.shell.Mu.RUnlock()
 	d := js.s.idx.dests[wlJobs]
 	if d == nil {
 		return 0, 0
@@ -402,9 +402,9 @@ func TestRunsOfTopic(t *testing.T) {
 		require.NoError(t, b.Commit(t.Context(), persistence.Sync))
 	}
 	require.NoError(t, s.checkpoint(true))
-	s.mu.RLock()
+	s.shell.Mu.RLock()
 	runs := len(s.idx.dests[topic].runs)
-	s.mu.RUnlock()
+	s.shell.Mu.RUnlock()
 	require.Positive(t, runs)
 	check := func(what string) {
 		t.Helper()

@@ -151,9 +151,9 @@ func (s *Store) scan(ctx context.Context, afterSeq uint64, max int, fn func(*per
 func (s *Store) gather(st *scanState, afterSeq uint64, want int,
 	find func() (*destination, *subscription, error)) (string, bool, error) {
 	st.items, st.locs, st.keys = st.items[:0], st.locs[:0], st.keys[:0]
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
+	s.shell.Mu.RLock()
+	defer s.shell.Mu.RUnlock()
+	if s.shell.Closed {
 		return "", false, persistence.ErrClosed
 	}
 	d, sub, err := find()

@@ -71,9 +71,9 @@ func (s *Store) spill() (int, error) {
 	}
 
 	var groups []*spillGroup
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
+	s.shell.Mu.RLock()
+	if s.shell.Closed {
+		s.shell.Mu.RUnlock()
 		return 0, nil
 	}
 	for _, d := range s.idx.dests {
@@ -99,7 +99,7 @@ func (s *Store) spill() (int, error) {
 			}
 		}
 	}
-	s.mu.RUnlock()
+	s.shell.Mu.RUnlock()
 	if len(groups) == 0 {
 		return 0, nil
 	}
@@ -128,9 +128,9 @@ func (s *Store) spill() (int, error) {
 	moved := 0
 	for _, g := range written {
 		for lo := 0; lo < len(g.entries); lo += spillChunk {
-			s.mu.Lock()
-			if s.closed {
-				s.mu.Unlock()
+			s.shell.Mu.Lock()
+			if s.shell.Closed {
+				s.shell.Mu.Unlock()
 				break
 			}
 			for p := lo; p < min(lo+spillChunk, len(g.entries)); p++ {
@@ -144,7 +144,7 @@ func (s *Store) spill() (int, error) {
 			if g.r.n > 0 && !slices.Contains(g.d.runs, g.r) {
 				g.d.runs = append(g.d.runs, g.r)
 			}
-			s.mu.Unlock()
+			s.shell.Mu.Unlock()
 		}
 	}
 	if moved > 0 {

@@ -8,32 +8,19 @@ import (
 	"io/fs"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
-	"github.com/activemq-go/broker/persistence/internal/completion"
-	"github.com/activemq-go/broker/persistence/internal/indexstate"
+	"github.com/activemq-go/broker/persistence/internal/groupcommit"
+	"github.com/activemq-go/broker/persistence/internal/logshell"
 )
 
-func init() { persistence.Register("kahadb", open) }
-
-// open is the registered opener: it parses the kahaDB block and opens the store on the
-// real file system.
-func open(ctx context.Context, po persistence.Options) (persistence.Store, error) {
-	o, err := ParseOptions(po)
-	if err != nil {
-		return nil, err
-	}
-	s, err := Open(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
+// The registered opener parses the kahaDB block and opens the store on the real file
+// system.
+func init() { logshell.Register("kahadb", ParseOptions, Open) }
 
 // Compile-time guards: a Store is a persistence.Store with the SpaceReporter power.
 var (
@@ -53,14 +40,12 @@ type Store struct {
 	log  *slog.Logger
 	lock io.Closer
 
-	// mu guards the index and closed. Lock order: segs.mu, then mu.
-	mu     sync.RWMutex
-	idx    *index
-	closed bool
+	// shell.Mu guards the index and shell.Closed. Lock order: segs.mu, then shell.Mu.
+	shell logshell.Shell[op]
+	idx   *index
 
-	segs      *segmentSet
-	w         *writer
-	callbacks *completion.Runner
+	segs *segmentSet
+	w    *writer
 
 	ckptMu  sync.Mutex    // one checkpoint at a time
 	ckpts   []checkpointF // retained checkpoint files, oldest first
@@ -70,11 +55,6 @@ type Store struct {
 
 	// runFiles are the run files by segment, deleted with it; segs.mu guards them.
 	runFiles map[uint32][]runFile
-
-	stop      chan struct{}
-	bgDone    chan struct{}
-	closeOnce sync.Once
-	closeErr  error
 
 	recovery RecoveryInfo
 
@@ -109,8 +89,6 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		fs:          o.FS,
 		log:         o.Logger,
 		segs:        &segmentSet{dir: o.Dir, fs: o.FS, segs: make(map[uint32]*segment)},
-		stop:        make(chan struct{}),
-		bgDone:      make(chan struct{}),
 		corruptSeen: make(map[loc]bool),
 		runFiles:    make(map[uint32][]runFile),
 	}
@@ -129,39 +107,39 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, errors.Join(err, s.closeRunFiles(), s.segs.closeAll(), lock.Close())
 	}
-	s.callbacks = completion.NewRunner()
-	s.w = newWriter(s, active, s.callbacks)
-	go s.w.run()
-	go s.background()
+	s.w = newWriter(s, active)
+	s.shell.Start(s.shellConfig(), s.w)
 	return s, nil
 }
 
-// applyGroup applies the batches of a written group to the index, under one lock so no
-// reader sees part of it, and records the journal position it reaches.
-func (s *Store) applyGroup(group []*request, end pos) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range group {
-		if r.Err != nil {
-			continue
-		}
-		for i := range r.Ops {
-			s.idx.apply(&r.Ops[i])
-		}
+// shellConfig is how the shell runs the journal: group commit into segments, syncs as
+// the strategy says, checkpoints and cleanup in the background.
+func (s *Store) shellConfig() logshell.Config[op] {
+	o := s.opts
+	c := logshell.Config[op]{
+		Name: "journal", Dir: o.Dir, Logger: o.Logger, ErrFailed: ErrFailed,
+		Index: s.idx, Records: &recAdapter,
+		Queue: groupcommit.Config{
+			MaxGroupBytes:       maxGroupBytes,
+			MaxRecordBytes:      MaxRecordSize,
+			ErrTooLarge:         ErrTooLarge,
+			Seal:                finishRecord,
+			StoreBeforeDispatch: o.StoreBeforeDispatch,
+		},
+		SyncCommits: o.SyncStrategy == SyncAlways,
+		Jobs: []logshell.Job{
+			{What: "checkpoint", Every: o.CheckpointInterval, Run: func() error { return s.checkpoint(true) }},
+			{What: "cleanup", Every: o.CleanupInterval, Run: s.cleanup},
+		},
 	}
-	s.idx.applied = end
+	if o.SyncStrategy == SyncPeriodic {
+		c.SyncEvery = o.SyncInterval
+	}
+	return c
 }
 
 // checkOpen returns ErrClosed after Close and the sticky error of a failed store.
-func (s *Store) checkOpen() error {
-	s.mu.RLock()
-	closed := s.closed
-	s.mu.RUnlock()
-	if closed {
-		return persistence.ErrClosed
-	}
-	return s.w.failure()
-}
+func (s *Store) checkOpen() error { return s.shell.CheckOpen() }
 
 // Contains implements persistence.Container: extents and the log answer from memory; of
 // the runs, only those whose filter may hold seq are read, one fence block each.
@@ -169,8 +147,8 @@ func (s *Store) Contains(_ context.Context, dest string, seq uint64) (bool, erro
 	if err := s.checkOpen(); err != nil {
 		return false, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.shell.Mu.RLock()
+	defer s.shell.Mu.RUnlock()
 	d := s.idx.dests[dest]
 	if d == nil {
 		return false, nil
@@ -184,32 +162,17 @@ func (s *Store) Contains(_ context.Context, dest string, seq uint64) (bool, erro
 }
 
 // Begin starts a batch.
-func (s *Store) Begin() persistence.Batch { return s.newBatch() }
+func (s *Store) Begin() persistence.Batch { return s.shell.Begin() }
 
 // Recover reports the destinations an Add was ever committed to, sorted by name, and the
 // durable subscriptions, sorted by client ID and name. It may be called at any time.
 func (s *Store) Recover(ctx context.Context) (*persistence.Recovered, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return nil, persistence.ErrClosed
-	}
-	return indexstate.Recovered(s.idx.dests, s.idx.subs), nil
+	return s.shell.Recover(ctx)
 }
 
 // Stats returns the number of stored messages of dest and the sum of their body lengths;
 // (0, 0) for an unknown destination or a closed store.
-func (s *Store) Stats(dest string) (msgs, bytes int64) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return 0, 0
-	}
-	return indexstate.Stats(s.idx.dests, dest)
-}
+func (s *Store) Stats(dest string) (msgs, bytes int64) { return s.shell.Stats(dest) }
 
 // DiskUsage returns the bytes the store occupies on disk: segments, run files and
 // checkpoints.
@@ -233,9 +196,9 @@ func (s *Store) Size(context.Context) (int64, error) { return s.DiskUsage(), nil
 func (s *Store) OldestSegment() (file string, dest string, ok bool) {
 	s.segs.mu.RLock()
 	defer s.segs.mu.RUnlock()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
+	s.shell.Mu.RLock()
+	defer s.shell.Mu.RUnlock()
+	if s.shell.Closed {
 		return "", "", false
 	}
 	for _, id := range s.segs.ids() {
@@ -276,74 +239,19 @@ type CorruptRange struct {
 // Recovery returns what Open found and did.
 func (s *Store) Recovery() RecoveryInfo { return s.recovery }
 
-// background checkpoints and cleans up on the configured intervals until Close.
-func (s *Store) background() {
-	defer close(s.bgDone)
-	ticker := func(d time.Duration) (<-chan time.Time, func()) {
-		if d < 0 {
-			return nil, func() {}
-		}
-		t := time.NewTicker(d)
-		return t.C, t.Stop
-	}
-	ckpt, stop1 := ticker(s.opts.CheckpointInterval)
-	defer stop1()
-	cleanup, stop2 := ticker(s.opts.CleanupInterval)
-	defer stop2()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-ckpt:
-			if err := s.checkpoint(true); err != nil && !errors.Is(err, persistence.ErrClosed) && !errors.Is(err, ErrFailed) {
-				s.log.Error("journal: checkpoint failed", slog.String("dir", s.opts.Dir), slog.Any("err", err))
-			}
-		case <-cleanup:
-			if err := s.cleanup(); err != nil && !errors.Is(err, persistence.ErrClosed) && !errors.Is(err, ErrFailed) {
-				s.log.Error("journal: cleanup failed", slog.String("dir", s.opts.Dir), slog.Any("err", err))
-			}
-		}
-	}
-}
-
 // Close stops the background work, writes and syncs everything committed, writes a final
 // checkpoint (so the next Open replays nothing) and releases the files. It returns the
 // first I/O error of that, or the error that failed the store earlier. A second Close
 // returns nil.
 func (s *Store) Close() error {
-	first := false
-	s.closeOnce.Do(func() {
-		first = true
-		s.closeErr = s.close()
+	return s.shell.Close(func() error {
+		s.ckptMu.Lock()
+		s.closing = true
+		s.ckptMu.Unlock()
+		return s.checkpoint(false)
+	}, func() error {
+		return errors.Join(s.closeRunFiles(), s.segs.closeAll(), s.lock.Close())
 	})
-	if !first {
-		return nil
-	}
-	return s.closeErr
-}
-
-func (s *Store) close() error {
-	close(s.stop)
-	<-s.bgDone
-	var errs []error
-	werr := s.w.close()
-	s.callbacks.Close()
-	s.ckptMu.Lock()
-	s.closing = true
-	s.ckptMu.Unlock()
-	if failed := s.w.failure(); failed != nil {
-		errs = append(errs, failed)
-	} else if err := s.checkpoint(false); err != nil {
-		errs = append(errs, fmt.Errorf("journal: final checkpoint: %w", err))
-	}
-	if werr != nil && !slices.Contains(errs, werr) {
-		errs = append(errs, werr)
-	}
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	errs = append(errs, s.closeRunFiles(), s.segs.closeAll(), s.lock.Close())
-	return errors.Join(errs...)
 }
 
 // logCorruptOnce logs a message that a scan found damaged, once per location.

@@ -30,37 +30,37 @@ func TestWorkloadWithCompactionAndReopen(t *testing.T) {
 			o.CompactLiveRatio = 0.5
 			s := mustOpen(t, o)
 			moved, inMoved := 0, int64(0)
-			for k, step := range w.steps {
+			for k, step := range w.Steps {
 				b := s.Begin()
 				step(b)
 				require.NoError(t, b.Commit(t.Context(), persistence.Sync))
-				require.Equal(t, w.dumps[k+1], dump(t, s), "after step %d", k)
+				require.Equal(t, w.States[k+1], dump(t, s), "after step %d", k)
 				switch {
 				case k%7 == 6:
 					require.NoError(t, s.checkpoint(true))
 					n, err := s.compact()
 					require.NoError(t, err)
 					moved += n
-					s.mu.RLock()
+					s.shell.Mu.RLock()
 					for _, d := range s.idx.dests {
 						for _, e := range d.moved {
 							inMoved = max(inMoved, e.n)
 						}
 					}
-					s.mu.RUnlock()
+					s.shell.Mu.RUnlock()
 					require.NoError(t, s.checkpoint(true))
-					require.Equal(t, w.dumps[k+1], dump(t, s), "after cleanup at step %d", k)
+					require.Equal(t, w.States[k+1], dump(t, s), "after cleanup at step %d", k)
 				case k%50 == 25:
 					require.NoError(t, s.Close())
 					s = mustOpen(t, o)
-					require.Equal(t, w.dumps[k+1], dump(t, s), "after reopening at step %d", k)
+					require.Equal(t, w.States[k+1], dump(t, s), "after reopening at step %d", k)
 				case k%50 == 45: // a crash: the open store is abandoned, its files kept
 					crashed := fs.CrashClone()
 					require.NoError(t, s.Close()) // writes to the old file system only
 					fs = crashed
 					o.FS = fs
 					s = mustOpen(t, o)
-					require.Equal(t, w.dumps[k+1], dump(t, s), "after a crash at step %d", k)
+					require.Equal(t, w.States[k+1], dump(t, s), "after a crash at step %d", k)
 				}
 			}
 			require.NoError(t, s.Close())
@@ -152,12 +152,12 @@ func TestScanAcrossMovedExtents(t *testing.T) {
 	for seq := uint64(601); seq <= 700; seq++ {
 		want = append(want, seq)
 	}
-	s.mu.RLock()
+	s.shell.Mu.RLock()
 	inMoved := int64(0)
 	for _, e := range s.idx.dests[q].moved {
 		inMoved += e.n
 	}
-	s.mu.RUnlock()
+	s.shell.Mu.RUnlock()
 	require.Positive(t, inMoved, "copies in moved extents")
 	check("after compaction")
 	require.NoError(t, s.Close())

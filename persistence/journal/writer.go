@@ -5,49 +5,32 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/activemq-go/broker/persistence"
-	"github.com/activemq-go/broker/persistence/internal/completion"
+	"github.com/activemq-go/broker/persistence/internal/batchrec"
 	"github.com/activemq-go/broker/persistence/internal/groupcommit"
+	"github.com/activemq-go/broker/persistence/internal/logshell"
 )
 
-// Group-commit limits.
+// Group-commit limits (the others are logshell's).
 const (
 	// maxGroupBytes caps what one write takes from the queue (a larger record is
 	// written alone).
 	maxGroupBytes = 4 << 20
-	// maxQueuedBytes is how much may wait in the queue before committers block
-	// (backpressure for CommitAsync pipelines).
-	maxQueuedBytes = 64 << 20
-	// maxLinger bounds how long the writer waits for committers to come back after a
-	// synced group (see gather).
-	maxLinger = 500 * time.Microsecond
 )
 
 // request is one unit of work for the writer: a batch record to append, or a barrier
 // (Rec == nil, Force set) that only asks that everything before it be made durable.
-type request = groupcommit.Request[op]
+type request = logshell.Request[op]
 
-// writer is the single goroutine that appends to the journal. It takes every request
-// queued since its last round (up to maxGroupBytes), writes their records with one
-// Write, syncs once if the strategy or a request asks for it, applies the batches to the
-// index in queue order under one lock (so a batch is never visible in part and readers
-// see batches in journal order), and then wakes the waiters. While it writes and syncs,
-// the next group gathers in the queue: the more committers, the more batches per fsync.
-//
-// Durability and visibility: a group is applied after its write and, if it is synced,
-// after its fsync, so a Commit(Sync) under SyncAlways returns only when its batch is on
-// disk, and a batch whose write or sync failed is never applied. Any write or sync error
-// puts the store in a failed state for good (see ErrFailed).
+// writer is the journal's side of the shell's writer goroutine (logshell.Log): it
+// appends each group's records to the active segment with one Write, rolling over to a
+// new segment when one is full, and fsyncs the segments written since their last sync.
+// Any write or sync error puts the store in a failed state for good (see ErrFailed).
 type writer struct {
 	s        *Store
-	q        *groupcommit.Queue[op]
 	strategy SyncStrategy
 	interval time.Duration
 	maxFile  int64
 	log      *slog.Logger
-
-	exited  chan struct{}
-	exitErr error // a sync error of the final flush, for Close
 
 	// Owned by the writer goroutine.
 	syncedAt time.Time // when the last fsync ended (SyncPeriodic)
@@ -57,157 +40,79 @@ type writer struct {
 	buf      []byte
 }
 
-func newWriter(s *Store, active *segment, callbacks *completion.Runner) *writer {
-	w := &writer{
+func newWriter(s *Store, active *segment) *writer {
+	return &writer{
 		s:        s,
 		strategy: s.opts.SyncStrategy,
 		interval: s.opts.SyncInterval,
 		maxFile:  s.opts.MaxFileLength,
 		log:      s.log,
-		exited:   make(chan struct{}),
 		active:   active,
 		size:     active.size.Load(),
 		syncedAt: time.Now(),
 	}
-	w.q = groupcommit.New[op](groupcommit.Config{
-		MaxGroupBytes:       maxGroupBytes,
-		MaxQueuedBytes:      maxQueuedBytes,
-		MaxLinger:           maxLinger,
-		MaxRecordBytes:      MaxRecordSize,
-		ErrTooLarge:         ErrTooLarge,
-		Seal:                finishRecord,
-		CheckOpen:           s.checkOpen,
-		StoreBeforeDispatch: s.opts.StoreBeforeDispatch,
-		Callbacks:           callbacks,
-	})
-	return w
 }
 
-// barrier waits until everything submitted before it is durable, whatever the strategy.
-func (w *writer) barrier() error { return w.q.Barrier() }
-
-// close makes the writer drain the queue, sync, and exit; it returns the error of that
-// final sync.
-func (w *writer) close() error {
-	w.q.Close()
-	<-w.exited
-	return w.exitErr
+// Due reports, under SyncPeriodic, that the interval has passed: under a steady load
+// the writer never idles at its ticker, so it also syncs a group then.
+func (w *writer) Due() bool {
+	return w.strategy == SyncPeriodic && time.Since(w.syncedAt) >= w.interval
 }
 
-// failure returns the sticky error, or nil.
-func (w *writer) failure() error { return w.q.Failure() }
-
-// fail records the first I/O error and returns the error the affected requests get.
-func (w *writer) fail(err error) error {
-	failed, first := w.q.Fail(fmt.Errorf("%w: %w", ErrFailed, err))
-	if first {
-		w.log.Error("journal: write failed; the store refuses further writes until it is reopened",
-			slog.String("dir", w.s.opts.Dir), slog.Any("err", err))
-	}
-	return failed
-}
-
-func (w *writer) run() {
-	defer close(w.exited)
-	var tick <-chan time.Time
-	if w.strategy == SyncPeriodic {
-		t := time.NewTicker(w.interval)
-		defer t.Stop()
-		tick = t.C
-	}
-	for {
-		w.q.Gather()
-		group, closing := w.q.Take()
-		if len(group) > 0 {
-			w.process(group)
-			continue
+// Add puts r's record into the group's buffer, rolling over to a new segment first
+// when it would not fit the active one, and places its messages there.
+func (w *writer) Add(r *request) error {
+	end := w.size + int64(len(w.buf))
+	if end > segHeaderSize && end+int64(len(r.Rec)) > w.maxFile {
+		if err := w.Write(); err != nil {
+			return err
 		}
-		if closing {
-			if w.failure() == nil {
-				if err := w.syncDirty(); err != nil {
-					w.exitErr = w.fail(err)
-				}
-			}
-			return
-		}
-		select {
-		case <-w.q.Wake():
-		case <-tick:
-			if len(w.dirty) > 0 && w.failure() == nil {
-				if err := w.syncDirty(); err != nil {
-					w.fail(err)
-				}
-			}
+		if err := w.roll(); err != nil {
+			return err
 		}
 	}
+	base := uint32(w.size) + uint32(len(w.buf))
+	for i := range r.Ops {
+		if o := &r.Ops[i]; o.kind == batchrec.OpAdd || o.kind == opMove {
+			o.loc.seg, o.loc.off = w.active.id, base+o.msgOff
+		}
+	}
+	w.buf = append(w.buf, r.Rec...)
+	groupcommit.PutBuf(r.Rec)
+	r.Rec = nil
+	return nil
 }
 
-// process writes, syncs, applies and completes one group.
-func (w *writer) process(group []*request) {
-	if err := w.failure(); err != nil {
-		w.q.Complete(group, err)
-		return
+// Write appends the group's buffer to the active segment.
+func (w *writer) Write() error {
+	err := w.write(w.buf)
+	if cap(w.buf) <= 2*maxGroupBytes {
+		w.buf = w.buf[:0]
+	} else {
+		w.buf = nil
 	}
-	// SyncPeriodic: under a steady load the writer never idles at its ticker, so it
-	// also syncs here once the interval has passed.
-	needSync := w.strategy == SyncPeriodic && time.Since(w.syncedAt) >= w.interval
-	buf := w.buf[:0]
+	return err
+}
+
+// Sync fsyncs the segments written since their last sync.
+func (w *writer) Sync() error { return w.syncDirty() }
+
+// Final syncs what Close leaves unsynced.
+func (w *writer) Final() error { return w.syncDirty() }
+
+// Apply applies the batches of a written group to the index and records the journal
+// position it reaches.
+func (w *writer) Apply(group []*request) {
+	x := w.s.idx
 	for _, r := range group {
-		if !r.Take() {
-			r.Err = persistence.ErrCanceled // withdrawn: neither written nor applied
+		if r.Err != nil {
 			continue
 		}
-		if r.Force || (r.Dur == persistence.Sync && w.strategy == SyncAlways) {
-			needSync = true
-		}
-		if r.Rec == nil || r.Err != nil {
-			continue
-		}
-		end := w.size + int64(len(buf))
-		if end > segHeaderSize && end+int64(len(r.Rec)) > w.maxFile {
-			if err := w.write(buf); err != nil {
-				w.q.Complete(group, w.fail(err))
-				return
-			}
-			buf = buf[:0]
-			if err := w.roll(); err != nil {
-				w.q.Complete(group, w.fail(err))
-				return
-			}
-		}
-		base := uint32(w.size) + uint32(len(buf))
 		for i := range r.Ops {
-			if o := &r.Ops[i]; o.kind == opAdd || o.kind == opMove {
-				o.loc.seg, o.loc.off = w.active.id, base+o.msgOff
-			}
+			x.apply(&r.Ops[i])
 		}
-		buf = append(buf, r.Rec...)
-		groupcommit.PutBuf(r.Rec)
-		r.Rec = nil
 	}
-	if cap(buf) <= 2*maxGroupBytes {
-		w.buf = buf[:0]
-	}
-	if err := w.write(buf); err != nil {
-		w.q.Complete(group, w.fail(err))
-		return
-	}
-	if needSync {
-		start := time.Now()
-		if err := w.syncDirty(); err != nil {
-			w.q.Complete(group, w.fail(err))
-			return
-		}
-		waiters := 0
-		for _, r := range group {
-			if r.Done == nil && r.Dur == persistence.Sync && !r.Force {
-				waiters++
-			}
-		}
-		w.q.Synced(waiters, time.Since(start))
-	}
-	w.s.applyGroup(group, pos{w.active.id, w.size})
-	w.q.Complete(group, nil)
+	x.applied = pos{w.active.id, w.size}
 }
 
 // write appends p to the active segment.

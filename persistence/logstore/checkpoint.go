@@ -175,9 +175,9 @@ func readCheckpoint(fsys vfs.FS, path string) (checkpoint, int64, error) {
 func (s *Store) checkpoint() error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
+	s.shell.Mu.RLock()
+	if s.shell.Closed {
+		s.shell.Mu.RUnlock()
 		return persistence.ErrClosed
 	}
 	moved := s.idx.lowWater() != s.ckptLow
@@ -185,8 +185,8 @@ func (s *Store) checkpoint() error {
 	if moved {
 		c = s.idx.snapshot()
 	}
-	s.mu.RUnlock()
-	if err := s.w.failure(); err != nil {
+	s.shell.Mu.RUnlock()
+	if err := s.shell.Failure(); err != nil {
 		return err
 	}
 	// The checkpoint describes the log up to c.end: that much must be durable before it
@@ -195,7 +195,7 @@ func (s *Store) checkpoint() error {
 	// synced also when the mark stays, which bounds what FlushOS may lose to a
 	// checkpoint interval (a sync with nothing to sync costs nothing).
 	if err := s.log.Flush(); err != nil {
-		return s.w.fail(fmt.Errorf("flush before checkpoint: %w", err))
+		return s.shell.Fail(fmt.Errorf("flush before checkpoint: %w", err))
 	}
 	if moved {
 		data := c.encode()

@@ -8,20 +8,15 @@ import (
 
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
-	"github.com/activemq-go/broker/persistence/memstore"
+	"github.com/activemq-go/broker/persistence/internal/logshell/shelltest"
 )
 
 // scripted builds a workload from fixed steps, with the memory store as the oracle.
 func scripted(t *testing.T, steps ...func(b persistence.Batch)) *workload {
 	t.Helper()
-	oracle := memstore.New()
-	defer oracle.Close()
-	w := &workload{steps: steps, states: []string{dump(t, oracle)}}
-	for _, step := range steps {
-		commit(t, oracle, step)
-		w.states = append(w.states, dump(t, oracle))
-	}
-	return w
+	return shelltest.NewWorkload(t, len(steps), func(i int, _ persistence.Store) []func(persistence.Batch) {
+		return steps[i : i+1]
+	})
 }
 
 // TestCheckpointSubscriptionChanges runs the cases the checkpoint's subscription rule
@@ -95,19 +90,19 @@ func TestCheckpointSubscriptionChanges(t *testing.T) {
 	}
 	for name, w := range cases {
 		t.Run(name, func(t *testing.T) {
-			for k := 1; k <= len(w.steps); k++ {
+			for k := 1; k <= len(w.Steps); k++ {
 				fs := vfs.NewMem()
 				s := mustOpen(t, memOptions(fs))
-				for _, step := range w.steps[:k] {
+				for _, step := range w.Steps[:k] {
 					commit(t, s, step)
 					require.NoError(t, s.checkpoint())
 				}
-				require.Equal(t, w.states[k], dump(t, s), "prefix %d before reopening", k)
+				require.Equal(t, w.States[k], dump(t, s), "prefix %d before reopening", k)
 				crashed := fs.CrashClone()
 				require.NoError(t, s.Close())
 				for _, f := range []*vfs.Mem{fs, crashed} {
 					s = mustOpen(t, memOptions(f))
-					require.Equal(t, w.states[k], dump(t, s), "prefix %d after reopening", k)
+					require.Equal(t, w.States[k], dump(t, s), "prefix %d after reopening", k)
 					require.NoError(t, s.Close())
 				}
 			}

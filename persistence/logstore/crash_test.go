@@ -2,28 +2,16 @@ package logstore
 
 import (
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/logshell/shelltest"
 )
-
-// crashPoint is the disk a crash would have left at one moment of a run, and the range
-// of workload prefixes a correct store may then hold: at least every batch that was
-// durable (acknowledged by a Sync commit under FlushBatch, or before a completed
-// checkpoint), at most every batch whose Commit had been called.
-type crashPoint struct {
-	fs     *vfs.Mem
-	lo, hi int
-	what   string
-}
 
 // checkpointEvery is how often runWorkload checkpoints, so crash points fall inside
 // checkpoints and segment deletions too.
@@ -32,45 +20,18 @@ const checkpointEvery = 6
 // runWorkload runs w against a store on fs with options o, committing with dur and
 // checkpointing every checkpointEvery steps, and calls onOp (if not nil) before every
 // mutating file-system operation with the prefix bounds at that moment.
-func runWorkload(t *testing.T, w *workload, fs *vfs.Mem, o Options, dur persistence.Durability,
-	onOp func(op vfs.Op, path string, lo, hi int) error) (s *Store, lo, hi int) {
+func runWorkload(t *testing.T, w *workload, fs *vfs.Mem, o Options, dur persistence.Durability, onOp shelltest.OnOp) shelltest.Result {
 	t.Helper()
-	s = mustOpen(t, o)
-	var durable, started atomic.Int64
-	if onOp != nil {
-		fs.Inject(func(op vfs.Op, path string) error {
-			if !op.Mutating() {
-				return nil
+	s := mustOpen(t, o)
+	return shelltest.RunWorkload(t, w, s, fs, shelltest.Run{Dur: dur, SyncDurable: dur == persistence.Sync && o.Flush == FlushBatch,
+		ErrFailed: ErrFailed,
+		After: func(i int) (bool, error) {
+			if i%checkpointEvery != checkpointEvery-1 {
+				return false, nil
 			}
-			return onOp(op, path, int(durable.Load()), int(started.Load()))
-		})
-	}
-	failed := -1
-	for i, step := range w.steps {
-		started.Store(int64(i + 1))
-		b := s.Begin()
-		step(b)
-		if err := b.Commit(t.Context(), dur); err != nil {
-			require.ErrorIs(t, err, ErrFailed, "step %d: a commit fails only with the store's failure", i)
-			if failed < 0 {
-				failed = i
-			}
-			continue
-		}
-		require.Less(t, failed, 0, "step %d: a commit succeeded after the store failed at step %d", i, failed)
-		if dur == persistence.Sync && o.Flush == FlushBatch {
-			durable.Store(int64(i + 1))
-		}
-		if i%checkpointEvery == checkpointEvery-1 && s.checkpoint() == nil {
-			durable.Store(int64(i + 1)) // a checkpoint syncs the log first
-		}
-	}
-	fs.Inject(nil)
-	hi = len(w.steps)
-	if failed >= 0 {
-		hi = failed + 1 // a failed batch may have reached the disk; no later one did
-	}
-	return s, int(durable.Load()), hi
+			err := s.checkpoint() // a checkpoint syncs the log first
+			return err == nil, err
+		}}, onOp)
 }
 
 // checkReopen opens a store on fs and asserts it holds a prefix of w in [lo, hi]. With
@@ -80,16 +41,9 @@ func checkReopen(t *testing.T, w *workload, fs *vfs.Mem, lo, hi int, what string
 	t.Helper()
 	s, err := Open(t.Context(), memOptions(fs))
 	require.NoError(t, err, "open after %s", what)
-	k := w.requirePrefix(t, dump(t, s), lo, hi, what)
+	k := w.RequirePrefix(t, dump(t, s), lo, hi, what)
 	if writeAfter {
-		rec, err := s.Recover(t.Context())
-		require.NoError(t, err)
-		var last uint64
-		for _, d := range rec.Destinations {
-			if d.Name == wlQueue1 {
-				last = d.LastSeq
-			}
-		}
+		last := shelltest.LastSeq(t, s, wlQueue1)
 		commit(t, s, func(b persistence.Batch) { b.Add(testMsg(wlQueue1, last+1, 100)) })
 		require.NoError(t, s.checkpoint())
 		commit(t, s, func(b persistence.Batch) { b.Ack(wlQueue1, last+1); b.Add(testMsg(wlQueue1, last+2, 100)) })
@@ -124,8 +78,7 @@ func TestPowerCut(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			fs := vfs.NewMem()
 			rng := rand.New(rand.NewPCG(3, 4))
-			var mu sync.Mutex
-			var points []crashPoint
+			var points shelltest.Points
 			clone := func() *vfs.Mem {
 				o := vfs.CrashOptions{FlushDirs: mode.flush || mode.kill}
 				switch {
@@ -136,24 +89,18 @@ func TestPowerCut(t *testing.T) {
 				}
 				return fs.CrashCloneWith(o)
 			}
-			s, lo, hi := runWorkload(t, w, fs, memOptions(fs), persistence.Sync, func(op vfs.Op, path string, lo, hi int) error {
-				c := clone()
-				mu.Lock()
-				points = append(points, crashPoint{c, lo, hi, op.String() + " " + path})
-				mu.Unlock()
-				return nil
-			})
-			require.Equal(t, len(w.steps), lo)
-			points = append(points, crashPoint{fs.CrashClone(), lo, hi, "end, before Close"})
-			require.NoError(t, s.Close())
-			points = append(points, crashPoint{fs.CrashClone(), hi, hi, "after Close"})
-			require.Greater(t, len(points), 150, "the workload should cross many operations")
+			r := runWorkload(t, w, fs, memOptions(fs), persistence.Sync, points.At(clone))
+			require.Equal(t, len(w.Steps), r.Lo)
+			points.Add(fs.CrashClone(), r.Lo, r.Hi, "end, before Close")
+			require.NoError(t, r.Store.Close())
+			points.Add(fs.CrashClone(), r.Hi, r.Hi, "after Close")
+			require.Greater(t, len(points.List), 150, "the workload should cross many operations")
 			ops := map[string]int{}
-			for i, p := range points {
-				ops[strings.Fields(p.what)[0]]++
-				checkReopen(t, w, p.fs, p.lo, p.hi, fmt.Sprintf("crash point %d (%s)", i, p.what), i%20 == 0)
-			}
-			t.Logf("%d crash points: %v", len(points), ops)
+			points.Check(func(p shelltest.Point, what string, i int) {
+				ops[strings.Fields(p.What)[0]]++
+				checkReopen(t, w, p.FS, p.Lo, p.Hi, what, i%20 == 0)
+			})
+			t.Logf("%d crash points: %v", len(points.List), ops)
 		})
 	}
 }
@@ -165,22 +112,15 @@ func TestPowerCutAsyncFlushOS(t *testing.T) {
 	w := newWorkload(t, 5, 60)
 	fs := vfs.NewMem()
 	rng := rand.New(rand.NewPCG(5, 6))
-	var points []crashPoint
-	var mu sync.Mutex
+	var points shelltest.Points
 	o := memOptions(fs)
 	o.Flush = FlushOS
-	s, _, hi := runWorkload(t, w, fs, o, persistence.Async, func(op vfs.Op, path string, lo, hi int) error {
-		c := fs.CrashCloneWith(vfs.CrashOptions{FlushDirs: rng.IntN(2) == 0, KeepData: func(_ string, n int) int { return rng.IntN(n + 1) }})
-		mu.Lock()
-		points = append(points, crashPoint{c, lo, hi, op.String() + " " + path})
-		mu.Unlock()
-		return nil
-	})
-	require.NoError(t, s.Close())
-	points = append(points, crashPoint{fs.CrashClone(), hi, hi, "after Close"})
-	for i, p := range points {
-		checkReopen(t, w, p.fs, p.lo, p.hi, fmt.Sprintf("crash point %d (%s)", i, p.what), false)
-	}
+	r := runWorkload(t, w, fs, o, persistence.Async, points.At(func() *vfs.Mem {
+		return fs.CrashCloneWith(vfs.CrashOptions{FlushDirs: rng.IntN(2) == 0, KeepData: func(_ string, n int) int { return rng.IntN(n + 1) }})
+	}))
+	require.NoError(t, r.Store.Close())
+	points.Add(fs.CrashClone(), r.Hi, r.Hi, "after Close")
+	points.Check(func(p shelltest.Point, what string, _ int) { checkReopen(t, w, p.FS, p.Lo, p.Hi, what, false) })
 }
 
 // TestFailureAtEveryStep fails each mutating operation of a workload in turn: the batch
@@ -189,40 +129,16 @@ func TestPowerCutAsyncFlushOS(t *testing.T) {
 // of the workload that includes every acknowledged batch.
 func TestFailureAtEveryStep(t *testing.T) {
 	w := newWorkload(t, 2, 30)
-	var total atomic.Int64
-	counted := vfs.NewMem()
-	s, _, _ := runWorkload(t, w, counted, memOptions(counted), persistence.Sync, func(vfs.Op, string, int, int) error {
-		total.Add(1)
-		return nil
+	shelltest.FailureAtEveryStep(t, shelltest.Failures{
+		Run: func(fs *vfs.Mem, onOp shelltest.OnOp) shelltest.Result {
+			return runWorkload(t, w, fs, memOptions(fs), persistence.Sync, onOp)
+		},
+		Failure: func(s persistence.Store) error { return s.(*Store).shell.Failure() },
+		Check: func(fs *vfs.Mem, lo, hi int, what string, writeAfter bool) {
+			checkReopen(t, w, fs, lo, hi, what, writeAfter)
+		},
+		MinOps: 60, ErrFailed: ErrFailed,
 	})
-	require.NoError(t, s.Close())
-	n := int(total.Load())
-	require.Greater(t, n, 60)
-
-	failedRuns := 0
-	for target := 1; target <= n; target++ {
-		fs := vfs.NewMem()
-		var count atomic.Int64
-		var hit atomic.Value
-		s, lo, hi := runWorkload(t, w, fs, memOptions(fs), persistence.Sync, func(op vfs.Op, path string, _, _ int) error {
-			if count.Add(1) == int64(target) {
-				hit.Store(op.String() + " " + path)
-				return vfs.ErrInjected
-			}
-			return nil
-		})
-		what := fmt.Sprintf("failure of operation %d (%v)", target, hit.Load())
-		if err := s.w.failure(); err != nil {
-			failedRuns++
-			require.ErrorIs(t, err, vfs.ErrInjected, what)
-			require.ErrorIs(t, s.Close(), ErrFailed, "Close reports the failure: %s", what)
-		} else {
-			require.NoError(t, s.Close(), what) // a failed checkpoint does not fail the store
-		}
-		checkReopen(t, w, fs.CrashClone(), lo, hi, "power cut after "+what, false)
-		checkReopen(t, w, fs, lo, hi, "restart after "+what, target%10 == 0)
-	}
-	require.Greater(t, failedRuns, n/3, "most injected failures hit the write path")
 }
 
 // TestCrashWithoutClose drops a store without closing it (its process state is gone)
@@ -230,8 +146,9 @@ func TestFailureAtEveryStep(t *testing.T) {
 func TestCrashWithoutClose(t *testing.T) {
 	w := newWorkload(t, 9, 80)
 	fs := vfs.NewMem()
-	s, lo, hi := runWorkload(t, w, fs, memOptions(fs), persistence.Sync, nil)
-	require.Equal(t, len(w.steps), lo)
+	r := runWorkload(t, w, fs, memOptions(fs), persistence.Sync, nil)
+	s, hi := r.Store, r.Hi
+	require.Equal(t, len(w.Steps), r.Lo)
 	want := dump(t, s)
 	// What a kill -9 leaves: every write that returned, synced or not, and no clean
 	// shutdown of the log. The abandoned store still holds locks on fs, so the new one
@@ -239,7 +156,7 @@ func TestCrashWithoutClose(t *testing.T) {
 	killed := fs.CrashCloneWith(vfs.CrashOptions{FlushDirs: true, KeepData: func(_ string, n int) int { return n }})
 	s2 := mustOpen(t, memOptions(killed))
 	require.Equal(t, want, dump(t, s2))
-	require.Equal(t, w.states[hi], dump(t, s2))
+	require.Equal(t, w.States[hi], dump(t, s2))
 	require.NoError(t, s2.Close())
 	// A power cut at the same instant keeps every Sync commit too.
 	s2 = mustOpen(t, memOptions(fs.CrashClone()))

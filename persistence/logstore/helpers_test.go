@@ -1,24 +1,18 @@
 package logstore
 
 import (
-	"cmp"
 	"fmt"
-	"hash/crc32"
-	"io"
-	"log/slog"
 	"math/rand/v2"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
-	"github.com/activemq-go/broker/persistence/memstore"
+	"github.com/activemq-go/broker/persistence/internal/logshell/shelltest"
 )
 
-var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quietLog = shelltest.Quiet
 
 const testDir = "/data/kafkalog"
 
@@ -36,10 +30,7 @@ func mustOpen(t testing.TB, o Options) *Store {
 }
 
 func commit(t testing.TB, s persistence.Store, ops func(b persistence.Batch)) {
-	t.Helper()
-	b := s.Begin()
-	ops(b)
-	require.NoError(t, b.Commit(t.Context(), persistence.Sync))
+	shelltest.Commit(t, s, ops)
 }
 
 func testMsg(dest string, seq uint64, bodyLen int, subs ...persistence.SubKey) *persistence.Message {
@@ -52,54 +43,16 @@ func testMsg(dest string, seq uint64, bodyLen int, subs ...persistence.SubKey) *
 }
 
 func scanSeqs(t testing.TB, s persistence.Store, dest string) []uint64 {
-	t.Helper()
-	seqs := []uint64{}
-	require.NoError(t, s.Scan(t.Context(), dest, 0, 0, func(m *persistence.Message) error {
-		seqs = append(seqs, m.Seq)
-		return nil
-	}))
-	return seqs
-}
-
-func compareKeys(a, b persistence.SubKey) int {
-	return cmp.Or(cmp.Compare(a.ClientID, b.ClientID), cmp.Compare(a.Name, b.Name))
+	return shelltest.Seqs(t, s, dest)
 }
 
 // dump renders everything a store holds, canonically, for comparing a store with the
-// oracle: destinations with LastSeq and Stats, every message field, the owing
-// subscriptions, and the subscriptions with their pending sets.
-func dump(t testing.TB, s persistence.Store) string {
-	t.Helper()
-	rec, err := s.Recover(t.Context())
-	require.NoError(t, err)
-	var b strings.Builder
-	for _, d := range rec.Destinations {
-		fmt.Fprintf(&b, "dest %s last=%d msgs=%d bytes=%d\n", d.Name, d.LastSeq, d.Msgs, d.Bytes)
-		require.NoError(t, s.Scan(t.Context(), d.Name, 0, 0, func(m *persistence.Message) error {
-			subs := slices.SortedFunc(slices.Values(m.Subs), compareKeys)
-			fmt.Fprintf(&b, "  %d id=%s p=%v prio=%d exp=%d ts=%d red=%d h=%q body=%d/%08x subs=%v\n", m.Seq, m.ID,
-				m.Persistent, m.Priority, m.Expires, m.Timestamp, m.RedeliveryCount, m.Headers,
-				len(m.Body), crc32.ChecksumIEEE(m.Body), subs)
-			return nil
-		}))
-	}
-	for _, sub := range rec.Subs {
-		var seqs []uint64
-		require.NoError(t, s.ScanSub(t.Context(), sub.Key, 0, 0, func(m *persistence.Message) error {
-			seqs = append(seqs, m.Seq)
-			return nil
-		}))
-		fmt.Fprintf(&b, "sub %v on %s sel=%q created=%d pending=%v\n", sub.Key, sub.Dest, sub.Selector, sub.Created, seqs)
-	}
-	return b.String()
-}
+// oracle.
+func dump(t testing.TB, s persistence.Store) string { return shelltest.Dump(t, s) }
 
 // workload is a deterministic sequence of batches and the state a correct store holds
-// after each prefix of it: states[k] is the dump after steps[:k].
-type workload struct {
-	steps  []func(b persistence.Batch)
-	states []string
-}
+// after each prefix of it.
+type workload = shelltest.Workload
 
 var (
 	subX = persistence.SubKey{ClientID: "c1", Name: "x"}
@@ -120,20 +73,8 @@ const (
 func newWorkload(t testing.TB, seed uint64, n int) *workload {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 11))
-	oracle := memstore.New()
-	defer oracle.Close()
-	w := &workload{states: []string{dump(t, oracle)}}
 	last := map[string]uint64{}
 	subTopic := map[persistence.SubKey]string{}
-	stored := func(dest string) []uint64 { return scanSeqs(t, oracle, dest) }
-	pending := func(k persistence.SubKey) []uint64 {
-		var seqs []uint64
-		_ = oracle.ScanSub(t.Context(), k, 0, 0, func(m *persistence.Message) error {
-			seqs = append(seqs, m.Seq)
-			return nil
-		})
-		return seqs
-	}
 	msg := func(dest string, seq uint64, subs ...persistence.SubKey) *persistence.Message {
 		m := testMsg(dest, seq, 10+rng.IntN(400), subs...)
 		m.Priority, m.Expires, m.RedeliveryCount = uint8(rng.IntN(10)), rng.Int64N(1<<40), uint32(rng.IntN(3))
@@ -142,7 +83,7 @@ func newWorkload(t testing.TB, seed uint64, n int) *workload {
 		}
 		return m
 	}
-	for i := range n {
+	return shelltest.NewWorkload(t, n, func(i int, oracle persistence.Store) []func(persistence.Batch) {
 		var ops []func(persistence.Batch)
 		add := func(m *persistence.Message) { ops = append(ops, func(b persistence.Batch) { b.Add(m) }) }
 		next := func(dest string) uint64 { last[dest]++; return last[dest] }
@@ -159,12 +100,12 @@ func newWorkload(t testing.TB, seed uint64, n int) *workload {
 				add(msg(dest, next(dest)))
 			}
 		case r < 40: // redelivery: replace a stored message
-			if seqs := stored(wlQueue1); len(seqs) > 0 {
+			if seqs := shelltest.Seqs(t, oracle, wlQueue1); len(seqs) > 0 {
 				add(msg(wlQueue1, seqs[rng.IntN(len(seqs))]))
 			}
 		case r < 60:
 			for _, dest := range []string{wlQueue1, wlQueue2} {
-				seqs := stored(dest)
+				seqs := shelltest.Seqs(t, oracle, dest)
 				for j := 0; j < len(seqs) && j < 1+rng.IntN(5); j++ {
 					ops = append(ops, func(b persistence.Batch) { b.Ack(dest, seqs[j]) }) // mostly in order
 				}
@@ -177,7 +118,7 @@ func newWorkload(t testing.TB, seed uint64, n int) *workload {
 			}
 		case r < 88:
 			for _, k := range []persistence.SubKey{subX, subY} {
-				if p := pending(k); len(p) > 0 {
+				if p := shelltest.Pending(t, oracle, k); len(p) > 0 {
 					seq := p[rng.IntN(len(p))]
 					ops = append(ops, func(b persistence.Batch) { b.AckSub(k, seq) })
 				}
@@ -215,34 +156,6 @@ func newWorkload(t testing.TB, seed uint64, n int) *workload {
 				add(m)
 			}
 		}
-		step := func(b persistence.Batch) {
-			for _, o := range ops {
-				o(b)
-			}
-		}
-		b := oracle.Begin()
-		step(b)
-		require.NoError(t, b.Commit(t.Context(), persistence.Sync))
-		w.steps = append(w.steps, step)
-		w.states = append(w.states, dump(t, oracle))
-	}
-	return w
-}
-
-// requirePrefix asserts that got is the state after k steps for some k in [lo, hi], and
-// returns k.
-func (w *workload) requirePrefix(t testing.TB, got string, lo, hi int, what string) int {
-	t.Helper()
-	for k := hi; k >= lo; k-- {
-		if w.states[k] == got {
-			return k
-		}
-	}
-	for k := range w.states {
-		if w.states[k] == got {
-			t.Logf("%s: the state is the state after %d steps, outside %d..%d", what, k, lo, hi)
-		}
-	}
-	require.Equal(t, w.states[lo], got, "%s: the state is not the state after any of steps %d..%d (diff against %d)", what, lo, hi, lo)
-	return -1
+		return ops
+	})
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/batchrec"
+	"github.com/activemq-go/broker/persistence/internal/indexstate"
 )
 
 // msgLoc is what the index keeps of a stored message: where its bytes are in the log
@@ -61,6 +63,12 @@ type index struct {
 	next int64
 }
 
+// Recovered is what Recover reports of the index (logshell.Index).
+func (x *index) Recovered() *persistence.Recovered { return indexstate.Recovered(x.dests, x.subs) }
+
+// Stats is what Stats reports of dest (logshell.Index).
+func (x *index) Stats(dest string) (msgs, bytes int64) { return indexstate.Stats(x.dests, dest) }
+
 func newIndex() *index {
 	return &index{dests: map[string]*destination{}, subs: map[persistence.SubKey]*subscription{}}
 }
@@ -99,21 +107,21 @@ func (x *index) applyRecord(off int64, ops []op) {
 // apply runs one operation of the record at off.
 func (x *index) apply(off int64, o *op) {
 	switch o.kind {
-	case opAdd:
+	case batchrec.OpAdd:
 		x.add(off, o)
-	case opAck:
+	case batchrec.OpAck:
 		if d := x.dests[o.dest]; d != nil {
 			if l := d.log.Get(o.seq); l != nil {
 				x.drop(d, o.seq, *l)
 			}
 		}
-	case opAckSub:
+	case batchrec.OpAckSub:
 		x.ackSub(o.key, o.seq)
-	case opAddSub:
+	case batchrec.OpAddSub:
 		x.addSub(off, o.info)
-	case opRemoveSub:
+	case batchrec.OpRemoveSub:
 		x.removeSub(o.key)
-	case opPurge:
+	case batchrec.OpPurge:
 		if d := x.dests[o.dest]; d != nil {
 			x.purge(d)
 		}

@@ -4,14 +4,12 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/activemq-go/broker/internal/setting"
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/logshell"
 	"github.com/activemq-go/broker/persistence/internal/optparse"
 )
 
@@ -20,29 +18,27 @@ import (
 // operating system's page cache.
 type FlushPolicy uint8
 
+// The policies are the shell's (logshell.Policy).
 const (
 	// FlushBatch fsyncs once per group of batches that holds a Commit(Sync), before that
 	// Commit returns; groups of Async commits only are not synced. Nothing acknowledged
 	// with Sync is lost by a power cut. The default.
-	FlushBatch FlushPolicy = iota
+	FlushBatch = FlushPolicy(logshell.SyncEach)
 	// FlushInterval fsyncs every FlushInterval if anything was appended; Commit(Sync)
 	// returns once the batch is written. A power cut loses at most the last interval.
-	FlushInterval
+	FlushInterval = FlushPolicy(logshell.SyncPeriodic)
 	// FlushOS never fsyncs on the commit path (Kafka's default): the log is fsynced when
 	// a segment rolls, at every checkpoint (CheckpointInterval) and at Close. A power cut
 	// loses at most the commits since the last of these.
-	FlushOS
+	FlushOS = FlushPolicy(logshell.SyncNever)
 )
 
-var flushNames = []string{FlushBatch: "batch", FlushInterval: "interval", FlushOS: "os"}
+// flushNames are the policies' names in the kafkaLog block.
+var flushNames = logshell.PolicyNames{Type: "FlushPolicy", Names: [3]string{"batch", "interval", "os"},
+	Unknown: "unknown flush policy"}
 
 // String returns the configuration name of the policy.
-func (p FlushPolicy) String() string {
-	if int(p) < len(flushNames) {
-		return flushNames[p]
-	}
-	return "FlushPolicy(" + strconv.Itoa(int(p)) + ")"
-}
+func (p FlushPolicy) String() string { return flushNames.String(logshell.Policy(p)) }
 
 // Defaults and limits.
 const (
@@ -90,8 +86,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.FS == nil {
 		o.FS = vfs.OS
 	}
-	if o.Flush > FlushOS {
-		return o, fmt.Errorf("%w: unknown FlushPolicy %d", ErrOption, o.Flush)
+	if err := flushNames.Check(logshell.Policy(o.Flush), ErrOption); err != nil {
+		return o, err
 	}
 	if o.FlushInterval <= 0 {
 		o.FlushInterval = DefaultFlushInterval
@@ -114,34 +110,12 @@ func (o Options) withDefaults() (Options, error) {
 // keyPath is the configuration path of the adapter's block, for error messages.
 const keyPath = "persistenceAdapter.kafkaLog"
 
-const (
-	durationAllowed = `a positive duration such as "5s" or "500ms" (a number is milliseconds), at most 24h`
-	sizeAllowed     = "a size from 64kb to 1gb, e.g. 64mb (a number is bytes)"
-)
-
 // optionKeys are the keys of the kafkaLog block.
 var optionKeys = []optparse.Key[Options]{
-	{Name: "directory", Allowed: "a directory path (default <dataDirectory>/kafkalog)",
-		Set: func(o *Options, raw any) string {
-			s, ok := raw.(string)
-			if !ok || strings.TrimSpace(s) == "" {
-				return "not a directory path"
-			}
-			o.Dir = filepath.Clean(s)
-			return ""
-		}},
-	{Name: "flush", Allowed: "batch, interval or os",
-		Set: func(o *Options, raw any) string {
-			s, _ := raw.(string)
-			i := slices.Index(flushNames, strings.ToLower(strings.TrimSpace(s)))
-			if i < 0 {
-				return "unknown flush policy"
-			}
-			o.Flush = FlushPolicy(i)
-			return ""
-		}},
-	{Name: "flushInterval", Allowed: durationAllowed, Set: durationOption(func(o *Options) *time.Duration { return &o.FlushInterval })},
-	{Name: "segmentBytes", Allowed: sizeAllowed,
+	optparse.DirectoryKey("a directory path (default <dataDirectory>/kafkalog)", func(o *Options) *string { return &o.Dir }),
+	logshell.PolicyKey("flush", &flushNames, func(o *Options, p logshell.Policy) { o.Flush = FlushPolicy(p) }),
+	optparse.DurationKey("flushInterval", func(o *Options) *time.Duration { return &o.FlushInterval }, ""),
+	{Name: "segmentBytes", Allowed: "a size from 64kb to 1gb, e.g. 64mb (a number is bytes)",
 		Set: func(o *Options, raw any) string {
 			n, err := optparse.Size(raw)
 			if err != nil || n < 64<<10 || n > MaxSegmentBytes {
@@ -150,33 +124,8 @@ var optionKeys = []optparse.Key[Options]{
 			o.SegmentBytes = n
 			return ""
 		}},
-	{Name: "checkpointInterval", Allowed: durationAllowed, Set: durationOption(func(o *Options) *time.Duration { return &o.CheckpointInterval })},
-	{Name: "concurrentStoreAndDispatchQueues", Allowed: "true or false",
-		Set: func(o *Options, raw any) string {
-			b, ok := setting.Bool(raw)
-			if !ok {
-				return "not a boolean"
-			}
-			o.StoreBeforeDispatch = !b
-			return ""
-		}},
-}
-
-// durationOption reads a duration given as a string ("5s") or a number of milliseconds.
-func durationOption(field func(*Options) *time.Duration) func(o *Options, raw any) string {
-	return func(o *Options, raw any) string {
-		d, problem := optparse.Duration(raw)
-		if problem == "" {
-			*field(o) = d
-		}
-		return problem
-	}
-}
-
-// optionError builds the error the broker prints: a *setting.Error naming the key, the
-// value and what is allowed, wrapping ErrOption.
-func optionError(key, val, problem, allowed string) error {
-	return &setting.Error{Key: keyPath + "." + key, Value: val, Problem: problem, Allowed: allowed, Err: ErrOption}
+	optparse.DurationKey("checkpointInterval", func(o *Options) *time.Duration { return &o.CheckpointInterval }, ""),
+	optparse.StoreBeforeDispatchKey(func(o *Options) *bool { return &o.StoreBeforeDispatch }),
 }
 
 // ParseOptions turns the broker's persistence options into Options. Keys are matched
@@ -190,7 +139,7 @@ func ParseOptions(p persistence.Options) (Options, error) {
 		dir = "data"
 	}
 	o := Options{Dir: filepath.Join(dir, "kafkalog"), Logger: p.Logger}
-	if err := optparse.Apply(&o, p.Raw, optionKeys, optionError); err != nil {
+	if err := optparse.Apply(&o, p.Raw, optionKeys, optparse.SettingError(keyPath, ErrOption)); err != nil {
 		return Options{}, err
 	}
 	return o, nil

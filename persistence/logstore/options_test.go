@@ -1,15 +1,14 @@
 package logstore_test
 
 import (
-	"errors"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/activemq-go/broker/internal/setting"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/logshell/shelltest"
 	"github.com/activemq-go/broker/persistence/logstore"
 )
 
@@ -45,34 +44,24 @@ func TestParseOptions(t *testing.T) {
 }
 
 func TestParseOptionsErrors(t *testing.T) {
-	cases := []struct {
-		key   string
-		value any
-		want  []string // in the message
-	}{
-		{"flush", "sometimes", []string{"persistenceAdapter.kafkaLog.flush", `"sometimes"`, "batch, interval or os"}},
-		{"flush", 1, []string{"persistenceAdapter.kafkaLog.flush"}},
-		{"segmentBytes", "32 parsecs", []string{"persistenceAdapter.kafkaLog.segmentBytes", `"32 parsecs"`, "64kb to 1gb"}},
-		{"segmentBytes", "1kb", []string{"segmentBytes", `"1kb"`}},
-		{"segmentBytes", "2gb", []string{"segmentBytes", `"2gb"`}},
-		{"segmentBytes", -5, []string{"segmentBytes", `"-5"`}},
-		{"checkpointInterval", "soon", []string{"persistenceAdapter.kafkaLog.checkpointInterval", `"soon"`, "positive duration"}},
-		{"checkpointInterval", "-1s", []string{"checkpointInterval"}},
-		{"flushInterval", "48h", []string{"flushInterval", `"48h"`}},
-		{"directory", "  ", []string{"persistenceAdapter.kafkaLog.directory"}},
-		{"directory", map[string]any{"a": 1}, []string{"directory", "must be a string, a number or a boolean"}},
-		{"concurrentStoreAndDispatchQueues", "sometimes", []string{"persistenceAdapter.kafkaLog.concurrentStoreAndDispatchQueues", `"sometimes"`, "true or false"}},
-		{"flushInterval", true, []string{"flushInterval", "positive duration"}},
-		{"retention", "7d", []string{"persistenceAdapter.kafkaLog.retention", "unknown option", "directory, flush, flushInterval, segmentBytes, checkpointInterval"}},
+	cases := []shelltest.OptionError{
+		{Key: "flush", Value: "sometimes", Want: []string{"persistenceAdapter.kafkaLog.flush", `"sometimes"`, "batch, interval or os"}},
+		{Key: "flush", Value: 1, Want: []string{"persistenceAdapter.kafkaLog.flush"}},
+		{Key: "segmentBytes", Value: "32 parsecs", Want: []string{"persistenceAdapter.kafkaLog.segmentBytes", `"32 parsecs"`, "64kb to 1gb"}},
+		{Key: "segmentBytes", Value: "1kb", Want: []string{"segmentBytes", `"1kb"`}},
+		{Key: "segmentBytes", Value: "2gb", Want: []string{"segmentBytes", `"2gb"`}},
+		{Key: "segmentBytes", Value: -5, Want: []string{"segmentBytes", `"-5"`}},
+		{Key: "checkpointInterval", Value: "soon", Want: []string{"persistenceAdapter.kafkaLog.checkpointInterval", `"soon"`, "positive duration"}},
+		{Key: "checkpointInterval", Value: "-1s", Want: []string{"checkpointInterval"}},
+		{Key: "flushInterval", Value: "48h", Want: []string{"flushInterval", `"48h"`}},
+		{Key: "directory", Value: "  ", Want: []string{"persistenceAdapter.kafkaLog.directory"}},
+		{Key: "directory", Value: map[string]any{"a": 1}, Want: []string{"directory", "must be a string, a number or a boolean"}},
+		{Key: "concurrentStoreAndDispatchQueues", Value: "sometimes", Want: []string{"persistenceAdapter.kafkaLog.concurrentStoreAndDispatchQueues", `"sometimes"`, "true or false"}},
+		{Key: "flushInterval", Value: true, Want: []string{"flushInterval", "positive duration"}},
+		{Key: "retention", Value: "7d", Want: []string{"persistenceAdapter.kafkaLog.retention", "unknown option", "directory, flush, flushInterval, segmentBytes, checkpointInterval"}},
 	}
-	for _, c := range cases {
-		_, err := logstore.ParseOptions(persistence.Options{Raw: map[string]any{c.key: c.value}})
-		require.Error(t, err, "%s=%v", c.key, c.value)
-		require.ErrorIs(t, err, logstore.ErrOption)
-		var ce *setting.Error
-		require.True(t, errors.As(err, &ce), "%T is a *setting.Error", err)
-		for _, w := range c.want {
-			require.Contains(t, err.Error(), w)
-		}
-	}
+	shelltest.RequireOptionErrors(t, func(raw map[string]any) error {
+		_, err := logstore.ParseOptions(persistence.Options{Raw: raw})
+		return err
+	}, logstore.ErrOption, cases)
 }

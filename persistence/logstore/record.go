@@ -16,17 +16,9 @@ const recordVersion = 1
 // Store contract promises).
 const maxSeq = math.MaxInt64
 
-// opKind is the kind of one operation of a batch record; the values are the format's.
-type opKind uint8
-
-const (
-	opAdd       = opKind(batchrec.OpAdd)
-	opAck       = opKind(batchrec.OpAck)
-	opAckSub    = opKind(batchrec.OpAckSub)
-	opAddSub    = opKind(batchrec.OpAddSub)
-	opRemoveSub = opKind(batchrec.OpRemoveSub)
-	opPurge     = opKind(batchrec.OpPurge)
-)
+// opKind is the kind of one operation of a batch record: batchrec's codes
+// (batchrec.OpAdd, ...), the values the format's.
+type opKind = byte
 
 // op is one decoded operation: what the batch recorded and what replay decodes, so one
 // apply serves both (TestRecordRoundTrip holds them equal).
@@ -51,7 +43,7 @@ func newRecord(buf []byte) []byte { return append(buf, recordVersion) }
 // appendAdd appends an Add of m (naming subs) and returns the record and the position of
 // the length-prefixed message in it.
 func appendAdd(b []byte, m *persistence.Message, subs []persistence.SubKey) ([]byte, uint32) {
-	b = append(b, byte(opAdd))
+	b = append(b, byte(batchrec.OpAdd))
 	pos := len(b)
 	b = binary.AppendUvarint(b, uint64(batchrec.MessageLen(m, subs)))
 	return batchrec.AppendMessage(b, m, subs), uint32(pos)
@@ -161,23 +153,23 @@ func decodeRecord(v []byte, ops []op) ([]op, error) {
 	for r.err == nil && r.off < len(v) {
 		o := op{kind: opKind(r.byte())}
 		switch o.kind {
-		case opAdd:
+		case batchrec.OpAdd:
 			o.pos = uint32(r.off)
 			if msg := r.bytes(); r.err == nil {
 				r.err = decodeAddOp(msg, &o)
 			}
-		case opAck:
+		case batchrec.OpAck:
 			o.dest, o.seq = r.str(), r.uvarint()
-		case opAckSub:
+		case batchrec.OpAckSub:
 			o.key = persistence.SubKey{ClientID: r.str(), Name: r.str()}
 			o.seq = r.uvarint()
-		case opAddSub:
+		case batchrec.OpAddSub:
 			o.info.Key = persistence.SubKey{ClientID: r.str(), Name: r.str()}
 			o.info.Dest, o.info.Selector = r.str(), r.str()
 			o.info.Created = r.varint()
-		case opRemoveSub:
+		case batchrec.OpRemoveSub:
 			o.key = persistence.SubKey{ClientID: r.str(), Name: r.str()}
-		case opPurge:
+		case batchrec.OpPurge:
 			o.dest = r.str()
 		default:
 			r.fail(fmt.Sprintf("unknown operation %d", o.kind))

@@ -8,19 +8,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/batchrec"
 )
 
 // batchOnly returns a store that can only record batches: its writer does not run.
 func batchOnly() *Store {
 	s := &Store{}
-	s.w = newWriter(s, nil)
+	s.shell.Init(s.shellConfig(), nil)
 	return s
 }
 
 // recordOf returns what a batch built by ops encodes and records, as the writer gets it.
 func recordOf(t testing.TB, ops func(b persistence.Batch)) ([]byte, []op) {
 	t.Helper()
-	b := batchOnly().newBatch()
+	b := batchOnly().shell.NewBatch()
 	ops(b)
 	r, ok := b.Finish(context.Background(), persistence.Sync)
 	require.True(t, ok, "batch failed: %v", r.Err)
@@ -94,13 +95,13 @@ func TestInvalidBatches(t *testing.T) {
 		"no dest":      func(b persistence.Batch) { b.Add(&persistence.Message{Seq: 1}) },
 		"sub on queue": func(b persistence.Batch) { b.AddSub(persistence.SubInfo{Dest: "queue://q"}) },
 	} {
-		b := s.newBatch()
+		b := s.shell.NewBatch()
 		ops(b)
 		r, ok := b.Finish(context.Background(), persistence.Sync)
 		require.False(t, ok, name)
 		require.ErrorIs(t, r.Err, ErrInvalid, name)
 	}
-	b := s.newBatch()
+	b := s.shell.NewBatch()
 	b.Add(&persistence.Message{Dest: "queue://q", Seq: 1, Body: make([]byte, MaxRecordBytes)})
 	r, ok := b.Finish(context.Background(), persistence.Sync)
 	require.False(t, ok)
@@ -122,7 +123,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	})
 	f.Add(rec)
 	f.Add([]byte{recordVersion})
-	f.Add([]byte{recordVersion, byte(opAdd), 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add([]byte{recordVersion, byte(batchrec.OpAdd), 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ops, err := decodeRecord(data, nil)
 		if err != nil {
@@ -130,7 +131,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			return
 		}
 		for _, o := range ops {
-			if o.kind != opAdd {
+			if o.kind != batchrec.OpAdd {
 				continue
 			}
 			msg, err := messageAt(data, o.pos)

@@ -116,13 +116,13 @@ func (s *Store) readPage(after uint64, limit int, page []pageEntry, msgs []persi
 	ahead *readAhead) ([]pageEntry, []persistence.Message, error) {
 	s.delMu.RLock()
 	defer s.delMu.RUnlock()
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
+	s.shell.Mu.RLock()
+	if s.shell.Closed {
+		s.shell.Mu.RUnlock()
 		return page, msgs, persistence.ErrClosed
 	}
 	page, err := pick(after, limit, page)
-	s.mu.RUnlock()
+	s.shell.Mu.RUnlock()
 	if err != nil || len(page) == 0 {
 		return page, msgs, err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,25 +15,13 @@ import (
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/kafkalog"
 	"github.com/activemq-go/broker/persistence"
-	"github.com/activemq-go/broker/persistence/internal/completion"
-	"github.com/activemq-go/broker/persistence/internal/indexstate"
+	"github.com/activemq-go/broker/persistence/internal/groupcommit"
+	"github.com/activemq-go/broker/persistence/internal/logshell"
 )
 
-func init() { persistence.Register("kafkalog", open) }
-
-// open is the registered opener: it parses the kafkaLog block and opens the store on the
-// real file system.
-func open(ctx context.Context, po persistence.Options) (persistence.Store, error) {
-	o, err := ParseOptions(po)
-	if err != nil {
-		return nil, err
-	}
-	s, err := Open(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
+// The registered opener parses the kafkaLog block and opens the store on the real file
+// system.
+func init() { logshell.Register("kafkalog", ParseOptions, Open) }
 
 // Compile-time guards: a Store is a persistence.Store with the SpaceReporter power.
 var (
@@ -67,26 +54,17 @@ type Store struct {
 	lg   *slog.Logger
 	log  *kafkalog.Log
 
-	// mu guards the index and closed.
-	mu     sync.RWMutex
-	idx    *index
-	closed bool
+	// shell.Mu guards the index and shell.Closed.
+	shell logshell.Shell[op]
+	idx   *index
 
 	// delMu keeps segment deletion (and closing the log) out of scans: a scan holds it
 	// for reading from before it picks the offsets of a page until it has read them.
 	delMu sync.RWMutex
 
-	w         *writer
-	callbacks *completion.Runner
-
 	ckptMu   sync.Mutex
 	ckptLow  int64 // the low-water mark of the checkpoint on disk
 	ckptSize atomic.Int64
-
-	stop      chan struct{}
-	bgDone    chan struct{}
-	closeOnce sync.Once
-	closeErr  error
 
 	recovery RecoveryInfo
 }
@@ -150,78 +128,52 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, errors.Join(fmt.Errorf("%w: topic %q of %s has %d partitions, not 1", ErrCorrupt, logTopic, o.Dir, n), l.Close())
 	}
 	s := &Store{
-		opts:   o,
-		fs:     o.FS,
-		lg:     o.Logger,
-		log:    l,
-		idx:    newIndex(),
-		stop:   make(chan struct{}),
-		bgDone: make(chan struct{}),
+		opts: o,
+		fs:   o.FS,
+		lg:   o.Logger,
+		log:  l,
+		idx:  newIndex(),
 	}
 	if err := s.recover(ctx); err != nil {
 		return nil, errors.Join(err, l.Close())
 	}
-	s.callbacks = completion.NewRunner()
-	s.w = newWriter(s, s.callbacks)
-	go s.w.run()
-	go s.background()
+	s.shell.Start(s.shellConfig(), &writer{s: s})
 	return s, nil
 }
 
-// applyGroup applies the batches of an appended group to the index, under one lock so no
-// reader sees part of it. The records of the group got the offsets from base on, in
-// order.
-func (s *Store) applyGroup(group []*request, base int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	off := base
-	for _, r := range group {
-		if r.Err != nil || r.Rec == nil {
-			continue
-		}
-		s.idx.applyRecord(off, r.Ops)
-		off++
+// shellConfig is how the shell runs the store: group commit into the log, a flush per
+// round holding a Sync commit under FlushBatch, checkpoints in the background.
+func (s *Store) shellConfig() logshell.Config[op] {
+	o := s.opts
+	return logshell.Config[op]{
+		Name: "logstore", Dir: o.Dir, Logger: o.Logger, ErrFailed: ErrFailed,
+		Index: s.idx, Records: &recAdapter,
+		Queue: groupcommit.Config{
+			MaxGroupBytes:       maxGroupBytes,
+			MaxRecordBytes:      MaxRecordBytes,
+			ErrTooLarge:         ErrTooLarge,
+			StoreBeforeDispatch: o.StoreBeforeDispatch,
+		},
+		SyncCommits: o.Flush == FlushBatch,
+		Jobs:        []logshell.Job{{What: "checkpoint", Every: o.CheckpointInterval, Run: s.checkpoint}},
 	}
 }
 
 // checkOpen returns ErrClosed after Close and the sticky error of a failed store.
-func (s *Store) checkOpen() error {
-	s.mu.RLock()
-	closed := s.closed
-	s.mu.RUnlock()
-	if closed {
-		return persistence.ErrClosed
-	}
-	return s.w.failure()
-}
+func (s *Store) checkOpen() error { return s.shell.CheckOpen() }
 
 // Begin starts a batch.
-func (s *Store) Begin() persistence.Batch { return s.newBatch() }
+func (s *Store) Begin() persistence.Batch { return s.shell.Begin() }
 
 // Recover reports the destinations an Add was ever committed to, sorted by name, and the
 // durable subscriptions, sorted by client ID and name. It may be called at any time.
 func (s *Store) Recover(ctx context.Context) (*persistence.Recovered, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return nil, persistence.ErrClosed
-	}
-	return indexstate.Recovered(s.idx.dests, s.idx.subs), nil
+	return s.shell.Recover(ctx)
 }
 
 // Stats returns the number of stored messages of dest and the sum of their body lengths;
 // (0, 0) for an unknown destination or a closed store.
-func (s *Store) Stats(dest string) (msgs, bytes int64) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return 0, 0
-	}
-	return indexstate.Stats(s.idx.dests, dest)
-}
+func (s *Store) Stats(dest string) (msgs, bytes int64) { return s.shell.Stats(dest) }
 
 // DiskUsage returns the bytes the store occupies on disk: the log's segment files and
 // the checkpoint. (The log's sparse indexes, about 0.5% of the segments, are not
@@ -243,16 +195,16 @@ func (s *Store) Size(context.Context) (int64, error) { return s.DiskUsage(), nil
 // what keeps the log from shrinking (a forgotten queue, a DLQ, an offline durable
 // subscriber). ok is false when nothing is stored.
 func (s *Store) OldestSegment() (file, dest string, ok bool) {
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
+	s.shell.Mu.RLock()
+	if s.shell.Closed {
+		s.shell.Mu.RUnlock()
 		return "", "", false
 	}
 	low, ok := s.idx.pins.low()
 	if ok {
 		dest = s.idx.pinnedBy(low)
 	}
-	s.mu.RUnlock()
+	s.shell.Mu.RUnlock()
 	if !ok {
 		return "", "", false
 	}
@@ -297,61 +249,13 @@ func (s *Store) segmentFile(off int64) string {
 	return file
 }
 
-// background checkpoints on the configured interval until Close.
-func (s *Store) background() {
-	defer close(s.bgDone)
-	if s.opts.CheckpointInterval < 0 {
-		<-s.stop
-		return
-	}
-	t := time.NewTicker(s.opts.CheckpointInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			if err := s.checkpoint(); err != nil && !errors.Is(err, persistence.ErrClosed) && !errors.Is(err, ErrFailed) {
-				s.lg.Error("logstore: checkpoint failed", slog.String("dir", s.opts.Dir), slog.Any("err", err))
-			}
-		}
-	}
-}
-
 // Close stops the checkpointer, appends and syncs everything committed, writes a final
 // checkpoint (so the next Open replays little) and closes the log. It returns the first
 // error of that, or the error that failed the store earlier. A second Close returns nil.
 func (s *Store) Close() error {
-	first := false
-	s.closeOnce.Do(func() {
-		first = true
-		s.closeErr = s.close()
+	return s.shell.Close(s.checkpoint, func() error {
+		s.delMu.Lock() // wait for scans still reading the log
+		defer s.delMu.Unlock()
+		return s.log.Close()
 	})
-	if !first {
-		return nil
-	}
-	return s.closeErr
-}
-
-func (s *Store) close() error {
-	close(s.stop)
-	<-s.bgDone
-	var errs []error
-	werr := s.w.close()
-	s.callbacks.Close()
-	if failed := s.w.failure(); failed != nil {
-		errs = append(errs, failed)
-	} else if err := s.checkpoint(); err != nil {
-		errs = append(errs, fmt.Errorf("logstore: final checkpoint: %w", err))
-	}
-	if werr != nil && !slices.Contains(errs, werr) {
-		errs = append(errs, werr)
-	}
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.delMu.Lock() // wait for scans still reading the log
-	errs = append(errs, s.log.Close())
-	s.delMu.Unlock()
-	return errors.Join(errs...)
 }

@@ -24,12 +24,28 @@ type Adapter[O any] struct {
 	Start   func(buf []byte) []byte // starts a record in buf (the adapter's framing)
 	Op      func(Op) O              // the adapter's decoded operation for o
 	Invalid error                   // the adapter's sentinel for an invalid operation
+	// Add appends the adapter's framing of an Add of m naming subs (see CheckAdd) to
+	// rec, and returns the record and the decoded operation.
+	Add func(rec []byte, m *persistence.Message, subs []persistence.SubKey) ([]byte, O)
 }
 
-// Batch is a groupcommit.Batch that records Ack, AckSub, AddSub, RemoveSub and Purge:
-// each is encoded into the record as it is recorded (see the package comment) and kept,
-// decoded, in Ops. The adapter embeds it and adds Add, whose framing is its own, and
-// the powers it offers.
+// Compile-time guards: a Batch is a persistence.Batch with the AsyncBatch and
+// CancelableBatch powers.
+var (
+	_ persistence.Batch           = (*Batch[int])(nil)
+	_ persistence.AsyncBatch      = (*Batch[int])(nil)
+	_ persistence.CancelableBatch = (*Batch[int])(nil)
+)
+
+// Batch is a groupcommit.Batch that records every operation of persistence.Batch: each
+// is encoded into the record as it is recorded (see the package comment), so Add
+// copies the message once, straight into the bytes that will be written, and kept,
+// decoded, in Ops, which the writer applies to the index once the record is written.
+// Add's framing is the adapter's (Adapter.Add); the commit methods are
+// groupcommit.Batch's.
+//
+// A Batch is used by one goroutine at a time. Once committed or rolled back it is done:
+// later operations are ignored and Commit returns persistence.ErrBatchDone.
 type Batch[O any] struct {
 	groupcommit.Batch[O]
 	a *Adapter[O]
@@ -46,6 +62,17 @@ func (b *Batch[O]) Invalidf(format string, args ...any) { b.Invalid(b.a.Invalid,
 
 // Record returns the record buffer, starting it on first use.
 func (b *Batch[O]) Record() []byte { return b.Buf(b.a.Start) }
+
+// Add encodes m into the batch: the caller may reuse m as soon as Add returns.
+func (b *Batch[O]) Add(m *persistence.Message) {
+	subs, ok := b.CheckAdd(m)
+	if !ok {
+		return
+	}
+	var o O
+	b.Rec, o = b.a.Add(b.Record(), m, subs)
+	b.Ops = append(b.Ops, o)
+}
 
 // Ack records the deletion of a message.
 func (b *Batch[O]) Ack(dest string, seq uint64) {

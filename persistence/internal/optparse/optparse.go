@@ -7,6 +7,7 @@ package optparse
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -92,4 +93,59 @@ func Duration(raw any) (time.Duration, string) {
 		return 0, "duration out of range"
 	}
 	return d, ""
+}
+
+// DurationAllowed is what a duration key takes (Duration), for its Allowed.
+const DurationAllowed = `a positive duration such as "5s" or "500ms" (a number is milliseconds), at most 24h`
+
+// DurationKey is a key read by Duration into the field of o that field returns. Its
+// problem is Duration's, or problem for any of them if problem is not "".
+func DurationKey[T any](name string, field func(o *T) *time.Duration, problem string) Key[T] {
+	return Key[T]{Name: name, Allowed: DurationAllowed, Set: func(o *T, raw any) string {
+		d, p := Duration(raw)
+		if p != "" {
+			if problem != "" {
+				return problem
+			}
+			return p
+		}
+		*field(o) = d
+		return ""
+	}}
+}
+
+// DirectoryKey is the "directory" key: a non-blank path, cleaned, into the field of o
+// that field returns; allowed names the default.
+func DirectoryKey[T any](allowed string, field func(o *T) *string) Key[T] {
+	return Key[T]{Name: "directory", Allowed: allowed, Set: func(o *T, raw any) string {
+		s, ok := raw.(string)
+		if !ok || strings.TrimSpace(s) == "" {
+			return "not a directory path"
+		}
+		*field(o) = filepath.Clean(s)
+		return ""
+	}}
+}
+
+// StoreBeforeDispatchKey is ActiveMQ's "concurrentStoreAndDispatchQueues" (a boolean,
+// true by default) stored, negated, into the StoreBeforeDispatch field of o that field
+// returns.
+func StoreBeforeDispatchKey[T any](field func(o *T) *bool) Key[T] {
+	return Key[T]{Name: "concurrentStoreAndDispatchQueues", Allowed: "true or false", Set: func(o *T, raw any) string {
+		b, ok := setting.Bool(raw)
+		if !ok {
+			return "not a boolean"
+		}
+		*field(o) = !b
+		return ""
+	}}
+}
+
+// SettingError returns the FailFunc of an adapter whose block is at keyPath: a
+// *setting.Error naming the key under keyPath, the value and what is allowed, wrapping
+// sentinel.
+func SettingError(keyPath string, sentinel error) FailFunc {
+	return func(key, val, problem, allowed string) error {
+		return &setting.Error{Key: keyPath + "." + key, Value: val, Problem: problem, Allowed: allowed, Err: sentinel}
+	}
 }
