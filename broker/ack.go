@@ -53,6 +53,7 @@ func (c *Conn) find(r AckRef, cumulative bool) (*Subscription, []*Delivery, erro
 	}
 	var ds []*Delivery
 	for _, x := range s.dispatched {
+		c.ackLooked++
 		if x.Tag > d.Tag {
 			break
 		}

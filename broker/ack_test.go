@@ -185,26 +185,33 @@ func TestAckByMessageID(t *testing.T) {
 }
 
 // TestAckByMessageIDCostDoesNotGrow: with 10,000 messages awaiting an ACK, acknowledging
-// one by message id costs about what it does with 10 (it was a scan of the subscription's
-// dispatched list, so acking the newest of 10,000 cost some thousand times as much).
+// one by message id costs what it does with 10: the deliveries the connection looks at
+// to find and settle it (Conn.ackLooked) are counted, not timed (issue 27). It was a scan
+// of the subscription's dispatched list, 10,000 deliveries an ACK of the newest.
+// BenchmarkAckByMessageID has the time (docs/benchmarks.md, "Issue 27").
 func TestAckByMessageIDCostDoesNotGrow(t *testing.T) {
-	few, many := ackCost(t, 10), ackCost(t, 10_000)
-	t.Logf("ACK by message id (and one more SEND): %v with 10 awaiting an ACK, %v with 10,000", few, many)
-	require.Less(t, many, 4*few, "ACK by message id costs %v with 10,000 awaiting an ACK, %v with 10", many, few)
+	const rounds = 200
+	for _, newest := range []bool{true, false} {
+		for _, n := range []int{10, 10_000} {
+			looked := ackLooked(t, n, newest, rounds)
+			t.Logf("newest %v, %d awaiting an ACK: %.2f deliveries looked at per ACK", newest, n, looked)
+			// One to find it, one to settle it, and an occasional compaction of the
+			// dispatched list whose cost is spread over the ACKs that made it due.
+			require.LessOrEqual(t, looked, 4.0,
+				"ACK by message id (newest %v) with %d awaiting an ACK looks at %.1f deliveries", newest, n, looked)
+		}
+	}
 }
 
-// ackCost returns the least time, over many rounds, of sending one message to a
-// client-individual subscription that has outstanding messages awaiting an ACK, and
-// acknowledging the newest by message id.
-func ackCost(t testing.TB, outstanding int) time.Duration {
+// ackLooked returns the deliveries looked at per round of ackBench (one SEND, one ACK
+// by message id) with outstanding messages awaiting an ACK.
+func ackLooked(t testing.TB, outstanding int, newest bool, rounds int) float64 {
 	a := newAckBench(t, outstanding)
-	best := time.Duration(1<<63 - 1)
-	for range 200 {
-		start := time.Now()
-		a.round(t, true)
-		best = min(best, time.Since(start))
+	a.conn.ackLooked = 0
+	for range rounds {
+		a.round(t, newest)
 	}
-	return best
+	return float64(a.conn.ackLooked) / float64(rounds)
 }
 
 // ackBench is a connection whose client-individual queue subscription keeps a fixed

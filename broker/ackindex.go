@@ -19,6 +19,7 @@ func (c *Conn) byMessageID(id string, s *Subscription) *Delivery {
 		c.byID = map[string]*Delivery{}
 		for _, sub := range c.subs {
 			for _, d := range sub.dispatched {
+				c.ackLooked++
 				if !d.Settled {
 					c.indexID(d)
 				}
@@ -26,6 +27,7 @@ func (c *Conn) byMessageID(id string, s *Subscription) *Delivery {
 		}
 	}
 	for d := c.byID[id]; d != nil; d = d.SameID {
+		c.ackLooked++
 		if s == nil || d.Sub == &s.Consumer {
 			return d
 		}
@@ -69,6 +71,7 @@ func (c *Conn) unindexID(d *Delivery) {
 		return
 	}
 	for p := head; p != nil; p = p.SameID {
+		c.ackLooked++
 		if p.SameID == d {
 			p.SameID, d.SameID = d.SameID, nil
 			return

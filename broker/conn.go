@@ -61,10 +61,13 @@ type Conn struct {
 	byTag map[uint64]*Delivery
 	// byID finds the unacknowledged deliveries by message id, for the acks of STOMP 1.0
 	// and 1.1 (see ackindex.go); nil until the connection's first such ack.
-	byID   map[string]*Delivery
-	txs    map[string]*txState
-	temps  []tempKey
-	closed bool
+	byID map[string]*Delivery
+	// ackLooked counts the deliveries looked at to find and settle what ACKs and NACKs
+	// name: their cost, which TestAckByMessageIDCostDoesNotGrow counts.
+	ackLooked int
+	txs       map[string]*txState
+	temps     []tempKey
+	closed    bool
 	// consumers numbers the connection's subscriptions, for the consumer ids of
 	// advisories.
 	consumers uint64

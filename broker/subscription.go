@@ -336,6 +336,7 @@ func (s *Subscription) settle(ds []*Delivery) {
 	for i < len(s.dispatched) && s.dispatched[i].Settled {
 		i++
 	}
+	s.conn.ackLooked += len(ds) + i
 	if i > 0 {
 		s.acked -= i
 		clear(s.dispatched[:i])
@@ -343,6 +344,7 @@ func (s *Subscription) settle(ds []*Delivery) {
 	}
 	if s.acked > 64 && s.acked*2 > len(s.dispatched) {
 		kept := s.dispatched[:0]
+		s.conn.ackLooked += len(s.dispatched)
 		for _, d := range s.dispatched {
 			if !d.Settled {
 				kept = append(kept, d)

@@ -31,6 +31,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/internal/pgtest"
+	"github.com/activemq-go/broker/internal/race"
 	"github.com/activemq-go/broker/internal/stompcodec"
 )
 
@@ -38,6 +39,15 @@ var brokerBin string
 
 // raceBuild: the broker binary is built with -race (unless E2E_RACE=0).
 var raceBuild = os.Getenv("E2E_RACE") != "0"
+
+// raceScaled returns d, longer when the broker or the tests run under the race
+// detector: for the deadlines that bound a wait.
+func raceScaled(d time.Duration) time.Duration {
+	if raceBuild || race.Enabled {
+		return d * race.Factor
+	}
+	return d
+}
 
 // plainBin is the broker built without -race, for the tests that measure the broker's
 // memory (which the race detector multiplies); built on first use (plainBrokerBin).

@@ -64,6 +64,8 @@ var allowed = map[string][]string{
 	"transport":           {"transport/stomp", "internal/stompcodec", "broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram"},
 	"internal/pgtest":     {},
 	"internal/loadtest":   {},
+	// internal/race, for tests: whether -race is on, to scale their deadlines.
+	"internal/race": {},
 
 	// security (users, groups, password hashes, the authorization map) is a leaf: the
 	// broker and transport ask it; cmd builds its Config from config's Plugins.

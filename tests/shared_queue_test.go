@@ -297,7 +297,7 @@ func sharedKillRun(t *testing.T, kill bool) (redelivered map[string]bool, after 
 	killed := time.Now()
 	got := map[string]int{}
 	redelivered = map[string]bool{}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(sharedTakeoverLimit() + 10*time.Second)
 	for len(got) < n {
 		require.True(t, time.Now().Before(deadline), "node 2 delivered %d of %d", len(got), n)
 		f := c2.take(t, time.Until(deadline))
@@ -323,6 +323,14 @@ func sharedKillRun(t *testing.T, kill bool) (redelivered map[string]bool, after 
 	return redelivered, after
 }
 
+// sharedTakeoverLimit bounds the wait for a killed node's messages to come again from
+// another: its lease and a reaper period, plus 3s of slack for a busy machine (more
+// under the race detector, which the broker runs with here). A bounded wait (issue 27):
+// a broker that never reaped, or waited for some longer timeout, still fails it.
+func sharedTakeoverLimit() time.Duration {
+	return sharedLease + sharedReaper + raceScaled(3*time.Second)
+}
+
 // TestSharedQueueNodeKill9: node 1 is killed holding unacknowledged messages; node 2
 // delivers them, flagged redelivered, within the lease timeout and a reaper period
 // (plus slack for a loaded machine and the race detector), and every message is
@@ -330,8 +338,7 @@ func sharedKillRun(t *testing.T, kill bool) (redelivered map[string]bool, after 
 func TestSharedQueueNodeKill9(t *testing.T) {
 	redelivered, after := sharedKillRun(t, true)
 	require.Len(t, redelivered, 20)
-	limit := sharedLease + sharedReaper + 3*time.Second
-	require.Less(t, after, limit, "redelivered %v after the kill", after)
+	require.Less(t, after, sharedTakeoverLimit(), "redelivered %v after the kill", after)
 	t.Logf("the killed node's %d messages were redelivered on the other within %v (lease %v, reaper %v)",
 		len(redelivered), after.Round(time.Millisecond), sharedLease, sharedReaper)
 }

@@ -275,9 +275,10 @@ func TestSchedulerMillion(t *testing.T) {
 	r := measureIndex(t, sh, 1_000_000)
 	t.Logf("%d jobs stored in %v, index %.2f B/job after reopen (%.1f live), reopen %v",
 		r.stored, r.fill, r.reopened, r.live, r.reopen)
-	if r.fill > 2*time.Minute { // 2-3 s, 25 s under -race; minutes before the blocks
-		t.Errorf("storing a million jobs took %v", r.fill)
-	}
+	// How long storing them took (2-3 s, 25 s under -race; minutes with the sorted
+	// slices before seqLog's blocks) is logged, not asserted (issue 27): the bound on the
+	// work is TestSeqLogRandomMillion's, each insertion shifting within one block of at
+	// most seqBlockMax entries, and the time is BenchmarkIndexMemory's s/store.
 	if r.reopened <= 0 || r.reopened > 2 {
 		t.Errorf("index after reopen: %.2f bytes/job, want (0, 2]", r.reopened)
 	}
