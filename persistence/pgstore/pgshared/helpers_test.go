@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/internal/pgtest"
+	"github.com/activemq-go/broker/internal/race"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/pgstore/pgshared"
 )
@@ -27,6 +28,12 @@ const (
 	testReaper    = 200 * time.Millisecond
 	testPoll      = 100 * time.Millisecond
 )
+
+// margin is what a bound on a takeover or a wake-up allows beyond the timings that
+// make it (lease, reaper period, poll) for the statements of a busy machine: 700ms,
+// five times that under the race detector. It catches a takeover that never comes or
+// waits for another timeout, not one a few hundred milliseconds late.
+var margin = race.Scale(700 * time.Millisecond)
 
 // quiet discards the nodes' logs unless PGSHARED_LOG is set.
 func quiet() *slog.Logger {
