@@ -285,7 +285,7 @@ func messageOf(r SendRequest) (*persistence.Message, error) {
 			}
 			continue
 		case "destination", "receipt", "transaction", "content-length", "message-id", "redelivered",
-			"subscription", "ack", broker.JMSXUserIDHeader, "persistent":
+			"subscription", "ack", destinations.UserIDProperty, "persistent":
 			continue
 		}
 		if k == "" {

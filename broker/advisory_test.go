@@ -12,50 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
-
-func TestHearsAdvisories(t *testing.T) {
-	for _, tc := range []struct {
-		dest string
-		want bool
-	}{
-		{"/topic/ActiveMQ.Advisory.Connection", true},
-		{"/topic/ActiveMQ.Advisory.Consumer.Queue.>", true},
-		{"/topic/>", true},
-		{"/topic/*.>", true},
-		{"/topic/ActiveMQ.>", true},
-		{"/topic/*.Advisory.Queue", true},
-		{"/topic/*.*.*", true},
-		{"/topic/*.*", false}, // advisory topics have three elements or more
-		{"/topic/ActiveMQ.Advisory", false},
-		{"/topic/ORDERS.>", false},
-		{"/topic/ActiveMQ.DLQ", false},
-		{"/queue/ActiveMQ.Advisory.Queue", false},
-		{"/queue/>", false},
-	} {
-		n, err := destinations.ParseOne(tc.dest)
-		require.NoError(t, err)
-		s := &Subscription{}
-		s.Dest = n
-		assert.Equal(t, tc.want, hearsAdvisories(s), tc.dest)
-	}
-}
-
-func TestAdvisoryJSONProperties(t *testing.T) {
-	for _, tc := range []struct {
-		props jsonProperties
-		want  string
-	}{
-		{jsonProperties{{"a", "1"}}, `[{"entry":{"string":["a","1"]}}]`},
-		{jsonProperties{{"a", "1"}, {"b", "2"}}, `[{"entry":[{"string":["a","1"]},{"string":["b","2"]}]}]`},
-	} {
-		b, err := json.Marshal(tc.props)
-		require.NoError(t, err)
-		assert.JSONEq(t, tc.want, string(b))
-	}
-}
 
 // TestAdvisoryChurn: connections that come and go, subscribe and unsubscribe at once,
 // while a monitor hears every advisory through a wildcard: none is lost or doubled,
@@ -110,8 +68,9 @@ func TestAdvisoryChurn(t *testing.T) {
 		"Consu ConsumerInfo":    workers * rounds, "Consu RemoveInfo": workers * rounds,
 	}, counts)
 
-	// A late subscriber of the consumers hears of none (they are gone), one of the
-	// connections of the monitor's and its own only.
+	// A late subscriber of the consumers hears of none (they are gone, and the
+	// monitor's is of an advisory topic: never announced), one of the connections of
+	// the monitor's and its own only.
 	late := newClient(t, b, "")
 	late.subscribe("cons", "/topic/ActiveMQ.Advisory.Consumer.>", AckAuto, 0)
 	late.subscribe("conns", "/topic/ActiveMQ.Advisory.Connection", AckAuto, 0)
@@ -133,31 +92,4 @@ func TestAdvisoryChurn(t *testing.T) {
 		t.Fatalf("replayed more: %s %s", d.Destination, d.Msg.Body)
 	default:
 	}
-	b.adv.mu.Lock()
-	defer b.adv.mu.Unlock()
-	assert.Empty(t, b.adv.consumers, "consumers of advisory topics are not kept, and the others went")
-	assert.Len(t, b.adv.conns, 2)
-}
-
-// TestAdvisoryBacklogBounded: a subscriber of advisories that never reads keeps at most
-// maxAdvisoryBacklog of them waiting; the broker drops the others for it.
-func TestAdvisoryBacklogBounded(t *testing.T) {
-	b, err := New(context.Background(), Options{Name: "test", Store: memstore.New(), AdvisorySupport: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, b.Close()) })
-	// Owned by the test goroutine, which never takes its deliveries.
-	idle, err := b.Connect(context.Background(), ConnectInfo{})
-	require.NoError(t, err)
-	t.Cleanup(idle.Close)
-	n, err := destinations.ParseOne("/topic/ActiveMQ.Advisory.Connection")
-	require.NoError(t, err)
-	s, err := idle.Subscribe(context.Background(), SubscribeRequest{ID: "idle", Dest: n, Prefetch: 1})
-	require.NoError(t, err)
-
-	for range maxAdvisoryBacklog/2 + 10 {
-		c, err := b.Connect(context.Background(), ConnectInfo{})
-		require.NoError(t, err)
-		c.Close()
-	}
-	assert.Equal(t, maxAdvisoryBacklog, s.Waiting(), "one delivered (its prefetch), the backlog full, the rest dropped")
 }

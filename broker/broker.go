@@ -20,7 +20,7 @@
 // destinations.Sink deliveries are pushed to.
 //
 // Lock order: durable.Registry's lifecycle lock (it took the place of broker.durMu),
-// then broker.mu, then the advisories' mu (advisory.go), then a destination's lock
+// then broker.mu, then the advisories' mu (package broker/advisory), then a destination's lock
 // (for a topic, its publish lock before a durable subscription's mu and its view's mu:
 // see the durable package), then a consumer's mu (destinations.Consumer, its topic
 // overflow), then conn.mu. A topic's
@@ -46,11 +46,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/activemq-go/broker/broker/advisory"
 	"github.com/activemq-go/broker/broker/dedup"
 	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/durable"
+	"github.com/activemq-go/broker/internal/loglimit"
 	"github.com/activemq-go/broker/kafkalog"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/security"
@@ -131,7 +133,7 @@ type Options struct {
 	// the login of a client the broker did not authenticate.
 	UseAuthenticatedPrincipalForJMSXUserID bool
 	// AdvisorySupport publishes ActiveMQ's advisory messages on the ActiveMQ.Advisory.
-	// topics (see advisory.go); off, those are topics like others that nothing is
+	// topics (see package broker/advisory); off, those are topics like others that nothing is
 	// published on.
 	AdvisorySupport bool
 	// Shared, when set, serves queues from a database several broker nodes share
@@ -169,7 +171,7 @@ type Broker struct {
 	storeFull       atomic.Bool
 	noSpaceWait     time.Duration
 	space           destinations.SpaceSignal // wakes SENDs held for room
-	refusedLog      logLimit                 // memoryFull's log line for scheduled messages
+	refusedLog      loglimit.Limit           // memoryFull's log line for scheduled messages
 	maxTxBytes      int64
 	maxTxs          int
 	maxDests        int
@@ -186,11 +188,11 @@ type Broker struct {
 	streams         *destinations.Streams // nil without streams
 	env             destinations.Env      // what destinations are made with
 	durables        *durable.Registry
-	sec             *security.Service // nil: no authentication or authorization
-	adv             *advisories       // nil without advisorySupport
+	sec             *security.Service    // nil: no authentication or authorization
+	adv             *advisory.Advisories // nil without advisorySupport
 	populateUserID  bool
 	principalUserID bool
-	deniedLog       logLimit // the log line of requests not authorized
+	deniedLog       loglimit.Limit // the log line of requests not authorized
 
 	mu       sync.RWMutex
 	queues   map[string]*destinations.QueueDest // by destination name (without kind prefix)
@@ -431,9 +433,7 @@ func (b *Broker) queueLocked(name string, by *Conn) *destinations.QueueDest {
 		b.queues[name] = q
 		b.registerVirtual(q)
 		b.attachWildcardQueues(q, name)
-		if b.adv != nil {
-			b.adv.destinationAdded(destinations.Name{Kind: destinations.Queue, Name: name}, false, by, q, nil)
-		}
+		b.adviseAddedLocked(destinations.Name{Kind: destinations.Queue, Name: name}, false, by, q, nil)
 	}
 	return q
 }
@@ -476,9 +476,7 @@ func (b *Broker) topicLocked(name string, by *Conn) *destinations.TopicDest {
 			}
 		}
 		b.topics[name] = t
-		if b.adv != nil {
-			b.adv.destinationAdded(destinations.Name{Kind: destinations.Topic, Name: name}, false, by, nil, t)
-		}
+		b.adviseAddedLocked(destinations.Name{Kind: destinations.Topic, Name: name}, false, by, nil, t)
 	}
 	return t
 }

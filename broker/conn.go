@@ -13,6 +13,7 @@ import (
 
 	"github.com/activemq-go/broker/broker/dedup"
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/internal/loglimit"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/security"
 )
@@ -72,7 +73,7 @@ type Conn struct {
 	// advisories.
 	consumers uint64
 
-	refusedLog logLimit // the log line of non-persistent messages refused for memory
+	refusedLog loglimit.Limit // the log line of non-persistent messages refused for memory
 
 	kicked   chan struct{} // closed when the connection must go: see kick
 	kickOnce sync.Once
@@ -167,9 +168,7 @@ func (b *Broker) connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
 	}
 	b.conns[c] = struct{}{}
 	b.mu.Unlock()
-	if b.adv != nil {
-		b.adv.connected(c)
-	}
+	b.adviseConnected(c)
 	return c, nil
 }
 
@@ -274,9 +273,7 @@ func (c *Conn) AbortConsumer(consumer *destinations.Consumer, reason string, wit
 		c.b.removeWildcard(s)
 	}
 	consumer.DropOverflow()
-	if c.b.adv != nil {
-		c.b.adv.unsubscribed(s) // it is gone, as far as consumers go
-	}
+	c.b.adviseUnsubscribed(s) // it is gone, as far as consumers go
 	c.notify(&Error{Message: reason})
 }
 
@@ -690,7 +687,7 @@ func (b *Broker) memoryFull(from *Conn, q *destinations.QueueDest, err error) er
 	if from != nil {
 		lim = &from.refusedLog
 	}
-	if ok, more := lim.allow(time.Now()); ok {
+	if ok, more := lim.Allow(time.Now()); ok {
 		used, limit := b.mem.Used()
 		attrs := []any{slog.String("dest", q.ClientName()), slog.Int64("used", used), slog.Int64("limit", limit)}
 		if from != nil {
@@ -757,8 +754,6 @@ func (c *Conn) Close() {
 	c.b.closedDelivered += c.delivered.Load()
 	c.b.mu.Unlock()
 	c.b.counters.closed[c.proto].Add(1)
-	if c.b.adv != nil {
-		c.b.adv.disconnected(c)
-	}
+	c.b.adviseDisconnected(c)
 	close(c.gone)
 }

@@ -129,8 +129,8 @@ func (c *Conn) unsubscribeDurable(ctx context.Context, r UnsubscribeRequest) err
 	})
 	switch {
 	case err == nil:
-		if c.b.adv != nil && topic != "" {
-			c.b.adv.durableDeleted(c, key, topic)
+		if topic != "" {
+			c.b.adviseDurableDeleted(c, key, topic)
 		}
 		return nil
 	case errors.Is(err, durable.ErrNotFound):

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/activemq-go/broker/destinations"
@@ -18,31 +17,6 @@ import (
 // after which the producer gets the ERROR. The connection keeps delivering to its own
 // subscriptions meanwhile, so a client that produces and consumes on one connection
 // frees the room it waits for.
-
-// logLimit lets a repeated log line through once a minute and counts the ones held back.
-// It is safe for concurrent use.
-type logLimit struct {
-	mu      sync.Mutex
-	last    time.Time
-	skipped int
-}
-
-// logEvery is how often a logLimit lets its line through.
-const logEvery = time.Minute
-
-// allow reports whether the line may be logged at now and, if so, how many were held back
-// since the last one.
-func (l *logLimit) allow(now time.Time) (ok bool, heldBack int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.last.IsZero() && now.Sub(l.last) < logEvery {
-		l.skipped++
-		return false, 0
-	}
-	heldBack, l.skipped = l.skipped, 0
-	l.last = now
-	return true, heldBack
-}
 
 // NoSpaceWait is how long a SEND that found no room may be held: 0 not at all (an ERROR
 // at once), negative without a limit (sendFailIfNoSpace false).

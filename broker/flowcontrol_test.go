@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,23 +16,6 @@ import (
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
-
-func TestLogLimitOnceAMinute(t *testing.T) {
-	var l logLimit
-	t0 := time.Unix(1_700_000_000, 0)
-	ok, n := l.allow(t0)
-	assert.True(t, ok)
-	assert.Zero(t, n)
-	for i := range 3 {
-		ok, _ = l.allow(t0.Add(time.Duration(i+1) * time.Second))
-		assert.False(t, ok)
-	}
-	ok, n = l.allow(t0.Add(logEvery))
-	assert.True(t, ok, "a minute later")
-	assert.Equal(t, 3, n, "the lines held back meanwhile are counted")
-	ok, _ = l.allow(t0.Add(logEvery + time.Second))
-	assert.False(t, ok)
-}
 
 // lockedBuffer collects a logger's output from any goroutine.
 type lockedBuffer struct {

@@ -1,6 +1,9 @@
 package broker
 
-import "github.com/activemq-go/broker/destinations"
+import (
+	"github.com/activemq-go/broker/broker/advisory"
+	"github.com/activemq-go/broker/destinations"
+)
 
 func (b *Broker) policyFor(kind destinations.Kind, name string) destinations.Policy {
 	if b.policies == nil {
@@ -11,7 +14,7 @@ func (b *Broker) policyFor(kind destinations.Kind, name string) destinations.Pol
 		return p
 	}
 	p := b.policies(kind, name)
-	if p.Stream && isAdvisoryTopic(destinations.Name{Kind: kind, Name: name}) {
+	if p.Stream && advisory.IsAdvisory(destinations.Name{Kind: kind, Name: name}) {
 		p.Stream = false // the broker publishes advisories as topic messages
 	}
 	return p

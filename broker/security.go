@@ -40,9 +40,6 @@ var (
 	ErrTooManyUserConnections = errors.New("broker: too many connections for this user")
 )
 
-// JMSXUserIDHeader is the header populateJMSXUserID stamps.
-const JMSXUserIDHeader = "JMSXUserID"
-
 // authenticate checks info's credentials with the security service; it returns the
 // subject the connection acts as.
 func (b *Broker) authenticate(ctx context.Context, info ConnectInfo) (*security.Subject, error) {
@@ -237,7 +234,7 @@ func (c *Conn) denied(r security.Rights, d destinations.Name) error {
 		op = OpCreate
 	}
 	c.b.counters.denied[op].Add(1)
-	if ok, more := c.b.deniedLog.allow(time.Now()); ok {
+	if ok, more := c.b.deniedLog.Allow(time.Now()); ok {
 		attrs := []any{slog.String("user", user), slog.String("right", rightVerb(r)), slog.String("dest", what),
 			slog.String("conn", c.ID), slog.String("remote", c.RemoteAddr)}
 		if more > 0 {
@@ -258,12 +255,12 @@ func (c *Conn) stampUser(hs []string) []string {
 	}
 	out := hs[:0]
 	for i := 0; i+1 < len(hs); i += 2 {
-		if hs[i] != JMSXUserIDHeader {
+		if hs[i] != destinations.UserIDProperty {
 			out = append(out, hs[i], hs[i+1])
 		}
 	}
 	if user != "" {
-		out = append(out, JMSXUserIDHeader, user)
+		out = append(out, destinations.UserIDProperty, user)
 	}
 	return out
 }

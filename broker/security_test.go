@@ -69,8 +69,8 @@ func TestAuthorizationCachedDecision(t *testing.T) {
 func TestStampUser(t *testing.T) {
 	b := securedBroker(t, nil)
 	c := login(t, b, "app")
-	hs := c.stampUser([]string{"a", "1", JMSXUserIDHeader, "evil", "b", "2", JMSXUserIDHeader, "evil2"})
-	assert.Equal(t, []string{"a", "1", "b", "2", JMSXUserIDHeader, "app"}, hs)
+	hs := c.stampUser([]string{"a", "1", destinations.UserIDProperty, "evil", "b", "2", destinations.UserIDProperty, "evil2"})
+	assert.Equal(t, []string{"a", "1", "b", "2", destinations.UserIDProperty, "app"}, hs)
 }
 
 // TestUserConnectionLimit: a user's maxConnections counts its live connections only.

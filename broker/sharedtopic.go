@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/activemq-go/broker/broker/advisory"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/security"
@@ -81,7 +82,7 @@ type sharedDurable struct {
 // isSharedTopic tells whether a SEND to d goes through the shared database: every
 // topic but temporary and advisory ones (node-local), and streams (split off before).
 func isSharedTopic(d destinations.Name) bool {
-	return d.Kind == destinations.Topic && !isAdvisoryTopic(d)
+	return d.Kind == destinations.Topic && !advisory.IsAdvisory(d)
 }
 
 // remoteTopic hands a topic message another node published to this node's

@@ -277,9 +277,7 @@ func (c *Conn) unsubscribe(s *Subscription) {
 		c.b.removeWildcard(s)
 		s.DropOverflow()
 	}
-	if c.b.adv != nil {
-		c.b.adv.unsubscribed(s)
-	}
+	c.b.adviseUnsubscribed(s)
 	// Deliveries queued for the wire but not written yet.
 	c.mu.Lock()
 	var unwritten []*Delivery

@@ -57,16 +57,12 @@ func (c *Conn) resolve(d destinations.Name, consume bool) (destinations.Name, er
 			t := destinations.NewTopic(&c.b.env, real, c.b.policyFor(destinations.TempTopic, real), c.b.seqFloor.Load(), true)
 			t.SetClientName(d)
 			c.b.topics[real] = t
-			if c.b.adv != nil {
-				c.b.adv.destinationAdded(destinations.Name{Kind: kind, Name: real}, true, c, nil, t)
-			}
+			c.b.adviseAddedLocked(destinations.Name{Kind: kind, Name: real}, true, c, nil, t)
 		} else {
 			q := destinations.NewQueue(&c.b.env, real, c.b.policyFor(destinations.TempQueue, real), c.b.seqFloor.Load())
 			q.SetClientName(d)
 			c.b.queues[real] = q
-			if c.b.adv != nil {
-				c.b.adv.destinationAdded(destinations.Name{Kind: kind, Name: real}, true, c, q, nil)
-			}
+			c.b.adviseAddedLocked(destinations.Name{Kind: kind, Name: real}, true, c, q, nil)
 		}
 	}
 	return destinations.Name{Kind: kind, Name: real}, nil

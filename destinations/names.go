@@ -206,6 +206,10 @@ func Match(pattern, name string) bool {
 // destination in it is rewritten so that whoever receives the message can use it.
 const ReplyToProperty = "reply-to"
 
+// UserIDProperty is the message property naming the user who sent the message, which
+// the broker stamps (populateJMSXUserID) whatever the client sent.
+const UserIDProperty = "JMSXUserID"
+
 // ParseTemp parses v if it names a temporary destination of the sender's
 // (/temp-queue/NAME or /temp-topic/NAME); false for anything else.
 func ParseTemp(v string) (Name, bool) {

@@ -56,12 +56,13 @@ var allowed = map[string][]string{
 	"destinations": {"persistence", "kafkalog", "internal/vfs"},
 	// broker hands destinations the concrete kafkalog.Log.
 	// broker asks security, a leaf, who a client is and what it may do.
-	// internal/histogram, a leaf, holds its latency histograms (no metrics library).
-	"broker": {"destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram"},
+	// internal/histogram, a leaf, holds its latency histograms (no metrics library);
+	// internal/loglimit, a leaf, limits its repeated log lines.
+	"broker": {"destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram", "internal/loglimit"},
 	// The STOMP frame codec: a leaf the transport and the client tools both import.
 	"internal/stompcodec": {},
-	"transport/stomp":     {"internal/stompcodec", "broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram"},
-	"transport":           {"transport/stomp", "internal/stompcodec", "broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram"},
+	"transport/stomp":     {"internal/stompcodec", "broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram", "internal/loglimit"},
+	"transport":           {"transport/stomp", "internal/stompcodec", "broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram", "internal/loglimit"},
 	"internal/pgtest":     {},
 	"internal/loadtest":   {},
 	// internal/race, for tests: whether -race is on, to scale their deadlines.
@@ -73,12 +74,14 @@ var allowed = map[string][]string{
 	"internal/gctune": {},
 
 	"internal/histogram": {},
+	// internal/loglimit, a leaf, lets a repeated log line through once a minute.
+	"internal/loglimit": {},
 	// admin/metrics reads the broker's counters (and the security service's) at
 	// scrape time; it changes nothing.
-	"admin/metrics": {"broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram"},
+	"admin/metrics": {"broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram", "internal/loglimit"},
 	// The web console renders admin.Backend's data; it uses nothing of the broker but
 	// through package admin, which links it (admin.NewBrokerBackend).
-	"admin/console": {"admin", "broker", "destinations", "destinations/policy", "destinations/selector", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram"},
+	"admin/console": {"admin", "broker", "destinations", "destinations/policy", "destinations/selector", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram", "internal/loglimit"},
 	// browsertest starts a headless Chromium for the browser tests.
 	"internal/browsertest": {},
 	// stompclient, the STOMP client of the command-line tools, reads and writes frames
@@ -89,7 +92,7 @@ var allowed = map[string][]string{
 	// admin, the admin HTTP listener, uses the broker's management surface and its
 	// types, and asks security for the operators; never transport or config (cmd
 	// hands it what it needs).
-	"admin": {"broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram"},
+	"admin": {"broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram", "internal/loglimit"},
 
 	// kafkalog/kafkaengine keeps streams in Apache Kafka (franz-go): it speaks in
 	// kafkalog's value types and knows nothing of the broker or destinations (the
@@ -105,6 +108,9 @@ var allowed = map[string][]string{
 	// broker/dedup keeps the duplicate-detection ids of destinations and durable
 	// subscriptions, and their id logs in the store; its Host gives it the policies.
 	"broker/dedup": {"destinations", "persistence", "kafkalog", "internal/vfs"},
+	// broker/advisory publishes ActiveMQ's advisory messages on topics it makes with
+	// destinations; its Host gives it message ids and authorization.
+	"broker/advisory": {"destinations", "persistence", "kafkalog", "internal/vfs", "internal/loglimit"},
 }
 
 // TestLayering fails when a package imports across the layering of DESIGN.md: an adapter

@@ -19,6 +19,7 @@ import (
 	"github.com/go-stomp/stomp/v3/frame"
 
 	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/internal/loglimit"
 	"github.com/activemq-go/broker/internal/stompcodec"
 	"github.com/activemq-go/broker/transport/stomp"
 )
@@ -59,7 +60,7 @@ type listener struct {
 	mu     sync.Mutex
 	active int
 	// originLog limits the log lines of WebSocket handshakes refused for their Origin.
-	originLog logLimit
+	originLog loglimit.Limit
 }
 
 // acquire counts a new connection unless the connector is at its limit.

@@ -68,7 +68,7 @@ func (s *Server) webSocketHandler(l *listener) http.Handler {
 		if err != nil {
 			// Accept has answered with the HTTP error.
 			if origin := r.Header.Get("Origin"); origin != "" && strings.Contains(err.Error(), "Origin") {
-				if ok, more := l.originLog.allow(time.Now()); ok {
+				if ok, more := l.originLog.Allow(time.Now()); ok {
 					s.log.Warn("WebSocket connection refused: its Origin is not allowed (add it to the connector's allowedOrigins; logged once a minute)",
 						slog.String("connector", l.c.Name), slog.String("remote", r.RemoteAddr),
 						slog.String("origin", truncate(origin, 200)), slog.Int("refusedSinceLastLine", more))
@@ -275,24 +275,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
-}
-
-// logLimit lets a repeated log line through once a minute and counts the ones held
-// back. It is safe for concurrent use.
-type logLimit struct {
-	mu      sync.Mutex
-	last    time.Time
-	skipped int
-}
-
-func (l *logLimit) allow(now time.Time) (ok bool, heldBack int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.last.IsZero() && now.Sub(l.last) < time.Minute {
-		l.skipped++
-		return false, 0
-	}
-	heldBack, l.skipped = l.skipped, 0
-	l.last = now
-	return true, heldBack
 }

@@ -1,4 +1,4 @@
-package broker
+package advisory
 
 import (
 	"encoding/json"
@@ -50,8 +50,8 @@ type jsonConsumerID struct {
 }
 
 // consumerIDString is a ConsumerId as ActiveMQ prints it (the consumerId header).
-func consumerIDString(s *Subscription) string {
-	return s.conn.ID + ":-1:" + strconv.FormatUint(s.advID, 10)
+func consumerIDString(s *Consumer) string {
+	return s.Conn + ":-1:" + strconv.FormatUint(s.Value, 10)
 }
 
 type connectionInfo struct {
@@ -70,7 +70,7 @@ type connectionInfo struct {
 }
 
 // connectionJSON is c's ConnectionInfo; the password is never given, as in ActiveMQ.
-func connectionJSON(c *Conn) any {
+func connectionJSON(c Conn) any {
 	clientID := c.ClientID
 	if clientID == "" {
 		clientID = c.ID // ActiveMQ's STOMP transport gives its connection id
@@ -82,7 +82,7 @@ func connectionJSON(c *Conn) any {
 		ConnectionID:     jsonConnectionID{c.ID},
 		ClientID:         clientID,
 		ClientIP:         c.RemoteAddr,
-		UserName:         c.subject.User,
+		UserName:         c.User,
 		ClientMaster:     true,
 	}}
 }
@@ -107,19 +107,17 @@ type consumerInfo struct {
 }
 
 // consumerJSON is s's ConsumerInfo; temp says its destination is temporary.
-func consumerJSON(s *Subscription, temp bool) any {
+func consumerJSON(s *Consumer, temp bool) any {
 	info := consumerInfo{
-		ConsumerID:    jsonConsumerID{ConnectionID: s.conn.ID, SessionID: -1, Value: s.advID},
-		Destination:   destinationJSON(s.Dest, temp),
-		PrefetchSize:  s.Prefetch,
-		DispatchAsync: true,
-		Selector:      s.Selector.String(),
-		NoLocal:       s.NoLocal,
-		Exclusive:     s.Exclusive,
-		Priority:      s.Priority,
-	}
-	if s.durable != nil {
-		info.SubscriptionName = s.durable.Key().Name
+		ConsumerID:       jsonConsumerID{ConnectionID: s.Conn, SessionID: -1, Value: s.Value},
+		Destination:      destinationJSON(s.Dest, temp),
+		PrefetchSize:     s.Prefetch,
+		DispatchAsync:    true,
+		Selector:         s.Selector.String(),
+		NoLocal:          s.NoLocal,
+		Exclusive:        s.Exclusive,
+		Priority:         s.Priority,
+		SubscriptionName: s.Durable,
 	}
 	return struct {
 		Info consumerInfo `json:"ConsumerInfo"`
@@ -140,15 +138,17 @@ func removeJSON(id any, responseRequired bool) any {
 	}{removeInfo{ResponseRequired: responseRequired, ObjectID: id, LastDeliveredSequenceID: -2}}
 }
 
-func removeConnectionJSON(c *Conn) any {
+// removeConnectionJSON is the RemoveInfo of the connection called id.
+func removeConnectionJSON(id string) any {
 	return removeJSON(struct {
 		Class string `json:"@class"`
 		Value string `json:"value"`
-	}{"ConnectionId", c.ID}, true)
+	}{"ConnectionId", id}, true)
 }
 
-func removeConsumerJSON(s *Subscription) any {
-	return removeJSON(jsonConsumerID{Class: "ConsumerId", ConnectionID: s.conn.ID, SessionID: -1, Value: s.advID}, false)
+// removeConsumerJSON is the RemoveInfo of s.
+func removeConsumerJSON(s *Consumer) any {
+	return removeJSON(jsonConsumerID{Class: "ConsumerId", ConnectionID: s.Conn, SessionID: -1, Value: s.Value}, false)
 }
 
 type removeSubscriptionInfo struct {
@@ -160,11 +160,11 @@ type removeSubscriptionInfo struct {
 }
 
 // removeSubscriptionJSON is the RemoveSubscriptionInfo of the durable subscription
-// key, deleted by connection c.
-func removeSubscriptionJSON(c *Conn, key persistence.SubKey) any {
+// key, deleted by the connection called conn.
+func removeSubscriptionJSON(conn string, key persistence.SubKey) any {
 	return struct {
 		Info removeSubscriptionInfo `json:"RemoveSubscriptionInfo"`
-	}{removeSubscriptionInfo{ResponseRequired: true, ConnectionID: jsonConnectionID{c.ID}, ClientID: key.ClientID, SubscriptionName: key.Name}}
+	}{removeSubscriptionInfo{ResponseRequired: true, ConnectionID: jsonConnectionID{conn}, ClientID: key.ClientID, SubscriptionName: key.Name}}
 }
 
 type destinationInfo struct {
@@ -286,7 +286,7 @@ func messageJSON(dest destinations.Name, temp bool, m *persistence.Message) any 
 				info.GroupSequence = n
 				continue
 			}
-		case JMSXUserIDHeader:
+		case destinations.UserIDProperty:
 			info.UserID = v
 			continue
 		case destinations.ReplyToProperty:
