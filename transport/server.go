@@ -46,6 +46,12 @@ type Server struct {
 	b   *broker.Broker
 	log *slog.Logger
 
+	// Bound, if set, is called by Listen with the address of each connector once all
+	// are bound and before any connection is accepted: what the broker must know of
+	// its own addresses (the advisories' originBrokerURL) is set before a client can
+	// see it.
+	Bound func(addrs []net.Addr)
+
 	mu        sync.Mutex
 	listeners []*listener
 	cancel    context.CancelFunc
@@ -125,6 +131,13 @@ func (s *Server) Listen(cs []Connector) error {
 		}
 		c.Session.Connector = c.Name
 		opened = append(opened, &listener{c: c, ln: ln})
+	}
+	if s.Bound != nil {
+		addrs := make([]net.Addr, len(opened))
+		for i, l := range opened {
+			addrs[i] = l.ln.Addr()
+		}
+		s.Bound(addrs)
 	}
 	for _, l := range opened {
 		s.listeners = append(s.listeners, l)

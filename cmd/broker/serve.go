@@ -255,6 +255,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 		return err
 	}
 	srv := transport.NewServer(b, log)
+	srv.Bound = func(addrs []net.Addr) {
+		b.SetAdvisoryURL(advisoryURL(cfg.TransportConnectors[0], addrs[0]))
+	}
 	conns, err := connectors(cfg, log)
 	if err == nil {
 		err = srv.Listen(conns)
@@ -264,7 +267,6 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 		_ = closeStreams()
 		return err
 	}
-	b.SetAdvisoryURL(advisoryURL(cfg.TransportConnectors[0], srv.Addrs()[0]))
 	var adminSrv *admin.Server
 	if addr := cfg.Broker.AdminAddress; addr != "" {
 		adminSrv, err = startAdmin(addr, cfg, b, store, sec, log)
