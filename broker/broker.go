@@ -391,7 +391,7 @@ func (b *Broker) recover(ctx context.Context) error {
 		b.queueLocked(d.Name[len(persistence.QueuePrefix):], nil).RecoverStored(d.LastSeq, d.Msgs)
 		msgs += d.Msgs
 	}
-	if err := b.durables.Recover(ctx, rec.Subs, b.topic); err != nil {
+	if err := b.durables.Recover(ctx, rec, b.topic); err != nil {
 		return err
 	}
 	if err := b.recoverMarkers(ctx, rec.Destinations); err != nil {

@@ -493,9 +493,10 @@ func TestFailedAutoAckWriteRetried(t *testing.T) {
 	assert.EqualValues(t, 3, failures.Load())
 }
 
-// TestDurableBacklogScanFailureFailsStart: counting a durable subscription's stored
-// backlog at start (for its offline pending limit) reads the store; if that read fails
-// the broker does not start with a wrong count, it reports the error.
+// TestDurableBacklogScanFailureFailsStart: sizing a durable subscription's stored
+// backlog at start (for its offline maxPendingBytes limit; the store counts the messages
+// without reading them) reads the store; if that read fails the broker does not start
+// with a wrong size, it reports the error.
 func TestDurableBacklogScanFailureFailsStart(t *testing.T) {
 	store := newFaultStore()
 	key := persistence.SubKey{ClientID: "app", Name: "sub"}
@@ -508,7 +509,7 @@ func TestDurableBacklogScanFailureFailsStart(t *testing.T) {
 	})
 	_, err := New(context.Background(), Options{Name: "t", Store: store, Policies: func(k destinations.Kind, _ string) destinations.Policy {
 		p := destinations.DefaultPolicy(k.IsTopic())
-		p.MaxPendingMessages = 10
+		p.MaxPendingBytes = 1 << 20
 		return p
 	}})
 	require.Error(t, err)
