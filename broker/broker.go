@@ -171,6 +171,7 @@ type Broker struct {
 	maxTxBytes      int64
 	maxTxs          int
 	maxDests        int
+	advTopics       int // the topics under ActiveMQ.Advisory. (not counted against maxDests); under mu
 	maxSubs         int
 	maxDurables     int
 	destsLogged     time.Time // the last "destination limit reached" line; under mu
@@ -326,7 +327,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		b.closeStreams()
 		return nil, err
 	}
-	if n := len(b.queues) + len(b.topics); n > b.maxDests {
+	if n := b.countedDestinationsLocked(); n > b.maxDests {
 		b.log.Warn("more destinations recovered than maxDestinations allows: clients cannot create more until some are removed",
 			slog.Int("destinations", n), slog.Int("maxDestinations", b.maxDests))
 	}
@@ -475,6 +476,9 @@ func (b *Broker) topicLocked(name string, by *Conn) *destinations.TopicDest {
 			}
 		}
 		b.topics[name] = t
+		if isAdvisoryTopic(destinations.Name{Kind: destinations.Topic, Name: name}) {
+			b.advTopics++
+		}
 		if b.adv != nil {
 			b.adv.destinationAdded(destinations.Name{Kind: destinations.Topic, Name: name}, false, by, nil, t)
 		}

@@ -404,6 +404,30 @@ func TestMaxDestinations(t *testing.T) {
 	eventually(t, func() bool { st, ok := b.QueueStats(DLQName); return ok && st.Pending == 1 })
 }
 
+// TestMaxDestinationsAdvisoryTopics: advisory topics neither count against
+// MaxDestinations nor are refused at it, and removing one gives clients no room they
+// did not have.
+func TestMaxDestinationsAdvisoryTopics(t *testing.T) {
+	ctx := context.Background()
+	b := newLimitsBroker(t, Options{MaxDestinations: 1, AdvisorySupport: true}, nil)
+	c := newClient(t, b, "")
+	c.subscribe("adv", "/topic/ActiveMQ.Advisory.Queue", AckAuto, 0)
+	c.send("/queue/a", "x", false)
+	require.ErrorIs(t, c.sendErr("/queue/b", msg("x")), ErrTooManyDestinations)
+	c.subscribe("adv2", "/topic/ActiveMQ.Advisory.Consumer.Queue.a", AckAuto, 0)
+	c.do(func() {
+		for _, id := range []string{"adv", "adv2"} {
+			require.NoError(t, c.conn.Unsubscribe(ctx, UnsubscribeRequest{ID: id}))
+		}
+	})
+	for _, name := range []string{"ActiveMQ.Advisory.Queue", "ActiveMQ.Advisory.Consumer.Queue.a"} {
+		require.NoError(t, b.RemoveDestination(ctx, "test", destinations.Name{Kind: destinations.Topic, Name: name}))
+	}
+	require.ErrorIs(t, c.sendErr("/queue/b", msg("x")), ErrTooManyDestinations, "still one client destination of one")
+	require.NoError(t, b.RemoveDestination(ctx, "test", destinations.Name{Kind: destinations.Queue, Name: "a"}))
+	c.send("/queue/b", "x", false)
+}
+
 // TestGCInactiveDestinations: a destination whose policy has GCInactive is removed once
 // it has had no messages, subscribers or sends for its InactiveTimeout; one in use, or
 // whose policy does not collect it, stays. A removed destination is made again on
