@@ -78,9 +78,9 @@ type Overview struct {
 
 // Destination is one queue, topic or stream with its counters.
 type Destination struct {
-	Name       string `json:"name"` // "/queue/X", "/topic/X"
-	Type       string `json:"type"` // queue | topic | stream
-	Messages   int64  `json:"messages"`
+	Name       string `json:"name"`     // "/queue/X", "/topic/X"
+	Type       string `json:"type"`     // queue | topic | stream
+	Messages   int64  `json:"messages"` // a topic's: stored for its durable subscriptions
 	Enqueued   int64  `json:"enqueued"`
 	Dequeued   int64  `json:"dequeued"`
 	Dispatched int64  `json:"dispatched"` // delivered, not yet acknowledged

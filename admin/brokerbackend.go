@@ -126,7 +126,8 @@ func (bb *BrokerBackend) Destinations(kind string) []Destination {
 		x := Destination{Name: d.Name, Type: typ, Messages: int64(d.Pending) + int64(d.InFlight), Enqueued: d.Enqueued,
 			Dequeued: d.Dequeued, Dispatched: int64(d.InFlight), Expired: d.Expired, Consumers: d.Consumers,
 			Memory: d.MemoryBytes, DLQ: d.DLQ}
-		if d.Stream {
+		if d.Stream || d.Kind == destinations.Topic {
+			// A stream's log, a topic's messages stored for its durable subscriptions.
 			x.Messages = d.Stored
 		}
 		if d.OldestTimestamp > 0 {

@@ -175,6 +175,7 @@ type Broker struct {
 	maxTxBytes      int64
 	maxTxs          int
 	maxDests        int
+	advTopics       int // the topics under ActiveMQ.Advisory. (not counted against maxDests); under mu
 	maxSubs         int
 	maxDurables     int
 	destsLogged     time.Time // the last "destination limit reached" line; under mu
@@ -329,7 +330,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		b.closeStreams()
 		return nil, err
 	}
-	if n := len(b.queues) + len(b.topics); n > b.maxDests {
+	if n := b.countedDestinationsLocked(); n > b.maxDests {
 		b.log.Warn("more destinations recovered than maxDestinations allows: clients cannot create more until some are removed",
 			slog.Int("destinations", n), slog.Int("maxDestinations", b.maxDests))
 	}
@@ -394,7 +395,7 @@ func (b *Broker) recover(ctx context.Context) error {
 		b.queueLocked(d.Name[len(persistence.QueuePrefix):], nil).RecoverStored(d.LastSeq, d.Msgs)
 		msgs += d.Msgs
 	}
-	if err := b.durables.Recover(ctx, rec.Subs, b.topic); err != nil {
+	if err := b.durables.Recover(ctx, rec, b.topic); err != nil {
 		return err
 	}
 	if err := b.recoverMarkers(ctx, rec.Destinations); err != nil {
@@ -476,7 +477,11 @@ func (b *Broker) topicLocked(name string, by *Conn) *destinations.TopicDest {
 			}
 		}
 		b.topics[name] = t
-		b.adviseAddedLocked(destinations.Name{Kind: destinations.Topic, Name: name}, false, by, nil, t)
+		d := destinations.Name{Kind: destinations.Topic, Name: name}
+		if advisory.IsAdvisory(d) {
+			b.advTopics++
+		}
+		b.adviseAddedLocked(d, false, by, nil, t)
 	}
 	return t
 }

@@ -174,7 +174,7 @@ func TestDurableLegacyDispatchMarkers(t *testing.T) {
 		require.NoError(t, err)
 		out := map[string]uint64{}
 		for _, d := range rec.Destinations {
-			if strings.HasPrefix(d.Name, "meta://") && d.Msgs > 0 {
+			if (strings.HasPrefix(d.Name, destinations.MarkerPrefix) || strings.HasPrefix(d.Name, destinations.SubMarkerPrefix)) && d.Msgs > 0 {
 				b := &Broker{store: st}
 				hwm, err := b.readMarker(ctx, d.Name)
 				require.NoError(t, err)

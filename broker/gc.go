@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/activemq-go/broker/broker/advisory"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 )
@@ -13,6 +14,17 @@ import (
 // and SUBSCRIBEs create (Options.MaxDestinations), and the removal of destinations
 // nobody uses any more (ActiveMQ's gcInactiveDestinations with inactiveTimeoutBeforeGC,
 // per destination policy).
+//
+// What counts against MaxDestinations: every queue and topic, temporary ones included,
+// whoever made it, except the advisory topics (ActiveMQ.Advisory.>): those are the
+// broker's, one or more per destination and connection that clients watch (a monitor
+// subscribing to ActiveMQ.Advisory.Consumer.Queue.X for each queue X would otherwise
+// spend two of the limit per queue), and are never refused. Dead-letter queues count
+// (a dead-letter strategy names them as the configuration says, so they cannot be told
+// from a client's queue, and a client may send to one) but are never refused either, nor
+// are the destinations recovered from the store. An empty queue costs about 2.5 KB of
+// memory and no goroutine, so the default, a million, bounds what a runaway client can
+// take to a few GB while serving far more than ActiveMQ 5.17 does with its default heap.
 //
 // A destination is inactive while it holds no message (in memory, in the store or being
 // stored) and has no subscriber, durable subscription or stream, and nothing is sent to
@@ -25,7 +37,7 @@ import (
 // used twice.
 
 // DefaultMaxDestinations is Options.MaxDestinations' default.
-const DefaultMaxDestinations = 10000
+const DefaultMaxDestinations = 1_000_000
 
 // DefaultDestinationGCPeriod is Options.DestinationGCPeriod's default.
 const DefaultDestinationGCPeriod = 10 * time.Second
@@ -38,7 +50,7 @@ func (b *Broker) admitDestinations(by *Conn, dests []destinations.Name) error {
 		n := 0
 		for _, d := range dests {
 			switch {
-			case d.IsWildcard():
+			case d.IsWildcard(), advisory.IsAdvisory(d): // made on use, never refused
 			case d.Kind == destinations.Queue && b.queues[d.Name] == nil:
 				n++
 			case d.Kind == destinations.Topic && b.topics[d.Name] == nil:
@@ -63,7 +75,7 @@ func (b *Broker) admitDestinations(by *Conn, dests []destinations.Name) error {
 	}
 	for _, d := range dests {
 		switch {
-		case d.IsWildcard():
+		case d.IsWildcard(), advisory.IsAdvisory(d):
 		case d.Kind == destinations.Queue:
 			b.queueLocked(d.Name, by)
 		case d.Kind == destinations.Topic:
@@ -73,10 +85,27 @@ func (b *Broker) admitDestinations(by *Conn, dests []destinations.Name) error {
 	return nil
 }
 
+// countedDestinationsLocked is the number of destinations that count against
+// MaxDestinations. The caller holds b.mu.
+func (b *Broker) countedDestinationsLocked() int {
+	return len(b.queues) + len(b.topics) - b.advTopics
+}
+
+// dropTopicLocked takes the topic called name out of b.topics. The caller holds b.mu.
+func (b *Broker) dropTopicLocked(name string) {
+	if _, ok := b.topics[name]; !ok {
+		return
+	}
+	delete(b.topics, name)
+	if advisory.IsAdvisory(destinations.Name{Kind: destinations.Topic, Name: name}) {
+		b.advTopics--
+	}
+}
+
 // roomForDestinationsLocked refuses n more destinations past MaxDestinations. The caller
 // holds b.mu.
 func (b *Broker) roomForDestinationsLocked(n int, dests []destinations.Name) error {
-	have := len(b.queues) + len(b.topics)
+	have := b.countedDestinationsLocked()
 	if have+n <= b.maxDests {
 		return nil
 	}
@@ -110,7 +139,7 @@ func (b *Broker) collectInactive(ctx context.Context, now time.Time) {
 			continue
 		}
 		if t.Collectable(now) {
-			delete(b.topics, name)
+			b.dropTopicLocked(name)
 			removedTopics = append(removedTopics, t)
 		}
 	}

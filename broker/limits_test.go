@@ -414,6 +414,30 @@ func TestMaxDestinations(t *testing.T) {
 	eventually(t, func() bool { st, ok := b.QueueStats(DLQName); return ok && st.Pending == 1 })
 }
 
+// TestMaxDestinationsAdvisoryTopics: advisory topics neither count against
+// MaxDestinations nor are refused at it, and removing one gives clients no room they
+// did not have.
+func TestMaxDestinationsAdvisoryTopics(t *testing.T) {
+	ctx := context.Background()
+	b := newLimitsBroker(t, Options{MaxDestinations: 1, AdvisorySupport: true}, nil)
+	c := newClient(t, b, "")
+	c.subscribe("adv", "/topic/ActiveMQ.Advisory.Queue", AckAuto, 0)
+	c.send("/queue/a", "x", false)
+	require.ErrorIs(t, c.sendErr("/queue/b", msg("x")), ErrTooManyDestinations)
+	c.subscribe("adv2", "/topic/ActiveMQ.Advisory.Consumer.Queue.a", AckAuto, 0)
+	c.do(func() {
+		for _, id := range []string{"adv", "adv2"} {
+			require.NoError(t, c.conn.Unsubscribe(ctx, UnsubscribeRequest{ID: id}))
+		}
+	})
+	for _, name := range []string{"ActiveMQ.Advisory.Queue", "ActiveMQ.Advisory.Consumer.Queue.a"} {
+		require.NoError(t, b.RemoveDestination(ctx, "test", destinations.Name{Kind: destinations.Topic, Name: name}))
+	}
+	require.ErrorIs(t, c.sendErr("/queue/b", msg("x")), ErrTooManyDestinations, "still one client destination of one")
+	require.NoError(t, b.RemoveDestination(ctx, "test", destinations.Name{Kind: destinations.Queue, Name: "a"}))
+	c.send("/queue/b", "x", false)
+}
+
 // TestGCInactiveDestinations: a destination whose policy has GCInactive is removed once
 // it has had no messages, subscribers or sends for its InactiveTimeout; one in use, or
 // whose policy does not collect it, stays. A removed destination is made again on
@@ -503,9 +527,10 @@ func TestFailedAutoAckWriteRetried(t *testing.T) {
 	assert.EqualValues(t, 3, failures.Load())
 }
 
-// TestDurableBacklogScanFailureFailsStart: counting a durable subscription's stored
-// backlog at start (for its offline pending limit) reads the store; if that read fails
-// the broker does not start with a wrong count, it reports the error.
+// TestDurableBacklogScanFailureFailsStart: sizing a durable subscription's stored
+// backlog at start (for its offline maxPendingBytes limit; the store counts the messages
+// without reading them) reads the store; if that read fails the broker does not start
+// with a wrong size, it reports the error.
 func TestDurableBacklogScanFailureFailsStart(t *testing.T) {
 	store := newFaultStore()
 	key := persistence.SubKey{ClientID: "app", Name: "sub"}
@@ -518,7 +543,7 @@ func TestDurableBacklogScanFailureFailsStart(t *testing.T) {
 	})
 	_, err := New(context.Background(), Options{Name: "t", Store: store, Policies: func(k destinations.Kind, _ string) destinations.Policy {
 		p := destinations.DefaultPolicy(k.IsTopic())
-		p.MaxPendingMessages = 10
+		p.MaxPendingBytes = 1 << 20
 		return p
 	}})
 	require.Error(t, err)

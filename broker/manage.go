@@ -317,7 +317,7 @@ func (b *Broker) RemoveDestination(ctx context.Context, who string, d destinatio
 			b.mu.Unlock()
 			return err
 		}
-		delete(b.topics, d.Name)
+		b.dropTopicLocked(d.Name)
 		b.removals.Add(1)
 		b.adviseRemovedLocked(destinations.Name{Kind: destinations.Topic, Name: d.Name})
 		b.seqFloor.Store(max(b.seqFloor.Load(), t.Seq()+1))

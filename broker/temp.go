@@ -115,7 +115,7 @@ func (c *Conn) dropTemps() {
 			if t := c.b.topics[k.name]; t != nil {
 				t.Close()
 			}
-			delete(c.b.topics, k.name)
+			c.b.dropTopicLocked(k.name)
 			c.b.adviseRemovedLocked(destinations.Name{Kind: destinations.Topic, Name: k.name})
 			continue
 		}

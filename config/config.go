@@ -45,9 +45,10 @@ const (
 	// DefaultMaxTransactionsPerConnection bounds the transactions one connection may
 	// have open at once.
 	DefaultMaxTransactionsPerConnection = 64
-	// DefaultMaxDestinations bounds the destinations clients may create (ActiveMQ has
-	// no limit by default).
-	DefaultMaxDestinations = 10000
+	// DefaultMaxDestinations bounds the destinations clients may create. ActiveMQ has
+	// no count, but its heap and a thread per queue stop it far below this; an empty
+	// destination here costs about 2.5 KB, so this bounds a runaway client to a few GB.
+	DefaultMaxDestinations = 1_000_000
 	// DefaultMaxSubscriptionsPerConnection bounds the subscriptions (queue browsers
 	// included) one connection may have at once.
 	DefaultMaxSubscriptionsPerConnection = 10000
@@ -195,9 +196,10 @@ type SystemUsage struct {
 	// open at once (default 64; at least 1); a BEGIN past it gets an ERROR.
 	MaxTransactionsPerConnection int
 	// MaxDestinations caps the queues and topics (temporary ones included) that
-	// clients' SENDs and SUBSCRIBEs may create (default 10000; at least 1); past it
-	// the frame gets an ERROR. Destinations the broker makes itself (dead-letter
-	// queues) and those recovered from the store are never refused, but count.
+	// clients' SENDs and SUBSCRIBEs may create (default 1000000; at least 1); past it
+	// the frame gets an ERROR. Advisory topics (ActiveMQ.Advisory.>) neither count nor
+	// are refused; dead-letter queues and the destinations recovered from the store
+	// are never refused, but count.
 	MaxDestinations int
 	// MaxSubscriptionsPerConnection caps the subscriptions, queue browsers included,
 	// one connection may have at once (default 10000; at least 1); a SUBSCRIBE past

@@ -62,7 +62,7 @@ func TestDefault(t *testing.T) {
 		TransportConnectors: []Connector{defaultConnector()},
 		SystemUsage: SystemUsage{
 			MemoryUsage: 1 << 30, StoreUsage: 100 << 30, SendFailIfNoSpace: false, SendFailIfNoSpaceAfterTimeout: 0,
-			MaxTransactionSize: 64 << 20, MaxTransactionsPerConnection: 64, MaxDestinations: 10000, MaxSubscriptionsPerConnection: 10000, MaxDurableSubscriptions: 10000, SchedulerMemoryLimit: 32 << 20,
+			MaxTransactionSize: 64 << 20, MaxTransactionsPerConnection: 64, MaxDestinations: 1_000_000, MaxSubscriptionsPerConnection: 10000, MaxDurableSubscriptions: 10000, SchedulerMemoryLimit: 32 << 20,
 		},
 		DestinationPolicy: nil,
 		Streams: Streams{

@@ -36,9 +36,10 @@
 //	  maxTransactionSize: 64mb   # bytes one open transaction may hold until COMMIT
 //	  maxTransactionsPerConnection: 64   # transactions one connection may have open
 //	                             # at once; a BEGIN past it gets an ERROR; >= 1
-//	  maxDestinations: 10000     # queues and topics (temporary ones too) clients may
-//	                             # create; a SEND or SUBSCRIBE past it gets an ERROR
-//	                             # (dead-letter queues are still made); >= 1
+//	  maxDestinations: 1000000   # queues and topics (temporary ones too, advisory
+//	                             # topics not); a SEND or SUBSCRIBE creating one past
+//	                             # it gets an ERROR (dead-letter queues are still
+//	                             # made); >= 1
 //	  maxSubscriptionsPerConnection: 10000   # subscriptions (browsers too) one
 //	                             # connection may have; a SUBSCRIBE past it gets an ERROR
 //	  maxDurableSubscriptions: 10000   # durable topic subscriptions clients may create,

@@ -41,7 +41,7 @@ broker: {allowLinkStealing: "true"}
 `), nil)
 	require.NoError(t, err)
 	assert.Equal(t, SystemUsage{MemoryUsage: 64 << 20, StoreUsage: 100 << 30, MaxTransactionSize: 64 << 20,
-		MaxTransactionsPerConnection: 64, MaxDestinations: 10000, MaxSubscriptionsPerConnection: 10000, MaxDurableSubscriptions: 10000, SchedulerMemoryLimit: 32 << 20}, c.SystemUsage)
+		MaxTransactionsPerConnection: 64, MaxDestinations: 1_000_000, MaxSubscriptionsPerConnection: 10000, MaxDurableSubscriptions: 10000, SchedulerMemoryLimit: 32 << 20}, c.SystemUsage)
 	assert.Equal(t, "os", c.Streams.Flush, "read case-insensitively")
 	assert.Equal(t, int64(1<<20), c.Streams.SegmentBytes)
 	assert.Equal(t, 168*time.Hour, c.Streams.SegmentMs)

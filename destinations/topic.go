@@ -234,7 +234,9 @@ func (t *TopicDest) ConsumerCount() int {
 	return n
 }
 
-// Stats is a snapshot of the topic's counters.
+// Stats is a snapshot of the topic's counters. Its Stored is what the store holds of
+// the topic for its durable subscriptions: one copy of each message, however many of
+// them owe it (the store's counters, kept in memory: no store read).
 func (t *TopicDest) Stats() Stats {
 	if st := t.st.Load(); st != nil {
 		return st.stats()
@@ -242,7 +244,9 @@ func (t *TopicDest) Stats() Stats {
 	t.mu.RLock()
 	n := len(t.subs)
 	t.mu.RUnlock()
+	stored, _ := t.env.Store.Stats(t.dest)
 	return Stats{
+		Stored:      stored,
 		Name:        t.client,
 		Consumers:   n,
 		Enqueued:    t.enqueued.Load(),

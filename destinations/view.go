@@ -68,7 +68,8 @@ func NewView(env *Env, key persistence.SubKey, t *TopicDest) *QueueDest {
 }
 
 // RecoverView records that a recovered durable subscription's messages are in the store
-// only, n of them taking bytes (0, 0 when they were not counted).
+// only: n of them (as the store counts them), taking bytes (0 when their size was not
+// read).
 func (q *QueueDest) RecoverView(n, bytes int64) {
 	q.paged, q.pageAfter, q.pageBlocked = true, 0, false
 	q.pagedOut, q.pagedOutBytes = n, bytes

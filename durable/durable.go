@@ -63,6 +63,12 @@ type Sub struct {
 	active       *destinations.Consumer // guarded by mu; nil while offline
 	offlineSince time.Time              // guarded by mu
 
+	// rec serialises the writes of the offline mark (offline.go): detaching writes it,
+	// attaching deletes it, in the order they happen. offlineStored, guarded by rec,
+	// says that the store holds one.
+	rec           sync.Mutex
+	offlineStored bool
+
 	dropped    atomic.Int64 // messages not kept because of the offline pending limits
 	dropLogged time.Time    // guarded by the topic's publish lock
 }
@@ -94,14 +100,20 @@ func (d *Sub) Active() bool {
 }
 
 // Detach detaches c if it is the attached consumer; the subscription stays and keeps
-// messages.
+// messages. It stores when the subscription went offline (offline.go).
 func (d *Sub) Detach(c *destinations.Consumer) {
+	d.rec.Lock()
+	defer d.rec.Unlock()
 	d.mu.Lock()
-	if d.active == c {
-		d.active = nil
-		d.offlineSince = d.clock()
+	if d.active != c {
+		d.mu.Unlock()
+		return
 	}
+	d.active = nil
+	d.offlineSince = d.clock()
+	since := d.offlineSince
 	d.mu.Unlock()
+	d.markOffline(since)
 }
 
 // Registry holds the durable subscriptions of a broker.
@@ -192,6 +204,11 @@ func (r *Registry) Subscribe(ctx context.Context, key persistence.SubKey, t *des
 		r.env.Log.Info("durable subscription created", slog.String("clientID", key.ClientID),
 			slog.String("name", key.Name), slog.String("topic", t.ClientName()))
 	}
+	d.rec.Lock()
+	defer d.rec.Unlock()
+	if err := d.clearOffline(ctx); err != nil {
+		return nil, err
+	}
 	d.mu.Lock()
 	d.active = c
 	d.mu.Unlock()
@@ -224,6 +241,11 @@ func (r *Registry) Delete(ctx context.Context, key persistence.SubKey, before fu
 func (r *Registry) remove(ctx context.Context, d *Sub) error {
 	batch := r.env.Store.Begin()
 	batch.RemoveSub(d.info.Key)
+	d.rec.Lock()
+	defer d.rec.Unlock()
+	if d.offlineStored {
+		batch.Purge(d.offlineDest())
+	}
 	if r.OnRemove != nil {
 		r.OnRemove(d.info.Key, batch)
 	}
@@ -281,11 +303,12 @@ func (r *Registry) Stats() []Stats {
 	return out
 }
 
-// Recover rebuilds the durable subscriptions from the store; their messages stay in the
+// Recover rebuilds the durable subscriptions the store reports in rec, with their
+// backlogs and since when they are offline (offline.go); their messages stay in the
 // store until their consumers come back (paged in through ScanSub). topic returns the
 // topic of a name, creating it.
-func (r *Registry) Recover(ctx context.Context, subs []persistence.SubInfo, topic func(name string) *destinations.TopicDest) error {
-	for _, info := range subs {
+func (r *Registry) Recover(ctx context.Context, rec *persistence.Recovered, topic func(name string) *destinations.TopicDest) error {
+	for _, info := range rec.Subs {
 		name := strings.TrimPrefix(info.Dest, persistence.TopicPrefix)
 		t := topic(name)
 		var sel *selector.Selector
@@ -296,12 +319,13 @@ func (r *Registry) Recover(ctx context.Context, subs []persistence.SubInfo, topi
 					slog.String("name", info.Key.String()), slog.Any("err", err))
 			}
 		}
-		d := &Sub{info: info, sel: sel, topic: t, view: destinations.NewView(r.env, info.Key, t), clock: r.env.Time, offlineSince: r.env.Time()}
-		// The backlog matters for the offline pending limits: count what is stored, and
-		// its size. This reads the subscription's backlog once, which the limits bound
-		// while it is offline; without a limit it is not read.
-		var n, bytes int64
-		if p := r.env.Policy(destinations.Topic, name); p.MaxPendingMessages > 0 || p.MaxPendingBytes > 0 {
+		d := &Sub{info: info, sel: sel, topic: t, view: destinations.NewView(r.env, info.Key, t), clock: r.env.Time}
+		// The backlog is what the store counts. Its size matters only for the offline
+		// maxPendingBytes limit, which bounds it: the backlog is read once for it, and
+		// not at all without that limit.
+		n, bytes := rec.Pending[info.Key], int64(0)
+		if p := r.env.Policy(destinations.Topic, name); p.MaxPendingBytes > 0 {
+			n = 0
 			err := r.env.Store.ScanSub(ctx, info.Key, 0, 0, func(m *persistence.Message) error {
 				n++
 				bytes += int64(m.Size())
@@ -315,7 +339,7 @@ func (r *Registry) Recover(ctx context.Context, subs []persistence.SubInfo, topi
 		r.subs[info.Key] = d
 		addTo(t, d)
 	}
-	return nil
+	return r.recoverOffline(ctx, rec.Destinations)
 }
 
 // ExpireOffline removes the subscriptions offline for longer than their policy's

@@ -175,3 +175,87 @@ func TestExpireOfflineByEnvironmentClock(t *testing.T) {
 	r.ExpireOffline(ctx)
 	require.Zero(t, r.Len())
 }
+
+// recoverInto recovers what env's store holds into a new registry, as a restart does.
+func recoverInto(t *testing.T, env *destinations.Env) *Registry {
+	ctx := context.Background()
+	rec, err := env.Store.Recover(ctx)
+	require.NoError(t, err)
+	r := NewRegistry(env, 0)
+	topics := map[string]*destinations.TopicDest{}
+	require.NoError(t, r.Recover(ctx, rec, func(name string) *destinations.TopicDest {
+		if topics[name] == nil {
+			topics[name] = destinations.NewTopic(env, name, destinations.DefaultPolicy(true), 0, false)
+		}
+		return topics[name]
+	}))
+	return r
+}
+
+// offlineFor is how long r says the subscription key has been offline.
+func offlineFor(r *Registry, key persistence.SubKey) time.Duration {
+	for _, st := range r.Stats() {
+		if st.ClientID == key.ClientID && st.Name == key.Name {
+			return st.OfflineFor
+		}
+	}
+	panic("no subscription " + key.String())
+}
+
+// How long a subscription has been offline survives a restart: the time it went
+// offline is stored when its consumer detaches, and deleted when one attaches. A
+// subscription stored without one (by an earlier version) counts from the recovery that
+// found it, which stores it: a second restart counts from there. The backlog is the
+// store's count.
+func TestOfflineTimeSurvivesRecovery(t *testing.T) {
+	ctx := context.Background()
+	env := newEnv(t, destinations.DefaultPolicy(true))
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	env.Now = func() time.Time { return now }
+	key := persistence.SubKey{ClientID: "c", Name: "s"}
+	r := NewRegistry(env, 0)
+	topic := destinations.NewTopic(env, "t", destinations.DefaultPolicy(true), 0, false)
+	c := &destinations.Consumer{ID: "1"}
+	d, err := r.Subscribe(ctx, key, topic, nil, c)
+	require.NoError(t, err)
+	d.Detach(c)
+	for i := range 3 {
+		publish(t, env, topic, &persistence.Message{ID: "p" + string(rune('0'+i)), Persistent: true, Priority: 4})
+	}
+
+	now = now.Add(time.Hour)
+	st := recoverInto(t, env).Stats()
+	require.Len(t, st, 1)
+	require.Equal(t, time.Hour, st[0].OfflineFor, "offline since the detach, not since the restart")
+	require.Equal(t, 3, st[0].Backlog)
+
+	// Attached again, then the broker crashed (no detach): offline from the next start.
+	r = recoverInto(t, env)
+	_, err = r.Subscribe(ctx, key, r.Get(key).topic, nil, &destinations.Consumer{ID: "2"})
+	require.NoError(t, err)
+	now = now.Add(time.Hour)
+	r = recoverInto(t, env)
+	require.Zero(t, offlineFor(r, key), "attached when the store was last written")
+	now = now.Add(time.Minute)
+	require.Equal(t, time.Minute, offlineFor(recoverInto(t, env), key), "the recovery stored when it found it offline")
+
+	// A subscription stored without a mark, as an earlier version left it.
+	old := persistence.SubKey{ClientID: "c", Name: "old"}
+	batch := env.Store.Begin()
+	batch.AddSub(persistence.SubInfo{Key: old, Dest: topic.Qualified(), Created: now.Add(-48 * time.Hour).UnixMilli()})
+	require.NoError(t, batch.Commit(ctx, persistence.Sync))
+	require.Zero(t, offlineFor(recoverInto(t, env), old))
+	now = now.Add(time.Minute)
+	require.Equal(t, time.Minute, offlineFor(recoverInto(t, env), old))
+
+	// Removing a subscription removes its mark.
+	r = recoverInto(t, env)
+	require.NoError(t, r.Delete(ctx, old, func() {}, nil))
+	rec, err := env.Store.Recover(ctx)
+	require.NoError(t, err)
+	for _, ds := range rec.Destinations {
+		if ds.Name == OfflinePrefix+old.String() {
+			require.Zero(t, ds.Msgs, "the mark of a removed subscription")
+		}
+	}
+}

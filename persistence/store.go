@@ -167,6 +167,11 @@ type SyncObserver interface {
 type Recovered struct {
 	Destinations []DestState
 	Subs         []SubInfo
+	// Pending is, by durable subscription of Subs, how many stored messages it still
+	// has to acknowledge (its backlog); a subscription owing none may be absent. Every
+	// adapter answers it from what it keeps to serve ScanSub (an index in memory, or
+	// one aggregate query), without reading the messages.
+	Pending map[SubKey]int64
 }
 
 // Sort puts r in the order Recover reports: destinations by Name, subscriptions by

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-stomp/stomp/v3"
 	"github.com/go-stomp/stomp/v3/frame"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -143,6 +145,70 @@ func TestMaxDestinations(t *testing.T) {
 	sub := c.subscribe("/queue/a")
 	assert.Equal(t, "1", string(c.next(sub).Body))
 	eventually(t, 5*time.Second, "the log line", func() bool { return strings.Contains(b.Log(), "destination limit reached") })
+}
+
+// TestMaxDestinationsLeavesAdvisoryTopicsOut: advisory topics are the broker's and do
+// not count against maxDestinations. A monitor watching each queue's consumers
+// (ActiveMQ.Advisory.Consumer.Queue.X) makes an advisory topic per queue: with
+// maxDestinations 3, three client queues still fit beside their three advisory topics,
+// a fourth client destination is refused (SEND and SUBSCRIBE), and the monitor's
+// advisory subscriptions are not.
+func TestMaxDestinationsLeavesAdvisoryTopicsOut(t *testing.T) {
+	b := startBroker(t, brokerConfig{Extra: "systemUsage: {maxDestinations: 3}\n"})
+	mon := jmsDial(t, b.Addr)
+	c := jmsDial(t, b.Addr)
+	for _, q := range []string{"a", "b", "c"} {
+		mon.subscribe("/topic/ActiveMQ.Advisory.Consumer.Queue." + q)
+		c.send("/queue/"+q, "in "+q)
+	}
+	e := c.refused("SEND", "destination", "/queue/d")
+	assert.Contains(t, e.Header.Get("message"), "maxDestinations 3")
+	e = c.refused("SUBSCRIBE", "id", "x", "destination", "/topic/d")
+	assert.Contains(t, e.Header.Get("message"), "maxDestinations 3")
+	mon.subscribe("/topic/ActiveMQ.Advisory.Consumer.Queue.d")
+	mon.subscribe("/topic/ActiveMQ.Advisory.Producer.Queue.d")
+	for _, q := range []string{"a", "b", "c"} {
+		sub := c.subscribe("/queue/" + q)
+		assert.Equal(t, "in "+q, string(c.next(sub).Body))
+	}
+	eventually(t, 5*time.Second, "the log line", func() bool { return strings.Contains(b.Log(), "destination limit reached") })
+}
+
+// TestManyQueuesWithAdvisories: with the default limits and an advisory subscriber
+// present, a client creates more queues than the old default (10,000) allowed, and
+// SEND and SUBSCRIBE to new destinations still work.
+func TestManyQueuesWithAdvisories(t *testing.T) {
+	const queues = 10_050
+	b := startBroker(t, brokerConfig{})
+	mon := dial(t, b.Addr)
+	adv, err := mon.Subscribe("/topic/ActiveMQ.Advisory.Queue", stomp.AckAuto)
+	require.NoError(t, err)
+	var heard atomic.Int64
+	go func() {
+		for m := range adv.C {
+			if m.Err == nil {
+				heard.Add(1)
+			}
+		}
+	}()
+	c := jmsDial(t, b.Addr)
+	for i := range queues {
+		f := frame.New("SEND", "destination", "/queue/many."+strconv.Itoa(i))
+		if i%500 == 499 {
+			c.send("/queue/many."+strconv.Itoa(i), "x") // with a receipt: paces the client
+			continue
+		}
+		f.Body = []byte("x")
+		c.raw.send(f)
+	}
+	sub := c.subscribe("/queue/many.after")
+	c.send("/queue/many.after", "still served")
+	assert.Equal(t, "still served", string(c.next(sub).Body))
+	tsub := c.subscribe("/topic/many.after")
+	c.send("/topic/many.after", "topic too")
+	assert.Equal(t, "topic too", string(c.next(tsub).Body))
+	eventually(t, 30*time.Second, "an advisory per queue", func() bool { return heard.Load() >= queues })
+	assert.NotContains(t, b.Log(), "destination limit reached")
 }
 
 // TestGCInactiveDestinations: with gcInactiveDestinations, a destination that has had no

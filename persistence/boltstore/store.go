@@ -239,7 +239,8 @@ func viewErr(err error) error {
 
 // Recover reads, in one read transaction, every destination an Add was ever committed
 // to (sorted by name) and every durable subscription (sorted by ClientID, then Name).
-// It may be called at any time; it costs O(destinations + subscriptions).
+// It may be called at any time; it costs O(destinations + subscriptions), plus a walk
+// of each subscription's pending bucket to count its backlog.
 func (s *Store) Recover(ctx context.Context) (*persistence.Recovered, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -247,7 +248,8 @@ func (s *Store) Recover(ctx context.Context) (*persistence.Recovered, error) {
 	if s.closed.Load() {
 		return nil, persistence.ErrClosed
 	}
-	r := &persistence.Recovered{Destinations: []persistence.DestState{}, Subs: []persistence.SubInfo{}}
+	r := &persistence.Recovered{Destinations: []persistence.DestState{}, Subs: []persistence.SubInfo{},
+		Pending: map[persistence.SubKey]int64{}}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		// Keys sort bytewise, as Go compares strings: the list comes out sorted.
 		err := tx.Bucket(bucketDestMeta).ForEach(func(k, v []byte) error {
@@ -273,6 +275,13 @@ func (s *Store) Recover(ctx context.Context) (*persistence.Recovered, error) {
 				return err
 			}
 			r.Subs = append(r.Subs, rec.info)
+			// The backlog is the number of keys of its pending bucket, which bbolt
+			// counts walking the bucket's pages (no value is read).
+			if pb := tx.Bucket(bucketPending).Bucket(subIDKey(rec.id)); pb != nil {
+				if n := pb.Stats().KeyN; n > 0 {
+					r.Pending[key] = int64(n)
+				}
+			}
 			return nil
 		})
 	})

@@ -84,6 +84,9 @@ type subscription struct {
 // Info is what Recover reports of the subscription.
 func (sub *subscription) Info() persistence.SubInfo { return sub.info }
 
+// Pending is how many messages the subscription still has to acknowledge.
+func (sub *subscription) Pending() int64 { return int64(sub.pending.Len()) }
+
 // segStats counts what is live in a segment: stored messages and their encoded bytes.
 type segStats struct {
 	msgs  int64

@@ -53,6 +53,9 @@ type subscription struct {
 // Info is what Recover reports of the subscription.
 func (sub *subscription) Info() persistence.SubInfo { return sub.info }
 
+// Pending is how many messages the subscription still has to acknowledge.
+func (sub *subscription) Pending() int64 { return int64(sub.pending.Len()) }
+
 // index is the store's in-memory state, rebuilt on open from the checkpoint and the log
 // after the low-water mark. The Store's lock guards it.
 type index struct {

@@ -80,6 +80,7 @@ func (s *Store) Recover(ctx context.Context) (*persistence.Recovered, error) {
 	r := &persistence.Recovered{
 		Destinations: make([]persistence.DestState, 0, len(s.dests)),
 		Subs:         make([]persistence.SubInfo, 0, len(s.subs)),
+		Pending:      make(map[persistence.SubKey]int64, len(s.subs)),
 	}
 	for _, d := range s.dests {
 		if d.added {
@@ -88,8 +89,11 @@ func (s *Store) Recover(ctx context.Context) (*persistence.Recovered, error) {
 			})
 		}
 	}
-	for _, sub := range s.subs {
+	for k, sub := range s.subs {
 		r.Subs = append(r.Subs, sub.info)
+		if n := sub.log.Len(); n > 0 {
+			r.Pending[k] = int64(n)
+		}
 	}
 	r.Sort()
 	return r, nil

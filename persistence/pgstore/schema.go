@@ -36,6 +36,7 @@ type tables struct {
 	leaseCheck, leaseAcquire, leaseRenew         string
 	leaseOwner, leaseRelease                     string
 	scanQueue, scanTopic, scanSub                string
+	countPending                                 string
 }
 
 func newTables(prefix string) *tables {
@@ -130,6 +131,7 @@ func newTables(prefix string) *tables {
 		WHERE m.CONTAINER = $1 AND m.ID > $2 ORDER BY m.ID LIMIT $3`)
 	t.scanSub = sql(`SELECT m.ID, m.MSG, s.c, s.n FROM {P} q JOIN {M} m ON m.CONTAINER = q.CONTAINER AND m.ID = q.ID ` +
 		subsOf + ` WHERE q.SUB_ID = $1 AND q.ID > $2 ORDER BY q.ID LIMIT $3`)
+	t.countPending = sql(`SELECT SUB_ID, count(*) FROM {P} GROUP BY SUB_ID`)
 	return t
 }
 

@@ -40,10 +40,13 @@ func newState() *state {
 	return &state{dests: map[string]*destState{}, subs: map[persistence.SubKey]*subRec{}, nextSubID: 1}
 }
 
-func (st *state) recovered() *persistence.Recovered {
+// recovered is what Recover reports, with pending, the rows of SUB_PENDING by SUB_ID
+// (countPending), as the subscriptions' backlogs.
+func (st *state) recovered(pending map[int64]int64) *persistence.Recovered {
 	r := &persistence.Recovered{
 		Destinations: make([]persistence.DestState, 0, len(st.dests)),
 		Subs:         make([]persistence.SubInfo, 0, len(st.subs)),
+		Pending:      make(map[persistence.SubKey]int64, len(st.subs)),
 	}
 	for name, d := range st.dests {
 		if d.added {
@@ -52,8 +55,11 @@ func (st *state) recovered() *persistence.Recovered {
 			})
 		}
 	}
-	for _, s := range st.subs {
+	for k, s := range st.subs {
 		r.Subs = append(r.Subs, s.info)
+		if n := pending[s.id]; n > 0 {
+			r.Pending[k] = n
+		}
 	}
 	r.Sort()
 	return r

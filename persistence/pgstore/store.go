@@ -245,9 +245,26 @@ func (s *Store) Recover(ctx context.Context) (*persistence.Recovered, error) {
 			return nil, err
 		}
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.st.recovered(), nil
+	// The backlogs are counted on the writer, between transactions, so that they agree
+	// with the state Recover reports.
+	var r *persistence.Recovered
+	req := &request{result: make(chan error, 1), ctrl: func(ctx context.Context) error {
+		pending, err := s.w.countPending(ctx)
+		if err != nil {
+			return fmt.Errorf("pgstore: count the subscriptions' backlogs: %w", err)
+		}
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		r = s.st.recovered(pending)
+		return nil
+	}}
+	if err := s.submit(req); err != nil {
+		return nil, err
+	}
+	if err := <-req.result; err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Begin starts a batch. A batch begun after Close fails its Commit with ErrClosed.

@@ -178,6 +178,20 @@ func (w *writer) reload(ctx context.Context) error {
 	return nil
 }
 
+// countPending counts the rows of SUB_PENDING by SUB_ID: the backlog of every durable
+// subscription, read from the table's primary key (SUB_ID, ID) alone, one aggregate
+// query over every pending row. Run on the writer, between transactions.
+func (w *writer) countPending(ctx context.Context) (map[int64]int64, error) {
+	rows, _ := w.s.pool.Query(ctx, w.s.t.countPending)
+	out := map[int64]int64{}
+	var id, n int64
+	_, err := pgx.ForEachRow(rows, []any{&id, &n}, func() error {
+		out[id] = n
+		return nil
+	})
+	return out, err
+}
+
 // errFenced is returned by the lease check of a transaction when the lease is gone.
 var errFenced = errors.New("lease not held")
 

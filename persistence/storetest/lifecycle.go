@@ -196,6 +196,7 @@ func durableState(f *fixture) (check func(t *testing.T, exactLastSeq bool)) {
 		rec := f.recover()
 		requireSorted(t, rec)
 		require.Equal(t, []persistence.SubInfo{subA, subB}, rec.Subs)
+		require.Equal(t, map[persistence.SubKey]int64{s1: 3, s2: 3}, rec.Pending, "the backlogs (s3, removed, is not listed)")
 		want := map[string]uint64{q: 5, purged: 7, topicT: 5}
 		require.Len(t, rec.Destinations, len(want), "destinations: %v", rec.Destinations)
 		for _, d := range rec.Destinations {

@@ -225,10 +225,12 @@ func (f *fixture) requireSeqs(dest string, want ...uint64) {
 	require.Equal(f.t, append([]uint64{}, want...), seqsOf(f.scan(dest, 0, 0)), "messages of %s", dest)
 }
 
-// requireSubSeqs asserts the sequence numbers ScanSub reports for key, in order.
+// requireSubSeqs asserts the sequence numbers ScanSub reports for key, in order, and
+// that Recover counts as many in its backlog.
 func (f *fixture) requireSubSeqs(key persistence.SubKey, want ...uint64) {
 	f.t.Helper()
 	require.Equal(f.t, append([]uint64{}, want...), seqsOf(f.scanSub(key, 0, 0)), "pending messages of sub %v", key)
+	require.EqualValues(f.t, len(want), f.recover().Pending[key], "Recover's Pending of sub %v", key)
 }
 
 // requireStats asserts Stats of dest.

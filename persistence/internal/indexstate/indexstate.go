@@ -15,6 +15,8 @@ type Dest interface {
 // Sub is one durable subscription of an index.
 type Sub interface {
 	Info() persistence.SubInfo
+	// Pending is how many stored messages the subscription still has to acknowledge.
+	Pending() int64
 }
 
 // Recovered reports dests and subs in Recover's order.
@@ -22,14 +24,18 @@ func Recovered[D Dest, S Sub](dests map[string]D, subs map[persistence.SubKey]S)
 	r := &persistence.Recovered{
 		Destinations: make([]persistence.DestState, 0, len(dests)),
 		Subs:         make([]persistence.SubInfo, 0, len(subs)),
+		Pending:      make(map[persistence.SubKey]int64, len(subs)),
 	}
 	for _, d := range dests {
 		if st, ok := d.State(); ok {
 			r.Destinations = append(r.Destinations, st)
 		}
 	}
-	for _, s := range subs {
+	for k, s := range subs {
 		r.Subs = append(r.Subs, s.Info())
+		if n := s.Pending(); n > 0 {
+			r.Pending[k] = n
+		}
 	}
 	r.Sort()
 	return r
