@@ -552,3 +552,29 @@ func TestStreamWithoutLogIsRefused(t *testing.T) {
 	n, _ := destinations.ParseOne("/queue/q")
 	c.subscribeReq(SubscribeRequest{ID: "q", Dest: n}) // queues are not streams
 }
+
+// A stream's consumer group member prefetches as the group's durable form does
+// (durableTopicPrefetch) unless its SUBSCRIBE asks otherwise: with the topic's 32767 one
+// member would hold a whole backlog, which a member that joins could not share. A
+// reader without a group keeps the topic's prefetch.
+func TestStreamGroupMemberPrefetch(t *testing.T) {
+	e := newStreamEnv(t, 2)
+	c := newClient(t, e.b, "")
+	var subs []*Subscription
+	for _, r := range []SubscribeRequest{
+		{ID: "plain", Dest: topicName("s.p")},
+		{ID: "member", Dest: topicName("s.p"), ConsumerGroup: "G"},
+		{ID: "asks", Dest: topicName("s.p"), ConsumerGroup: "G", Prefetch: 5000},
+		{ID: "topic", Dest: topicName("t.p"), ConsumerGroup: "G"}, // not a stream: no group
+	} {
+		c.do(func() {
+			s, err := c.conn.Subscribe(context.Background(), r)
+			require.NoError(t, err)
+			subs = append(subs, s)
+		})
+	}
+	require.EqualValues(t, destinations.DefaultTopicPrefetch, subs[0].Prefetch)
+	require.EqualValues(t, destinations.DefaultPolicy(true).DurableTopicPrefetch, subs[1].Prefetch)
+	require.EqualValues(t, 5000, subs[2].Prefetch)
+	require.EqualValues(t, destinations.DefaultTopicPrefetch, subs[3].Prefetch)
+}

@@ -104,9 +104,14 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 		return nil, errorf(ErrInvalidPrefetch, "activemq.prefetchSize %d is over the most allowed on %s (destinationPolicy maxPrefetch %d)",
 			prefetch, r.Dest, max)
 	}
+	stream := c.b.streamTopic(r.Dest)
 	if prefetch <= 0 {
 		prefetch = p.Prefetch
-		if r.DurableName != "" {
+		// A stream's consumer group is its durable subscription, by either header, and
+		// takes its prefetch: a member holding the topic's 32767 would hold a whole
+		// backlog, and a partition it loses in a rebalance waits for what it holds
+		// (streamgroup.go), so a member that joins would get none of the backlog.
+		if r.DurableName != "" || stream != nil && r.ConsumerGroup != "" {
 			prefetch = p.DurableTopicPrefetch
 		}
 	}
@@ -115,7 +120,7 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	s.Consumer = destinations.Consumer{Sink: c, Owner: s, ID: r.ID, Dest: r.Dest, Mode: r.Mode, Prefetch: int32(prefetch),
 		Selector: r.Selector, Exclusive: r.Exclusive, Priority: r.Priority, NoLocal: r.NoLocal}
 	s.Credit.Store(int32(prefetch))
-	if t := c.b.streamTopic(r.Dest); t != nil {
+	if t := stream; t != nil {
 		if err := c.subscribeStream(ctx, r, s, t); err != nil {
 			return nil, err
 		}

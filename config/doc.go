@@ -220,7 +220,8 @@
 //	    gcInactiveDestinations: false  # remove the destination once it has had no
 //	                                   # messages, subscribers or sends for
 //	    inactiveTimeoutBeforeGC: 60s   # this long (> 0); never temporary ones or streams
-//	    durableTopicPrefetch: 100      # 0 means the default
+//	    durableTopicPrefetch: 100      # 0 means the default; also a stream consumer
+//	                                   # group member's (without activemq.prefetchSize)
 //	    maxPendingMessages: 0          # per offline durable subscription; 0: unlimited
 //	    maxPendingBytes: 0             # a size; 0: unlimited
 //	    offlineDurableSubscriberTimeout: 0   # remove after this long offline; 0 or -1: never

@@ -39,8 +39,9 @@ func TestStreamKafkaTwoNodes(t *testing.T) {
 	requireExactlyOnce(t, got, msgs)
 
 	const span = "/topic/s.span"
-	a := joinGroup(t, n1.Addr, span, "G", "x-stream-offset", "first")
-	b := joinGroup(t, n2.Addr, span, "G", "x-stream-offset", "first")
+	room := []string{"x-stream-offset", "first", "activemq.prefetchSize", "200"} // consumeGroup acknowledges at the end
+	a := joinGroup(t, n1.Addr, span, "G", room...)
+	b := joinGroup(t, n2.Addr, span, "G", room...)
 	batch := numbered("g", 0, 200)
 	streamSend(t, dial(t, n1.Addr), span, batch)
 	got, parts := consumeGroup(t, len(batch), a, b)

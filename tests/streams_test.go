@@ -210,8 +210,9 @@ func joinGroup(t testing.TB, addr, dest, group string, headers ...string) groupM
 	return groupMember{c, c.subscribe(dest, append([]string{"consumer-group", group, "ack", "client-individual"}, headers...)...)}
 }
 
-// consumeGroup receives n messages in all from the members, acknowledging each with a
-// receipt, and returns who got what: bodies, and partitions per member.
+// consumeGroup receives n messages in all from the members, then acknowledges each
+// with a receipt, and returns who got what: bodies, and partitions per member. A member
+// holds what it received until then: its prefetch (100 unless it asks) must allow.
 func consumeGroup(t testing.TB, n int, members ...groupMember) (map[string]int, []map[int]bool) {
 	t.Helper()
 	subs := make([]jmsSub, len(members))
@@ -259,8 +260,9 @@ func testStreamConsumerGroupSharesAndRebalances(t *testing.T, eng streamEngine) 
 	b := engineBroker(t, eng, 8, "")
 	prod := dial(t, b.Addr)
 	const dest = "/topic/s.group"
-	a := joinGroup(t, b.Addr, dest, "G")
-	bm := joinGroup(t, b.Addr, dest, "G")
+	room := []string{"activemq.prefetchSize", "300"} // consumeGroup acknowledges at the end
+	a := joinGroup(t, b.Addr, dest, "G", room...)
+	bm := joinGroup(t, b.Addr, dest, "G", room...)
 
 	batch1 := numbered("one", 0, 200)
 	streamSend(t, prod, dest, batch1)
@@ -271,7 +273,7 @@ func testStreamConsumerGroupSharesAndRebalances(t *testing.T, eng streamEngine) 
 	require.Len(t, parts[1], 4)
 
 	// A third member: its SUBSCRIBE returns once it holds its partitions.
-	c := joinGroup(t, b.Addr, dest, "G")
+	c := joinGroup(t, b.Addr, dest, "G", room...)
 	batch2 := numbered("two", 0, 300)
 	streamSend(t, prod, dest, batch2)
 	got, parts = consumeGroup(t, len(batch2), a, bm, c)
