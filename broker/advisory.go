@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/security"
 )
@@ -236,7 +237,7 @@ func (a *advisories) publishLocked(topic string, to *Subscription, build func() 
 	hs = append(hs, "transformation", advisoryJSONType)
 	m := &persistence.Message{ID: a.b.newMessageID(), Headers: hs, Body: bytes.TrimSuffix(js.Bytes(), []byte("\n"))}
 	// A topic of its own, for these subscribers: see the comment above.
-	t := destinations.NewTopic(&a.b.env, topic, destinations.DefaultPolicy(true), 0, false)
+	t := destinations.NewTopic(&a.b.env, topic, policy.Default(true), 0, false)
 	for _, s := range targets {
 		t.Add(&s.Consumer)
 	}

@@ -65,10 +65,11 @@ type Options struct {
 	Store  persistence.Store
 	Logger *slog.Logger
 	// MemoryUsage bounds the bytes of messages the broker holds in memory (systemUsage
-	// memoryUsage); DestinationMemoryLimit bounds one queue when no Policies are given.
+	// memoryUsage); DestinationMemoryLimit bounds one queue when no Policies are given
+	// (default policy.DefaultMemoryLimit).
 	MemoryUsage            int64
 	DestinationMemoryLimit int64
-	// Policies picks each destination's policy; nil gives destinations.DefaultPolicy to every one.
+	// Policies picks each destination's policy; nil gives policy.Default to every one.
 	Policies destinations.PolicyFunc
 	// Scheduler honours AMQ_SCHEDULED_* headers (ActiveMQ's schedulerSupport).
 	Scheduler bool
@@ -97,7 +98,8 @@ type Options struct {
 	// create; default DefaultMaxDestinations. See gc.go.
 	MaxDestinations int
 	// DestinationGCPeriod is how often destinations are checked against their policy's
-	// GCInactive and InactiveTimeout: 0 for DefaultDestinationGCPeriod, negative never.
+	// GCInactiveDestinations and InactiveTimeoutBeforeGC: 0 for
+	// DefaultDestinationGCPeriod, negative never.
 	DestinationGCPeriod time.Duration
 	// NoSpaceWait is how long a SEND that finds no room under MemoryUsage, a queue's
 	// memory limit or StoreUsage is held before it is refused: 0 (default) not at all,
@@ -110,10 +112,10 @@ type Options struct {
 	// offline timeout (offlineDurableSubscriberTaskSchedule); default 5m.
 	DurableSweep time.Duration
 	// ExpirySweep is how often the expiry sweeper wakes; each destination is swept on
-	// its own policy's ExpirePeriod (ActiveMQ's expireMessagesPeriod), so this should be
-	// the shortest of them. Default 30s (destinations.DefaultPolicy's period), negative to disable.
+	// its own policy's ExpireMessagesPeriod, so this should be the shortest of them.
+	// Default 30s (policy.DefaultExpireMessagesPeriod), negative to disable.
 	ExpirySweep time.Duration
-	// Streams is the embedded log behind stream topics (policies with Stream set; see
+	// Streams is the embedded log behind stream topics (policies of type stream; see
 	// stream.go). The caller opens it and closes it after the broker; nil (and no
 	// StreamLog) refuses stream topics.
 	Streams *kafkalog.Log
@@ -268,7 +270,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	b.mem = destinations.NewUsage(o.MemoryUsage)
 	b.destMemoryLimit = o.DestinationMemoryLimit
 	if b.destMemoryLimit <= 0 {
-		b.destMemoryLimit = destinations.DefaultDestinationMemoryLimit
+		b.destMemoryLimit = int64(policy.DefaultMemoryLimit)
 	}
 	b.policies = o.Policies
 	b.linkStealing = o.LinkStealing

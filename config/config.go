@@ -3,6 +3,8 @@ package config
 import (
 	"crypto/tls"
 	"time"
+
+	"github.com/activemq-go/broker/destinations/policy"
 )
 
 // Defaults, as ActiveMQ has them where ActiveMQ has the setting.
@@ -88,10 +90,10 @@ type Config struct {
 	TransportConnectors []Connector
 	SystemUsage         SystemUsage
 	// DestinationPolicy is the destinationPolicy list in file order, each entry
-	// complete (see PolicyEntry); nil when the file has none. Matching a
-	// destination to an entry is the broker's job: the most specific matching
-	// entry applies whole, and DefaultPolicy applies when none matches.
-	DestinationPolicy []PolicyEntry
+	// complete (policy.Policy.Complete); nil when the file has none.
+	// policy.Select picks the entry of a destination: the most specific matching
+	// entry applies whole, and policy.Default when none matches.
+	DestinationPolicy []policy.Policy
 	Streams           Streams
 	VirtualTopics     VirtualTopics
 	// SSLContext holds the certificate of the TLS connectors, loaded and checked.

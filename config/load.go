@@ -151,7 +151,7 @@ func parse(data []byte, environ []string, source string) (*Config, *Error) {
 	if err := c.check(tree, schema, ""); err != nil {
 		return nil, err
 	}
-	var f file
+	f := file{DestinationPolicy: defaultPolicies(tree)}
 	if err := c.decode(tree, &f); err != nil {
 		return nil, err
 	}

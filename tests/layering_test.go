@@ -16,13 +16,16 @@ const module = "github.com/activemq-go/broker"
 var allowed = map[string][]string{
 	// config may use two leaves of the standard library: internal/setting, the value
 	// parsing (sizes, durations, the Error naming a bad key) it shares with the
-	// adapters, and destinations/policy, the redelivery policy and dead-letter strategy
-	// it fills in and the broker applies (defined once, below both).
+	// adapters, and destinations/policy, the destination policy it decodes the file's
+	// entries into and the broker applies (defined once, below both).
 	"config":           {"internal/setting", "destinations/policy"},
 	"internal/setting": {},
-	// migrate/xmlconfig converts activemq.xml to YAML text on its own: it writes the
-	// keys config reads but imports nothing of the project (its tests load the result).
-	"migrate/xmlconfig":     {},
+	// migrate/xmlconfig converts activemq.xml to YAML text: it writes the keys config
+	// reads (its tests load the result), those of a destination policy from the list
+	// destinations/policy, a leaf, keeps of them; nothing else of the project.
+	"migrate/xmlconfig": {"destinations/policy"},
+	// destinations/policy defines a destination's policy once, for config, the
+	// importer, the destinations and the broker: a leaf.
 	"destinations/policy":   {},
 	"internal/vfs":          {},
 	"persistence":           {},
