@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/activemq-go/broker/broker/dedup"
+	"github.com/activemq-go/broker/broker/limits"
 	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/policy"
@@ -65,8 +66,8 @@ type Options struct {
 	Store  persistence.Store
 	Logger *slog.Logger
 	// MemoryUsage bounds the bytes of messages the broker holds in memory (systemUsage
-	// memoryUsage); DestinationMemoryLimit bounds one queue when no Policies are given
-	// (default policy.DefaultMemoryLimit).
+	// memoryUsage; default limits.DefaultMemoryUsage); DestinationMemoryLimit bounds
+	// one queue when no Policies are given (default policy.DefaultMemoryLimit).
 	MemoryUsage            int64
 	DestinationMemoryLimit int64
 	// Policies picks each destination's policy; nil gives policy.Default to every one.
@@ -75,7 +76,7 @@ type Options struct {
 	Scheduler bool
 	// SchedulerMemoryLimit bounds the bytes of persistent scheduled messages held in
 	// memory (the soonest; the others wait in the store); default
-	// scheduler.DefaultMemoryLimit.
+	// limits.DefaultSchedulerMemoryLimit.
 	SchedulerMemoryLimit int64
 	// VirtualTopics configures virtual topics; the zero value turns them off (use
 	// DefaultVirtualTopics for ActiveMQ's behaviour).
@@ -83,16 +84,17 @@ type Options struct {
 	// StoreUsage bounds the disk the store may use (systemUsage storeUsage), checked
 	// for stores that report their size; over it persistent messages are refused.
 	StoreUsage int64
-	// MaxTransactionSize bounds the bytes one open transaction holds until COMMIT.
+	// MaxTransactionSize bounds the bytes one open transaction holds until COMMIT;
+	// default limits.DefaultMaxTransactionSize.
 	MaxTransactionSize int64
 	// MaxTransactionsPerConnection bounds the transactions one connection may have open
-	// at once; default DefaultMaxTransactionsPerConnection.
+	// at once; default limits.DefaultMaxTransactionsPerConnection.
 	MaxTransactionsPerConnection int
 	// MaxSubscriptionsPerConnection bounds the subscriptions one connection may have at
-	// once; default DefaultMaxSubscriptionsPerConnection.
+	// once; default limits.DefaultMaxSubscriptionsPerConnection.
 	MaxSubscriptionsPerConnection int
 	// MaxDurableSubscriptions bounds the durable subscriptions clients may create,
-	// broker-wide; default DefaultMaxDurableSubscriptions.
+	// broker-wide; default limits.DefaultMaxDurableSubscriptions.
 	MaxDurableSubscriptions int
 	// MaxDestinations bounds the queues and topics clients' SENDs and SUBSCRIBEs may
 	// create; default DefaultMaxDestinations. See gc.go.
@@ -141,16 +143,6 @@ type Options struct {
 	// what is not shared.
 	Shared SharedEngine
 }
-
-// Defaults of the per-connection limits of Options.
-const (
-	DefaultMaxTransactionsPerConnection  = 64
-	DefaultMaxSubscriptionsPerConnection = 10000
-	DefaultMaxDurableSubscriptions       = 10000
-)
-
-// DefaultMemoryUsage is the broker-wide memory limit's default, 1 GiB.
-const DefaultMemoryUsage = 1 << 30
 
 // Broker routes messages between connections and keeps them in its store.
 type Broker struct {
@@ -265,7 +257,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	b.principalUserID = o.UseAuthenticatedPrincipalForJMSXUserID
 	b.acks.b = b
 	if o.MemoryUsage <= 0 {
-		o.MemoryUsage = DefaultMemoryUsage
+		o.MemoryUsage = limits.DefaultMemoryUsage
 	}
 	b.mem = destinations.NewUsage(o.MemoryUsage)
 	b.destMemoryLimit = o.DestinationMemoryLimit
@@ -278,19 +270,19 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	b.noSpaceWait = o.NoSpaceWait
 	b.maxTxBytes = o.MaxTransactionSize
 	if b.maxTxBytes <= 0 {
-		b.maxTxBytes = 64 << 20
+		b.maxTxBytes = limits.DefaultMaxTransactionSize
 	}
 	b.maxTxs = o.MaxTransactionsPerConnection
 	if b.maxTxs <= 0 {
-		b.maxTxs = DefaultMaxTransactionsPerConnection
+		b.maxTxs = limits.DefaultMaxTransactionsPerConnection
 	}
 	b.maxDurables = o.MaxDurableSubscriptions
 	if b.maxDurables <= 0 {
-		b.maxDurables = DefaultMaxDurableSubscriptions
+		b.maxDurables = limits.DefaultMaxDurableSubscriptions
 	}
 	b.maxSubs = o.MaxSubscriptionsPerConnection
 	if b.maxSubs <= 0 {
-		b.maxSubs = DefaultMaxSubscriptionsPerConnection
+		b.maxSubs = limits.DefaultMaxSubscriptionsPerConnection
 	}
 	b.maxDests = o.MaxDestinations
 	if b.maxDests <= 0 {

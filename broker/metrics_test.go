@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/activemq-go/broker/broker/scheduler"
+	"github.com/activemq-go/broker/broker/limits"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
@@ -297,7 +297,7 @@ func TestResources(t *testing.T) {
 	assert.EqualValues(t, 1<<30, rs[ResourceStore].Limit)
 	assert.Positive(t, rs[ResourceStore].Used)
 	assert.False(t, rs[ResourceStore].Alarm)
-	assert.EqualValues(t, scheduler.DefaultMemoryLimit, rs[ResourceScheduler].Limit)
+	assert.EqualValues(t, limits.DefaultSchedulerMemoryLimit, rs[ResourceScheduler].Limit)
 }
 
 // A stream's metrics carry its consumer groups' positions and lag.

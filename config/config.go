@@ -38,28 +38,17 @@ const (
 	DefaultAdminAddress    = "127.0.0.1:8161"
 	DefaultAdvisorySupport = true // as ActiveMQ
 
-	DefaultMemoryUsage        = 1 << 30   // 1gb
-	DefaultMaxTransactionSize = 64 << 20  // 64mb
-	DefaultStoreUsage         = 100 << 30 // 100gb, as in ActiveMQ's shipped activemq.xml
-	DefaultSendFailIfNoSpace  = false     // as ActiveMQ: the producer is held until there is room
+	// The other defaults of systemUsage are the broker's (package broker/limits).
+	DefaultStoreUsage        = 100 << 30 // 100gb, as in ActiveMQ's shipped activemq.xml
+	DefaultSendFailIfNoSpace = false     // as ActiveMQ: the producer is held until there is room
 	// MinUsageLimit is the smallest systemUsage.memoryUsage or storeUsage accepted.
 	MinUsageLimit = 1 << 20 // 1mb
-	// DefaultMaxTransactionsPerConnection bounds the transactions one connection may
-	// have open at once.
-	DefaultMaxTransactionsPerConnection = 64
 	// DefaultMaxDestinations bounds the destinations clients may create (ActiveMQ has
 	// no limit by default).
 	DefaultMaxDestinations = 10000
-	// DefaultMaxSubscriptionsPerConnection bounds the subscriptions (queue browsers
-	// included) one connection may have at once.
-	DefaultMaxSubscriptionsPerConnection = 10000
-	// DefaultMaxDurableSubscriptions bounds the durable topic subscriptions clients may
-	// create, broker-wide (ActiveMQ has no limit).
-	DefaultMaxDurableSubscriptions = 10000
-	// DefaultSchedulerMemoryLimit bounds the persistent scheduled messages held in
-	// memory; MinSchedulerMemoryLimit is the smallest limit accepted.
-	DefaultSchedulerMemoryLimit = 32 << 20 // 32mb
-	MinSchedulerMemoryLimit     = 64 << 10 // 64kb
+	// MinSchedulerMemoryLimit is the smallest systemUsage.schedulerMemoryLimit
+	// accepted.
+	MinSchedulerMemoryLimit = 64 << 10 // 64kb
 
 	DefaultStreamsFlush       = FlushBatch
 	DefaultFlushInterval      = time.Second
