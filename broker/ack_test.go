@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
@@ -156,8 +157,8 @@ func TestAckByMessageID(t *testing.T) {
 	})
 
 	t.Run("aborted ACK and redelivery", func(t *testing.T) {
-		b := newPolicyBroker(t, func(p *destinations.Policy) {
-			p.Nack = destinations.NackRedeliver
+		b := newPolicyBroker(t, func(p *policy.Policy) {
+			p.NackPolicy = policy.NackRedeliver
 			p.Redelivery.InitialRedeliveryDelay = time.Millisecond
 		})
 		c := newClient(t, b, "")

@@ -48,6 +48,7 @@ import (
 
 	"github.com/activemq-go/broker/broker/advisory"
 	"github.com/activemq-go/broker/broker/dedup"
+	"github.com/activemq-go/broker/broker/limits"
 	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/policy"
@@ -67,16 +68,17 @@ type Options struct {
 	Store  persistence.Store
 	Logger *slog.Logger
 	// MemoryUsage bounds the bytes of messages the broker holds in memory (systemUsage
-	// memoryUsage); DestinationMemoryLimit bounds one queue when no Policies are given.
+	// memoryUsage; default limits.DefaultMemoryUsage); DestinationMemoryLimit bounds
+	// one queue when no Policies are given (default policy.DefaultMemoryLimit).
 	MemoryUsage            int64
 	DestinationMemoryLimit int64
-	// Policies picks each destination's policy; nil gives destinations.DefaultPolicy to every one.
+	// Policies picks each destination's policy; nil gives policy.Default to every one.
 	Policies destinations.PolicyFunc
 	// Scheduler honours AMQ_SCHEDULED_* headers (ActiveMQ's schedulerSupport).
 	Scheduler bool
 	// SchedulerMemoryLimit bounds the bytes of persistent scheduled messages held in
 	// memory (the soonest; the others wait in the store); default
-	// scheduler.DefaultMemoryLimit.
+	// limits.DefaultSchedulerMemoryLimit.
 	SchedulerMemoryLimit int64
 	// VirtualTopics configures virtual topics; the zero value turns them off (use
 	// DefaultVirtualTopics for ActiveMQ's behaviour).
@@ -84,22 +86,24 @@ type Options struct {
 	// StoreUsage bounds the disk the store may use (systemUsage storeUsage), checked
 	// for stores that report their size; over it persistent messages are refused.
 	StoreUsage int64
-	// MaxTransactionSize bounds the bytes one open transaction holds until COMMIT.
+	// MaxTransactionSize bounds the bytes one open transaction holds until COMMIT;
+	// default limits.DefaultMaxTransactionSize.
 	MaxTransactionSize int64
 	// MaxTransactionsPerConnection bounds the transactions one connection may have open
-	// at once; default DefaultMaxTransactionsPerConnection.
+	// at once; default limits.DefaultMaxTransactionsPerConnection.
 	MaxTransactionsPerConnection int
 	// MaxSubscriptionsPerConnection bounds the subscriptions one connection may have at
-	// once; default DefaultMaxSubscriptionsPerConnection.
+	// once; default limits.DefaultMaxSubscriptionsPerConnection.
 	MaxSubscriptionsPerConnection int
 	// MaxDurableSubscriptions bounds the durable subscriptions clients may create,
-	// broker-wide; default DefaultMaxDurableSubscriptions.
+	// broker-wide; default limits.DefaultMaxDurableSubscriptions.
 	MaxDurableSubscriptions int
 	// MaxDestinations bounds the queues and topics clients' SENDs and SUBSCRIBEs may
 	// create; default DefaultMaxDestinations. See gc.go.
 	MaxDestinations int
 	// DestinationGCPeriod is how often destinations are checked against their policy's
-	// GCInactive and InactiveTimeout: 0 for DefaultDestinationGCPeriod, negative never.
+	// GCInactiveDestinations and InactiveTimeoutBeforeGC: 0 for
+	// DefaultDestinationGCPeriod, negative never.
 	DestinationGCPeriod time.Duration
 	// NoSpaceWait is how long a SEND that finds no room under MemoryUsage, a queue's
 	// memory limit or StoreUsage is held before it is refused: 0 (default) not at all,
@@ -112,10 +116,10 @@ type Options struct {
 	// offline timeout (offlineDurableSubscriberTaskSchedule); default 5m.
 	DurableSweep time.Duration
 	// ExpirySweep is how often the expiry sweeper wakes; each destination is swept on
-	// its own policy's ExpirePeriod (ActiveMQ's expireMessagesPeriod), so this should be
-	// the shortest of them. Default 30s (destinations.DefaultPolicy's period), negative to disable.
+	// its own policy's ExpireMessagesPeriod, so this should be the shortest of them.
+	// Default 30s (policy.DefaultExpireMessagesPeriod), negative to disable.
 	ExpirySweep time.Duration
-	// Streams is the embedded log behind stream topics (policies with Stream set; see
+	// Streams is the embedded log behind stream topics (policies of type stream; see
 	// stream.go). The caller opens it and closes it after the broker; nil (and no
 	// StreamLog) refuses stream topics.
 	Streams *kafkalog.Log
@@ -141,16 +145,6 @@ type Options struct {
 	// what is not shared.
 	Shared SharedEngine
 }
-
-// Defaults of the per-connection limits of Options.
-const (
-	DefaultMaxTransactionsPerConnection  = 64
-	DefaultMaxSubscriptionsPerConnection = 10000
-	DefaultMaxDurableSubscriptions       = 10000
-)
-
-// DefaultMemoryUsage is the broker-wide memory limit's default, 1 GiB.
-const DefaultMemoryUsage = 1 << 30
 
 // Broker routes messages between connections and keeps them in its store.
 type Broker struct {
@@ -266,12 +260,12 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	b.principalUserID = o.UseAuthenticatedPrincipalForJMSXUserID
 	b.acks.b = b
 	if o.MemoryUsage <= 0 {
-		o.MemoryUsage = DefaultMemoryUsage
+		o.MemoryUsage = limits.DefaultMemoryUsage
 	}
 	b.mem = destinations.NewUsage(o.MemoryUsage)
 	b.destMemoryLimit = o.DestinationMemoryLimit
 	if b.destMemoryLimit <= 0 {
-		b.destMemoryLimit = destinations.DefaultDestinationMemoryLimit
+		b.destMemoryLimit = int64(policy.DefaultMemoryLimit)
 	}
 	b.policies = o.Policies
 	b.linkStealing = o.LinkStealing
@@ -279,19 +273,19 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	b.noSpaceWait = o.NoSpaceWait
 	b.maxTxBytes = o.MaxTransactionSize
 	if b.maxTxBytes <= 0 {
-		b.maxTxBytes = 64 << 20
+		b.maxTxBytes = limits.DefaultMaxTransactionSize
 	}
 	b.maxTxs = o.MaxTransactionsPerConnection
 	if b.maxTxs <= 0 {
-		b.maxTxs = DefaultMaxTransactionsPerConnection
+		b.maxTxs = limits.DefaultMaxTransactionsPerConnection
 	}
 	b.maxDurables = o.MaxDurableSubscriptions
 	if b.maxDurables <= 0 {
-		b.maxDurables = DefaultMaxDurableSubscriptions
+		b.maxDurables = limits.DefaultMaxDurableSubscriptions
 	}
 	b.maxSubs = o.MaxSubscriptionsPerConnection
 	if b.maxSubs <= 0 {
-		b.maxSubs = DefaultMaxSubscriptionsPerConnection
+		b.maxSubs = limits.DefaultMaxSubscriptionsPerConnection
 	}
 	b.maxDests = o.MaxDestinations
 	if b.maxDests <= 0 {

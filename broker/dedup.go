@@ -2,13 +2,14 @@ package broker
 
 import (
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 )
 
 // dedupHost is the broker as its duplicate detection's host (package broker/dedup).
 type dedupHost struct{ b *Broker }
 
-func (h dedupHost) Policy(kind destinations.Kind, name string) destinations.Policy {
+func (h dedupHost) Policy(kind destinations.Kind, name string) policy.Policy {
 	return h.b.policyFor(kind, name)
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/activemq-go/broker/broker/dedup"
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
@@ -79,7 +80,7 @@ func TestDuplicateDropped(t *testing.T) {
 }
 
 func TestDuplicateDetectionDisabled(t *testing.T) {
-	b := newPolicyBroker(t, func(p *destinations.Policy) { p.DedupEnabled = false })
+	b := newPolicyBroker(t, func(p *policy.Policy) { p.DuplicateDetection.Enabled = false })
 	c := newClient(t, b, "")
 	c.subscribe("s", "/queue/off", AckAuto, 100)
 	require.NoError(t, c.sendDup("/queue/off", dupMsg("a", "x", true)))
@@ -92,9 +93,9 @@ func TestDuplicateDetectionDisabled(t *testing.T) {
 // pruned along.
 func TestDuplicateCacheEviction(t *testing.T) {
 	st := memstore.New()
-	b, err := New(context.Background(), Options{Name: "t", Store: st, Policies: func(k destinations.Kind, name string) destinations.Policy {
-		p := destinations.DefaultPolicy(k.IsTopic())
-		p.DedupCacheSize = 3
+	b, err := New(context.Background(), Options{Name: "t", Store: st, Policies: func(k destinations.Kind, name string) policy.Policy {
+		p := policy.Default(k.IsTopic())
+		p.DuplicateDetection.IDCacheSize = 3
 		return p
 	}})
 	require.NoError(t, err)
@@ -117,7 +118,7 @@ func TestDuplicateCacheEviction(t *testing.T) {
 }
 
 func TestDuplicateWindow(t *testing.T) {
-	b := newPolicyBroker(t, func(p *destinations.Policy) { p.DedupWindow = 100 * time.Millisecond })
+	b := newPolicyBroker(t, func(p *policy.Policy) { p.DuplicateDetection.Window = 100 * time.Millisecond })
 	c := newClient(t, b, "")
 	c.subscribe("s", "/queue/win", AckAuto, 100)
 	require.NoError(t, c.sendDup("/queue/win", dupMsg("a", "w", true)))

@@ -29,7 +29,7 @@ import (
 // A destination is inactive while it holds no message (in memory, in the store or being
 // stored) and has no subscriber, durable subscription or stream, and nothing is sent to
 // it; the collector, every Options.DestinationGCPeriod, removes one whose policy says so
-// once it has been inactive for the policy's InactiveTimeout. Temporary destinations go
+// once it has been inactive for the policy's inactive timeout. Temporary destinations go
 // with their connection instead. A destination is removed under the broker's lock and
 // its own, and marked removed: a SEND or SUBSCRIBE that found it just before finds the
 // mark and uses (creates) the destination of that name again. Sequence numbers of a
@@ -119,13 +119,13 @@ func (b *Broker) roomForDestinationsLocked(n int, dests []destinations.Name) err
 }
 
 // collectInactive removes the destinations whose policy collects them and that have
-// been inactive for its InactiveTimeout.
+// been inactive for its InactiveTimeoutBeforeGC.
 func (b *Broker) collectInactive(ctx context.Context, now time.Time) {
 	var removedQueues []*destinations.QueueDest
 	var removedTopics []*destinations.TopicDest
 	b.mu.Lock()
 	for name, q := range b.queues {
-		if b.temps[tempKey{false, name}] != nil || !q.Policy().GCInactive {
+		if b.temps[tempKey{false, name}] != nil || !q.Policy().GCInactiveDestinations {
 			continue
 		}
 		if q.Collectable(now) {

@@ -18,20 +18,21 @@ import (
 
 	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
 
 // newPolicyBroker starts a broker whose every destination has the policy edit makes of
 // the default.
-func newLimitsBroker(t testing.TB, o Options, edit func(kind destinations.Kind, name string, p *destinations.Policy)) *Broker {
+func newLimitsBroker(t testing.TB, o Options, edit func(kind destinations.Kind, name string, p *policy.Policy)) *Broker {
 	t.Helper()
 	if o.Store == nil {
 		o.Store = memstore.New()
 	}
 	if edit != nil {
-		o.Policies = func(kind destinations.Kind, name string) destinations.Policy {
-			p := destinations.DefaultPolicy(kind.IsTopic())
+		o.Policies = func(kind destinations.Kind, name string) policy.Policy {
+			p := policy.Default(kind.IsTopic())
 			edit(kind, name, &p)
 			return p
 		}
@@ -46,7 +47,7 @@ func newLimitsBroker(t testing.TB, o Options, edit func(kind destinations.Kind, 
 // destination has no limit of its own (only memoryUsage applies): non-persistent
 // messages are accepted and persistent ones stay in memory instead of being paged.
 func TestMemoryLimitZeroIsNoDestinationLimit(t *testing.T) {
-	b := newLimitsBroker(t, Options{MemoryUsage: 64 << 20}, func(_ destinations.Kind, _ string, p *destinations.Policy) {
+	b := newLimitsBroker(t, Options{MemoryUsage: 64 << 20}, func(_ destinations.Kind, _ string, p *policy.Policy) {
 		p.MemoryLimit = 0
 	})
 	p := newClient(t, b, "")
@@ -66,7 +67,7 @@ func TestMemoryLimitZeroIsNoDestinationLimit(t *testing.T) {
 // TestTempDestinationPolicies: temporary destinations take the policy of their own kind
 // (tempQueue / tempTopic entries), not that of the queue or topic patterns.
 func TestTempDestinationPolicies(t *testing.T) {
-	b := newLimitsBroker(t, Options{}, func(kind destinations.Kind, _ string, p *destinations.Policy) {
+	b := newLimitsBroker(t, Options{}, func(kind destinations.Kind, _ string, p *policy.Policy) {
 		switch kind {
 		case destinations.TempQueue:
 			p.Prefetch, p.MemoryLimit = 7, 1<<20
@@ -87,8 +88,8 @@ func TestTempDestinationPolicies(t *testing.T) {
 	}
 	assert.EqualValues(t, 7, subs[0].Prefetch)
 	assert.EqualValues(t, 9, subs[1].Prefetch)
-	assert.EqualValues(t, destinations.DefaultQueuePrefetch, subs[2].Prefetch)
-	assert.EqualValues(t, destinations.DefaultTopicPrefetch, subs[3].Prefetch)
+	assert.EqualValues(t, policy.DefaultQueuePrefetch, subs[2].Prefetch)
+	assert.EqualValues(t, policy.DefaultTopicPrefetch, subs[3].Prefetch)
 	_, limit := subs[0].q.MemoryUsed()
 	assert.EqualValues(t, 1<<20, limit)
 	assert.EqualValues(t, 1<<20, subs[0].q.Policy().MemoryLimit)
@@ -98,12 +99,12 @@ func TestTempDestinationPolicies(t *testing.T) {
 // own policy's period, and a period of 0 means that queue is never swept (its expired
 // messages are dropped only when a consumer would get them).
 func TestExpireMessagesPeriodPerDestination(t *testing.T) {
-	b := newLimitsBroker(t, Options{ExpirySweep: 10 * time.Millisecond}, func(_ destinations.Kind, name string, p *destinations.Policy) {
+	b := newLimitsBroker(t, Options{ExpirySweep: 10 * time.Millisecond}, func(_ destinations.Kind, name string, p *policy.Policy) {
 		switch name {
 		case "fast":
-			p.ExpirePeriod = 30 * time.Millisecond
+			p.ExpireMessagesPeriod = 30 * time.Millisecond
 		case "never":
-			p.ExpirePeriod = 0
+			p.ExpireMessagesPeriod = 0
 		}
 	})
 	c := newClient(t, b, "")
@@ -131,7 +132,7 @@ func TestExpireMessagesPeriodPerDestination(t *testing.T) {
 // the next message.
 func TestTopicTimeToLiveAndExpiry(t *testing.T) {
 	const ttl = time.Hour
-	b := newLimitsBroker(t, Options{}, func(kind destinations.Kind, name string, p *destinations.Policy) {
+	b := newLimitsBroker(t, Options{}, func(kind destinations.Kind, name string, p *policy.Policy) {
 		if kind == destinations.Topic && name == "ttl" {
 			p.DefaultTimeToLive = ttl
 		}
@@ -438,16 +439,16 @@ func TestMaxDestinationsAdvisoryTopics(t *testing.T) {
 	c.send("/queue/b", "x", false)
 }
 
-// TestGCInactiveDestinations: a destination whose policy has GCInactive is removed once
-// it has had no messages, subscribers or sends for its InactiveTimeout; one in use, or
+// TestGCInactiveDestinations: a destination whose policy has GCInactiveDestinations is removed once
+// it has had no messages, subscribers or sends for its InactiveTimeoutBeforeGC; one in use, or
 // whose policy does not collect it, stays. A removed destination is made again on
 // its next use, with sequence numbers above its old ones.
 func TestGCInactiveDestinations(t *testing.T) {
 	log, lines := bufferLogger()
 	b := newLimitsBroker(t, Options{DestinationGCPeriod: 5 * time.Millisecond, Logger: log, MaxDestinations: 7},
-		func(_ destinations.Kind, name string, p *destinations.Policy) {
+		func(_ destinations.Kind, name string, p *policy.Policy) {
 			if strings.HasPrefix(name, "gc.") {
-				p.GCInactive, p.InactiveTimeout = true, 30*time.Millisecond
+				p.GCInactiveDestinations, p.InactiveTimeoutBeforeGC = true, 30*time.Millisecond
 			}
 		})
 	c := newClient(t, b, "")
@@ -541,8 +542,8 @@ func TestDurableBacklogScanFailureFailsStart(t *testing.T) {
 	store.set(func(s *faultStore) {
 		s.scanErr = func(string) error { return errors.New("disk on fire") }
 	})
-	_, err := New(context.Background(), Options{Name: "t", Store: store, Policies: func(k destinations.Kind, _ string) destinations.Policy {
-		p := destinations.DefaultPolicy(k.IsTopic())
+	_, err := New(context.Background(), Options{Name: "t", Store: store, Policies: func(k destinations.Kind, _ string) policy.Policy {
+		p := policy.Default(k.IsTopic())
 		p.MaxPendingBytes = 1 << 20
 		return p
 	}})

@@ -8,8 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/activemq-go/broker/broker/scheduler"
+	"github.com/activemq-go/broker/broker/limits"
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 	"github.com/activemq-go/broker/security"
@@ -118,8 +119,8 @@ func TestCountersTopicExpired(t *testing.T) {
 // discard NACK policy counts a discarded message.
 func TestCountersMaxRedeliveriesAndNackDiscard(t *testing.T) {
 	t.Run("max redeliveries", func(t *testing.T) {
-		b := newPolicyBroker(t, func(p *destinations.Policy) {
-			p.Nack = destinations.NackRedeliver
+		b := newPolicyBroker(t, func(p *policy.Policy) {
+			p.NackPolicy = policy.NackRedeliver
 			p.Redelivery.MaximumRedeliveries = 1
 			p.Redelivery.InitialRedeliveryDelay, p.Redelivery.RedeliveryDelay = time.Millisecond, time.Millisecond
 		})
@@ -132,7 +133,7 @@ func TestCountersMaxRedeliveriesAndNackDiscard(t *testing.T) {
 		assert.EqualValues(t, 1, b.Counters().Redelivered)
 	})
 	t.Run("nack discard", func(t *testing.T) {
-		b := newPolicyBroker(t, func(p *destinations.Policy) { p.Nack = destinations.NackDiscard })
+		b := newPolicyBroker(t, func(p *policy.Policy) { p.NackPolicy = policy.NackDiscard })
 		c := newClient(t, b, "")
 		c.subscribe("s", "/queue/x", AckClientIndividual, 10)
 		c.send("/queue/x", "m", true)
@@ -240,7 +241,7 @@ func TestCountersStoreSync(t *testing.T) {
 // DestinationMetrics types every destination; a queue reports its oldest waiting
 // message and its memory limit.
 func TestDestinationMetrics(t *testing.T) {
-	b := newPolicyBroker(t, func(p *destinations.Policy) { p.MemoryLimit = 1 << 20 })
+	b := newPolicyBroker(t, func(p *policy.Policy) { p.MemoryLimit = 1 << 20 })
 	c := newClient(t, b, "")
 	first := time.Now().Add(-time.Minute).UnixMilli()
 	c.sendMsg("/queue/a", &persistence.Message{Body: []byte("1"), Priority: 4, Timestamp: first})
@@ -296,7 +297,7 @@ func TestResources(t *testing.T) {
 	assert.EqualValues(t, 1<<30, rs[ResourceStore].Limit)
 	assert.Positive(t, rs[ResourceStore].Used)
 	assert.False(t, rs[ResourceStore].Alarm)
-	assert.EqualValues(t, scheduler.DefaultMemoryLimit, rs[ResourceScheduler].Limit)
+	assert.EqualValues(t, limits.DefaultSchedulerMemoryLimit, rs[ResourceScheduler].Limit)
 }
 
 // A stream's metrics carry its consumer groups' positions and lag.

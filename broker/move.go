@@ -151,7 +151,7 @@ func (b *Broker) checkMoveTarget(source, to destinations.Name) error {
 		return errorf(ErrInvalidDestination, "cannot move messages to a wildcard destination: %s", to)
 	case to == source:
 		return errorf(ErrInvalidDestination, "cannot move messages of %s to itself", to)
-	case to.Kind == destinations.Topic && b.policyFor(destinations.Topic, to.Name).Stream:
+	case to.Kind == destinations.Topic && b.policyFor(destinations.Topic, to.Name).IsStream():
 		return errorf(ErrInvalidDestination, "cannot move messages to a stream: %s (its appends cannot be atomic with the store)", to)
 	}
 	return nil

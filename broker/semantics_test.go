@@ -11,15 +11,16 @@ import (
 
 	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/destinations/selector"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
 
-func newPolicyBroker(t testing.TB, p func(*destinations.Policy)) *Broker {
+func newPolicyBroker(t testing.TB, p func(*policy.Policy)) *Broker {
 	t.Helper()
-	b, err := New(context.Background(), Options{Name: "t", Store: memstore.New(), Policies: func(k destinations.Kind, name string) destinations.Policy {
-		pol := destinations.DefaultPolicy(k.IsTopic())
+	b, err := New(context.Background(), Options{Name: "t", Store: memstore.New(), Policies: func(k destinations.Kind, name string) policy.Policy {
+		pol := policy.Default(k.IsTopic())
 		if p != nil {
 			p(&pol)
 		}
@@ -171,7 +172,7 @@ func TestExclusiveAndConsumerPriority(t *testing.T) {
 }
 
 func TestEveryRedeliveryCountsAndPoisonGoesToDLQ(t *testing.T) {
-	b := newPolicyBroker(t, func(p *destinations.Policy) { p.Redelivery.MaximumRedeliveries = 2 })
+	b := newPolicyBroker(t, func(p *policy.Policy) { p.Redelivery.MaximumRedeliveries = 2 })
 	p := newClient(t, b, "")
 	p.send("/queue/poison", "bad", true)
 	// Three consumers each take it and vanish without acknowledging.
@@ -207,8 +208,8 @@ func eventually(t testing.TB, cond func() bool) {
 
 func TestNackPolicies(t *testing.T) {
 	t.Run("redeliver with delay", func(t *testing.T) {
-		b := newPolicyBroker(t, func(p *destinations.Policy) {
-			p.Nack = destinations.NackRedeliver
+		b := newPolicyBroker(t, func(p *policy.Policy) {
+			p.NackPolicy = policy.NackRedeliver
 			p.Redelivery.InitialRedeliveryDelay = 100 * time.Millisecond
 		})
 		c := newClient(t, b, "")
@@ -223,7 +224,7 @@ func TestNackPolicies(t *testing.T) {
 		assert.EqualValues(t, 2, d2.DeliveryCount)
 	})
 	t.Run("discard", func(t *testing.T) {
-		b := newPolicyBroker(t, func(p *destinations.Policy) { p.Nack = destinations.NackDiscard })
+		b := newPolicyBroker(t, func(p *policy.Policy) { p.NackPolicy = policy.NackDiscard })
 		c := newClient(t, b, "")
 		c.subscribe("s", "/queue/n", AckClientIndividual, 10)
 		c.send("/queue/n", "m", true)
@@ -233,7 +234,7 @@ func TestNackPolicies(t *testing.T) {
 		assert.False(t, ok, "nothing dead-lettered")
 	})
 	t.Run("individual dead-letter queue", func(t *testing.T) {
-		b := newPolicyBroker(t, func(p *destinations.Policy) { p.DeadLetter.Individual = true; p.DeadLetter.QueuePrefix = "DLQ." })
+		b := newPolicyBroker(t, func(p *policy.Policy) { p.DeadLetter.Individual = true; p.DeadLetter.QueuePrefix = "DLQ." })
 		c := newClient(t, b, "")
 		c.subscribe("s", "/queue/orders", AckClientIndividual, 10)
 		c.send("/queue/orders", "m", true)
@@ -265,10 +266,10 @@ func TestExpiredMessagesAreNeverDelivered(t *testing.T) {
 
 func TestDefaultTimeToLiveAndSweep(t *testing.T) {
 	b, err := New(context.Background(), Options{Name: "t", Store: memstore.New(), ExpirySweep: 20 * time.Millisecond,
-		Policies: func(k destinations.Kind, name string) destinations.Policy {
-			p := destinations.DefaultPolicy(k.IsTopic())
+		Policies: func(k destinations.Kind, name string) policy.Policy {
+			p := policy.Default(k.IsTopic())
 			p.DefaultTimeToLive = 30 * time.Millisecond
-			p.ExpirePeriod = 20 * time.Millisecond
+			p.ExpireMessagesPeriod = 20 * time.Millisecond
 			p.DeadLetter.ProcessExpired = false
 			return p
 		}})

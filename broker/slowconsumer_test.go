@@ -11,18 +11,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
 
-func topicBroker(t *testing.T, noSpaceWait time.Duration, p destinations.Policy) *Broker {
+func topicBroker(t *testing.T, noSpaceWait time.Duration, p policy.Policy) *Broker {
 	t.Helper()
 	b, err := New(context.Background(), Options{Name: "test", Store: memstore.New(), NoSpaceWait: noSpaceWait,
-		Policies: func(kind destinations.Kind, name string) destinations.Policy {
+		Policies: func(kind destinations.Kind, name string) policy.Policy {
 			if kind.IsTopic() {
 				return p
 			}
-			return destinations.DefaultPolicy(false)
+			return policy.Default(false)
 		}})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
@@ -43,7 +44,7 @@ func (c *client) trySend(dest, body string) error {
 // A message waiting for two subscribers counts once against the topic's memory, until
 // the last of them lets it go; a held producer's Retry closes then.
 func TestTopicWaitingMessagesCountOnce(t *testing.T) {
-	p := destinations.DefaultPolicy(true)
+	p := policy.Default(true)
 	p.MemoryLimit = 4 << 10
 	b := topicBroker(t, -1, p)
 	a, c := newClient(t, b, ""), newClient(t, b, "")
@@ -57,7 +58,7 @@ func TestTopicWaitingMessagesCountOnce(t *testing.T) {
 	require.NoError(t, prod.trySend("/topic/t", body))
 	size := topicMemory(tp)
 	require.Positive(t, size)
-	for i := 0; topicMemory(tp)+size <= p.MemoryLimit; i++ {
+	for i := 0; topicMemory(tp)+size <= int64(p.MemoryLimit); i++ {
 		require.NoError(t, prod.trySend("/topic/t", body), "send %d", i)
 	}
 	assert.EqualValues(t, topicMemory(tp), brokerMemory(b), "counted once, broker-wide too")
@@ -98,8 +99,8 @@ func TestTopicWaitingMessagesCountOnce(t *testing.T) {
 // With a pending limit the oldest waiting messages are dropped, counted, and their
 // memory released; the producer is never held.
 func TestTopicPendingLimitDropsOldest(t *testing.T) {
-	p := destinations.DefaultPolicy(true)
-	p.PendingLimit = destinations.PendingLimit{Multiplier: 2} // prefetch 3 → 6 waiting
+	p := policy.Default(true)
+	p.PendingMessageLimit.PrefetchRate.Multiplier = 2 // prefetch 3 → 6 waiting
 	b := topicBroker(t, -1, p)
 	s := newClient(t, b, "")
 	s.subscribe("s", "/topic/t", AckClientIndividual, 3)
@@ -123,8 +124,8 @@ func TestTopicPendingLimitDropsOldest(t *testing.T) {
 // checkSlow aborts a subscriber behind for longer than MaxSlowDuration: it gets an
 // ERROR notice, takes no more messages, and its waiting messages are released.
 func TestTopicSlowSubscriberAborted(t *testing.T) {
-	p := destinations.DefaultPolicy(true)
-	p.SlowConsumer = &destinations.SlowConsumerPolicy{MaxSlowDuration: time.Minute, MaxSlowCount: -1, CheckPeriod: time.Hour}
+	p := policy.Default(true)
+	p.SlowConsumer.Abort = policy.AbortSlowConsumer{Enabled: true, MaxSlowDuration: time.Minute, MaxSlowCount: -1, CheckPeriod: time.Hour}
 	b := topicBroker(t, -1, p)
 	s := newClient(t, b, "")
 	s.subscribe("s", "/topic/t", AckClientIndividual, 1)

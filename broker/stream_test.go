@@ -14,6 +14,7 @@ import (
 
 	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/destinations/selector"
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/kafkalog"
@@ -67,10 +68,10 @@ func (e *streamEnv) open() {
 		SegmentBytes: 64 << 10, RetentionCheckInterval: -1, Now: e.clock.Now, Logger: quiet})
 	require.NoError(e.t, err)
 	b, err := New(context.Background(), Options{Name: "t", Store: memstore.New(), Streams: l, Logger: quiet, Scheduler: true,
-		Policies: func(k destinations.Kind, name string) destinations.Policy {
-			p := destinations.DefaultPolicy(k.IsTopic())
+		Policies: func(k destinations.Kind, name string) policy.Policy {
+			p := policy.Default(k.IsTopic())
 			if k == destinations.Topic && destinations.Match("s.>", name) {
-				p.Stream, p.Partitions, p.Retention, p.RebalanceTimeout = true, e.parts, e.retention, e.rebalance
+				p.Type, p.Partitions, p.Retention, p.RebalanceTimeout = policy.StreamType, e.parts, e.retention, e.rebalance
 			}
 			return p
 		}})
@@ -541,7 +542,7 @@ func TestStreamPolicyRetentionIsAppliedAtEveryStart(t *testing.T) {
 }
 
 func TestStreamWithoutLogIsRefused(t *testing.T) {
-	b := newPolicyBroker(t, func(p *destinations.Policy) { p.Stream = true })
+	b := newPolicyBroker(t, func(p *policy.Policy) { p.Type = policy.StreamType })
 	c := newClient(t, b, "")
 	var err error
 	c.do(func() {
@@ -573,8 +574,8 @@ func TestStreamGroupMemberPrefetch(t *testing.T) {
 			subs = append(subs, s)
 		})
 	}
-	require.EqualValues(t, destinations.DefaultTopicPrefetch, subs[0].Prefetch)
-	require.EqualValues(t, destinations.DefaultPolicy(true).DurableTopicPrefetch, subs[1].Prefetch)
+	require.EqualValues(t, policy.DefaultTopicPrefetch, subs[0].Prefetch)
+	require.EqualValues(t, policy.DefaultDurableTopicPrefetch, subs[1].Prefetch)
 	require.EqualValues(t, 5000, subs[2].Prefetch)
-	require.EqualValues(t, destinations.DefaultTopicPrefetch, subs[3].Prefetch)
+	require.EqualValues(t, policy.DefaultTopicPrefetch, subs[3].Prefetch)
 }

@@ -3,6 +3,8 @@ package config
 import (
 	"crypto/tls"
 	"time"
+
+	"github.com/activemq-go/broker/destinations/policy"
 )
 
 // Defaults, as ActiveMQ has them where ActiveMQ has the setting.
@@ -36,29 +38,18 @@ const (
 	DefaultAdminAddress    = "127.0.0.1:8161"
 	DefaultAdvisorySupport = true // as ActiveMQ
 
-	DefaultMemoryUsage        = 1 << 30   // 1gb
-	DefaultMaxTransactionSize = 64 << 20  // 64mb
-	DefaultStoreUsage         = 100 << 30 // 100gb, as in ActiveMQ's shipped activemq.xml
-	DefaultSendFailIfNoSpace  = false     // as ActiveMQ: the producer is held until there is room
+	// The other defaults of systemUsage are the broker's (package broker/limits).
+	DefaultStoreUsage        = 100 << 30 // 100gb, as in ActiveMQ's shipped activemq.xml
+	DefaultSendFailIfNoSpace = false     // as ActiveMQ: the producer is held until there is room
 	// MinUsageLimit is the smallest systemUsage.memoryUsage or storeUsage accepted.
 	MinUsageLimit = 1 << 20 // 1mb
-	// DefaultMaxTransactionsPerConnection bounds the transactions one connection may
-	// have open at once.
-	DefaultMaxTransactionsPerConnection = 64
 	// DefaultMaxDestinations bounds the destinations clients may create. ActiveMQ has
 	// no count, but its heap and a thread per queue stop it far below this; an empty
 	// destination here costs about 2.5 KB, so this bounds a runaway client to a few GB.
 	DefaultMaxDestinations = 1_000_000
-	// DefaultMaxSubscriptionsPerConnection bounds the subscriptions (queue browsers
-	// included) one connection may have at once.
-	DefaultMaxSubscriptionsPerConnection = 10000
-	// DefaultMaxDurableSubscriptions bounds the durable topic subscriptions clients may
-	// create, broker-wide (ActiveMQ has no limit).
-	DefaultMaxDurableSubscriptions = 10000
-	// DefaultSchedulerMemoryLimit bounds the persistent scheduled messages held in
-	// memory; MinSchedulerMemoryLimit is the smallest limit accepted.
-	DefaultSchedulerMemoryLimit = 32 << 20 // 32mb
-	MinSchedulerMemoryLimit     = 64 << 10 // 64kb
+	// MinSchedulerMemoryLimit is the smallest systemUsage.schedulerMemoryLimit
+	// accepted.
+	MinSchedulerMemoryLimit = 64 << 10 // 64kb
 
 	DefaultStreamsFlush       = FlushBatch
 	DefaultFlushInterval      = time.Second
@@ -89,10 +80,10 @@ type Config struct {
 	TransportConnectors []Connector
 	SystemUsage         SystemUsage
 	// DestinationPolicy is the destinationPolicy list in file order, each entry
-	// complete (see PolicyEntry); nil when the file has none. Matching a
-	// destination to an entry is the broker's job: the most specific matching
-	// entry applies whole, and DefaultPolicy applies when none matches.
-	DestinationPolicy []PolicyEntry
+	// complete (policy.Policy.Complete); nil when the file has none.
+	// policy.Select picks the entry of a destination: the most specific matching
+	// entry applies whole, and policy.Default when none matches.
+	DestinationPolicy []policy.Policy
 	Streams           Streams
 	VirtualTopics     VirtualTopics
 	// SSLContext holds the certificate of the TLS connectors, loaded and checked.

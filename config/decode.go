@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-viper/mapstructure/v2"
 
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/internal/setting"
 )
 
@@ -63,13 +64,15 @@ func firstDecodeFailure(err error) (string, error) {
 var (
 	durationType = reflect.TypeOf(time.Duration(0))
 	sizeType     = reflect.TypeOf(byteSize(0))
+	bytesType    = reflect.TypeOf(policy.Bytes(0))
 	namesType    = reflect.TypeOf(nameList{})
 )
 
 // byteSize is a size in bytes as written in the file: a plain number of bytes or
 // what setting.ParseSize reads ("64mb"). Sections with sizes decode into their own
 // struct using it, since an int64 field alone cannot say whether "1kb" is
-// allowed; their public types have plain int64 fields.
+// allowed; their public types have plain int64 fields. policy.Bytes is read the
+// same way.
 type byteSize int64
 
 // scalarHook converts a scalar to the field's type: strings to booleans and
@@ -94,7 +97,7 @@ func scalarHook(_ reflect.Type, to reflect.Type, data any) (any, error) {
 	}
 	s, isString := data.(string)
 	switch {
-	case to == sizeType:
+	case to == sizeType || to == bytesType:
 		return sizeValue(data)
 	case to == durationType:
 		switch x := data.(type) {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/activemq-go/broker/destinations/policy"
 )
 
 func FuzzParse(f *testing.F) {
@@ -67,7 +69,7 @@ func FuzzParse(f *testing.F) {
 			}
 			if kinds != 1 || p.Prefetch < 1 || p.DurableTopicPrefetch < 1 || p.Redelivery.BackOffMultiplier < 1 ||
 				p.Redelivery.MaximumRedeliveries < -1 || p.Redelivery.Delay(3) < 0 ||
-				(p.IsStream() && (p.Partitions < 1 || p.Partitions > MaxPartitions || p.Topic == "")) {
+				(p.IsStream() && (p.Partitions < 1 || p.Partitions > policy.MaxPartitions || p.Topic == "")) {
 				t.Fatalf("policy entry out of range: %+v", p)
 			}
 		}

@@ -10,13 +10,14 @@ import (
 )
 
 // TestImports keeps config a leaf: the standard library, viper and viper's own
-// dependencies (mapstructure, yaml), and of the broker only two leaves of the standard
-// library: internal/setting (the value parsing it shares with the persistence
-// adapters) and destinations/policy (the redelivery policy and dead-letter strategy it
-// shares with the broker).
+// dependencies (mapstructure, yaml), and of the broker only three leaves of the
+// standard library: internal/setting (the value parsing it shares with the persistence
+// adapters), destinations/policy (the destination policy it decodes entries into and
+// the broker applies) and broker/limits (the defaults of the broker's limits).
 func TestImports(t *testing.T) {
 	allowed := []string{"github.com/spf13/viper", "github.com/go-viper/mapstructure/v2", "go.yaml.in/yaml/v3",
-		"github.com/activemq-go/broker/internal/setting", "github.com/activemq-go/broker/destinations/policy"}
+		"github.com/activemq-go/broker/internal/setting", "github.com/activemq-go/broker/destinations/policy",
+		"github.com/activemq-go/broker/broker/limits"}
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)

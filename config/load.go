@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/viper"
+
+	"github.com/activemq-go/broker/broker/limits"
 )
 
 // Load reads the configuration file at path and does everything Parse does, with
@@ -72,16 +74,16 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault(key("transportConnectors"), []any{
 		map[string]any{"name": DefaultConnectorName, "uri": DefaultConnectorURI},
 	})
-	v.SetDefault(key("systemUsage", "memoryUsage"), int64(DefaultMemoryUsage))
-	v.SetDefault(key("systemUsage", "maxTransactionSize"), int64(DefaultMaxTransactionSize))
+	v.SetDefault(key("systemUsage", "memoryUsage"), int64(limits.DefaultMemoryUsage))
+	v.SetDefault(key("systemUsage", "maxTransactionSize"), int64(limits.DefaultMaxTransactionSize))
 	v.SetDefault(key("systemUsage", "storeUsage"), int64(DefaultStoreUsage))
 	v.SetDefault(key("systemUsage", "sendFailIfNoSpace"), DefaultSendFailIfNoSpace)
 	v.SetDefault(key("systemUsage", "sendFailIfNoSpaceAfterTimeout"), time.Duration(0))
-	v.SetDefault(key("systemUsage", "maxTransactionsPerConnection"), int64(DefaultMaxTransactionsPerConnection))
+	v.SetDefault(key("systemUsage", "maxTransactionsPerConnection"), int64(limits.DefaultMaxTransactionsPerConnection))
 	v.SetDefault(key("systemUsage", "maxDestinations"), int64(DefaultMaxDestinations))
-	v.SetDefault(key("systemUsage", "maxSubscriptionsPerConnection"), int64(DefaultMaxSubscriptionsPerConnection))
-	v.SetDefault(key("systemUsage", "maxDurableSubscriptions"), int64(DefaultMaxDurableSubscriptions))
-	v.SetDefault(key("systemUsage", "schedulerMemoryLimit"), int64(DefaultSchedulerMemoryLimit))
+	v.SetDefault(key("systemUsage", "maxSubscriptionsPerConnection"), int64(limits.DefaultMaxSubscriptionsPerConnection))
+	v.SetDefault(key("systemUsage", "maxDurableSubscriptions"), int64(limits.DefaultMaxDurableSubscriptions))
+	v.SetDefault(key("systemUsage", "schedulerMemoryLimit"), int64(limits.DefaultSchedulerMemoryLimit))
 	v.SetDefault(key("streams", "flush"), DefaultStreamsFlush)
 	v.SetDefault(key("streams", "flushInterval"), DefaultFlushInterval)
 	v.SetDefault(key("streams", "segmentBytes"), int64(DefaultSegmentBytes))
@@ -151,7 +153,7 @@ func parse(data []byte, environ []string, source string) (*Config, *Error) {
 	if err := c.check(tree, schema, ""); err != nil {
 		return nil, err
 	}
-	var f file
+	f := file{DestinationPolicy: defaultPolicies(tree)}
 	if err := c.decode(tree, &f); err != nil {
 		return nil, err
 	}

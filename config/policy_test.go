@@ -19,40 +19,8 @@ func keys(ks ...string) map[string]bool {
 	return m
 }
 
-func TestDefaultPolicy(t *testing.T) {
-	q := DefaultPolicy(false)
-	assert.Equal(t, PolicyEntry{
-		Queue:                ">",
-		Prefetch:             1000,
-		MaxPrefetch:          32767,
-		MemoryLimit:          64 << 20,
-		PrioritizedMessages:  true,
-		ExpireMessagesPeriod: 30 * time.Second,
-		DuplicateDetection:   DuplicateDetection{Enabled: true, IDCacheSize: 20000},
-		NackPolicy:           "dlq",
-		Redelivery: policy.Redelivery{
-			MaximumRedeliveries: 6, InitialRedeliveryDelay: time.Second, RedeliveryDelay: time.Second,
-			BackOffMultiplier: 5, CollisionAvoidanceFactor: 0.15,
-		},
-		DeadLetter: policy.DeadLetter{
-			QueuePrefix: "ActiveMQ.DLQ.Queue.", TopicPrefix: "ActiveMQ.DLQ.Topic.", ProcessExpired: true,
-			UseQueueForQueueMessages: true, UseQueueForTopicMessages: true,
-		},
-		DurableTopicPrefetch: 100,
-
-		InactiveTimeoutBeforeGC: time.Minute,
-	}, q)
-	assert.False(t, q.IsTopic())
-	assert.False(t, q.IsStream())
-
-	topic := DefaultPolicy(true)
-	assert.Equal(t, ">", topic.Topic)
-	assert.Equal(t, "", topic.Queue)
-	assert.Equal(t, 32767, topic.Prefetch)
-	assert.True(t, topic.IsTopic())
-	topic.Queue, topic.Topic, topic.Prefetch = q.Queue, q.Topic, q.Prefetch
-	assert.Equal(t, q, topic, "queue and topic defaults differ only in pattern and prefetch")
-}
+// matchAllowed begins what an entry that matches no kind, or more than one, is told.
+const matchAllowed = "exactly one of queue: <pattern>, topic: <pattern>"
 
 // An entry that names only what it matches is the default policy for its kind.
 func TestPolicyEntryDefaults(t *testing.T) {
@@ -74,30 +42,30 @@ func TestPolicyEntryDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, c.DestinationPolicy, 6)
 
-	want := DefaultPolicy(false)
+	want := policy.Default(false)
 	want.Queue, want.Set = "ORDERS.>", keys("queue")
 	assert.Equal(t, want, c.DestinationPolicy[0])
 
-	want = DefaultPolicy(true)
-	want.Set = keys("topic")
+	want = policy.Default(true)
+	want.Topic, want.Set = ">", keys("topic")
 	assert.Equal(t, want, c.DestinationPolicy[1])
 
-	want = DefaultPolicy(false)
-	want.Queue, want.TempQueue, want.Set = "", true, keys("tempQueue")
+	want = policy.Default(false)
+	want.TempQueue, want.Set = true, keys("tempQueue")
 	assert.Equal(t, want, c.DestinationPolicy[2])
 
-	want = DefaultPolicy(true)
-	want.Topic, want.TempTopic, want.Set = "", true, keys("tempTopic")
+	want = policy.Default(true)
+	want.TempTopic, want.Set = true, keys("tempTopic")
 	assert.Equal(t, want, c.DestinationPolicy[3])
 
-	want = DefaultPolicy(true)
+	want = policy.Default(true)
 	want.Topic, want.Type, want.Partitions, want.Retention, want.RebalanceTimeout, want.Set = "LOG", "stream", 1, 168*time.Hour, 30*time.Second, keys("topic", "type")
 	assert.Equal(t, want, c.DestinationPolicy[4])
 	assert.True(t, c.DestinationPolicy[4].IsStream())
 
 	// 0 prefetches mean the default; keys written with no value keep theirs
 	// and are not set; an empty block is recorded as its own key.
-	want = DefaultPolicy(false)
+	want = policy.Default(false)
 	want.Queue, want.Set = "A", keys("queue", "prefetch", "durableTopicPrefetch", "deadLetterStrategy")
 	assert.Equal(t, want, c.DestinationPolicy[5])
 }
@@ -108,52 +76,42 @@ func TestPolicyExample(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, c.DestinationPolicy, 5)
 
-	assert.Equal(t, PolicyEntry{
-		Queue:                ">",
-		Prefetch:             500,
-		MaxPrefetch:          2000,
-		MemoryLimit:          32 << 20,
-		PrioritizedMessages:  false,
-		DefaultTimeToLive:    time.Hour,
-		ExpireMessagesPeriod: 0,
-		DuplicateDetection:   DuplicateDetection{Enabled: true, IDCacheSize: 20000},
-		NackPolicy:           "redeliver",
-		Redelivery: policy.Redelivery{
-			MaximumRedeliveries: 4, InitialRedeliveryDelay: 5 * time.Second, RedeliveryDelay: 10 * time.Second,
-			UseExponentialBackOff: true, BackOffMultiplier: 2.5, MaximumRedeliveryDelay: 5 * time.Minute,
-			UseCollisionAvoidance: true, CollisionAvoidanceFactor: 0.2,
-		},
-		DeadLetter: policy.DeadLetter{
-			Individual: true, QueuePrefix: "DLQ.Q.", TopicPrefix: "DLQ.T.",
-			UseQueueForQueueMessages: true, UseQueueForTopicMessages: true,
-			ProcessExpired: false, ProcessNonPersistent: true, Discard: false,
-		},
-		AllConsumersExclusiveByDefault:  true,
-		GCInactiveDestinations:          true,
-		InactiveTimeoutBeforeGC:         5 * time.Minute,
-		DurableTopicPrefetch:            10,
-		MaxPendingMessages:              1000,
-		MaxPendingBytes:                 10 << 20,
-		OfflineDurableSubscriberTimeout: 0, // -1: never
-		Set: keys("queue", "prefetch", "maxPrefetch", "memoryLimit", "prioritizedMessages", "defaultTimeToLive",
-			"expireMessagesPeriod", "nackPolicy",
-			"redeliveryPolicy.maximumRedeliveries", "redeliveryPolicy.initialRedeliveryDelay",
-			"redeliveryPolicy.redeliveryDelay", "redeliveryPolicy.useExponentialBackOff",
-			"redeliveryPolicy.backOffMultiplier", "redeliveryPolicy.maximumRedeliveryDelay",
-			"redeliveryPolicy.useCollisionAvoidance", "redeliveryPolicy.collisionAvoidanceFactor",
-			"deadLetterStrategy.individual", "deadLetterStrategy.queuePrefix", "deadLetterStrategy.topicPrefix",
-			"deadLetterStrategy.processExpired", "deadLetterStrategy.processNonPersistent", "deadLetterStrategy.discard",
-			"allConsumersExclusiveByDefault", "gcInactiveDestinations", "inactiveTimeoutBeforeGC", "durableTopicPrefetch", "maxPendingMessages", "maxPendingBytes",
-			"offlineDurableSubscriberTimeout"),
-	}, c.DestinationPolicy[0])
+	want := policy.Default(false)
+	want.Queue, want.Prefetch, want.MaxPrefetch, want.MemoryLimit = ">", 500, 2000, 32<<20
+	want.PrioritizedMessages, want.DefaultTimeToLive, want.ExpireMessagesPeriod = false, time.Hour, 0
+	want.NackPolicy = policy.NackRedeliver
+	want.Redelivery = policy.Redelivery{
+		MaximumRedeliveries: 4, InitialRedeliveryDelay: 5 * time.Second, RedeliveryDelay: 10 * time.Second,
+		UseExponentialBackOff: true, BackOffMultiplier: 2.5, MaximumRedeliveryDelay: 5 * time.Minute,
+		UseCollisionAvoidance: true, CollisionAvoidanceFactor: 0.2,
+	}
+	want.DeadLetter = policy.DeadLetter{
+		Individual: true, QueuePrefix: "DLQ.Q.", TopicPrefix: "DLQ.T.",
+		UseQueueForQueueMessages: true, UseQueueForTopicMessages: true,
+		ProcessExpired: false, ProcessNonPersistent: true, Discard: false,
+	}
+	want.AllConsumersExclusiveByDefault, want.GCInactiveDestinations, want.InactiveTimeoutBeforeGC = true, true, 5*time.Minute
+	want.DurableTopicPrefetch, want.MaxPendingMessages, want.MaxPendingBytes = 10, 1000, 10<<20
+	want.OfflineDurableSubscriberTimeout = 0 // -1: never
+	want.Set = keys("queue", "prefetch", "maxPrefetch", "memoryLimit", "prioritizedMessages", "defaultTimeToLive",
+		"expireMessagesPeriod", "nackPolicy",
+		"redeliveryPolicy.maximumRedeliveries", "redeliveryPolicy.initialRedeliveryDelay",
+		"redeliveryPolicy.redeliveryDelay", "redeliveryPolicy.useExponentialBackOff",
+		"redeliveryPolicy.backOffMultiplier", "redeliveryPolicy.maximumRedeliveryDelay",
+		"redeliveryPolicy.useCollisionAvoidance", "redeliveryPolicy.collisionAvoidanceFactor",
+		"deadLetterStrategy.individual", "deadLetterStrategy.queuePrefix", "deadLetterStrategy.topicPrefix",
+		"deadLetterStrategy.processExpired", "deadLetterStrategy.processNonPersistent", "deadLetterStrategy.discard",
+		"allConsumersExclusiveByDefault", "gcInactiveDestinations", "inactiveTimeoutBeforeGC", "durableTopicPrefetch", "maxPendingMessages", "maxPendingBytes",
+		"offlineDurableSubscriberTimeout")
+	assert.Equal(t, want, c.DestinationPolicy[0])
 
-	prices := DefaultPolicy(true)
+	prices := policy.Default(true)
 	prices.Topic = "PRICES.>"
 	prices.DurableTopicPrefetch = 50
 	prices.MaxPendingMessages = 5000
 	prices.MaxPendingBytes = 1 << 30
 	prices.OfflineDurableSubscriberTimeout = 24 * time.Hour
-	prices.NackPolicy = "discard"
+	prices.NackPolicy = policy.NackDiscard
 	prices.DeadLetter.Individual, prices.DeadLetter.QueuePrefix, prices.DeadLetter.TopicPrefix = true, "DLQ.", "DLQ."
 	prices.Set = keys("topic", "durableTopicPrefetch", "maxPendingMessages", "maxPendingBytes",
 		"offlineDurableSubscriberTimeout", "nackPolicy",
@@ -161,19 +119,19 @@ func TestPolicyExample(t *testing.T) {
 	assert.Equal(t, prices, c.DestinationPolicy[1])
 	assert.Equal(t, "DLQ.PRICES.IBM", c.DestinationPolicy[1].DeadLetter.DLQName(true, "PRICES.IBM"))
 
-	events := DefaultPolicy(true)
+	events := policy.Default(true)
 	events.Topic, events.Type, events.Partitions, events.Retention, events.RetentionBytes, events.RebalanceTimeout =
 		"EVENTS.*.audit", "stream", 8, 720*time.Hour, 50<<30, time.Minute
 	events.Set = keys("topic", "type", "partitions", "retention", "retentionBytes", "rebalanceTimeout")
 	assert.Equal(t, events, c.DestinationPolicy[2])
 
-	temp := DefaultPolicy(false)
-	temp.Queue, temp.TempQueue, temp.MemoryLimit, temp.DeadLetter.Discard = "", true, 1<<20, true
+	temp := policy.Default(false)
+	temp.TempQueue, temp.MemoryLimit, temp.DeadLetter.Discard = true, 1<<20, true
 	temp.Set = keys("tempQueue", "memoryLimit", "deadLetterStrategy.discard")
 	assert.Equal(t, temp, c.DestinationPolicy[3])
 
-	tempTopic := DefaultPolicy(true)
-	tempTopic.Topic, tempTopic.TempTopic = "", true
+	tempTopic := policy.Default(true)
+	tempTopic.TempTopic = true
 	tempTopic.Set = keys("tempTopic", "nackPolicy")
 	assert.Equal(t, tempTopic, c.DestinationPolicy[4], "nackPolicy DLQ is read as dlq")
 }
@@ -243,7 +201,7 @@ func TestPolicyEnvOverrides(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, c.DestinationPolicy, 2)
 	p := c.DestinationPolicy[0]
-	assert.Equal(t, int64(128<<20), p.MemoryLimit)
+	assert.EqualValues(t, 128<<20, p.MemoryLimit)
 	assert.Equal(t, -1, p.Redelivery.MaximumRedeliveries)
 	assert.Equal(t, 1.5, p.Redelivery.BackOffMultiplier)
 	assert.Equal(t, time.Second, p.Redelivery.InitialRedeliveryDelay, "the block's other keys keep their defaults")
@@ -255,7 +213,7 @@ func TestPolicyEnvOverrides(t *testing.T) {
 	assert.Equal(t, "LOG.>", s.Topic)
 	assert.Equal(t, 4, s.Partitions)
 	assert.Equal(t, 168*time.Hour, s.Retention)
-	assert.Equal(t, int64(1<<30), s.RetentionBytes)
+	assert.EqualValues(t, 1<<30, s.RetentionBytes)
 
 	assert.Equal(t, int64(2<<30), c.SystemUsage.MemoryUsage)
 	assert.Equal(t, "os", c.Streams.Flush)
@@ -409,8 +367,8 @@ destinationPolicy:
 `
 	c, err := Parse([]byte(in), nil)
 	require.NoError(t, err)
-	assert.Equal(t, DuplicateDetection{Enabled: false, IDCacheSize: 5, Window: 10 * time.Minute}, c.DestinationPolicy[0].DuplicateDetection)
-	assert.Equal(t, DuplicateDetection{Enabled: true, IDCacheSize: 7}, c.DestinationPolicy[1].DuplicateDetection)
+	assert.Equal(t, policy.DuplicateDetection{Enabled: false, IDCacheSize: 5, Window: 10 * time.Minute}, c.DestinationPolicy[0].DuplicateDetection)
+	assert.Equal(t, policy.DuplicateDetection{Enabled: true, IDCacheSize: 7}, c.DestinationPolicy[1].DuplicateDetection)
 
 	for _, bad := range []string{"{idCacheSize: 0}", "{window: -1s}"} {
 		_, err := Parse([]byte("destinationPolicy:\n  - queue: \">\"\n    duplicateDetection: "+bad+"\n"), nil)

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/activemq-go/broker/destinations/policy"
 )
 
 // file is the shape of activemq-style.yaml as mapstructure decodes it. Each field
@@ -19,7 +21,7 @@ type file struct {
 	PersistenceAdapter  adapterBlocks      `mapstructure:"persistenceAdapter"`
 	TransportConnectors []connectorEntry   `mapstructure:"transportConnectors"`
 	SystemUsage         systemUsageSection `mapstructure:"systemUsage"`
-	DestinationPolicy   []policyEntry      `mapstructure:"destinationPolicy"`
+	DestinationPolicy   []policy.Policy    `mapstructure:"destinationPolicy"`
 	Streams             streamsSection     `mapstructure:"streams"`
 	VirtualTopics       VirtualTopics      `mapstructure:"virtualTopics"`
 	SSLContext          sslContextSection  `mapstructure:"sslContext"`

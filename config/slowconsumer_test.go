@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/activemq-go/broker/destinations/policy"
 )
 
 func TestSlowConsumerStrategies(t *testing.T) {
@@ -27,20 +29,21 @@ func TestSlowConsumerStrategies(t *testing.T) {
 `), nil)
 	require.NoError(t, err)
 	p := c.DestinationPolicy
-	assert.Equal(t, PendingMessageLimit{Constant: true, Limit: 1000}, p[0].PendingMessageLimit)
+	assert.Equal(t, 1000, p[0].PendingMessageLimit.Max(10))
 	assert.True(t, p[0].PendingMessageLimit.Configured())
-	assert.Nil(t, p[0].SlowConsumer)
+	assert.False(t, p[0].SlowConsumer.Abort.Enabled)
 
-	assert.Equal(t, PendingMessageLimit{Multiplier: 2.5}, p[1].PendingMessageLimit)
-	assert.Equal(t, &AbortSlowConsumer{MaxSlowDuration: 30 * time.Second, MaxSlowCount: -1,
-		CheckPeriod: 30 * time.Second, IgnoreIdleConsumers: true}, p[1].SlowConsumer, "an empty block takes ActiveMQ's defaults")
+	assert.Equal(t, 25, p[1].PendingMessageLimit.Max(10))
+	assert.Equal(t, policy.AbortSlowConsumer{Enabled: true, MaxSlowDuration: 30 * time.Second, MaxSlowCount: -1,
+		CheckPeriod: 30 * time.Second, IgnoreIdleConsumers: true}, p[1].SlowConsumer.Abort, "an empty block takes ActiveMQ's defaults")
 
 	assert.False(t, p[2].PendingMessageLimit.Configured(), "limit -1 is ActiveMQ's none")
-	assert.Equal(t, &AbortSlowConsumer{AbortConnection: true, MaxSlowCount: 3,
-		CheckPeriod: 500 * time.Millisecond, IgnoreIdleConsumers: true}, p[2].SlowConsumer)
+	assert.Equal(t, policy.AbortSlowConsumer{Enabled: true, AbortConnection: true, MaxSlowCount: 3,
+		CheckPeriod: 500 * time.Millisecond, IgnoreIdleConsumers: true}, p[2].SlowConsumer.Abort)
 
 	assert.False(t, p[3].PendingMessageLimit.Configured(), "nothing is dropped by default")
-	assert.Nil(t, p[3].SlowConsumer)
+	assert.Equal(t, -1, p[3].PendingMessageLimit.Max(10))
+	assert.False(t, p[3].SlowConsumer.Abort.Enabled)
 }
 
 func TestSlowConsumerStrategyErrors(t *testing.T) {

@@ -145,14 +145,14 @@ func DeadLetterDest(s policy.DeadLetter, dest Name, sub *persistence.SubKey) Nam
 // or discard.
 func (q *QueueDest) Settle(batch persistence.Batch, ds []*Delivery, ack bool) func(error) {
 	if !ack {
-		switch q.policy.Nack {
-		case NackRedeliver:
+		switch q.policy.NackPolicy {
+		case policy.NackRedeliver:
 			return func(error) { q.Requeue(slices.Clone(ds), true) }
-		case NackDLQ:
+		case policy.NackDiscard: // acknowledged like an ACK
+			q.env.Counters.discarded(DiscardNack, len(ds))
+		default: // policy.NackDLQ, or unset
 			return q.nackToDLQ(batch, ds)
 		}
-		// NackDiscard: acknowledged like an ACK.
-		q.env.Counters.discarded(DiscardNack, len(ds))
 	}
 	for _, d := range ds {
 		if d.Msg.Persistent && !d.Withdrawn() {
@@ -209,7 +209,7 @@ func (q *QueueDest) nackToDLQ(batch persistence.Batch, ds []*Delivery) func(erro
 // broker's expiry sweeper calls it.
 func (q *QueueDest) SweepExpired(now time.Time) {
 	// lastSwept is the sweeper's own: no other goroutine touches it.
-	if q.policy.ExpirePeriod <= 0 || now.Sub(q.lastSwept) < q.policy.ExpirePeriod {
+	if q.policy.ExpireMessagesPeriod <= 0 || now.Sub(q.lastSwept) < q.policy.ExpireMessagesPeriod {
 		return
 	}
 	q.lastSwept = now

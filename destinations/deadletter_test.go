@@ -14,7 +14,7 @@ import (
 func TestDeadLetterDestination(t *testing.T) {
 	q := func(n string) Name { return Name{Kind: Queue, Name: n} }
 	tp := func(n string) Name { return Name{Kind: Topic, Name: n} }
-	ind := DefaultPolicy(false).DeadLetter
+	ind := policy.Default(false).DeadLetter
 	ind.Individual = true
 	perSub := ind
 	perSub.DestinationPerDurableSubscriber = true
@@ -28,8 +28,8 @@ func TestDeadLetterDestination(t *testing.T) {
 		sub  *persistence.SubKey
 		want Name
 	}{
-		{DefaultPolicy(false).DeadLetter, q("A"), nil, q(policy.SharedDLQ)},
-		{DefaultPolicy(true).DeadLetter, tp("T"), sub, q(policy.SharedDLQ)},
+		{policy.Default(false).DeadLetter, q("A"), nil, q(policy.SharedDLQ)},
+		{policy.Default(true).DeadLetter, tp("T"), sub, q(policy.SharedDLQ)},
 		{ind, q("A"), nil, q("ActiveMQ.DLQ.Queue.A")},
 		{ind, tp("T"), nil, q("ActiveMQ.DLQ.Topic.T")},
 		{ind, tp("T"), sub, q("ActiveMQ.DLQ.Topic.T")},

@@ -52,7 +52,7 @@ func (q *QueueDest) Collectable(now time.Time) bool {
 	if q.gc.idleSince.IsZero() {
 		q.gc.idleSince = now
 	}
-	if now.Sub(q.gc.idleSince) < q.policy.InactiveTimeout {
+	if now.Sub(q.gc.idleSince) < q.policy.InactiveTimeoutBeforeGC {
 		return false
 	}
 	q.gc.removed.Store(true)

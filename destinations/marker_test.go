@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
@@ -49,7 +50,7 @@ func markerEnv(t *testing.T, h *heldCommits) (*Env, persistence.Store) {
 	t.Cleanup(wg.Wait)
 	return &Env{
 		Store: store, Log: slog.New(slog.DiscardHandler), Memory: NewUsage(1 << 30),
-		Space: &SpaceSignal{}, Policy: func(Kind, string) Policy { return DefaultPolicy(true) },
+		Space: &SpaceSignal{}, Policy: func(Kind, string) policy.Policy { return policy.Default(true) },
 		Background: &wg, Stopping: func() bool { return false }, Done: make(chan struct{}),
 		Commit: h.commit,
 	}, store
@@ -71,7 +72,7 @@ func storedMark(t *testing.T, store persistence.Store, dest string) uint64 {
 func TestWhenMarkedWaitsForTheStoredMark(t *testing.T) {
 	h := &heldCommits{arrived: make(chan struct{}, 8)}
 	env, store := markerEnv(t, h)
-	q := NewQueue(env, "marks", DefaultPolicy(true), 0)
+	q := NewQueue(env, "marks", policy.Default(true), 0)
 
 	q.MarkWritten(3) // the write of mark 3 is held
 	q.MarkWritten(7) // waits for it: one write in flight per queue
@@ -101,7 +102,7 @@ func TestWhenMarkedWaitsForTheStoredMark(t *testing.T) {
 func TestWithdrawDroppedOnceWritten(t *testing.T) {
 	h := &heldCommits{arrived: make(chan struct{}, 8)}
 	env, _ := markerEnv(t, h)
-	q := NewQueue(env, "withdraw", DefaultPolicy(true), 0)
+	q := NewQueue(env, "withdraw", policy.Default(true), 0)
 	m := &persistence.Message{Dest: "queue://withdraw", Persistent: true, Priority: 4, Body: []byte("x")}
 	e, err := q.Accept(m, false)
 	require.NoError(t, err)

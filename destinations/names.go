@@ -1,8 +1,8 @@
 // Package destinations knows destination names and their syntax (ActiveMQ's: /queue/,
 // /topic/, /temp-queue/, /temp-topic/, composite names separated by commas, and the
-// wildcards * and >), the per-destination policy, and the destinations themselves:
-// queues (QueueDest: dispatch with prefetch credit, paging, redelivery, dead-lettering,
-// expiry), topics (TopicDest, with their slow subscribers) and streams (Stream, over a
+// wildcards * and >), the per-destination policy (package policy defines it), and the
+// destinations themselves: queues (QueueDest: dispatch with prefetch credit, paging,
+// redelivery, dead-lettering, expiry), topics (TopicDest, with their slow subscribers) and streams (Stream, over a
 // StreamLog). A destination is made with an Env, the broker's services it needs, and
 // dispatches to Consumers, pushing Deliveries to their connection's Sink.
 //
@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -180,27 +181,8 @@ func IsWildcard(name string) bool {
 	return false
 }
 
-// Match reports whether name matches an ActiveMQ wildcard pattern: elements are separated
-// by '.', '*' matches exactly one element, '>' matches one or more trailing elements.
-func Match(pattern, name string) bool {
-	for {
-		pel, prest, pmore := strings.Cut(pattern, ".")
-		if pel == ">" {
-			return name != ""
-		}
-		nel, nrest, nmore := strings.Cut(name, ".")
-		if name == "" {
-			return false
-		}
-		if pel != "*" && pel != nel {
-			return false
-		}
-		if !pmore || !nmore {
-			return !pmore && !nmore
-		}
-		pattern, name = prest, nrest
-	}
-}
+// Match reports whether name matches an ActiveMQ wildcard pattern (policy.Match).
+func Match(pattern, name string) bool { return policy.Match(pattern, name) }
 
 // ReplyToProperty is the message property naming where replies go; a temporary
 // destination in it is rewritten so that whoever receives the message can use it.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
@@ -82,11 +83,11 @@ func TestPageInWaitsForWritesAcceptedDuringItsScan(t *testing.T) {
 	var wg sync.WaitGroup
 	env := &Env{
 		Store: store, Log: slog.New(slog.DiscardHandler), Memory: NewUsage(1 << 30),
-		Space: &SpaceSignal{}, Policy: func(Kind, string) Policy { return DefaultPolicy(true) },
+		Space: &SpaceSignal{}, Policy: func(Kind, string) policy.Policy { return policy.Default(true) },
 		Background: &wg, Stopping: func() bool { return false }, Done: make(chan struct{}),
 	}
 	const limit = 4 << 10
-	q := NewQueue(env, "hole", Policy{MemoryLimit: limit}, 0)
+	q := NewQueue(env, "hole", policy.Policy{MemoryLimit: limit}, 0)
 	accept := func(body string) uint64 {
 		t.Helper()
 		m := &persistence.Message{Persistent: true, Priority: 4, Body: []byte(body)}

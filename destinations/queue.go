@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -43,7 +44,7 @@ type QueueDest struct {
 	inFlight   int
 	expired    int64
 
-	policy   Policy
+	policy   policy.Policy
 	memLimit int64
 	memBytes int64
 
@@ -123,16 +124,16 @@ const maxScan = 1000
 
 // MemoryLimitOf is the memory limit a policy gives a destination: its MemoryLimit, or
 // none of its own for 0 (the broker-wide memoryUsage still applies).
-func MemoryLimitOf(p Policy) int64 {
+func MemoryLimitOf(p policy.Policy) int64 {
 	if p.MemoryLimit <= 0 {
 		return math.MaxInt64
 	}
-	return p.MemoryLimit
+	return int64(p.MemoryLimit)
 }
 
 // NewQueue makes the queue called name with policy p (a temporary queue's is its own
 // kind's). Its sequences start above seqFloor.
-func NewQueue(env *Env, name string, p Policy, seqFloor uint64) *QueueDest {
+func NewQueue(env *Env, name string, p policy.Policy, seqFloor uint64) *QueueDest {
 	n := Name{Kind: Queue, Name: name}
 	return &QueueDest{
 		env:       env,
@@ -141,7 +142,7 @@ func NewQueue(env *Env, name string, p Policy, seqFloor uint64) *QueueDest {
 		client:    n.String(),
 		origin:    n,
 		policy:    p,
-		pending:   NewPending(p.Prioritized),
+		pending:   NewPending(p.PrioritizedMessages),
 		nextSeq:   max(1, seqFloor),
 		memLimit:  MemoryLimitOf(p),
 		inflight:  map[uint64]int64{},
@@ -187,7 +188,7 @@ func (q *QueueDest) Accept(m *persistence.Message, ready bool) (*Entry, error) {
 				q.pagingLogged = now
 				used, limit := q.env.Memory.Used()
 				q.env.Log.Info("queue over its memory limit: paging new messages to the store",
-					slog.String("dest", q.client), slog.Int64("memoryLimit", q.policy.MemoryLimit),
+					slog.String("dest", q.client), slog.Int64("memoryLimit", int64(q.policy.MemoryLimit)),
 					slog.Int64("memoryUsed", used), slog.Int64("memoryUsage", limit))
 			}
 		}
@@ -447,7 +448,7 @@ func (q *QueueDest) pickFor(e *Entry) *Consumer {
 func (q *QueueDest) exclusiveLocked() *Consumer {
 	var x *Consumer
 	for _, s := range q.consumers {
-		if (s.Exclusive || q.policy.AllExclusive) && (x == nil || s.Priority > x.Priority) {
+		if (s.Exclusive || q.policy.AllConsumersExclusiveByDefault) && (x == nil || s.Priority > x.Priority) {
 			x = s
 		}
 	}

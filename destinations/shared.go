@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -341,7 +342,7 @@ func (q *QueueDest) SettleShared(ds []*Delivery, ack bool, done func(error)) {
 		leases[i] = d.entry.lease
 		bytes += d.entry.Size
 	}
-	if !ack && q.policy.Nack == NackRedeliver {
+	if !ack && q.policy.NackPolicy == policy.NackRedeliver {
 		q.mu.Lock()
 		q.requeueShared(ds)
 		q.mu.Unlock()
@@ -349,7 +350,7 @@ func (q *QueueDest) SettleShared(ds []*Delivery, ack bool, done func(error)) {
 		return
 	}
 	var copies []*persistence.Message
-	if !ack && q.policy.Nack == NackDLQ {
+	if !ack && q.policy.NackPolicy != policy.NackDiscard { // policy.NackDLQ, or unset
 		strategy := q.policy.DeadLetter
 		dlq := q.deadLetterDest()
 		for _, d := range ds {

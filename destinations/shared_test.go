@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
@@ -147,7 +148,7 @@ func sharedEnv(t *testing.T) *Env {
 	t.Cleanup(wg.Wait)
 	return &Env{
 		Store: memstore.New(), Log: slog.New(slog.DiscardHandler), Memory: NewUsage(1 << 30),
-		Space: &SpaceSignal{}, Policy: func(Kind, string) Policy { return DefaultPolicy(true) },
+		Space: &SpaceSignal{}, Policy: func(Kind, string) policy.Policy { return policy.Default(true) },
 		Background: &wg, Stopping: func() bool { return false }, Done: make(chan struct{}),
 		Commit: func(b persistence.Batch, d persistence.Durability, done func(error)) {
 			done(b.Commit(context.Background(), d))
@@ -156,7 +157,7 @@ func sharedEnv(t *testing.T) *Env {
 }
 
 // sharedQueue is a shared queue "q" over f with n messages, and a consumer of prefetch.
-func sharedQueue(t *testing.T, f *fakeShared, n int, prefetch int32, p Policy) (*QueueDest, *Consumer, *recordSink) {
+func sharedQueue(t *testing.T, f *fakeShared, n int, prefetch int32, p policy.Policy) (*QueueDest, *Consumer, *recordSink) {
 	t.Helper()
 	for i := range n {
 		require.NoError(t, f.Send(context.Background(), []*persistence.Message{{
@@ -184,7 +185,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // room, delivers in order, and claims again as acknowledgements free room.
 func TestSharedClaimsWithinPrefetch(t *testing.T) {
 	f := newFakeShared()
-	q, c, sink := sharedQueue(t, f, 10, 3, DefaultPolicy(true))
+	q, c, sink := sharedQueue(t, f, 10, 3, policy.Default(true))
 	waitFor(t, "3 deliveries", func() bool { return sink.count() == 3 })
 	require.Equal(t, []string{"claim queue://q 3"}, f.callLog()[10:])
 	for i, d := range sink.all() {
@@ -208,7 +209,7 @@ func TestSharedClaimsWithinPrefetch(t *testing.T) {
 // fails with ErrLeaseLost.
 func TestSharedAckOfLostLease(t *testing.T) {
 	f := newFakeShared()
-	q, _, sink := sharedQueue(t, f, 1, 1, DefaultPolicy(true))
+	q, _, sink := sharedQueue(t, f, 1, 1, policy.Default(true))
 	waitFor(t, "a delivery", func() bool { return sink.count() == 1 })
 	d := sink.all()[0]
 	f.mu.Lock()
@@ -224,7 +225,7 @@ func TestSharedAckOfLostLease(t *testing.T) {
 // redelivered ones.
 func TestSharedConsumerGoneReleases(t *testing.T) {
 	f := newFakeShared()
-	q, c, sink := sharedQueue(t, f, 4, 4, DefaultPolicy(true))
+	q, c, sink := sharedQueue(t, f, 4, 4, policy.Default(true))
 	waitFor(t, "4 deliveries", func() bool { return sink.count() == 4 })
 	ds := sink.all()
 	ds[0].Written, ds[1].Written = true, true
@@ -259,7 +260,7 @@ func sumSizes(ds []*Delivery) int64 {
 // ActiveMQ.DLQ, then acknowledges the message.
 func TestSharedNackToDLQ(t *testing.T) {
 	f := newFakeShared()
-	q, _, sink := sharedQueue(t, f, 1, 1, DefaultPolicy(true))
+	q, _, sink := sharedQueue(t, f, 1, 1, policy.Default(true))
 	waitFor(t, "a delivery", func() bool { return sink.count() == 1 })
 	done := make(chan error, 1)
 	q.SettleShared(sink.all(), false, func(err error) { done <- err })
@@ -274,7 +275,7 @@ func TestSharedNackToDLQ(t *testing.T) {
 // than the policy allows goes to the dead-letter queue instead of a consumer.
 func TestSharedMaxRedeliveriesAtClaim(t *testing.T) {
 	f := newFakeShared()
-	p := DefaultPolicy(true)
+	p := policy.Default(true)
 	p.Redelivery.MaximumRedeliveries = 1
 	require.NoError(t, f.Send(context.Background(), []*persistence.Message{{
 		Dest: "queue://q", Persistent: true, Priority: 4, Body: []byte("poison"), RedeliveryCount: 2}}))
@@ -301,7 +302,7 @@ func TestSharedGroupReleasedAfterItsMessages(t *testing.T) {
 		m.Headers = persistence.Headers{"JMSXGroupID", "G"}
 		require.NoError(t, f.Send(context.Background(), []*persistence.Message{m}))
 	}
-	q, c, sink := sharedQueue(t, f, 0, 5, DefaultPolicy(true))
+	q, c, sink := sharedQueue(t, f, 0, 5, policy.Default(true))
 	waitFor(t, "2 deliveries", func() bool { return sink.count() == 2 })
 	ds := sink.all()
 	require.True(t, ds[0].GroupFirst)

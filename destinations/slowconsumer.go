@@ -19,7 +19,7 @@ import (
 // the subscribers catch up. By default nothing a live subscriber should get is dropped.
 //
 // Two policies change that, as in ActiveMQ:
-//   - pendingMessageLimitStrategy (PendingLimit): a subscriber keeps at most this many
+//   - pendingMessageLimitStrategy (policy.PendingLimit): a subscriber keeps at most this many
 //     waiting messages; past it the oldest is dropped (and counted), so a slow
 //     subscriber never holds producers back.
 //   - slowConsumerStrategy (SlowConsumer, abortSlowConsumerStrategy): a subscriber

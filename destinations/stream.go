@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/kafkalog"
 	"github.com/activemq-go/broker/persistence"
 )
@@ -105,7 +106,7 @@ func (st *Stream) Topic() *TopicDest { return st.t }
 
 // openStream declares the stream's kafkalog topic (again, at every start: that applies
 // the current retention) and starts its appenders.
-func (t *TopicDest) openStream(p Policy) (*Stream, error) {
+func (t *TopicDest) openStream(p policy.Policy) (*Stream, error) {
 	streams := t.env.Streams
 	if streams == nil {
 		return nil, errorf(ErrInvalidDestination, "%s is a stream (destinationPolicy type: stream) but the broker has no streams log", t.client)
@@ -126,7 +127,7 @@ func (t *TopicDest) openStream(p Policy) (*Stream, error) {
 		cfg.Retention = p.Retention
 	}
 	if p.RetentionBytes > 0 {
-		cfg.RetentionBytes = p.RetentionBytes
+		cfg.RetentionBytes = int64(p.RetentionBytes)
 	}
 	if err := streams.log.CreateTopicWith(ln, n, cfg); err != nil {
 		return nil, &Error{Message: "stream " + t.client + " cannot be opened: " + err.Error(), Err: fmt.Errorf("%w: %w", ErrStore, err)}
@@ -134,7 +135,7 @@ func (t *TopicDest) openStream(p Policy) (*Stream, error) {
 	st := &Stream{env: t.env, t: t, log: streams.log, streams: streams, logTopic: ln, nparts: n, rebalanceTimeout: p.RebalanceTimeout,
 		subs: map[*StreamReader]struct{}{}, groups: map[string]*groupState{}}
 	if st.rebalanceTimeout <= 0 {
-		st.rebalanceTimeout = DefaultRebalanceTimeout
+		st.rebalanceTimeout = policy.DefaultRebalanceTimeout
 	}
 	st.keys, _ = streams.log.(KeyPartitioner)
 	for i := range n {
@@ -144,7 +145,7 @@ func (t *TopicDest) openStream(p Policy) (*Stream, error) {
 		go a.run()
 	}
 	t.env.Log.Info("stream opened", slog.String("dest", t.client), slog.String("logTopic", ln),
-		slog.Int("partitions", n), slog.Duration("retention", p.Retention), slog.Int64("retentionBytes", p.RetentionBytes))
+		slog.Int("partitions", n), slog.Duration("retention", p.Retention), slog.Int64("retentionBytes", int64(p.RetentionBytes)))
 	return st, nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/kafkalog"
 	"github.com/activemq-go/broker/persistence"
 )
@@ -78,7 +79,7 @@ func TestPartTracker(t *testing.T) {
 }
 
 func TestStreamRecordRoundTrip(t *testing.T) {
-	st := &Stream{t: NewTopic(&Env{Policy: func(Kind, string) Policy { return Policy{} }}, "s.x", Policy{}, 0, false), logTopic: "s.x"}
+	st := &Stream{t: NewTopic(&Env{Policy: func(Kind, string) policy.Policy { return policy.Policy{} }}, "s.x", policy.Policy{}, 0, false), logTopic: "s.x"}
 	m := &persistence.Message{ID: "ID:a;b", Body: []byte("body"), Priority: 9, Expires: 123, Persistent: true,
 		Timestamp: 456, Headers: persistence.Headers{"amq", "app's own", "k", "v"}}
 	r := encodeRecord(m, "key", 999)
@@ -127,7 +128,7 @@ func TestSplitMeta(t *testing.T) {
 // Records written before the message's timestamp had a field of its own (version 1)
 // still read, with the record's timestamp.
 func TestStreamRecordVersion1(t *testing.T) {
-	st := &Stream{t: NewTopic(&Env{Policy: func(Kind, string) Policy { return Policy{} }}, "s.x", Policy{}, 0, false), logTopic: "s.x"}
+	st := &Stream{t: NewTopic(&Env{Policy: func(Kind, string) policy.Policy { return policy.Policy{} }}, "s.x", policy.Policy{}, 0, false), logTopic: "s.x"}
 	r := kafkalog.Record{Offset: 1, Timestamp: 1234, Value: []byte("v"),
 		Headers: [][2]string{{"amq", "1;7;99;1;ID:a;b"}, {"k", "v"}}}
 	got := st.decodeRecord(&r, 0)
@@ -141,7 +142,7 @@ func TestStreamRecordVersion1(t *testing.T) {
 
 // A batch's records share storage, and each decodes to its own message.
 func TestStreamRecordBuilder(t *testing.T) {
-	st := &Stream{t: NewTopic(&Env{Policy: func(Kind, string) Policy { return Policy{} }}, "s.x", Policy{}, 0, false), logTopic: "s.x"}
+	st := &Stream{t: NewTopic(&Env{Policy: func(Kind, string) policy.Policy { return policy.Policy{} }}, "s.x", policy.Policy{}, 0, false), logTopic: "s.x"}
 	msgs := []*persistence.Message{
 		{ID: "ID:1", Body: []byte("a"), Priority: 4, Timestamp: 1},
 		{ID: "ID:2;x", Body: []byte("b"), Priority: 0, Expires: 99, Persistent: true, Timestamp: 2,

@@ -170,11 +170,6 @@ func (g *groupState) advance(p int, off int64) bool {
 	return true
 }
 
-// DefaultRebalanceTimeout is how long a consumer group member that loses a partition
-// in a rebalance has to settle the messages of it it holds, when the stream's policy
-// does not say (Policy.RebalanceTimeout).
-const DefaultRebalanceTimeout = 30 * time.Second
-
 // drain is a partition revoked from a member and not yet released: the member stopped
 // reading it and waits for what it handed out to be settled.
 type drain struct {

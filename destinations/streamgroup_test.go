@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/kafkalog"
 	"github.com/activemq-go/broker/persistence"
@@ -35,13 +36,13 @@ func testStream(t *testing.T, parts int) *Stream {
 	l, err := kafkalog.Open(kafkalog.Options{FS: vfs.NewMem(), Dir: "/streams", RetentionCheckInterval: -1})
 	require.NoError(t, err)
 	streams := NewStreams(groupLog{l}, slog.New(slog.DiscardHandler))
-	policy := func(Kind, string) Policy {
-		p := DefaultPolicy(true)
-		p.Stream, p.Partitions, p.RebalanceTimeout = true, parts, time.Hour // no handover by timeout here
+	pol := func(Kind, string) policy.Policy {
+		p := policy.Default(true)
+		p.Type, p.Partitions, p.RebalanceTimeout = policy.StreamType, parts, time.Hour // no handover by timeout here
 		return p
 	}
-	env := &Env{Log: slog.New(slog.DiscardHandler), Policy: policy, Streams: streams, Stopping: func() bool { return false }}
-	st, err := NewTopic(env, "s.g", policy(Topic, "s.g"), 0, false).Stream()
+	env := &Env{Log: slog.New(slog.DiscardHandler), Policy: pol, Streams: streams, Stopping: func() bool { return false }}
+	st, err := NewTopic(env, "s.g", pol(Topic, "s.g"), 0, false).Stream()
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		st.close()

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -33,8 +34,8 @@ type TopicDest struct {
 	// abort, and what they dropped or aborted.
 	memBytes atomic.Int64
 	memLimit int64
-	pending  PendingLimit
-	slow     *SlowConsumerPolicy
+	pending  policy.PendingLimit
+	slow     *policy.AbortSlowConsumer // nil: none
 	// slowAdvisory announces subscribers that fall behind (advisoryForSlowConsumers).
 	slowAdvisory bool
 	gone         chan struct{} // closed when the topic is removed (see close)
@@ -55,12 +56,12 @@ type TopicDest struct {
 
 // NewTopic makes the topic called name with policy p, its sequences starting above
 // seqFloor. A temporary topic is never a stream.
-func NewTopic(env *Env, name string, p Policy, seqFloor uint64, temp bool) *TopicDest {
+func NewTopic(env *Env, name string, p policy.Policy, seqFloor uint64, temp bool) *TopicDest {
 	n := Name{Kind: Topic, Name: name}
 	t := &TopicDest{env: env, name: name, dest: n.Qualified(), client: n.String(), gone: make(chan struct{})}
 	t.seq.Store(seqFloor)
 	t.applyPolicy(p)
-	t.isStream = p.Stream && !temp
+	t.isStream = p.IsStream() && !temp
 	return t
 }
 
@@ -101,12 +102,15 @@ func (t *TopicDest) Close() {
 
 // applyPolicy takes from p the time-to-live, the collection of an inactive topic and
 // what concerns subscribers that are behind.
-func (t *TopicDest) applyPolicy(p Policy) {
+func (t *TopicDest) applyPolicy(p policy.Policy) {
 	t.ttl = p.DefaultTimeToLive
-	if p.GCInactive {
-		t.gcTimeout = p.InactiveTimeout
+	if p.GCInactiveDestinations {
+		t.gcTimeout = p.InactiveTimeoutBeforeGC
 	}
-	t.memLimit, t.pending, t.slow = p.MemoryLimit, p.PendingLimit, p.SlowConsumer
+	t.memLimit, t.pending = int64(p.MemoryLimit), p.PendingMessageLimit
+	if a := p.SlowConsumer.Abort; a.Enabled {
+		t.slow = &a
+	}
 	t.slowAdvisory = p.AdvisoryForSlowConsumers && t.env.Advise != nil
 	if t.slow != nil {
 		go t.watchSlow()

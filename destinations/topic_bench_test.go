@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
@@ -31,7 +32,7 @@ func benchEnv(b *testing.B) *Env {
 	b.Cleanup(wg.Wait)
 	return &Env{
 		Store: memstore.New(), Log: slog.New(slog.DiscardHandler), Memory: NewUsage(1 << 30),
-		Space: &SpaceSignal{}, Policy: func(Kind, string) Policy { return DefaultPolicy(true) },
+		Space: &SpaceSignal{}, Policy: func(Kind, string) policy.Policy { return policy.Default(true) },
 		Background: &wg, Stopping: func() bool { return false }, Done: make(chan struct{}),
 		Commit: func(batch persistence.Batch, d persistence.Durability, done func(error)) {
 			done(batch.Commit(context.Background(), d))
@@ -43,7 +44,7 @@ func benchEnv(b *testing.B) *Env {
 // subscribers with credit (reported per delivery).
 func BenchmarkTopicPublish(b *testing.B) {
 	env := benchEnv(b)
-	t := NewTopic(env, "bench", DefaultPolicy(true), 0, false)
+	t := NewTopic(env, "bench", policy.Default(true), 0, false)
 	sink := &countingSink{}
 	for range 8 {
 		c := &Consumer{Sink: sink, ID: "s", Prefetch: 100}
@@ -64,7 +65,7 @@ func BenchmarkTopicPublish(b *testing.B) {
 // once credit comes back, as Refill does.
 func BenchmarkTopicPublishBehind(b *testing.B) {
 	env := benchEnv(b)
-	p := DefaultPolicy(true)
+	p := policy.Default(true)
 	p.MemoryLimit = 0
 	t := NewTopic(env, "bench", p, 0, false)
 	c := &Consumer{Sink: &holdingSink{}, ID: "slow", Prefetch: 1}

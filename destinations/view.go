@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/destinations/selector"
 	"github.com/activemq-go/broker/persistence"
 )
@@ -22,7 +23,7 @@ func (q *QueueDest) ClientName() string { return q.client }
 func (q *QueueDest) SetClientName(n Name) { q.client = n.String() }
 
 // Policy is the queue's policy.
-func (q *QueueDest) Policy() Policy { return q.policy }
+func (q *QueueDest) Policy() policy.Policy { return q.policy }
 
 // NextSeq is the sequence the queue's next message gets.
 func (q *QueueDest) NextSeq() uint64 {
@@ -61,9 +62,9 @@ func NewView(env *Env, key persistence.SubKey, t *TopicDest) *QueueDest {
 	q.origin = Name{Kind: Topic, Name: t.name}
 	k := key
 	q.sub = &k
-	q.policy.Redelivery, q.policy.DeadLetter, q.policy.Nack = p.Redelivery, p.DeadLetter, p.Nack
+	q.policy.Redelivery, q.policy.DeadLetter, q.policy.NackPolicy = p.Redelivery, p.DeadLetter, p.NackPolicy
 	q.policy.MemoryLimit, q.memLimit = p.MemoryLimit, MemoryLimitOf(p)
-	q.policy.ExpirePeriod = p.ExpirePeriod
+	q.policy.ExpireMessagesPeriod = p.ExpireMessagesPeriod
 	return q
 }
 

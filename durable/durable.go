@@ -349,7 +349,7 @@ func (r *Registry) ExpireOffline(ctx context.Context) {
 	defer r.lifecycle.Unlock()
 	now := r.env.Time()
 	for _, d := range r.All() {
-		to := r.env.Policy(destinations.Topic, d.topic.Name()).OfflineTimeout
+		to := r.env.Policy(destinations.Topic, d.topic.Name()).OfflineDurableSubscriberTimeout
 		active, since := d.attached()
 		if active != nil || to <= 0 || now.Sub(since) <= to {
 			continue

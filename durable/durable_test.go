@@ -10,19 +10,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
 
 // newEnv is a destinations.Env over a memory store, with the policy p for every
 // destination.
-func newEnv(t *testing.T, p destinations.Policy) *destinations.Env {
+func newEnv(t *testing.T, p policy.Policy) *destinations.Env {
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait)
 	store := memstore.New()
 	return &destinations.Env{
 		Store: store, Log: slog.New(slog.DiscardHandler), Memory: destinations.NewUsage(1 << 30),
-		Space: &destinations.SpaceSignal{}, Policy: func(destinations.Kind, string) destinations.Policy { return p },
+		Space: &destinations.SpaceSignal{}, Policy: func(destinations.Kind, string) policy.Policy { return p },
 		Background: &wg, Stopping: func() bool { return false }, Done: make(chan struct{}),
 		Commit: func(b persistence.Batch, d persistence.Durability, done func(error)) {
 			done(b.Commit(context.Background(), d))
@@ -44,9 +45,9 @@ func publish(t *testing.T, env *destinations.Env, topic *destinations.TopicDest,
 
 func TestRegistryLifecycle(t *testing.T) {
 	ctx := context.Background()
-	env := newEnv(t, destinations.DefaultPolicy(true))
+	env := newEnv(t, policy.Default(true))
 	r := NewRegistry(env, 0)
-	topic := destinations.NewTopic(env, "t", destinations.DefaultPolicy(true), 0, false)
+	topic := destinations.NewTopic(env, "t", policy.Default(true), 0, false)
 	key := persistence.SubKey{ClientID: "c", Name: "s"}
 
 	c1 := &destinations.Consumer{ID: "1"}
@@ -93,11 +94,11 @@ func (h listingHandler) Handle(ctx context.Context, rec slog.Record) error {
 // operator never sees the creator's subscription offline (CI once did, through the
 // admin API, while the SUBSCRIBE was being answered).
 func TestNewSubscriptionListedActive(t *testing.T) {
-	env := newEnv(t, destinations.DefaultPolicy(true))
+	env := newEnv(t, policy.Default(true))
 	r := NewRegistry(env, 0)
 	var seen []Stats
 	env.Log = slog.New(listingHandler{Handler: slog.DiscardHandler, list: func() { seen = r.Stats() }})
-	topic := destinations.NewTopic(env, "t", destinations.DefaultPolicy(true), 0, false)
+	topic := destinations.NewTopic(env, "t", policy.Default(true), 0, false)
 	_, err := r.Subscribe(context.Background(), persistence.SubKey{ClientID: "c", Name: "s"}, topic, nil, &destinations.Consumer{ID: "1"})
 	require.NoError(t, err)
 	require.Len(t, seen, 1, "listed when its creation was logged")
@@ -107,7 +108,7 @@ func TestNewSubscriptionListedActive(t *testing.T) {
 
 func TestOfflinePendingLimit(t *testing.T) {
 	ctx := context.Background()
-	p := destinations.DefaultPolicy(true)
+	p := policy.Default(true)
 	p.MaxPendingMessages = 2
 	env := newEnv(t, p)
 	r := NewRegistry(env, 0)
@@ -128,7 +129,7 @@ func TestOfflinePendingLimit(t *testing.T) {
 // attaching to an existing one is never refused, and deleting one makes room.
 func TestRegistryMaximum(t *testing.T) {
 	ctx := context.Background()
-	p := destinations.DefaultPolicy(true)
+	p := policy.Default(true)
 	env := newEnv(t, p)
 	r := NewRegistry(env, 2)
 	topic := destinations.NewTopic(env, "t", p, 0, false)
@@ -156,8 +157,8 @@ func TestRegistryMaximum(t *testing.T) {
 // policy's offline timeout by that clock is removed, one not yet is kept.
 func TestExpireOfflineByEnvironmentClock(t *testing.T) {
 	ctx := context.Background()
-	p := destinations.DefaultPolicy(true)
-	p.OfflineTimeout = time.Hour
+	p := policy.Default(true)
+	p.OfflineDurableSubscriberTimeout = time.Hour
 	env := newEnv(t, p)
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	env.Now = func() time.Time { return now }
@@ -185,7 +186,7 @@ func recoverInto(t *testing.T, env *destinations.Env) *Registry {
 	topics := map[string]*destinations.TopicDest{}
 	require.NoError(t, r.Recover(ctx, rec, func(name string) *destinations.TopicDest {
 		if topics[name] == nil {
-			topics[name] = destinations.NewTopic(env, name, destinations.DefaultPolicy(true), 0, false)
+			topics[name] = destinations.NewTopic(env, name, policy.Default(true), 0, false)
 		}
 		return topics[name]
 	}))
@@ -209,12 +210,12 @@ func offlineFor(r *Registry, key persistence.SubKey) time.Duration {
 // store's count.
 func TestOfflineTimeSurvivesRecovery(t *testing.T) {
 	ctx := context.Background()
-	env := newEnv(t, destinations.DefaultPolicy(true))
+	env := newEnv(t, policy.Default(true))
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	env.Now = func() time.Time { return now }
 	key := persistence.SubKey{ClientID: "c", Name: "s"}
 	r := NewRegistry(env, 0)
-	topic := destinations.NewTopic(env, "t", destinations.DefaultPolicy(true), 0, false)
+	topic := destinations.NewTopic(env, "t", policy.Default(true), 0, false)
 	c := &destinations.Consumer{ID: "1"}
 	d, err := r.Subscribe(ctx, key, topic, nil, c)
 	require.NoError(t, err)

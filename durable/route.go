@@ -107,7 +107,7 @@ func (d *Sub) overLimit(m *persistence.Message) bool {
 	}
 	backlog, bytes := d.view.Backlog() // the whole backlog, in memory or not
 	over := (p.MaxPendingMessages > 0 && backlog >= p.MaxPendingMessages) ||
-		(p.MaxPendingBytes > 0 && bytes+int64(m.Size()) > p.MaxPendingBytes)
+		(p.MaxPendingBytes > 0 && bytes+int64(m.Size()) > int64(p.MaxPendingBytes))
 	if over {
 		dropped := d.dropped.Add(1)
 		if now := time.Now(); now.Sub(d.dropLogged) > time.Minute {
@@ -115,7 +115,7 @@ func (d *Sub) overLimit(m *persistence.Message) bool {
 			env.Log.Warn("offline durable subscription over its pending limit: new messages are not kept for it",
 				slog.String("clientID", d.info.Key.ClientID), slog.String("name", d.info.Key.Name),
 				slog.Int64("backlog", backlog), slog.Int64("backlogBytes", bytes), slog.Int64("maxPendingMessages", p.MaxPendingMessages),
-				slog.Int64("maxPendingBytes", p.MaxPendingBytes), slog.Int64("dropped", dropped))
+				slog.Int64("maxPendingBytes", int64(p.MaxPendingBytes)), slog.Int64("dropped", dropped))
 		}
 	}
 	return over

@@ -14,15 +14,20 @@ const module = "github.com/activemq-go/broker"
 // or not), following ../shared/DESIGN.md §1. A package not listed may import nothing of
 // the project. cmd and tests may import anything.
 var allowed = map[string][]string{
-	// config may use two leaves of the standard library: internal/setting, the value
+	// config may use three leaves of the standard library: internal/setting, the value
 	// parsing (sizes, durations, the Error naming a bad key) it shares with the
-	// adapters, and destinations/policy, the redelivery policy and dead-letter strategy
-	// it fills in and the broker applies (defined once, below both).
-	"config":           {"internal/setting", "destinations/policy"},
+	// adapters; destinations/policy, the destination policy it decodes the file's
+	// entries into and the broker applies (defined once, below both); and
+	// broker/limits, the defaults of the broker's limits that systemUsage defaults to.
+	"config":           {"internal/setting", "destinations/policy", "broker/limits"},
 	"internal/setting": {},
-	// migrate/xmlconfig converts activemq.xml to YAML text on its own: it writes the
-	// keys config reads but imports nothing of the project (its tests load the result).
-	"migrate/xmlconfig":     {},
+	"broker/limits":    {},
+	// migrate/xmlconfig converts activemq.xml to YAML text: it writes the keys config
+	// reads (its tests load the result), those of a destination policy from the list
+	// destinations/policy, a leaf, keeps of them; nothing else of the project.
+	"migrate/xmlconfig": {"destinations/policy"},
+	// destinations/policy defines a destination's policy once, for config, the
+	// importer, the destinations and the broker: a leaf.
 	"destinations/policy":   {},
 	"internal/vfs":          {},
 	"persistence":           {},
@@ -104,7 +109,7 @@ var allowed = map[string][]string{
 	// broker or transport (TestLayeringDirection holds that too). broker/scheduler
 	// keeps scheduled messages in the store and hands due ones back to its Host
 	// (kafkalog and internal/vfs come in through destinations).
-	"broker/scheduler": {"destinations", "persistence", "kafkalog", "internal/vfs"},
+	"broker/scheduler": {"destinations", "persistence", "kafkalog", "internal/vfs", "broker/limits"},
 	// broker/dedup keeps the duplicate-detection ids of destinations and durable
 	// subscriptions, and their id logs in the store; its Host gives it the policies.
 	"broker/dedup": {"destinations", "persistence", "kafkalog", "internal/vfs"},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/activemq-go/broker/broker"
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/kafkalog"
 	"github.com/activemq-go/broker/persistence/memstore"
@@ -34,10 +35,10 @@ func inProcessStreamBroker(t *testing.T, fs vfs.FS) (*broker.Broker, string) {
 		RetentionCheckInterval: -1, MaxBatchBytes: 64 << 20, Logger: quiet})
 	require.NoError(t, err)
 	b, err := broker.New(context.Background(), broker.Options{Name: "t", Store: memstore.New(), Streams: l, Logger: quiet,
-		Policies: func(k destinations.Kind, name string) destinations.Policy {
-			p := destinations.DefaultPolicy(k.IsTopic())
+		Policies: func(k destinations.Kind, name string) policy.Policy {
+			p := policy.Default(k.IsTopic())
 			if k == destinations.Topic && destinations.Match("s.>", name) {
-				p.Stream, p.Partitions = true, 1
+				p.Type, p.Partitions = policy.StreamType, 1
 			}
 			return p
 		}})

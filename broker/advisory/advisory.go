@@ -70,6 +70,7 @@ import (
 	"time"
 
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/internal/loglimit"
 	"github.com/activemq-go/broker/persistence"
 )
@@ -283,7 +284,7 @@ func (a *Advisories) publishLocked(topic string, to *Consumer, build func() (bod
 	hs = append(hs, "transformation", jsonType)
 	m := &persistence.Message{ID: a.host.NewMessageID(), Headers: hs, Body: bytes.TrimSuffix(js.Bytes(), []byte("\n"))}
 	// A topic of its own, for these subscribers: see the package comment.
-	t := destinations.NewTopic(a.env, topic, destinations.DefaultPolicy(true), 0, false)
+	t := destinations.NewTopic(a.env, topic, policy.Default(true), 0, false)
 	for _, s := range targets {
 		t.Add(s.Consumer)
 	}

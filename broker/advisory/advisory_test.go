@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
 )
 
 // host is a Host that numbers message ids and lets every subscriber read everything.
@@ -175,7 +176,7 @@ func TestSlowConsumerOfOthersNotAnnounced(t *testing.T) {
 	a := newAdvisories(t)
 	var app, mon sink
 	a.Subscribed(subscriber(t, &mon, "slow", "/topic/ActiveMQ.Advisory.SlowConsumer.>", 10))
-	topic := destinations.NewTopic(a.env, "PRICES", destinations.DefaultPolicy(true), 0, false)
+	topic := destinations.NewTopic(a.env, "PRICES", policy.Default(true), 0, false)
 	other := &destinations.Consumer{Sink: &app, Dest: destinations.Name{Kind: destinations.Topic, Name: "PRICES"}}
 	a.SlowConsumer(topic, other)
 	assert.Empty(t, mon.topics())

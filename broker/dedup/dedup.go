@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -52,9 +53,9 @@ const (
 
 // Host is what duplicate detection asks of the broker it runs in.
 type Host interface {
-	// Policy is the policy of a destination: its DedupEnabled, DedupCacheSize and
-	// DedupWindow say what the destination remembers.
-	Policy(kind destinations.Kind, name string) destinations.Policy
+	// Policy is the policy of a destination: its DuplicateDetection says what the
+	// destination remembers.
+	Policy(kind destinations.Kind, name string) policy.Policy
 	// DurableTopic is the topic of durable subscription k, and false when there is no
 	// such subscription (its ids are then dropped at start).
 	DurableTopic(k persistence.SubKey) (topic string, ok bool)
@@ -152,8 +153,8 @@ func (dt *Detector) cacheAt(key string, d destinations.Name) *Cache {
 		return c
 	}
 	p := dt.host.Policy(d.Kind, d.Name)
-	if p.DedupEnabled {
-		c = &Cache{log: LogPrefix + key, size: max(p.DedupCacheSize, 1), window: p.DedupWindow, ids: map[string]*Entry{}}
+	if dd := p.DuplicateDetection; dd.Enabled {
+		c = &Cache{log: LogPrefix + key, size: max(dd.IDCacheSize, 1), window: dd.Window, ids: map[string]*Entry{}}
 	}
 	dt.caches[key] = c
 	return c

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
@@ -22,9 +23,9 @@ type host struct {
 	dropped   atomic.Int64
 }
 
-func (h *host) Policy(kind destinations.Kind, _ string) destinations.Policy {
-	p := destinations.DefaultPolicy(kind.IsTopic())
-	p.DedupCacheSize = h.cacheSize
+func (h *host) Policy(kind destinations.Kind, _ string) policy.Policy {
+	p := policy.Default(kind.IsTopic())
+	p.DuplicateDetection.IDCacheSize = h.cacheSize
 	return p
 }
 

@@ -39,6 +39,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/activemq-go/broker/broker/limits"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 )
@@ -51,10 +52,6 @@ const (
 	HeaderCron   = "AMQ_SCHEDULED_CRON"
 	HeaderJobID  = "scheduledJobId"
 )
-
-// DefaultMemoryLimit is how many bytes of persistent scheduled messages the
-// scheduler keeps in memory by default; the later ones wait in the store.
-const DefaultMemoryLimit = 32 << 20
 
 // StoreDest is the store destination holding scheduled persistent messages.
 const StoreDest = "scheduler://jobs"
@@ -137,7 +134,7 @@ type Config struct {
 	Memory *destinations.Usage
 	Space  *destinations.SpaceSignal
 	// MemoryLimit bounds the bytes of persistent jobs held in memory
-	// (schedulerMemoryLimit); 0 for DefaultMemoryLimit.
+	// (schedulerMemoryLimit); 0 for limits.DefaultSchedulerMemoryLimit.
 	MemoryLimit int64
 }
 
@@ -179,7 +176,7 @@ type Scheduler struct {
 // starts delivering.
 func New(c Config) *Scheduler {
 	if c.MemoryLimit <= 0 {
-		c.MemoryLimit = DefaultMemoryLimit
+		c.MemoryLimit = limits.DefaultSchedulerMemoryLimit
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)

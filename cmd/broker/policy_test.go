@@ -21,7 +21,7 @@ func TestPoliciesCarryRedeliveryAndDeadLetter(t *testing.T) {
     deadLetterStrategy: {individual: true, queuePrefix: DLQ.}
 `), nil)
 	require.NoError(t, err)
-	lookup := policies(cfg.DestinationPolicy)
+	lookup := destinations.Policies(cfg.DestinationPolicy)
 
 	p := lookup(destinations.Queue, "ORDERS.EU")
 	assert.Equal(t, policy.Redelivery{MaximumRedeliveries: 2, InitialRedeliveryDelay: time.Second, RedeliveryDelay: 3 * time.Second,
@@ -49,16 +49,16 @@ func TestTempPolicies(t *testing.T) {
   - tempTopic: true
     prefetch: 22
 `)
-	pf := policies(cfg.DestinationPolicy)
+	pf := destinations.Policies(cfg.DestinationPolicy)
 	assert.Equal(t, 11, pf(destinations.Queue, "a").Prefetch)
 	assert.Equal(t, 12, pf(destinations.Topic, "a").Prefetch)
 	assert.Equal(t, 21, pf(destinations.TempQueue, "ID:x:c1:a").Prefetch)
 	assert.EqualValues(t, 1<<20, pf(destinations.TempQueue, "ID:x:c1:a").MemoryLimit)
 	assert.Equal(t, 22, pf(destinations.TempTopic, "ID:x:c1:a").Prefetch)
 
-	pf = policies(parseConfig(t, "destinationPolicy:\n  - queue: \">\"\n    prefetch: 11\n").DestinationPolicy)
-	assert.Equal(t, destinations.DefaultPolicy(false), pf(destinations.TempQueue, "ID:x:c1:a"))
-	assert.Equal(t, destinations.DefaultPolicy(true), pf(destinations.TempTopic, "ID:x:c1:a"))
+	pf = destinations.Policies(parseConfig(t, "destinationPolicy:\n  - queue: \">\"\n    prefetch: 11\n").DestinationPolicy)
+	assert.Equal(t, policy.Default(false), pf(destinations.TempQueue, "ID:x:c1:a"))
+	assert.Equal(t, policy.Default(true), pf(destinations.TempTopic, "ID:x:c1:a"))
 }
 
 // TestDestinationGCPeriod: no collector without gcInactiveDestinations; with it, half the
@@ -73,7 +73,7 @@ func TestDestinationGCPeriod(t *testing.T) {
 	assert.Equal(t, 2*time.Second, destinationGCPeriod(cfg.DestinationPolicy))
 	cfg = parseConfig(t, "destinationPolicy:\n  - {queue: \">\", gcInactiveDestinations: true}\n")
 	assert.Equal(t, 10*time.Second, destinationGCPeriod(cfg.DestinationPolicy))
-	p := policies(cfg.DestinationPolicy)(destinations.Queue, "x")
-	assert.True(t, p.GCInactive)
-	assert.Equal(t, time.Minute, p.InactiveTimeout)
+	p := destinations.Policies(cfg.DestinationPolicy)(destinations.Queue, "x")
+	assert.True(t, p.GCInactiveDestinations)
+	assert.Equal(t, time.Minute, p.InactiveTimeoutBeforeGC)
 }

@@ -24,6 +24,7 @@ import (
 	adminmetrics "github.com/activemq-go/broker/admin/metrics"
 	"github.com/activemq-go/broker/broker"
 	"github.com/activemq-go/broker/config"
+	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/internal/gctune"
 	"github.com/activemq-go/broker/internal/stompcodec"
 	"github.com/activemq-go/broker/persistence"
@@ -230,7 +231,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 		MaxDurableSubscriptions:       cfg.SystemUsage.MaxDurableSubscriptions,
 		DestinationGCPeriod:           destinationGCPeriod(cfg.DestinationPolicy),
 		NoSpaceWait:                   noSpaceWait(cfg.SystemUsage),
-		Policies:                      policies(cfg.DestinationPolicy),
+		Policies:                      destinations.Policies(cfg.DestinationPolicy),
 		ExpirySweep:                   expirySweep(cfg.DestinationPolicy),
 		VirtualTopics: broker.VirtualTopics{
 			Enabled: cfg.VirtualTopics.Enabled,

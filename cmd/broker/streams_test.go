@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/config"
+	"github.com/activemq-go/broker/destinations/policy"
 )
 
 func TestKafkaSASL(t *testing.T) {
@@ -41,7 +42,7 @@ func TestKafkaTLS(t *testing.T) {
 // With engine: kafka and no Kafka answering, the broker does not start, and says why.
 func TestOpenStreamsKafkaUnreachable(t *testing.T) {
 	cfg := config.Default()
-	cfg.DestinationPolicy = []config.PolicyEntry{{Topic: "s.>", Type: config.StreamType}}
+	cfg.DestinationPolicy = []policy.Policy{{Topic: "s.>", Type: policy.StreamType}}
 	cfg.Streams.Engine = config.StreamsKafka
 	cfg.Streams.Kafka.SeedBrokers = config.Names{"127.0.0.1:1"}
 	cfg.Streams.Kafka.SASL = config.KafkaSASL{Mechanism: config.SASLPlain, User: "u", Password: "hunter2"}

@@ -1,8 +1,3 @@
-// Package policy defines the parts of a destination's policy (ActiveMQ's policyEntry)
-// that say what happens to a message its consumers fail on: the redelivery policy, with
-// the delay before each redelivery, and the dead-letter strategy. They are defined once,
-// here: config fills them in from the file, the broker applies them. The package imports
-// only the standard library, so config can use it without depending on the broker.
 package policy
 
 import (
@@ -36,28 +31,28 @@ const (
 type Redelivery struct {
 	// MaximumRedeliveries is how many times a message is redelivered before it goes to
 	// the dead-letter destination (default 6; -1: unlimited; 0: never redelivered).
-	MaximumRedeliveries int
+	MaximumRedeliveries int `mapstructure:"maximumRedeliveries" activemq:"redeliveryPolicy"`
 	// InitialRedeliveryDelay is the delay of the first redelivery (default 1s); when 0,
 	// RedeliveryDelay is used instead.
-	InitialRedeliveryDelay time.Duration
+	InitialRedeliveryDelay time.Duration `mapstructure:"initialRedeliveryDelay" activemq:"redeliveryPolicy"`
 	// RedeliveryDelay is the delay of later redeliveries without exponential back-off,
 	// and of the first when InitialRedeliveryDelay is 0 (default 1s).
-	RedeliveryDelay time.Duration
+	RedeliveryDelay time.Duration `mapstructure:"redeliveryDelay" activemq:"redeliveryPolicy"`
 	// UseExponentialBackOff multiplies each delay by BackOffMultiplier (default false).
-	UseExponentialBackOff bool
+	UseExponentialBackOff bool `mapstructure:"useExponentialBackOff" activemq:"redeliveryPolicy"`
 	// BackOffMultiplier is the factor of exponential back-off (default 5; back-off needs
 	// more than 1).
-	BackOffMultiplier float64
+	BackOffMultiplier float64 `mapstructure:"backOffMultiplier" activemq:"redeliveryPolicy"`
 	// MaximumRedeliveryDelay caps the delays of exponential back-off (0: no cap;
 	// ActiveMQ writes no cap as -1).
-	MaximumRedeliveryDelay time.Duration
+	MaximumRedeliveryDelay time.Duration `mapstructure:"maximumRedeliveryDelay" activemq:"redeliveryPolicy"`
 	// UseCollisionAvoidance moves each delay after the first by a random fraction of
 	// itself, up to CollisionAvoidanceFactor either way, so that messages failed
 	// together are not all redelivered at the same instant (default false).
-	UseCollisionAvoidance bool
+	UseCollisionAvoidance bool `mapstructure:"useCollisionAvoidance" activemq:"redeliveryPolicy"`
 	// CollisionAvoidanceFactor is the largest fraction collision avoidance moves a
 	// delay by (default 0.15, from 0 to 1).
-	CollisionAvoidanceFactor float64
+	CollisionAvoidanceFactor float64 `mapstructure:"collisionAvoidanceFactor" activemq:"redeliveryPolicy"`
 }
 
 // DefaultRedelivery returns ActiveMQ's default redelivery policy.
@@ -132,32 +127,35 @@ type DeadLetter struct {
 	// Individual gives each destination its own dead-letter queue, named by QueuePrefix
 	// or TopicPrefix (ActiveMQ's individualDeadLetterStrategy); when false (the default)
 	// every destination shares SharedDLQ (ActiveMQ's sharedDeadLetterStrategy).
-	Individual bool
+	Individual bool `mapstructure:"individual"`
+	// Prefix is the file's shorthand for both prefixes: Complete moves it into
+	// QueuePrefix and TopicPrefix where the entry does not write those, and clears it.
+	Prefix string `mapstructure:"prefix"`
 	// QueuePrefix and TopicPrefix start the name of a queue's or a topic's individual
 	// dead-letter queue (defaults "ActiveMQ.DLQ.Queue." and "ActiveMQ.DLQ.Topic.").
-	QueuePrefix string
-	TopicPrefix string
+	QueuePrefix string `mapstructure:"queuePrefix" activemq:"individualDeadLetterStrategy"`
+	TopicPrefix string `mapstructure:"topicPrefix" activemq:"individualDeadLetterStrategy"`
 	// QueueSuffix and TopicSuffix end those names (default none).
-	QueueSuffix string
-	TopicSuffix string
+	QueueSuffix string `mapstructure:"queueSuffix" activemq:"individualDeadLetterStrategy"`
+	TopicSuffix string `mapstructure:"topicSuffix" activemq:"individualDeadLetterStrategy"`
 	// UseQueueForQueueMessages and UseQueueForTopicMessages make the individual
 	// dead-letter destination of a queue's or a topic's messages a queue (both
 	// default true); false makes it a topic.
-	UseQueueForQueueMessages bool
-	UseQueueForTopicMessages bool
+	UseQueueForQueueMessages bool `mapstructure:"useQueueForQueueMessages" activemq:"individualDeadLetterStrategy"`
+	UseQueueForTopicMessages bool `mapstructure:"useQueueForTopicMessages" activemq:"individualDeadLetterStrategy"`
 	// DestinationPerDurableSubscriber gives each durable topic subscription its own
 	// individual dead-letter destination: the topic's name followed by "." +
 	// client-id + ":" + subscription name (default false), as ActiveMQ names it.
-	DestinationPerDurableSubscriber bool
+	DestinationPerDurableSubscriber bool `mapstructure:"destinationPerDurableSubscriber" activemq:"individualDeadLetterStrategy"`
 	// ProcessExpired dead-letters expired messages instead of dropping them (default
 	// true).
-	ProcessExpired bool
+	ProcessExpired bool `mapstructure:"processExpired" activemq:"individualDeadLetterStrategy,sharedDeadLetterStrategy"`
 	// ProcessNonPersistent dead-letters non-persistent messages too; when false (the
 	// default), they are dropped instead.
-	ProcessNonPersistent bool
+	ProcessNonPersistent bool `mapstructure:"processNonPersistent" activemq:"individualDeadLetterStrategy,sharedDeadLetterStrategy"`
 	// Discard drops every message instead of dead-lettering it, ActiveMQ's
 	// <discarding/> (default false). DLQName does not look at it.
-	Discard bool
+	Discard bool `mapstructure:"discard"`
 }
 
 // DefaultDeadLetter returns ActiveMQ's default dead-letter strategy: shared, expired

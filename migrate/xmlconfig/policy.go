@@ -1,6 +1,10 @@
 package xmlconfig
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/activemq-go/broker/destinations/policy"
+)
 
 // destinationPolicy converts <destinationPolicy><policyMap>.
 func (c *conv) destinationPolicy(n *node) {
@@ -72,12 +76,7 @@ func (c *conv) policyEntry(e *node, kind string) {
 		}
 	}
 	topic := kind == "topic" || kind == "tempTopic"
-	if v, ok := e.attr("memoryLimit"); ok {
-		p.set("memoryLimit", c.size(e, "memoryLimit", c.val(v)))
-	}
-	c.copyAttrs(e, p, "prioritizedMessages", "expireMessagesPeriod", "gcInactiveDestinations",
-		"inactiveTimeoutBeforeGC", "durableTopicPrefetch", "allConsumersExclusiveByDefault",
-		"advisoryForSlowConsumers", "maxPendingMessages", "offlineDurableSubscriberTimeout")
+	c.policyAttrs(e, p)
 	if _, ok := e.attr("prioritizedMessages"); !ok && !topic {
 		c.report(e, Differs, "no prioritizedMessages: ActiveMQ's default is false (FIFO whatever the priority), this broker's true "+
 			"(higher priorities first); add prioritizedMessages: false to the entry to keep ActiveMQ's order")
@@ -119,10 +118,8 @@ func (c *conv) policyEntry(e *node, kind string) {
 			}
 			m := newMap()
 			switch inner.name {
-			case "constantPendingMessageLimitStrategy":
-				c.copyAttrs(inner, m, "limit")
-			case "prefetchRatePendingMessageLimitStrategy":
-				c.copyAttrs(inner, m, "multiplier")
+			case "constantPendingMessageLimitStrategy", "prefetchRatePendingMessageLimitStrategy":
+				c.policyAttrs(inner, m)
 			default:
 				c.report(inner, Unsupported, "no counterpart")
 				continue
@@ -136,7 +133,7 @@ func (c *conv) policyEntry(e *node, kind string) {
 				continue
 			}
 			m := newMap()
-			c.copyAttrs(inner, m, "abortConnection", "maxSlowDuration", "maxSlowCount", "checkPeriod", "ignoreIdleConsumers")
+			c.policyAttrs(inner, m)
 			c.leftover(inner, "no counterpart")
 			p.set("slowConsumerStrategy", map[string]any{"abortSlowConsumerStrategy": m})
 			c.report(inner, Converted, "")
@@ -150,6 +147,21 @@ func (c *conv) policyEntry(e *node, kind string) {
 		return
 	}
 	c.report(e, Converted, "")
+}
+
+// policyAttrs copies to m the attributes of n that are keys of a policy entry (or of
+// one of its blocks) of the same name, as package policy lists them for n's element.
+func (c *conv) policyAttrs(n *node, m *omap) {
+	for _, a := range policy.Attributes(n.name) {
+		v, ok := n.attr(a.Name)
+		switch {
+		case !ok:
+		case a.Size:
+			m.set(a.Name, c.size(n, a.Name, c.val(v)))
+		default:
+			m.set(a.Name, typed(c.val(v)))
+		}
+	}
 }
 
 func firstKid(n *node) *node {
@@ -169,10 +181,9 @@ func (c *conv) deadLetter(k, inner *node, p *omap) {
 	switch inner.name {
 	case "individualDeadLetterStrategy":
 		m.set("individual", true)
-		c.copyAttrs(inner, m, "queuePrefix", "topicPrefix", "queueSuffix", "topicSuffix", "useQueueForQueueMessages",
-			"useQueueForTopicMessages", "destinationPerDurableSubscriber", "processExpired", "processNonPersistent")
+		c.policyAttrs(inner, m)
 	case "sharedDeadLetterStrategy":
-		c.copyAttrs(inner, m, "processExpired", "processNonPersistent")
+		c.policyAttrs(inner, m)
 		for _, q := range inner.kids {
 			c.report(q, Unsupported, "the shared dead-letter queue is always ActiveMQ.DLQ")
 		}
@@ -244,10 +255,9 @@ func (c *conv) redeliveryPolicy(r *node, kind string) {
 	}
 	p := c.policyFor(kind, pattern)
 	m := newMap()
-	c.copyAttrs(r, m, "maximumRedeliveries", "initialRedeliveryDelay", "redeliveryDelay", "useExponentialBackOff",
-		"backOffMultiplier", "maximumRedeliveryDelay", "useCollisionAvoidance", "collisionAvoidanceFactor")
+	c.policyAttrs(r, m)
 	c.leftover(r, "no counterpart")
 	p.set("redeliveryPolicy", m)
-	p.set("nackPolicy", "redeliver")
+	p.set("nackPolicy", string(policy.NackRedeliver))
 	c.report(r, Differs, "written as the redeliveryPolicy of the "+kind+" \""+pattern+"\" policy entry with nackPolicy: redeliver; an entry applies whole, so it takes no setting from broader entries")
 }

@@ -1,0 +1,26 @@
+// Package limits holds the defaults of the broker's limits, written once: the broker
+// falls back to them when an Options field is zero, and config gives them to the keys
+// of systemUsage that a file leaves out. It imports nothing, so config can use it
+// without depending on the broker.
+package limits
+
+const (
+	// DefaultMemoryUsage bounds the bytes of messages the broker holds in memory
+	// (systemUsage.memoryUsage): 1 GiB.
+	DefaultMemoryUsage = 1 << 30
+	// DefaultMaxTransactionSize bounds the bytes one open transaction holds until
+	// COMMIT: 64 MiB.
+	DefaultMaxTransactionSize = 64 << 20
+	// DefaultMaxTransactionsPerConnection bounds the transactions one connection may
+	// have open at once.
+	DefaultMaxTransactionsPerConnection = 64
+	// DefaultMaxSubscriptionsPerConnection bounds the subscriptions (queue browsers
+	// included) one connection may have at once.
+	DefaultMaxSubscriptionsPerConnection = 10000
+	// DefaultMaxDurableSubscriptions bounds the durable topic subscriptions clients
+	// may create, broker-wide (ActiveMQ has no limit).
+	DefaultMaxDurableSubscriptions = 10000
+	// DefaultSchedulerMemoryLimit is how many bytes of persistent scheduled messages
+	// the scheduler keeps in memory; the later ones wait in the store. 32 MiB.
+	DefaultSchedulerMemoryLimit = 32 << 20
+)
