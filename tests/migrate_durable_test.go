@@ -120,7 +120,7 @@ func TestMigrateDurablesFromActiveMQ(t *testing.T) {
 	}
 	require.NoError(t, p.Disconnect(ctx))
 	p.Close()
-	start := time.Now().UnixMilli()
+	start := sourceCutoff()
 
 	from, to := "stomp://"+amq, "stomp://"+ours.Addr
 	args := []string{"migrate", "--from", from, "--to", to, "--admin", adminURL, "--idle", "1s",

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -277,7 +278,7 @@ func TestMigrateFromActiveMQ(t *testing.T) {
 		assert.Contains(t, dry, "  "+q+"\n")
 	}
 
-	start := time.Now().UnixMilli()
+	start := sourceCutoff()
 	r := runCLI(t, "", nil, "migrate", "--from", from, "--to", to, "--settle", "2s", "--idle", "1s", "--progress", "200ms")
 	require.Equal(t, 0, r.Code, "migrate:\n%s\n%s", r.Stdout, r.Stderr)
 	t.Logf("migrate:\n%s", r.Stdout)
@@ -300,6 +301,18 @@ func TestMigrateFromActiveMQ(t *testing.T) {
 	}
 	assert.Len(t, seen, expired)
 	migDrain(t, amq, "ActiveMQ.DLQ", 0)
+}
+
+// sourceCutoff returns a time, in milliseconds, later than every timestamp the source
+// gave the messages filled so far and not later than any a move gives: it waits for the
+// clock to leave the millisecond of the call (a message filled in that millisecond
+// carries it).
+func sourceCutoff() int64 {
+	filled := time.Now().UnixMilli()
+	for time.Now().UnixMilli() <= filled {
+		runtime.Gosched()
+	}
+	return filled + 1
 }
 
 func thousandsOf(n int) string {
@@ -327,7 +340,7 @@ func TestMigrateKilledResumesExactlyOnce(t *testing.T) {
 		}
 	}
 	migFill(t, amq, "MIG.KILL", ms)
-	start := time.Now().UnixMilli()
+	start := sourceCutoff()
 
 	from, to := "stomp://"+amq, "stomp://"+ours.Addr
 	migrateKilled(t, n, "MIG.KILL", "migrate", "--from", from, "--to", to, "--queue", "MIG.KILL", "--idle", "1s")
