@@ -13,6 +13,7 @@ import (
 
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/logshell/shelltest"
 	"github.com/activemq-go/broker/persistence/journal"
 )
 
@@ -86,18 +87,8 @@ func report(b *testing.B, msgs int64, fs *syncCounter, syncs0 int64) {
 // per commit, the latency floor of the disk.
 func BenchmarkJournalAppend(b *testing.B) {
 	s, fs := benchJournal(b)
-	m := benchMessage("queue://bench", 256)
 	syncs0 := fs.syncs.Load()
-	b.ReportAllocs()
-	b.SetBytes(256)
-	for b.Loop() {
-		m.Seq++
-		bt := s.Begin()
-		bt.Add(m)
-		if err := bt.Commit(b.Context(), persistence.Sync); err != nil {
-			b.Fatal(err)
-		}
-	}
+	shelltest.AppendLoop(b, s, benchMessage("queue://bench", 256), persistence.Sync, false, 0)
 	report(b, int64(b.N), fs, syncs0)
 }
 
@@ -140,44 +131,15 @@ func BenchmarkJournalAppendParallel(b *testing.B) {
 func BenchmarkJournalAppendAsync(b *testing.B) {
 	b.Run("Commit(Async)", func(b *testing.B) {
 		s, fs := benchJournal(b)
-		m := benchMessage("queue://bench", 256)
 		syncs0 := fs.syncs.Load()
-		b.ReportAllocs()
-		b.SetBytes(256)
-		for b.Loop() {
-			m.Seq++
-			bt := s.Begin()
-			bt.Add(m)
-			if err := bt.Commit(b.Context(), persistence.Async); err != nil {
-				b.Fatal(err)
-			}
-		}
+		shelltest.AppendLoop(b, s, benchMessage("queue://bench", 256), persistence.Async, false, 0)
 		report(b, int64(b.N), fs, syncs0)
 	})
 	b.Run("CommitAsync(Sync)", func(b *testing.B) {
 		s, fs := benchJournal(b)
-		m := benchMessage("queue://bench", 256)
 		syncs0 := fs.syncs.Load()
-		var wg sync.WaitGroup
-		window := make(chan struct{}, 1000) // receipts outstanding, as a broker would bound them
-		done := func(err error) {
-			if err != nil {
-				b.Error(err)
-			}
-			<-window
-			wg.Done()
-		}
-		b.ReportAllocs()
-		b.SetBytes(256)
-		for b.Loop() {
-			m.Seq++
-			bt := s.Begin()
-			bt.Add(m)
-			window <- struct{}{}
-			wg.Add(1)
-			bt.(persistence.AsyncBatch).CommitAsync(persistence.Sync, done)
-		}
-		wg.Wait()
+		// receipts outstanding bounded as a broker bounds them
+		shelltest.AppendLoop(b, s, benchMessage("queue://bench", 256), persistence.Sync, true, 1000)
 		report(b, int64(b.N), fs, syncs0)
 	})
 }

@@ -23,6 +23,8 @@ func openStore(ctx context.Context, dir string, fs vfs.FS) (persistence.Store, e
 	return journal.Open(ctx, journal.Options{Dir: dir, FS: fs, MaxFileLength: 64 << 10, Logger: quiet})
 }
 
-func TestConformance(t *testing.T) { shelltest.Conformance(t, openStore, "/data/kahadb") }
+func TestConformance(t *testing.T) {
+	shelltest.Conformance(t, openStore, "/data/kahadb", journal.ErrLocked)
+}
 
 func BenchmarkStore(b *testing.B) { storetest.RunBenchmarks(b, shelltest.OSHarness(openStore)) }

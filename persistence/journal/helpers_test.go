@@ -142,12 +142,7 @@ func newWorkload(t testing.TB, seed uint64, n int) *workload {
 				}
 			}
 		case r < 88:
-			for _, k := range []persistence.SubKey{subA, subB} {
-				if p := shelltest.Pending(t, oracle, k); len(p) > 0 {
-					seq := p[rng.IntN(len(p))]
-					ops = append(ops, func(b persistence.Batch) { b.AckSub(k, seq) })
-				}
-			}
+			ops = shelltest.AckPending(t, oracle, rng, subA, subB)
 		case r < 91:
 			ops = append(ops, func(b persistence.Batch) { b.Purge(wlQueueB) })
 		case r < 94:

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/logshell/shelltest"
 )
 
 const killChildEnv = "JOURNAL_KILL9_CHILD_DIR"
@@ -101,14 +102,14 @@ func TestKillNine(t *testing.T) {
 
 	s, err := Open(t.Context(), Options{Dir: dir, Logger: quietLog})
 	require.NoError(t, err)
-	got := scanSeqs2(t, s, "queue://kill")
+	got := shelltest.Seqs(t, s, "queue://kill")
 	require.True(t, slices.Equal(got, killState(acked)) || slices.Equal(got, killState(acked+1)),
 		"after kill -9 with %d batches acknowledged the store holds %v", acked, got)
 	k := acked
 	if len(got) > 0 && !slices.Equal(got, killState(acked)) {
 		k = acked + 1
 	}
-	require.Equal(t, killJobs(k), scanSeqs2(t, s, "scheduler://kill"), "scheduled jobs after kill -9 (batch %d)", k)
+	require.Equal(t, killJobs(k), shelltest.Seqs(t, s, "scheduler://kill"), "scheduled jobs after kill -9 (batch %d)", k)
 	runFiles, err := filepath.Glob(filepath.Join(dir, "run-*.idx"))
 	require.NoError(t, err)
 	require.NotEmpty(t, runFiles, "the child spilled jobs to run files")

@@ -130,15 +130,8 @@ const keyPath = "persistenceAdapter.kahaDB"
 // optionKeys are the keys of the kahaDB block.
 var optionKeys = []optparse.Key[Options]{
 	optparse.DirectoryKey("a directory path (default <dataDirectory>/kahadb)", func(o *Options) *string { return &o.Dir }),
-	{Name: "journalMaxFileLength", Allowed: "a size from 64kb to 2gb, e.g. 32mb (a number is bytes)",
-		Set: func(o *Options, raw any) string {
-			n, err := optparse.Size(raw)
-			if err != nil || n < 64<<10 || n > MaxFileLength {
-				return "not a valid journal file length"
-			}
-			o.MaxFileLength = n
-			return ""
-		}},
+	optparse.SizeKey("journalMaxFileLength", "a size from 64kb to 2gb, e.g. 32mb (a number is bytes)", 64<<10, MaxFileLength,
+		"not a valid journal file length", func(o *Options) *int64 { return &o.MaxFileLength }),
 	logshell.PolicyKey("journalDiskSyncStrategy", &syncNames, func(o *Options, p logshell.Policy) { o.SyncStrategy = SyncStrategy(p) }),
 	optparse.StoreBeforeDispatchKey(func(o *Options) *bool { return &o.StoreBeforeDispatch }),
 	durationKey("journalDiskSyncInterval", func(o *Options) *time.Duration { return &o.SyncInterval }),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/logshell/shelltest"
 )
 
 // logBuffer collects log lines for assertions.
@@ -54,14 +55,6 @@ func scanSeqs(t testing.TB, s persistence.Store, dest string) []uint64 {
 		return nil
 	}))
 	return seqs
-}
-
-func seqs(from, to uint64) []uint64 {
-	var s []uint64
-	for i := from; i <= to; i++ {
-		s = append(s, i)
-	}
-	return s
 }
 
 func TestReopenAfterCleanClose(t *testing.T) {
@@ -134,7 +127,7 @@ func TestTornTailIsTruncated(t *testing.T) {
 			o := memOptions(crashed)
 			o.Logger = logs.logger()
 			s = mustOpen(t, o)
-			require.Equal(t, seqs(1, 2), scanSeqs(t, s, "queue://q"), "the torn batch is gone, the others are there")
+			require.Equal(t, shelltest.SeqRange(1, 2), scanSeqs(t, s, "queue://q"), "the torn batch is gone, the others are there")
 			rec := s.Recovery()
 			require.Positive(t, rec.TruncatedBytes)
 			require.Empty(t, rec.Corrupt, "a torn tail is not reported as corruption")
@@ -175,12 +168,12 @@ func TestCutPaddingKeepsRecord(t *testing.T) {
 		last += n
 	}
 	s = mustOpen(t, memOptions(crashed))
-	require.Equal(t, seqs(1, 3), scanSeqs(t, s, "queue://q"))
+	require.Equal(t, shelltest.SeqRange(1, 3), scanSeqs(t, s, "queue://q"))
 	require.Zero(t, s.Recovery().TruncatedBytes)
 	commitMsgs(t, s, "queue://q", 4, 4, 301)
 	require.NoError(t, s.Close())
 	s = mustOpen(t, memOptions(crashed.CrashClone()))
-	require.Equal(t, seqs(1, 4), scanSeqs(t, s, "queue://q"), "records after the restored padding are aligned")
+	require.Equal(t, shelltest.SeqRange(1, 4), scanSeqs(t, s, "queue://q"), "records after the restored padding are aligned")
 	require.NoError(t, s.Close())
 }
 
@@ -196,7 +189,7 @@ func TestZeroedTailIsTruncated(t *testing.T) {
 	require.NoError(t, crashed.WriteFile(path, append(data, make([]byte, 1000)...))) // size grew, data never came
 
 	s = mustOpen(t, memOptions(crashed))
-	require.Equal(t, seqs(1, 2), scanSeqs(t, s, "queue://q"))
+	require.Equal(t, shelltest.SeqRange(1, 2), scanSeqs(t, s, "queue://q"))
 	require.EqualValues(t, 1000, s.Recovery().TruncatedBytes)
 	require.NoError(t, s.Close())
 }
@@ -330,15 +323,5 @@ func TestMissingSegmentDropsItsMessages(t *testing.T) {
 	n, _ := s.Stats("queue://q")
 	require.EqualValues(t, len(got), n, "Stats agrees with what can be read")
 	require.True(t, strings.Contains(logs.String(), "stored messages lost"))
-	require.NoError(t, s.Close())
-}
-
-func TestSecondOpenIsLocked(t *testing.T) {
-	fs := vfs.NewMem()
-	s := mustOpen(t, memOptions(fs))
-	_, err := Open(t.Context(), memOptions(fs))
-	require.ErrorIs(t, err, ErrLocked)
-	require.NoError(t, s.Close())
-	s = mustOpen(t, memOptions(fs))
 	require.NoError(t, s.Close())
 }

@@ -10,20 +10,12 @@ import (
 
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/logshell/shelltest"
 )
 
 // segmentFiles lists the segment files in the test directory.
 func segmentFiles(t *testing.T, fs vfs.FS) []string {
-	t.Helper()
-	names, err := fs.List(testDir)
-	require.NoError(t, err)
-	var segs []string
-	for _, n := range names {
-		if _, ok := parseSegmentName(n); ok {
-			segs = append(segs, n)
-		}
-	}
-	return segs
+	return shelltest.Files(t, fs, testDir, func(n string) bool { _, ok := parseSegmentName(n); return ok })
 }
 
 func ackAll(t testing.TB, s persistence.Store, dest string, from, to uint64) {
@@ -75,10 +67,10 @@ func TestRecordLargerThanSegment(t *testing.T) {
 	commitMsgs(t, s, "queue://q", 1, 1, 100)
 	commitMsgs(t, s, "queue://q", 2, 2, 3*MinFileLength)
 	commitMsgs(t, s, "queue://q", 3, 3, 100)
-	require.Equal(t, seqs(1, 3), scanSeqs(t, s, "queue://q"))
+	require.Equal(t, shelltest.SeqRange(1, 3), scanSeqs(t, s, "queue://q"))
 	require.NoError(t, s.Close())
 	s = mustOpen(t, memOptions(fs.CrashClone()))
-	require.Equal(t, seqs(1, 3), scanSeqs(t, s, "queue://q"))
+	require.Equal(t, shelltest.SeqRange(1, 3), scanSeqs(t, s, "queue://q"))
 	require.NoError(t, s.Close())
 }
 

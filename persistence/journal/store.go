@@ -19,16 +19,14 @@ import (
 )
 
 // The registered opener parses the kahaDB block and opens the store on the real file
-// system.
+// system. Registering holds a *Store to logshell.Store (a persistence.Store with the
+// SpaceReporter and Sizer powers).
 func init() { logshell.Register("kahadb", ParseOptions, Open) }
 
-// Compile-time guards: a Store is a persistence.Store with the SpaceReporter power.
+// Compile-time guards: a Store also has the Container and SyncObserver powers.
 var (
-	_ persistence.Store         = (*Store)(nil)
-	_ persistence.SpaceReporter = (*Store)(nil)
-	_ persistence.Sizer         = (*Store)(nil)
-	_ persistence.Container     = (*Store)(nil)
-	_ persistence.SyncObserver  = (*Store)(nil)
+	_ persistence.Container    = (*Store)(nil)
+	_ persistence.SyncObserver = (*Store)(nil)
 )
 
 // Store is the journal persistence adapter. It is safe for concurrent use.
@@ -77,10 +75,7 @@ func (s *Store) SetSyncObserver(fn func(time.Duration)) {
 // Open opens (creating it if needed) the journal in o.Dir, recovers its index and starts
 // the writer and the background checkpointer.
 func Open(ctx context.Context, o Options) (*Store, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	o, err := o.withDefaults()
+	o, err := logshell.Prepare(ctx, o.withDefaults)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/logshell/shelltest"
 )
 
 // failOn makes fs fail every op on a segment file from now on.
@@ -44,7 +45,7 @@ func TestFailedIOFailsBatchAndEveryLaterWrite(t *testing.T) {
 			err := b.Commit(t.Context(), persistence.Sync)
 			require.ErrorIs(t, err, vfs.ErrInjected, "the batch gets the I/O error")
 			require.ErrorIs(t, err, ErrFailed)
-			require.Equal(t, []uint64{1}, scanSeqs2(t, s, q), "a failed batch is not applied")
+			require.Equal(t, []uint64{1}, shelltest.Seqs(t, s, q), "a failed batch is not applied")
 			n, _ := s.Stats(q)
 			require.EqualValues(t, 1, n)
 
@@ -58,17 +59,17 @@ func TestFailedIOFailsBatchAndEveryLaterWrite(t *testing.T) {
 			b.(persistence.AsyncBatch).CommitAsync(persistence.Sync, func(err error) { done <- err })
 			require.ErrorIs(t, <-done, ErrFailed)
 			require.ErrorIs(t, s.Begin().Commit(t.Context(), persistence.Sync), ErrFailed)
-			require.Equal(t, []uint64{1}, scanSeqs2(t, s, q), "reads still work")
+			require.Equal(t, []uint64{1}, shelltest.Seqs(t, s, q), "reads still work")
 
 			crashed := fs.CrashClone()
 			require.ErrorIs(t, s.Close(), ErrFailed, "Close reports the failure")
 			require.NoError(t, s.Close(), "a second Close returns nil")
 
 			s = mustOpen(t, memOptions(crashed))
-			require.Equal(t, []uint64{1}, scanSeqs2(t, s, q), "after a power cut only what was acknowledged is there")
+			require.Equal(t, []uint64{1}, shelltest.Seqs(t, s, q), "after a power cut only what was acknowledged is there")
 			require.NoError(t, s.Close())
 			s = mustOpen(t, memOptions(fs))
-			got := scanSeqs2(t, s, q)
+			got := shelltest.Seqs(t, s, q)
 			require.Contains(t, [][]uint64{{1}, {1, 2}}, got, "after a restart the failed batch is there or not, never later ones")
 			commitMsgs(t, s, q, 5, 5, 10)
 			require.NoError(t, s.Close(), "a reopened store writes again")
@@ -117,19 +118,9 @@ func TestGroupCommit(t *testing.T) {
 	t.Logf("%d commits, %d fsyncs", writers*each, n)
 	require.Less(t, n, int64(writers*each/4), "commits share fsyncs")
 	for w := range writers {
-		require.Equal(t, seqs(1, each), scanSeqs2(t, s, fmt.Sprint("queue://g", w)))
+		require.Equal(t, shelltest.SeqRange(1, each), shelltest.Seqs(t, s, fmt.Sprint("queue://g", w)))
 	}
 	require.NoError(t, s.Close())
-}
-
-func scanSeqs2(t testing.TB, s persistence.Store, dest string) []uint64 {
-	t.Helper()
-	var got []uint64
-	require.NoError(t, s.Scan(t.Context(), dest, 0, 0, func(m *persistence.Message) error {
-		got = append(got, m.Seq)
-		return nil
-	}))
-	return got
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -200,7 +191,7 @@ func TestSyncStrategies(t *testing.T) {
 		crashed := fs.CrashClone()
 		require.NoError(t, s.Close())
 		s = mustOpen(t, memOptions(crashed))
-		require.Equal(t, []uint64{1}, scanSeqs2(t, s, "queue://q"))
+		require.Equal(t, []uint64{1}, shelltest.Seqs(t, s, "queue://q"))
 		require.NoError(t, s.Close())
 	})
 	t.Run("never", func(t *testing.T) {
@@ -216,10 +207,10 @@ func TestSyncStrategies(t *testing.T) {
 		require.EqualValues(t, 1, syncs.Load(), "a checkpoint syncs the journal first")
 		require.NoError(t, s.Close())
 		s = mustOpen(t, memOptions(crashed))
-		require.Empty(t, scanSeqs2(t, s, "queue://q"), "never: unsynced commits are lost in a power cut")
+		require.Empty(t, shelltest.Seqs(t, s, "queue://q"), "never: unsynced commits are lost in a power cut")
 		require.NoError(t, s.Close())
 		s = mustOpen(t, memOptions(fs.CrashClone()))
-		require.Equal(t, seqs(1, 3), scanSeqs2(t, s, "queue://q"), "Close syncs everything")
+		require.Equal(t, shelltest.SeqRange(1, 3), shelltest.Seqs(t, s, "queue://q"), "Close syncs everything")
 		require.NoError(t, s.Close())
 	})
 }
@@ -267,7 +258,7 @@ func TestInvalidSeq(t *testing.T) {
 	b := s.Begin()
 	b.Add(&persistence.Message{Dest: "queue://q", Seq: math.MaxInt64})
 	require.NoError(t, b.Commit(t.Context(), persistence.Sync))
-	require.Equal(t, []uint64{math.MaxInt64}, scanSeqs2(t, s, "queue://q"))
+	require.Equal(t, []uint64{math.MaxInt64}, shelltest.Seqs(t, s, "queue://q"))
 	require.NoError(t, s.Close())
 }
 
@@ -372,11 +363,11 @@ func TestCommitCancelable(t *testing.T) {
 	require.ErrorIs(t, <-withdrawn, persistence.ErrCanceled)
 	require.NoError(t, <-kept)
 	require.False(t, keep(), "written: too late to withdraw")
-	require.Equal(t, []uint64{1, 3}, scanSeqs2(t, s, q), "the withdrawn batch is not applied")
+	require.Equal(t, []uint64{1, 3}, shelltest.Seqs(t, s, q), "the withdrawn batch is not applied")
 
 	require.NoError(t, s.Close())
 	s = mustOpen(t, memOptions(fs.CrashClone()))
-	require.Equal(t, []uint64{1, 3}, scanSeqs2(t, s, q), "nor written")
+	require.Equal(t, []uint64{1, 3}, shelltest.Seqs(t, s, q), "nor written")
 	require.NoError(t, s.Close())
 }
 

@@ -2,11 +2,11 @@ package logstore
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/logshell/shelltest"
 )
 
 // benchStore opens a store with the defaults in a temporary directory on the real disk.
@@ -40,24 +40,8 @@ func BenchmarkCommitAsync(b *testing.B) {
 	for _, d := range []persistence.Durability{persistence.Sync, persistence.Async} {
 		b.Run(map[persistence.Durability]string{persistence.Sync: "Sync", persistence.Async: "Async"}[d], func(b *testing.B) {
 			s := benchStore(b)
-			m := testMsg("queue://bench.async", 0, 256)
 			st, _ := s.log.Stats(logTopic, 0)
-			var wg sync.WaitGroup
-			b.ReportAllocs()
-			b.SetBytes(256)
-			for b.Loop() {
-				m.Seq++
-				bt := s.Begin()
-				bt.Add(m)
-				wg.Add(1)
-				bt.(persistence.AsyncBatch).CommitAsync(d, func(err error) {
-					if err != nil {
-						b.Error(err)
-					}
-					wg.Done()
-				})
-			}
-			wg.Wait()
+			shelltest.AppendLoop(b, s, testMsg("queue://bench.async", 0, 256), d, true, 0)
 			reportRate(b, b.N, s, st.Syncs)
 		})
 	}

@@ -23,6 +23,8 @@ func openStore(ctx context.Context, dir string, fs vfs.FS) (persistence.Store, e
 		SegmentBytes: logstore.MinSegmentBytes, CheckpointInterval: time.Millisecond, Logger: shelltest.Quiet})
 }
 
-func TestConformance(t *testing.T) { shelltest.Conformance(t, openStore, "/data/kafkalog") }
+func TestConformance(t *testing.T) {
+	shelltest.Conformance(t, openStore, "/data/kafkalog", logstore.ErrLocked)
+}
 
 func BenchmarkStore(b *testing.B) { storetest.RunBenchmarks(b, shelltest.OSHarness(openStore)) }

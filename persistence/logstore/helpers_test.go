@@ -117,12 +117,7 @@ func newWorkload(t testing.TB, seed uint64, n int) *workload {
 				add(msg(topic, next(topic), subs...))
 			}
 		case r < 88:
-			for _, k := range []persistence.SubKey{subX, subY} {
-				if p := shelltest.Pending(t, oracle, k); len(p) > 0 {
-					seq := p[rng.IntN(len(p))]
-					ops = append(ops, func(b persistence.Batch) { b.AckSub(k, seq) })
-				}
-			}
+			ops = shelltest.AckPending(t, oracle, rng, subX, subY)
 		case r < 91:
 			ops = append(ops, func(b persistence.Batch) { b.Purge(wlQueue2) })
 		case r < 94: // remove and re-create, maybe in separate batches

@@ -115,15 +115,8 @@ var optionKeys = []optparse.Key[Options]{
 	optparse.DirectoryKey("a directory path (default <dataDirectory>/kafkalog)", func(o *Options) *string { return &o.Dir }),
 	logshell.PolicyKey("flush", &flushNames, func(o *Options, p logshell.Policy) { o.Flush = FlushPolicy(p) }),
 	optparse.DurationKey("flushInterval", func(o *Options) *time.Duration { return &o.FlushInterval }, ""),
-	{Name: "segmentBytes", Allowed: "a size from 64kb to 1gb, e.g. 64mb (a number is bytes)",
-		Set: func(o *Options, raw any) string {
-			n, err := optparse.Size(raw)
-			if err != nil || n < 64<<10 || n > MaxSegmentBytes {
-				return "not a valid segment size"
-			}
-			o.SegmentBytes = n
-			return ""
-		}},
+	optparse.SizeKey("segmentBytes", "a size from 64kb to 1gb, e.g. 64mb (a number is bytes)", 64<<10, MaxSegmentBytes,
+		"not a valid segment size", func(o *Options) *int64 { return &o.SegmentBytes }),
 	optparse.DurationKey("checkpointInterval", func(o *Options) *time.Duration { return &o.CheckpointInterval }, ""),
 	optparse.StoreBeforeDispatchKey(func(o *Options) *bool { return &o.StoreBeforeDispatch }),
 }

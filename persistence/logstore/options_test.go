@@ -1,7 +1,6 @@
 package logstore_test
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,11 +12,9 @@ import (
 )
 
 func TestParseOptions(t *testing.T) {
-	o, err := logstore.ParseOptions(persistence.Options{DataDirectory: "/var/amq"})
-	require.NoError(t, err)
-	require.Equal(t, logstore.Options{Dir: "/var/amq/kafkalog"}, o, "defaults are left to Open")
+	shelltest.RequireDefaults(t, logstore.ParseOptions, "kafkalog", func(dir string) logstore.Options { return logstore.Options{Dir: dir} })
 
-	o, err = logstore.ParseOptions(persistence.Options{DataDirectory: "/var/amq", Raw: map[string]any{
+	o, err := logstore.ParseOptions(persistence.Options{DataDirectory: "/var/amq", Raw: map[string]any{
 		"directory":          "./data/kafkalog",
 		"flush":              "Interval",
 		"flushinterval":      "250ms",
@@ -32,7 +29,6 @@ func TestParseOptions(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1<<20, o.SegmentBytes, "a number is bytes")
 	require.Equal(t, logstore.FlushOS, o.Flush)
-	require.Equal(t, filepath.Join("data", "kafkalog"), o.Dir)
 	require.Equal(t, "os", o.Flush.String())
 
 	o, err = logstore.ParseOptions(persistence.Options{Raw: map[string]any{"concurrentstoreanddispatchqueues": false}})

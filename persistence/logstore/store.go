@@ -20,15 +20,9 @@ import (
 )
 
 // The registered opener parses the kafkaLog block and opens the store on the real file
-// system.
+// system. Registering holds a *Store to logshell.Store (a persistence.Store with the
+// SpaceReporter and Sizer powers).
 func init() { logshell.Register("kafkalog", ParseOptions, Open) }
-
-// Compile-time guards: a Store is a persistence.Store with the SpaceReporter power.
-var (
-	_ persistence.Store         = (*Store)(nil)
-	_ persistence.SpaceReporter = (*Store)(nil)
-	_ persistence.Sizer         = (*Store)(nil)
-)
 
 // Layout inside Options.Dir.
 const (
@@ -84,10 +78,7 @@ func (s *Store) Recovery() RecoveryInfo { return s.recovery }
 // checkpoint and the log after the low-water mark, and starts the writer and the
 // background checkpointer.
 func Open(ctx context.Context, o Options) (*Store, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	o, err := o.withDefaults()
+	o, err := logshell.Prepare(ctx, o.withDefaults)
 	if err != nil {
 		return nil, err
 	}

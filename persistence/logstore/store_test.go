@@ -15,22 +15,14 @@ import (
 
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/logshell/shelltest"
 )
 
 const logPartDir = testDir + "/" + logDir + "/" + logTopic + "-0"
 
 // segmentLogs lists the log's segment files.
 func segmentLogs(t *testing.T, fs vfs.FS) []string {
-	t.Helper()
-	names, err := fs.List(logPartDir)
-	require.NoError(t, err)
-	var logs []string
-	for _, n := range names {
-		if strings.HasSuffix(n, ".log") {
-			logs = append(logs, n)
-		}
-	}
-	return logs
+	return shelltest.Files(t, fs, logPartDir, func(n string) bool { return strings.HasSuffix(n, ".log") })
 }
 
 func commitRange(t testing.TB, s persistence.Store, dest string, from, to uint64, bodyLen int) {
@@ -84,7 +76,7 @@ func TestAckedSegmentsAreDeleted(t *testing.T) {
 	require.NoError(t, s.Close())
 	for _, f := range []*vfs.Mem{fs, fs.CrashClone()} {
 		s = mustOpen(t, memOptions(f))
-		require.Equal(t, seqRange(201, 210), scanSeqs(t, s, q))
+		require.Equal(t, shelltest.SeqRange(201, 210), scanSeqs(t, s, q))
 		require.Empty(t, scanSeqs(t, s, dlq))
 		rec, err := s.Recover(t.Context())
 		require.NoError(t, err)
@@ -110,14 +102,6 @@ func TestBackgroundCheckpointDeletesSegments(t *testing.T) {
 	}
 	require.NoError(t, b.Commit(t.Context(), persistence.Sync))
 	require.Eventually(t, func() bool { return len(segmentLogs(t, fs)) == 1 }, 10*time.Second, time.Millisecond)
-}
-
-func seqRange(from, to uint64) []uint64 {
-	var s []uint64
-	for i := from; i <= to; i++ {
-		s = append(s, i)
-	}
-	return s
 }
 
 // TestDeepQueuePaging pages through a deep queue as the broker's store cursor does,
@@ -163,7 +147,7 @@ func TestDeepQueuePaging(t *testing.T) {
 			break
 		}
 		require.LessOrEqual(t, len(got), page)
-		require.Equal(t, seqRange(after+1, after+uint64(len(got))), got, "page after %d", after)
+		require.Equal(t, shelltest.SeqRange(after+1, after+uint64(len(got))), got, "page after %d", after)
 		seen += len(got)
 		after = got[len(got)-1]
 		if after <= n/2 { // the consumer acks the first half while paging
@@ -180,7 +164,7 @@ func TestDeepQueuePaging(t *testing.T) {
 	require.Less(t, reads.Load(), int64(n/50), "file reads for %d messages", n)
 	msgs, _ := s.Stats(q)
 	require.Equal(t, int64(n/2), msgs)
-	require.Equal(t, seqRange(n/2+1, n/2+3), func() []uint64 {
+	require.Equal(t, shelltest.SeqRange(n/2+1, n/2+3), func() []uint64 {
 		var first []uint64
 		require.NoError(t, s.Scan(t.Context(), q, 0, 3, func(m *persistence.Message) error {
 			first = append(first, m.Seq)
@@ -287,20 +271,10 @@ func TestWriteFailureFailsStore(t *testing.T) {
 	b.Add(testMsg("queue://q", 5, 10))
 	b.(persistence.AsyncBatch).CommitAsync(persistence.Sync, func(err error) { got <- err })
 	require.ErrorIs(t, <-got, ErrFailed)
-	require.Equal(t, seqRange(1, 3), scanSeqs(t, s, "queue://q"))
+	require.Equal(t, shelltest.SeqRange(1, 3), scanSeqs(t, s, "queue://q"))
 	require.ErrorIs(t, s.Close(), ErrFailed)
 	s = mustOpen(t, memOptions(fs))
-	require.Equal(t, seqRange(1, 3), scanSeqs(t, s, "queue://q"))
-	require.NoError(t, s.Close())
-}
-
-func TestOpenLockedDirectory(t *testing.T) {
-	fs := vfs.NewMem()
-	s := mustOpen(t, memOptions(fs))
-	_, err := Open(t.Context(), memOptions(fs))
-	require.ErrorIs(t, err, ErrLocked)
-	require.NoError(t, s.Close())
-	s = mustOpen(t, memOptions(fs))
+	require.Equal(t, shelltest.SeqRange(1, 3), scanSeqs(t, s, "queue://q"))
 	require.NoError(t, s.Close())
 }
 

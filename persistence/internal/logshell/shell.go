@@ -94,9 +94,18 @@ type Shell[O any] struct {
 	closeErr  error
 }
 
+// Store is what a log-structured adapter's store is: a persistence.Store that reports
+// the space its files take (SpaceReporter, Sizer). Register holds the adapter's store
+// type to it, so the adapter needs no compile-time guard of its own for these.
+type Store interface {
+	persistence.Store
+	persistence.SpaceReporter
+	persistence.Sizer
+}
+
 // Register registers an adapter under name (persistence.Register): its opener parses
 // the adapter's block of options with parse and opens the store with open.
-func Register[T any, S persistence.Store](name string, parse func(persistence.Options) (T, error),
+func Register[T any, S Store](name string, parse func(persistence.Options) (T, error),
 	open func(context.Context, T) (S, error)) {
 	persistence.Register(name, func(ctx context.Context, po persistence.Options) (persistence.Store, error) {
 		o, err := parse(po)
@@ -109,6 +118,16 @@ func Register[T any, S persistence.Store](name string, parse func(persistence.Op
 		}
 		return s, nil
 	})
+}
+
+// Prepare is the first step of an adapter's Open: it fails for a done ctx, else fills
+// in the options' defaults and checks them (withDefaults, the adapter's).
+func Prepare[T any](ctx context.Context, withDefaults func() (T, error)) (T, error) {
+	if err := ctx.Err(); err != nil {
+		var zero T
+		return zero, err
+	}
+	return withDefaults()
 }
 
 // Init sets the shell up to record batches: Begin works, and Commit once Start ran.

@@ -70,6 +70,19 @@ func Size(raw any) (int64, error) {
 	return setting.WholeNumber(raw)
 }
 
+// SizeKey is a key read by Size into the field of o that field returns: a size from lo
+// to hi bytes, else problem.
+func SizeKey[T any](name, allowed string, lo, hi int64, problem string, field func(o *T) *int64) Key[T] {
+	return Key[T]{Name: name, Allowed: allowed, Set: func(o *T, raw any) string {
+		n, err := Size(raw)
+		if err != nil || n < lo || n > hi {
+			return problem
+		}
+		*field(o) = n
+		return ""
+	}}
+}
+
 // MaxDuration is the longest duration Duration accepts.
 const MaxDuration = 24 * time.Hour
 

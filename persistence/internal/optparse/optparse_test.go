@@ -24,14 +24,7 @@ var keys = []Key[opts]{
 		o.Name = s
 		return ""
 	}},
-	{Name: "bigSize", Allowed: "a size", Set: func(o *opts, raw any) string {
-		n, err := Size(raw)
-		if err != nil {
-			return "not a size"
-		}
-		o.N = n
-		return ""
-	}},
+	SizeKey("bigSize", "a size", 1<<10, 1<<20, "not a size", func(o *opts) *int64 { return &o.N }),
 	{Name: "wait", Allowed: "a duration", Set: func(o *opts, raw any) string {
 		d, problem := Duration(raw)
 		o.D = d
@@ -52,6 +45,8 @@ func TestApply(t *testing.T) {
 	require.NoError(t, Apply(&o, map[string]any{"NAME": "x", "bigsize": "2kb", "Wait": 1500}, keys, fail))
 	require.Equal(t, opts{Name: "x", N: 2 << 10, D: 1500 * time.Millisecond}, o, "keys match case-insensitively; a number is ms")
 	require.NoError(t, Apply(&o, nil, keys, fail))
+	require.NoError(t, Apply(&o, map[string]any{"bigsize": "1mb"}, keys, fail))
+	require.EqualValues(t, 1<<20, o.N, "a size key's bounds are inclusive")
 }
 
 func TestApplyErrors(t *testing.T) {
@@ -63,6 +58,9 @@ func TestApplyErrors(t *testing.T) {
 		{map[string]any{"name": 5}, failure{"name", "5", "not a name", "a name"}},
 		{map[string]any{"name": []int{1}}, failure{"name", "[1]", "must be a string, a number or a boolean, not []int", "a name"}},
 		{map[string]any{"bigsize": "lots"}, failure{"bigSize", "lots", "not a size", "a size"}},
+		{map[string]any{"bigsize": 1023}, failure{"bigSize", "1023", "not a size", "a size"}},
+		{map[string]any{"bigsize": "2mb"}, failure{"bigSize", "2mb", "not a size", "a size"}},
+		{map[string]any{"bigsize": -5}, failure{"bigSize", "-5", "not a size", "a size"}},
 		{map[string]any{"wait": "soon"}, failure{"wait", "soon", "not a duration", "a duration"}},
 		{map[string]any{"wait": "0s"}, failure{"wait", "0s", "duration out of range", "a duration"}},
 		{map[string]any{"wait": "25h"}, failure{"wait", "25h", "duration out of range", "a duration"}},

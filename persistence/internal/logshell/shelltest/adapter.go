@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,14 +24,27 @@ var Quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 type Opener func(ctx context.Context, dir string, fs vfs.FS) (persistence.Store, error)
 
 // Conformance runs the storetest suite on the adapter: on the real file system in a
-// temporary directory, and on an in-memory one in memDir.
-func Conformance(t *testing.T, open Opener, memDir string) {
+// temporary directory, and on an in-memory one in memDir. It also checks that one store
+// at a time has a directory open: a second Open fails with errLocked (the adapter's)
+// until the first store closed.
+func Conformance(t *testing.T, open Opener, memDir string, errLocked error) {
 	t.Run("OS", func(t *testing.T) { storetest.Run(t, OSHarness(open), storetest.Features{Durable: true}) })
 	t.Run("Mem", func(t *testing.T) {
 		storetest.Run(t, func(t testing.TB) func() (persistence.Store, error) {
 			fs := vfs.NewMem()
 			return func() (persistence.Store, error) { return open(t.Context(), memDir, fs) }
 		}, storetest.Features{Durable: true})
+	})
+	t.Run("Locked", func(t *testing.T) {
+		fs := vfs.NewMem()
+		s, err := open(t.Context(), memDir, fs)
+		require.NoError(t, err)
+		_, err = open(t.Context(), memDir, fs)
+		require.ErrorIs(t, err, errLocked)
+		require.NoError(t, s.Close())
+		s, err = open(t.Context(), memDir, fs)
+		require.NoError(t, err, "the directory is free once the store closed")
+		require.NoError(t, s.Close())
 	})
 }
 
@@ -40,6 +54,19 @@ func OSHarness(open Opener) storetest.Harness {
 		dir := t.TempDir()
 		return func() (persistence.Store, error) { return open(t.Context(), dir, nil) }
 	}
+}
+
+// RequireDefaults checks an adapter's ParseOptions of an empty block: every option but
+// the directory is left to Open (dirOnly returns the Options holding only dir), and the
+// directory is <DataDirectory>/<name>, or data/<name> without a data directory.
+func RequireDefaults[T any](t *testing.T, parse func(persistence.Options) (T, error), name string, dirOnly func(dir string) T) {
+	t.Helper()
+	o, err := parse(persistence.Options{DataDirectory: "/var/amq"})
+	require.NoError(t, err)
+	require.Equal(t, dirOnly(filepath.Join("/var/amq", name)), o, "defaults are left to Open")
+	o, err = parse(persistence.Options{})
+	require.NoError(t, err)
+	require.Equal(t, dirOnly(filepath.Join("data", name)), o, "without a data directory")
 }
 
 // OptionError is a bad value of an adapter's block: ParseOptions fails for it with a

@@ -9,12 +9,14 @@ import (
 	"cmp"
 	"fmt"
 	"hash/crc32"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
@@ -33,6 +35,29 @@ func Seqs(t testing.TB, s persistence.Store, dest string) []uint64 {
 		return nil
 	}))
 	return seqs
+}
+
+// SeqRange returns the seqs from to to, in order (nil if to < from).
+func SeqRange(from, to uint64) []uint64 {
+	var s []uint64
+	for i := from; i <= to; i++ {
+		s = append(s, i)
+	}
+	return s
+}
+
+// Files lists the names in dir on fs that keep accepts, in fs.List order.
+func Files(t testing.TB, fs vfs.FS, dir string, keep func(name string) bool) []string {
+	t.Helper()
+	names, err := fs.List(dir)
+	require.NoError(t, err)
+	var files []string
+	for _, n := range names {
+		if keep(n) {
+			files = append(files, n)
+		}
+	}
+	return files
 }
 
 // Pending returns the seqs durable subscription k still owes on s (none for an unknown
@@ -120,6 +145,21 @@ func NewWorkload(t testing.TB, n int, next func(i int, oracle persistence.Store)
 		w.States = append(w.States, Dump(t, oracle))
 	}
 	return w
+}
+
+// AckPending returns, for each of keys that still owes messages on oracle, an AckSub of
+// one of them picked by rng: a workload step's acknowledgements of durable
+// subscriptions.
+func AckPending(t testing.TB, oracle persistence.Store, rng *rand.Rand, keys ...persistence.SubKey) []func(persistence.Batch) {
+	t.Helper()
+	var ops []func(persistence.Batch)
+	for _, k := range keys {
+		if p := Pending(t, oracle, k); len(p) > 0 {
+			seq := p[rng.IntN(len(p))]
+			ops = append(ops, func(b persistence.Batch) { b.AckSub(k, seq) })
+		}
+	}
+	return ops
 }
 
 // RequirePrefix asserts that got is the state after k steps for some k in [lo, hi], and
