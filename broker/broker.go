@@ -50,6 +50,7 @@ import (
 	"github.com/activemq-go/broker/broker/dedup"
 	"github.com/activemq-go/broker/broker/limits"
 	"github.com/activemq-go/broker/broker/scheduler"
+	"github.com/activemq-go/broker/broker/sharedmode"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/durable"
@@ -141,22 +142,20 @@ type Options struct {
 	// published on.
 	AdvisorySupport bool
 	// Shared, when set, serves queues from a database several broker nodes share
-	// (persistenceAdapter.jdbc.mode: shared; see shared.go): Store then keeps only
-	// what is not shared.
-	Shared SharedEngine
+	// (persistenceAdapter.jdbc.mode: shared; see package broker/sharedmode): Store
+	// then keeps only what is not shared.
+	Shared sharedmode.Engine
 }
 
 // Broker routes messages between connections and keeps them in its store.
 type Broker struct {
 	name string
-	// shared is the engine of shared queues (nil: every queue is local), sharedOut
-	// batches the SENDs to them.
-	shared    SharedEngine
-	sharedOut *sharedSender
-	shDur     sharedDurables
-	store     persistence.Store
-	log       *slog.Logger
-	idBase    string // "ID:<name>-<boot ms>-"
+	// shared is this node's side of shared mode (package broker/sharedmode; nil:
+	// every queue is local).
+	shared *sharedmode.Node
+	store  persistence.Store
+	log    *slog.Logger
+	idBase string // "ID:<name>-<boot ms>-"
 
 	destMemoryLimit int64
 	policies        destinations.PolicyFunc
@@ -307,11 +306,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		b.env.Advise = b.adv
 	}
 	if o.Shared != nil {
-		b.shared = o.Shared
-		b.sharedOut = &sharedSender{eng: o.Shared, wg: &b.wg}
-		b.shDur.subs = map[persistence.SubKey]*sharedDurable{}
-		b.shDur.byContainer = map[string]*sharedDurable{}
-		o.Shared.OnTopic(b.remoteTopic)
+		b.shared = sharedmode.New(sharedmode.Config{Engine: o.Shared, Host: shHost{b}, Env: &b.env, Log: b.log})
 	}
 	b.durables = durable.NewRegistry(&b.env, b.maxDurables)
 	b.dedup = dedup.New(b.store, dedupHost{b}, b.log)
@@ -365,7 +360,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		b.log.Warn("storeUsage is not enforced: the store cannot report its size", slog.Int64("storeUsage", b.storeUsage))
 	}
 	if b.shared != nil {
-		b.watchShared()
+		b.shared.Start()
 	}
 	return b, nil
 }
@@ -423,7 +418,7 @@ func (b *Broker) queueLocked(name string, by *Conn) *destinations.QueueDest {
 	if q == nil {
 		q = destinations.NewQueue(&b.env, name, b.policyFor(destinations.Queue, name), b.seqFloor.Load())
 		if b.shared != nil {
-			q.Share(b.shared)
+			b.shared.Share(q)
 		}
 		b.queues[name] = q
 		b.registerVirtual(q)
@@ -552,7 +547,9 @@ func (b *Broker) Close() error {
 		b.sched.Close()
 	}
 	b.closeStreams()
-	b.shutdownShared()
+	if b.shared != nil {
+		b.shared.Shutdown()
+	}
 	b.acks.stop()
 	b.wg.Wait()
 	b.acks.flush()

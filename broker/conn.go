@@ -378,7 +378,7 @@ func (c *Conn) Delivered(ds []*Delivery) {
 		q.MarkWritten(seq)
 	}
 	for q, qds := range sharedAuto {
-		c.b.autoAckShared(q, qds)
+		c.b.shared.AutoAck(q, qds)
 	}
 	for q, ac := range counts {
 		q.Acked(ac.n, ac.bytes)
@@ -489,7 +489,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		if t == nil {
 			return errorf(ErrUnknownTransaction, "Invalid transaction id: %s", tx)
 		}
-		if q, _ := c.b.splitShared(dests); len(q) > 0 {
+		if q, _ := c.b.shared.Split(dests); len(q) > 0 {
 			return errorf(ErrInvalidDestination, "shared queues and topics do not take part in transactions yet: send to %s outside transaction %s", q[0].String(), tx)
 		}
 		if c.b.sched != nil && c.b.sched.Wants(m) {
@@ -519,7 +519,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		done = rest
 	}
 	if c.b.sched != nil && c.b.sched.Wants(m) {
-		if shared, _ := c.b.splitShared(dests); len(shared) > 0 {
+		if shared, _ := c.b.shared.Split(dests); len(shared) > 0 {
 			// The scheduler keeps its jobs in the node's store: they would not survive
 			// the node, so they are refused rather than kept where they could be lost.
 			return errorf(ErrInvalidDestination, "scheduled delivery (AMQ_SCHEDULED_*) is not supported on shared destinations (jdbc mode: shared) yet: %s", shared[0])
@@ -528,9 +528,9 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	}
 	if c.b.shared != nil {
 		var shared []destinations.Name
-		if shared, dests = c.b.splitShared(dests); len(shared) > 0 {
+		if shared, dests = c.b.shared.Split(dests); len(shared) > 0 {
 			if len(dests) == 0 {
-				c.b.sendShared(c, shared, m, c.b.sentDone(persistent, start, done))
+				c.b.sendShared(c, shared, m, c.b.timedDone(done, persistent, start))
 				return nil
 			}
 			done = joinDone(2, done)

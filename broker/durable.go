@@ -20,7 +20,7 @@ type DurableStats = durable.Stats
 // DurableSubscriptions lists every durable subscription with its backlog and age.
 func (b *Broker) DurableSubscriptions() []DurableStats {
 	if b.shared != nil {
-		return b.sharedDurableStats()
+		return b.shared.Stats()
 	}
 	return b.durables.Stats()
 }
@@ -118,15 +118,7 @@ func (c *Conn) unsubscribeDurable(ctx context.Context, r UnsubscribeRequest) err
 				c.unsubscribe(s)
 			}
 		}
-	}, func(active *destinations.Consumer) error {
-		s := active.Owner.(*Subscription)
-		if s.conn != c || r.DurableStyle == DurableActiveMQ {
-			refused = errorf(ErrDurableInUse, "Durable consumer is in use")
-			return refused
-		}
-		c.unsubscribe(s)
-		return nil
-	})
+	}, c.detachAttached(r, &refused))
 	switch {
 	case err == nil:
 		if topic != "" {
@@ -139,4 +131,19 @@ func (c *Conn) unsubscribeDurable(ctx context.Context, r UnsubscribeRequest) err
 		return refused
 	}
 	return storeError(err)
+}
+
+// detachAttached is what deleting the durable subscription r names does with the
+// consumer attached to it: one of this connection is detached, unless r's style is
+// ActiveMQ's; otherwise the deletion is refused, and *refused says why.
+func (c *Conn) detachAttached(r UnsubscribeRequest, refused **Error) func(*destinations.Consumer) error {
+	return func(active *destinations.Consumer) error {
+		s := active.Owner.(*Subscription)
+		if s.conn != c || r.DurableStyle == DurableActiveMQ {
+			*refused = errorf(ErrDurableInUse, "Durable consumer is in use")
+			return *refused
+		}
+		c.unsubscribe(s)
+		return nil
+	}
 }

@@ -70,6 +70,6 @@ var (
 	// ErrMemoryFull: a non-persistent message would pass a memory limit.
 	ErrMemoryFull = destinations.ErrMemoryFull
 	// ErrLeaseLost is the error of an ACK of a shared queue's message that this node
-	// no longer held: it was given to another node (see shared.go).
+	// no longer held: it was given to another node (see package broker/sharedmode).
 	ErrLeaseLost = destinations.ErrLeaseLost
 )

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/activemq-go/broker/broker/sharedmode"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/durable"
 	"github.com/activemq-go/broker/persistence"
@@ -453,14 +454,14 @@ func (b *Broker) RemoveDurableSubscription(ctx context.Context, who, clientID, n
 	key := persistence.SubKey{ClientID: clientID, Name: name}
 	var err error
 	if b.shared != nil {
-		err = b.removeSharedDurable(ctx, key)
+		err = b.shared.Delete(ctx, key, func(*destinations.Consumer) error { return sharedmode.ErrInUse })
 	} else {
 		err = b.durables.Delete(ctx, key, func() {}, func(*destinations.Consumer) error { return durable.ErrInUse })
 	}
 	switch {
-	case errors.Is(err, durable.ErrNotFound), errors.Is(err, ErrSharedNotFound):
+	case errors.Is(err, durable.ErrNotFound), errors.Is(err, sharedmode.ErrNotFound):
 		return errorf(ErrNotFound, "no durable subscription %s of client %s", name, clientID)
-	case errors.Is(err, durable.ErrInUse), errors.Is(err, ErrSharedInUse):
+	case errors.Is(err, durable.ErrInUse), errors.Is(err, sharedmode.ErrInUse):
 		return errorf(ErrDurableInUse, "durable subscription %s of client %s has a consumer attached: it must disconnect first", name, clientID)
 	case err != nil:
 		return storeError(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/activemq-go/broker/broker/sharedmode"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/selector"
 	"github.com/activemq-go/broker/durable"
@@ -59,7 +60,7 @@ type Subscription struct {
 	qs      []*destinations.QueueDest // a wildcard queue subscription's queues, guarded by the broker's mu
 	durable *durable.Sub
 	// shDurable is the shared durable subscription it is attached to (shared mode).
-	shDurable *sharedDurable
+	shDurable *sharedmode.Durable
 	t         *destinations.TopicDest // nil for a wildcard topic subscription
 	stream    *destinations.StreamReader
 	advID     uint64 // the value of its ActiveMQ consumer id, for advisories
@@ -264,7 +265,7 @@ func (c *Conn) unsubscribe(s *Subscription) {
 	case s.durable != nil:
 		s.durable.Detach(&s.Consumer)
 	case s.shDurable != nil:
-		defer c.b.detachShared(s) // once its view gave its messages back
+		defer c.b.shared.Detach(s.shDurable, &s.Consumer) // once its view gave its messages back
 	default:
 		c.b.counters.nonDurable.Add(-1)
 	}

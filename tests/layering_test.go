@@ -116,6 +116,11 @@ var allowed = map[string][]string{
 	// broker/advisory publishes ActiveMQ's advisory messages on topics it makes with
 	// destinations; its Host gives it message ids and authorization.
 	"broker/advisory": {"destinations", "persistence", "kafkalog", "internal/vfs", "internal/loglimit"},
+	// broker/sharedmode is the broker's side of jdbc mode: shared (the engine's
+	// batched sends, its notifications, shared durable subscriptions); its Host gives
+	// it the node's queues and topics. It asks broker/advisory, a sibling, which topics
+	// are advisories (node-local), and returns durable's Stats.
+	"broker/sharedmode": {"broker/advisory", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "internal/loglimit"},
 }
 
 // TestLayering fails when a package imports across the layering of DESIGN.md: an adapter

@@ -23,6 +23,7 @@ import (
 	"github.com/activemq-go/broker/admin/console"
 	adminmetrics "github.com/activemq-go/broker/admin/metrics"
 	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/broker/sharedmode"
 	"github.com/activemq-go/broker/config"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/internal/gctune"
@@ -168,7 +169,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 			}
 		}()
 	}
-	var shared broker.SharedEngine
+	var shared sharedmode.Engine
 	nodeLost := make(chan struct{})
 	defer func() {
 		select {

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/broker/sharedmode"
 	"github.com/activemq-go/broker/config"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/selector"
@@ -29,12 +29,12 @@ import (
 // the node's.
 
 // sharedNode is the engine the broker gets: a pgshared.Node seen through
-// broker.SharedEngine.
+// sharedmode.Engine.
 type sharedNode struct{ n *pgshared.Node }
 
-var _ broker.SharedEngine = sharedNode{}
+var _ sharedmode.Engine = sharedNode{}
 
-func (s sharedNode) SubscribeDurable(ctx context.Context, sub broker.SharedSubscription) (bool, bool, error) {
+func (s sharedNode) SubscribeDurable(ctx context.Context, sub sharedmode.Subscription) (bool, bool, error) {
 	created, replaced, err := s.n.Subscribe(ctx, pgshared.Subscription{Container: sub.Container,
 		ClientID: sub.Key.ClientID, Name: sub.Key.Name, Topic: sub.Topic, Selector: sub.Selector})
 	return created, replaced, sharedErr(err)
@@ -48,11 +48,11 @@ func (s sharedNode) UnsubscribeDurable(ctx context.Context, container string) er
 	return sharedErr(s.n.Unsubscribe(ctx, container))
 }
 
-func (s sharedNode) DurableSubscriptions(ctx context.Context) ([]broker.SharedSubscription, error) {
+func (s sharedNode) DurableSubscriptions(ctx context.Context) ([]sharedmode.Subscription, error) {
 	subs, err := s.n.Subscriptions(ctx)
-	out := make([]broker.SharedSubscription, len(subs))
+	out := make([]sharedmode.Subscription, len(subs))
 	for i, d := range subs {
-		out[i] = broker.SharedSubscription{Container: d.Container, Key: persistence.SubKey{ClientID: d.ClientID, Name: d.Name},
+		out[i] = sharedmode.Subscription{Container: d.Container, Key: persistence.SubKey{ClientID: d.ClientID, Name: d.Name},
 			Topic: d.Topic, Selector: d.Selector, Created: d.Created, ActiveNode: d.ActiveNode, Pending: d.Pending}
 	}
 	return out, err
@@ -60,13 +60,13 @@ func (s sharedNode) DurableSubscriptions(ctx context.Context) ([]broker.SharedSu
 
 func (s sharedNode) OnTopic(h func(*persistence.Message)) { s.n.OnTopic(h) }
 
-// sharedErr maps pgshared's subscription errors to the broker's.
+// sharedErr maps pgshared's subscription errors to shared mode's (package broker/sharedmode).
 func sharedErr(err error) error {
 	switch {
 	case errors.Is(err, pgshared.ErrInUse):
-		return broker.ErrSharedInUse
+		return sharedmode.ErrInUse
 	case errors.Is(err, pgshared.ErrNotFound):
-		return broker.ErrSharedNotFound
+		return sharedmode.ErrNotFound
 	}
 	return err
 }
