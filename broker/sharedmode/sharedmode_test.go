@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -146,7 +147,7 @@ func (h *host) Topic(name string) *destinations.TopicDest {
 	defer h.mu.Unlock()
 	t := h.topics[name]
 	if t == nil {
-		t = destinations.NewTopic(h.env, name, destinations.DefaultPolicy(false), 0, false)
+		t = destinations.NewTopic(h.env, name, policy.Default(false), 0, false)
 		h.topics[name] = t
 	}
 	return t
@@ -175,7 +176,7 @@ func newNode(t *testing.T, e *engine) (*Node, *host) {
 	t.Cleanup(func() { close(done); wg.Wait() })
 	env := &destinations.Env{
 		Log: slog.New(slog.DiscardHandler), Memory: destinations.NewUsage(1 << 30), Space: &destinations.SpaceSignal{},
-		Policy:     func(destinations.Kind, string) destinations.Policy { return destinations.DefaultPolicy(true) },
+		Policy:     func(destinations.Kind, string) policy.Policy { return policy.Default(true) },
 		Background: &wg, Stopping: func() bool { return false }, Done: done,
 	}
 	h := &host{env: env, queues: map[string]*destinations.QueueDest{}, topics: map[string]*destinations.TopicDest{}}
@@ -277,7 +278,7 @@ func TestTopicMessages(t *testing.T) {
 func TestNotifications(t *testing.T) {
 	e := newEngine()
 	n, h := newNode(t, e)
-	q := destinations.NewQueue(h.env, "q", destinations.DefaultPolicy(true), 0)
+	q := destinations.NewQueue(h.env, "q", policy.Default(true), 0)
 	n.Share(q)
 	h.queues["q"] = q
 	require.True(t, q.AddConsumer(consumer(destinations.Name{Kind: destinations.Queue, Name: "q"}, &sink{})))

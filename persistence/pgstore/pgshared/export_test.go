@@ -19,3 +19,6 @@ func (n *Node) ReapRounds() int64 { return n.reapRounds.Load() }
 
 // Tables returns the names of the messages and nodes tables.
 func (n *Node) Tables() (msgs, nodes string) { return n.t.msgs, n.t.nodes }
+
+// Owes reports whether a notification was dropped and its "" not yet sent.
+func (n *Node) Owes() bool { return n.overflow.Load() }
