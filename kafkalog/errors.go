@@ -6,9 +6,8 @@ import (
 	"github.com/activemq-go/broker/destinations/streamlog"
 )
 
-// The errors of a stream log's interface are streamlog's own (errors.Is matches either
-// name); the others are the embedded log's.
-
+// The errors of the stream log interface are streamlog's own, under a second name here
+// (errors.Is matches either); the others are the embedded log's.
 var (
 	// ErrClosed is returned by operations on a Log after Close.
 	ErrClosed = streamlog.ErrClosed
