@@ -53,9 +53,9 @@ import (
 	"github.com/activemq-go/broker/broker/sharedmode"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/policy"
+	"github.com/activemq-go/broker/destinations/streamlog"
 	"github.com/activemq-go/broker/durable"
 	"github.com/activemq-go/broker/internal/loglimit"
-	"github.com/activemq-go/broker/kafkalog"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/security"
 )
@@ -120,14 +120,11 @@ type Options struct {
 	// its own policy's ExpireMessagesPeriod, so this should be the shortest of them.
 	// Default 30s (policy.DefaultExpireMessagesPeriod), negative to disable.
 	ExpirySweep time.Duration
-	// Streams is the embedded log behind stream topics (policies of type stream; see
-	// stream.go). The caller opens it and closes it after the broker; nil (and no
-	// StreamLog) refuses stream topics.
-	Streams *kafkalog.Log
-	// StreamLog is another engine behind stream topics instead of Streams (at most one
-	// of the two), such as kafkalog/kafkaengine's Kafka; the caller opens it and
-	// closes it after the broker.
-	StreamLog destinations.StreamLog
+	// Streams is the log behind stream topics (policies of type stream; see
+	// streams.go): the embedded kafkalog.Log or kafkalog/kafkaengine's Kafka, which the
+	// broker knows only as a streamlog.Log. The caller opens it and closes it after
+	// the broker; nil refuses stream topics.
+	Streams streamlog.Log
 	// Security authenticates clients and authorizes their requests (see security.go);
 	// nil lets everyone in, as ActiveMQ without security plugins.
 	Security *security.Service
@@ -228,9 +225,6 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	if o.Store == nil {
 		return nil, fmt.Errorf("broker: no store")
 	}
-	if o.Streams != nil && o.StreamLog != nil {
-		return nil, errors.New("broker: Options.Streams and Options.StreamLog both set: one stream engine at a time")
-	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -290,11 +284,8 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	if b.maxDests <= 0 {
 		b.maxDests = DefaultMaxDestinations
 	}
-	switch {
-	case o.StreamLog != nil:
-		b.streams = destinations.NewStreams(o.StreamLog, b.log)
-	case o.Streams != nil:
-		b.streams = destinations.NewStreams(streamLog{o.Streams}, b.log)
+	if o.Streams != nil {
+		b.streams = destinations.NewStreams(o.Streams, b.log)
 	}
 	b.env = destinations.Env{
 		Store: b.store, Log: b.log, Memory: b.mem, Space: &b.space, Policy: b.policyFor,

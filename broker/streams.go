@@ -6,31 +6,14 @@ import (
 	"log/slog"
 
 	"github.com/activemq-go/broker/destinations"
-	"github.com/activemq-go/broker/kafkalog"
 )
 
 // Stream destinations (see destinations/stream.go): a topic whose policy says Stream
-// keeps every message sent to it in Options.Streams, a kafkalog.Log, for the policy's
+// keeps every message sent to it in Options.Streams, a streamlog.Log, for the policy's
 // retention. The broker finds the streams among a SEND's destinations, refuses them in
 // transactions and with scheduled delivery, and settles a transaction's stream
 // acknowledgements after its store batch. A topic's streamMu (destinations) is taken
 // before broker.mu.
-
-// streamLog is the kafkalog.Log as destinations.StreamLog has it: consumer groups named
-// per call.
-type streamLog struct{ *kafkalog.Log }
-
-var _ destinations.StreamLog = streamLog{}
-
-func (l streamLog) Join(group, member, topic string) (kafkalog.Assignment, error) {
-	return l.Group(group).Join(member, topic)
-}
-
-func (l streamLog) Changes(group, member string) (<-chan kafkalog.Assignment, error) {
-	return l.Group(group).Changes(member)
-}
-
-func (l streamLog) Leave(group, member string) error { return l.Group(group).Leave(member) }
 
 // streamTopic returns the topic a resolved destination names if it is a stream, else nil.
 func (b *Broker) streamTopic(d destinations.Name) *destinations.TopicDest {

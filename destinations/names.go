@@ -2,8 +2,9 @@
 // /topic/, /temp-queue/, /temp-topic/, composite names separated by commas, and the
 // wildcards * and >), the per-destination policy (package policy defines it), and the
 // destinations themselves: queues (QueueDest: dispatch with prefetch credit, paging,
-// redelivery, dead-lettering, expiry), topics (TopicDest, with their slow subscribers) and streams (Stream, over a
-// StreamLog). A destination is made with an Env, the broker's services it needs, and
+// redelivery, dead-lettering, expiry), topics (TopicDest, with their slow subscribers)
+// and streams (Stream, over a streamlog.Log). A destination is made with an Env, the
+// broker's services it needs, and
 // dispatches to Consumers, pushing Deliveries to their connection's Sink.
 //
 // # Lock order

@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/activemq-go/broker/destinations/policy"
-	"github.com/activemq-go/broker/kafkalog"
+	"github.com/activemq-go/broker/destinations/streamlog"
 	"github.com/activemq-go/broker/persistence"
 )
 
-// Stream  A topic whose policy says Stream keeps every message sent to it
-// in a partitioned log (Options.Streams, a kafkalog.Log) for the policy's retention,
-// whatever is consumed, and whatever the message's persistent header says:
+// Stream  A topic whose policy says Stream keeps every message sent to it in a
+// partitioned log (a streamlog.Log: the embedded kafkalog or Kafka) for the policy's
+// retention, whatever is consumed, and whatever the message's persistent header says:
 //
 //   - SEND appends the message to one partition: by the hash of its partition-key
 //     header, else of its JMSXGroupID (the log's KeyPartitioner if it has one: Kafka's
@@ -36,8 +36,8 @@ import (
 //   - A wildcard subscription that matches a stream gets its new messages as a plain
 //     topic subscriber does (live, no replay, no offsets).
 //
-// The kafkalog topic is named after the broker's topic; names with characters kafkalog
-// does not allow are escaped reversibly (logTopicName).
+// The log topic is named after the broker's topic; names with characters a log topic
+// may not hold are escaped reversibly (logTopicName).
 
 // PartitionKeyProperty is the message property whose value picks a stream message's
 // partition: messages with one key go to one partition, in order. It rides in the
@@ -48,13 +48,13 @@ const PartitionKeyProperty = "partition-key"
 type Stream struct {
 	env      *Env
 	t        *TopicDest
-	log      StreamLog
+	log      streamlog.Log
 	streams  *Streams
 	logTopic string
 	nparts   int
 	// rebalanceTimeout bounds the handover of a partition between group members.
 	rebalanceTimeout time.Duration
-	keys             KeyPartitioner // nil: FNV-1a of the key
+	keys             streamlog.KeyPartitioner // nil: FNV-1a of the key
 	apps             []*appender
 	rr               atomic.Uint32
 	appWG            sync.WaitGroup
@@ -104,7 +104,7 @@ func (t *TopicDest) CloseStream() {
 // Topic is the topic the stream keeps.
 func (st *Stream) Topic() *TopicDest { return st.t }
 
-// openStream declares the stream's kafkalog topic (again, at every start: that applies
+// openStream declares the stream's log topic (again, at every start: that applies
 // the current retention) and starts its appenders.
 func (t *TopicDest) openStream(p policy.Policy) (*Stream, error) {
 	streams := t.env.Streams
@@ -121,8 +121,8 @@ func (t *TopicDest) openStream(p policy.Policy) (*Stream, error) {
 			slog.String("dest", t.client), slog.Int("partitions", have), slog.Int("configured", n))
 		n = have
 	}
-	// The policy's 0 means "no limit"; kafkalog's 0 means "the log's default".
-	cfg := kafkalog.TopicConfig{Retention: -1, RetentionBytes: -1}
+	// The policy's 0 means "no limit"; the log's 0 means "the log's default".
+	cfg := streamlog.TopicConfig{Retention: -1, RetentionBytes: -1}
 	if p.Retention > 0 {
 		cfg.Retention = p.Retention
 	}
@@ -137,7 +137,7 @@ func (t *TopicDest) openStream(p policy.Policy) (*Stream, error) {
 	if st.rebalanceTimeout <= 0 {
 		st.rebalanceTimeout = policy.DefaultRebalanceTimeout
 	}
-	st.keys, _ = streams.log.(KeyPartitioner)
+	st.keys, _ = streams.log.(streamlog.KeyPartitioner)
 	for i := range n {
 		a := newAppender(st, i)
 		st.apps = append(st.apps, a)
@@ -285,11 +285,11 @@ func (st *Stream) stats() Stats {
 // field ("1;<priority>;<expires>;<persistent>;<message-id>"): the record's Timestamp
 // was the message's. The broker's header is recognised by position, so an application
 // header may use the same name without confusion; a record without it (written by
-// another kafkalog user) is delivered with defaults and an id made of its position.
+// another client of the log) is delivered with defaults and an id made of its position.
 const recMeta = "amq"
 
 // encodeRecord is the record of m appended at now (ms).
-func encodeRecord(m *persistence.Message, key string, now int64) kafkalog.Record {
+func encodeRecord(m *persistence.Message, key string, now int64) streamlog.Record {
 	var b recordBuilder
 	return b.build([]appendReq{newAppendReq(m, key, nil)}, now)[0]
 }
@@ -318,7 +318,7 @@ type recordBuilder struct {
 	meta []byte
 	ends []int
 	hdrs [][2]string
-	recs []kafkalog.Record
+	recs []streamlog.Record
 }
 
 // Above these sizes a builder's buffers are not kept for the next batch.
@@ -328,7 +328,7 @@ const (
 )
 
 // build makes the records of reqs, appended at now (ms since the epoch).
-func (b *recordBuilder) build(reqs []appendReq, now int64) []kafkalog.Record {
+func (b *recordBuilder) build(reqs []appendReq, now int64) []streamlog.Record {
 	b.meta, b.ends = b.meta[:0], b.ends[:0]
 	n := 0
 	for i := range reqs {
@@ -378,14 +378,14 @@ func (b *recordBuilder) reset() {
 }
 
 // decodeRecord rebuilds the message stored in r, read from partition part of st.
-func (st *Stream) decodeRecord(r *kafkalog.Record, part int) *persistence.Message {
+func (st *Stream) decodeRecord(r *streamlog.Record, part int) *persistence.Message {
 	m := new(persistence.Message)
 	st.decodeRecordInto(m, r, part)
 	return m
 }
 
 // decodeRecordInto is decodeRecord into a zero message m.
-func (st *Stream) decodeRecordInto(m *persistence.Message, r *kafkalog.Record, part int) {
+func (st *Stream) decodeRecordInto(m *persistence.Message, r *streamlog.Record, part int) {
 	m.Dest, m.Body, m.Timestamp, m.Priority = st.t.dest, r.Value, r.Timestamp, 4
 	hs := r.Headers
 	if len(hs) > 0 && hs[0][0] == recMeta {
@@ -437,7 +437,7 @@ func splitMeta(v string) (f [6]string, n int) {
 	return f, n
 }
 
-// logTopicName maps a broker topic name to a kafkalog topic name, reversibly: letters,
+// logTopicName maps a broker topic name to a log topic name, reversibly: letters,
 // digits, '.' and '-' stay, '_' doubles, every other byte becomes _XX (hex). It fails
 // for a name that is too long once escaped.
 func logTopicName(name string) (string, bool) {
@@ -449,7 +449,7 @@ func logTopicName(name string) (string, bool) {
 		plain = safe(name[i])
 	}
 	if plain {
-		return name, kafkalog.ValidTopicName(name)
+		return name, streamlog.ValidTopicName(name)
 	}
 	var sb strings.Builder
 	for i := 0; i < len(name); i++ {
@@ -463,7 +463,7 @@ func logTopicName(name string) (string, bool) {
 		}
 	}
 	s := sb.String()
-	return s, kafkalog.ValidTopicName(s)
+	return s, streamlog.ValidTopicName(s)
 }
 
 func logSafe(c byte) bool {

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/destinations/policy"
-	"github.com/activemq-go/broker/kafkalog"
+	"github.com/activemq-go/broker/destinations/streamlog"
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -16,7 +16,7 @@ func TestLogTopicNameRoundTrip(t *testing.T) {
 	for _, name := range []string{"events.orders", "a-b", "a_b", "with space", "ü", ".", "..", "x/y:z", "_", "__x_"} {
 		ln, ok := logTopicName(name)
 		require.True(t, ok, name)
-		require.True(t, kafkalog.ValidTopicName(ln), ln)
+		require.True(t, streamlog.ValidTopicName(ln), ln)
 		back, ok := brokerTopicName(ln)
 		require.True(t, ok, ln)
 		require.Equal(t, name, back)
@@ -96,8 +96,8 @@ func TestStreamRecordRoundTrip(t *testing.T) {
 	require.Equal(t, m.Headers, got.Headers, "an application header named like the broker's stays")
 	require.Equal(t, "topic://s.x", got.Dest)
 
-	// A record another kafkalog user wrote.
-	foreign := kafkalog.Record{Offset: 3, Value: []byte("v"), Headers: [][2]string{{"amq", "not ours"}}}
+	// A record another client of the log wrote.
+	foreign := streamlog.Record{Offset: 3, Value: []byte("v"), Headers: [][2]string{{"amq", "not ours"}}}
 	got = st.decodeRecord(&foreign, 1)
 	require.Equal(t, "ID:stream:s.x:1:3", got.ID)
 	require.Equal(t, uint8(4), got.Priority)
@@ -129,7 +129,7 @@ func TestSplitMeta(t *testing.T) {
 // still read, with the record's timestamp.
 func TestStreamRecordVersion1(t *testing.T) {
 	st := &Stream{t: NewTopic(&Env{Policy: func(Kind, string) policy.Policy { return policy.Policy{} }}, "s.x", policy.Policy{}, 0, false), logTopic: "s.x"}
-	r := kafkalog.Record{Offset: 1, Timestamp: 1234, Value: []byte("v"),
+	r := streamlog.Record{Offset: 1, Timestamp: 1234, Value: []byte("v"),
 		Headers: [][2]string{{"amq", "1;7;99;1;ID:a;b"}, {"k", "v"}}}
 	got := st.decodeRecord(&r, 0)
 	require.Equal(t, "ID:a;b", got.ID)

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/activemq-go/broker/kafkalog"
+	"github.com/activemq-go/broker/destinations/streamlog"
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -15,8 +15,8 @@ import (
 // appendQueueBytes bytes; a SEND that would pass either is held (producer flow control,
 // the broker's flowcontrol.go) until the appender has taken the queue: the transport keeps the frame
 // and sends it again then, and the connection goes on delivering and heart-beating
-// meanwhile. One Append writes at most appendBatchBytes, well under kafkalog's batch
-// limit, so a queue drains in a few batches.
+// meanwhile. One Append writes at most appendBatchBytes, well under the embedded log's
+// batch limit, so a queue drains in a few batches.
 const (
 	appendQueueMsgs  = 16384
 	appendQueueBytes = 16 << 20
@@ -30,7 +30,7 @@ type appendReq struct {
 	// of a batch with the time by the log's clock, the broker's, which time retention,
 	// the time index and timestamp starts go by (a producer's timestamp in the future
 	// must not keep a segment).
-	rec     kafkalog.Record
+	rec     streamlog.Record
 	headers persistence.Headers // the application headers (the message's, only read)
 	// the fields of the broker's header (appendMeta)
 	priority   uint8
@@ -45,7 +45,7 @@ type appendReq struct {
 
 func newAppendReq(m *persistence.Message, key string, done func(error)) appendReq {
 	r := appendReq{
-		rec:      kafkalog.Record{Value: m.Body},
+		rec:      streamlog.Record{Value: m.Body},
 		headers:  m.Headers,
 		priority: m.Priority, persistent: m.Persistent, expires: m.Expires, timestamp: m.Timestamp, id: m.ID,
 		done: done,
@@ -219,7 +219,7 @@ func (a *appender) write(batch []appendReq) {
 
 // appendError is what a producer hears when its message could not be appended.
 func appendError(st *Stream, err error) error {
-	if errors.Is(err, kafkalog.ErrClosed) {
+	if errors.Is(err, streamlog.ErrClosed) {
 		return &Error{Message: "broker is shutting down: message not stored", Err: ErrClosed}
 	}
 	return &Error{Message: fmt.Sprintf("message not stored in stream %s: %v", st.t.client, err), Err: fmt.Errorf("%w: %w", ErrStore, err)}
@@ -227,7 +227,7 @@ func appendError(st *Stream, err error) error {
 
 // publishLive hands freshly appended messages to the wildcard subscriptions that match
 // the stream (its topic's plain subscribers), as a topic would.
-func (st *Stream) publishLive(recs []kafkalog.Record, part int, base int64) {
+func (st *Stream) publishLive(recs []streamlog.Record, part int, base int64) {
 	st.t.mu.RLock()
 	n := len(st.t.subs)
 	st.t.mu.RUnlock()

@@ -5,13 +5,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/activemq-go/broker/destinations/streamlog"
 	"github.com/activemq-go/broker/persistence"
 )
 
-// committedLog is a StreamLog whose only power is a committed offset that another
+// committedLog is a streamlog.Log whose only power is a committed offset that another
 // broker node (sharing the log) may move.
 type committedLog struct {
-	StreamLog
+	streamlog.Log
 	off int64
 	ok  bool
 }

@@ -7,17 +7,18 @@ import (
 	"sync"
 	"time"
 
-	"github.com/activemq-go/broker/kafkalog"
+	"github.com/activemq-go/broker/destinations/streamlog"
 )
 
-// Consumer groups of streams. Membership and partition assignment are kafkalog's
-// (Log.Group: sticky rebalance on join and leave). The broker keeps, per group and
-// stream, the highest position any member asked to commit per partition (groupState),
-// so a member that takes a partition over starts where the group got to even before
-// that position is on disk, and positions never go back. Every position stands for
+// Consumer groups of streams. Membership and partition assignment are the log's
+// (streamlog.Log's Join and Changes; the embedded log rebalances stickily on join and
+// leave). The broker keeps, per group and stream, the highest position any member asked
+// to commit per partition (groupState), so a member that takes a partition over starts
+// where the group got to even before that position is on disk, and positions never go
+// back. Every position stands for
 // "everything before it was acknowledged by some member", so the highest is right.
 //
-// Commits rewrite kafkalog's offsets file with an fsync, so they are gathered: one
+// Commits rewrite the embedded log's offsets file with an fsync, so they are gathered: one
 // committer goroutine per broker writes everything asked since its last round in one
 // CommitOffsets call, the latest position per partition winning, then calls the
 // waiters (ACK receipts). At most one round is in flight. A round starts at once when
@@ -26,7 +27,7 @@ import (
 // at close: after a crash an auto-ack group may see up to that much again.
 
 // groupState is one consumer group's positions in one stream, and which member holds
-// each partition. kafkalog assigns partitions; a member that is assigned one still held
+// each partition. The log assigns partitions; a member that is assigned one still held
 // by another waits for it to be released, so that a partition never has two readers and
 // the new one starts where the old one got to. The member losing a partition (revoked
 // in a rebalance) stops reading it at once, marks it quiet, and releases it only once it
@@ -241,7 +242,7 @@ const autoCommitInterval = time.Second
 
 // committer writes group positions to the log in rounds.
 type committer struct {
-	log    StreamLog
+	log    streamlog.Log
 	logger *slog.Logger
 
 	mu      sync.Mutex
@@ -257,7 +258,7 @@ type groupPartition struct {
 	partition    int
 }
 
-func newCommitter(l StreamLog, logger *slog.Logger) *committer {
+func newCommitter(l streamlog.Log, logger *slog.Logger) *committer {
 	c := &committer{log: l, logger: logger, pending: map[groupPartition]int64{},
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go c.run()
@@ -267,7 +268,7 @@ func newCommitter(l StreamLog, logger *slog.Logger) *committer {
 // request asks for offs to be committed; done (if not nil) is called once they are.
 // The committer is woken when someone waits, or when nothing was pending: while
 // something is, it already waits with its timer set for the next round.
-func (c *committer) request(offs []kafkalog.GroupOffset, done func(error)) {
+func (c *committer) request(offs []streamlog.GroupOffset, done func(error)) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -297,7 +298,7 @@ func (c *committer) requestOne(k groupPartition, off int64) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		c.request([]kafkalog.GroupOffset{{Group: k.group, Topic: k.topic, Partition: k.partition, Offset: off}}, nil)
+		c.request([]streamlog.GroupOffset{{Group: k.group, Topic: k.topic, Partition: k.partition, Offset: off}}, nil)
 		return
 	}
 	wake := len(c.pending) == 0
@@ -324,7 +325,7 @@ func (c *committer) signal() {
 
 func (c *committer) run() {
 	defer close(c.done)
-	var offs []kafkalog.GroupOffset
+	var offs []streamlog.GroupOffset
 	last := time.Now() // of the last round
 	timer := time.NewTimer(autoCommitInterval)
 	defer timer.Stop()
@@ -349,7 +350,7 @@ func (c *committer) run() {
 		}
 		offs = offs[:0]
 		for k, off := range c.pending {
-			offs = append(offs, kafkalog.GroupOffset{Group: k.group, Topic: k.topic, Partition: k.partition, Offset: off})
+			offs = append(offs, streamlog.GroupOffset{Group: k.group, Topic: k.topic, Partition: k.partition, Offset: off})
 		}
 		clear(c.pending)
 		waiters := c.waiters
@@ -364,7 +365,7 @@ func (c *committer) run() {
 }
 
 // write commits offs, turning a failure into the error an ACK's sender gets.
-func (c *committer) write(offs []kafkalog.GroupOffset) error {
+func (c *committer) write(offs []streamlog.GroupOffset) error {
 	err := c.log.CommitOffsets(offs)
 	if err == nil {
 		return nil

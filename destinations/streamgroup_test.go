@@ -10,24 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/destinations/policy"
+	"github.com/activemq-go/broker/destinations/streamlog"
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/kafkalog"
 	"github.com/activemq-go/broker/persistence"
 )
-
-// groupLog is the kafkalog.Log as a StreamLog, consumer groups named per call (the
-// broker's adapter, for this package's tests).
-type groupLog struct{ *kafkalog.Log }
-
-func (l groupLog) Join(group, member, topic string) (kafkalog.Assignment, error) {
-	return l.Group(group).Join(member, topic)
-}
-
-func (l groupLog) Changes(group, member string) (<-chan kafkalog.Assignment, error) {
-	return l.Group(group).Changes(member)
-}
-
-func (l groupLog) Leave(group, member string) error { return l.Group(group).Leave(member) }
 
 // testStream opens stream s.g of parts partitions on a kafkalog in memory; closed at
 // the end of the test.
@@ -35,7 +22,7 @@ func testStream(t *testing.T, parts int) *Stream {
 	t.Helper()
 	l, err := kafkalog.Open(kafkalog.Options{FS: vfs.NewMem(), Dir: "/streams", RetentionCheckInterval: -1})
 	require.NoError(t, err)
-	streams := NewStreams(groupLog{l}, slog.New(slog.DiscardHandler))
+	streams := NewStreams(l, slog.New(slog.DiscardHandler))
 	pol := func(Kind, string) policy.Policy {
 		p := policy.Default(true)
 		p.Type, p.Partitions, p.RebalanceTimeout = policy.StreamType, parts, time.Hour // no handover by timeout here
@@ -55,7 +42,7 @@ func testStream(t *testing.T, parts int) *Stream {
 // appendTo writes n messages to partition p of st.
 func appendTo(t *testing.T, st *Stream, p, n int) {
 	t.Helper()
-	recs := make([]kafkalog.Record, n)
+	recs := make([]streamlog.Record, n)
 	for i := range recs {
 		recs[i] = encodeRecord(&persistence.Message{ID: "ID:" + strconv.Itoa(i), Body: []byte("m")}, "", time.Now().UnixMilli())
 	}

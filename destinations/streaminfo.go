@@ -1,6 +1,10 @@
 package destinations
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/activemq-go/broker/destinations/streamlog"
+)
 
 // StreamGroupStats is a consumer group's position in a stream (Kafka's
 // kafka-consumer-groups --describe).
@@ -24,13 +28,6 @@ type StreamGroupPartition struct {
 	Lag int64
 }
 
-// groupLister is the optional power of a StreamLog to list the groups that committed
-// offsets in a topic (kafkalog.Log's CommittedGroups): without it only the groups seen
-// since start are reported.
-type groupLister interface {
-	CommittedGroups(topic string) []string
-}
-
 // Partitions describes the stream's partitions.
 func (st *Stream) Partitions() []StreamPartitionStats { return st.stats().Partitions }
 
@@ -52,7 +49,7 @@ func (st *Stream) groupsFor(parts []StreamPartitionStats) []StreamGroupStats {
 		}
 	}
 	st.mu.Unlock()
-	if gl, ok := st.log.(groupLister); ok {
+	if gl, ok := st.log.(streamlog.GroupLister); ok {
 		for _, name := range gl.CommittedGroups(st.logTopic) {
 			if states[name] == nil {
 				states[name] = nil // committed offsets only

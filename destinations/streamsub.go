@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/activemq-go/broker/kafkalog"
+	"github.com/activemq-go/broker/destinations/streamlog"
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -225,7 +225,7 @@ func (st *Stream) Subscribe(ctx context.Context, s *Consumer, offset, group, mem
 }
 
 func streamReadError(st *Stream, err error) error {
-	if errors.Is(err, kafkalog.ErrClosed) {
+	if errors.Is(err, streamlog.ErrClosed) {
 		return closingError()
 	}
 	return &Error{Message: "stream " + st.t.client + " cannot be read: " + err.Error(), Err: errors.Join(ErrStore, err)}
@@ -239,7 +239,7 @@ func (ss *StreamReader) forget() {
 	ss.st.mu.Unlock()
 }
 
-func partitionsOf(a kafkalog.Assignment, topic string) []int {
+func partitionsOf(a streamlog.Assignment, topic string) []int {
 	var ps []int
 	for _, tp := range a.Partitions {
 		if tp.Topic == topic {
@@ -250,7 +250,7 @@ func partitionsOf(a kafkalog.Assignment, topic string) []int {
 }
 
 // coordinate follows the group's rebalances until the member leaves (which closes ch).
-func (ss *StreamReader) coordinate(ch <-chan kafkalog.Assignment) {
+func (ss *StreamReader) coordinate(ch <-chan streamlog.Assignment) {
 	defer close(ss.coordDone)
 	for a := range ch {
 		ss.apply(a)
@@ -259,7 +259,7 @@ func (ss *StreamReader) coordinate(ch <-chan kafkalog.Assignment) {
 
 // apply makes the readers match an assignment: revoked partitions stop (committing how
 // far they were acknowledged) before assigned ones start.
-func (ss *StreamReader) apply(a kafkalog.Assignment) {
+func (ss *StreamReader) apply(a streamlog.Assignment) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if !ss.closed {
@@ -268,7 +268,7 @@ func (ss *StreamReader) apply(a kafkalog.Assignment) {
 }
 
 // applyLocked is apply with ss.mu held.
-func (ss *StreamReader) applyLocked(a kafkalog.Assignment) {
+func (ss *StreamReader) applyLocked(a streamlog.Assignment) {
 	want := map[int]bool{}
 	for _, p := range partitionsOf(a, ss.st.logTopic) {
 		want[p] = true
@@ -438,10 +438,10 @@ func (ss *StreamReader) stopAllLocked() {
 // (if not nil) is called once they are durable. Positions never go back: a member
 // that got a partition before another's final commit of it may report less.
 func (ss *StreamReader) commit(parts []int, offs []int64, done func(error)) {
-	var req []kafkalog.GroupOffset
+	var req []streamlog.GroupOffset
 	for i, p := range parts {
 		if ss.group.advance(p, offs[i]) {
-			req = append(req, kafkalog.GroupOffset{Group: ss.group.name, Topic: ss.st.logTopic, Partition: p, Offset: offs[i]})
+			req = append(req, streamlog.GroupOffset{Group: ss.group.name, Topic: ss.st.logTopic, Partition: p, Offset: offs[i]})
 		}
 	}
 	if len(req) == 0 {
@@ -485,10 +485,10 @@ func (ss *StreamReader) read(ctx context.Context, r *partReader, pos int64) {
 	for ctx.Err() == nil {
 		recs, err := st.log.Read(st.logTopic, r.part, pos, readBytes)
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, kafkalog.ErrClosed) {
+			if ctx.Err() != nil || errors.Is(err, streamlog.ErrClosed) {
 				return
 			}
-			if errors.Is(err, kafkalog.ErrOffsetOutOfRange) {
+			if errors.Is(err, streamlog.ErrOffsetOutOfRange) {
 				// Retention deleted the messages here while we read: go on from the oldest.
 				if oldest, e := st.log.OldestOffset(st.logTopic, r.part); e == nil && pos < oldest {
 					r.track.jump(oldest)
@@ -521,7 +521,7 @@ func (ss *StreamReader) read(ctx context.Context, r *partReader, pos int64) {
 // deliver hands recs to the connection as credit allows; false if ctx ended first.
 // Expired messages and those the selector rejects are passed over (and count as
 // acknowledged).
-func (ss *StreamReader) deliver(ctx context.Context, r *partReader, recs []kafkalog.Record) bool {
+func (ss *StreamReader) deliver(ctx context.Context, r *partReader, recs []streamlog.Record) bool {
 	st, s := ss.st, ss.sub
 	now := time.Now().UnixMilli()
 	out := r.buf[:0]

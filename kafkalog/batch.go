@@ -7,19 +7,6 @@ import (
 	"math"
 )
 
-// Record is one message of a partition.
-type Record struct {
-	// Offset is the record's position in its partition, set by Read (ignored by Append).
-	Offset int64
-	// Timestamp is in milliseconds since the Unix epoch; Append stamps zero with the
-	// current time.
-	Timestamp int64
-	// Key and Value are opaque; nil and empty are kept apart.
-	Key, Value []byte
-	// Headers are name/value pairs, in order.
-	Headers [][2]string
-}
-
 // Batch frame layout (format version 1, big-endian); see the package comment.
 const (
 	formatVersion   = 1

@@ -8,18 +8,6 @@ import (
 	"sync"
 )
 
-// TopicPartition names one partition.
-type TopicPartition struct {
-	Topic     string
-	Partition int
-}
-
-// Assignment is what a member of a group consumes in one generation of the group.
-type Assignment struct {
-	Generation int64
-	Partitions []TopicPartition // sorted by topic, then partition
-}
-
 // Group is a consumer group: members that share the partitions of the topics they
 // subscribe to, each partition going to exactly one subscribed member. Membership is in
 // memory (members are live consumers); committed offsets are durable (Log.Commit).
@@ -270,7 +258,7 @@ func stickyAssign(prev map[string][]TopicPartition, subs map[string][]string, co
 		}
 		for _, id := range ms {
 			for _, p := range cur[id] {
-				out[id] = append(out[id], TopicPartition{t, p})
+				out[id] = append(out[id], TopicPartition{Topic: t, Partition: p})
 			}
 		}
 	}

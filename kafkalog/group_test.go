@@ -142,16 +142,19 @@ func TestCommitOffsetsIsOneDurableRewrite(t *testing.T) {
 	o := memOpts(fs, newClock())
 	l := openT(t, o)
 	require.NoError(t, l.CreateTopic("t", 3))
+	at := func(group string, p int, off int64) GroupOffset {
+		return GroupOffset{Group: group, Topic: "t", Partition: p, Offset: off}
+	}
 	require.NoError(t, l.CommitOffsets(nil))
-	require.NoError(t, l.CommitOffsets([]GroupOffset{{"g", "t", 0, 5}, {"g", "t", 2, 9}, {"h", "t", 1, 1}}))
-	require.ErrorIs(t, l.CommitOffsets([]GroupOffset{{"g", "t", 0, 6}, {"g", "t", 3, 1}}), ErrUnknownPartition)
+	require.NoError(t, l.CommitOffsets([]GroupOffset{at("g", 0, 5), at("g", 2, 9), at("h", 1, 1)}))
+	require.ErrorIs(t, l.CommitOffsets([]GroupOffset{at("g", 0, 6), at("g", 3, 1)}), ErrUnknownPartition)
 	off, _, _ := l.Committed("g", "t", 0)
 	require.Equal(t, int64(5), off, "a refused call records nothing")
 	crashed := fs.CrashClone()
 	require.NoError(t, l.Close())
 	l = openT(t, Options{FS: crashed, Dir: o.Dir, RetentionCheckInterval: -1, Logger: o.Logger})
 	defer l.Close()
-	for _, want := range []GroupOffset{{"g", "t", 0, 5}, {"g", "t", 2, 9}, {"h", "t", 1, 1}} {
+	for _, want := range []GroupOffset{at("g", 0, 5), at("g", 2, 9), at("h", 1, 1)} {
 		off, ok, err := l.Committed(want.Group, want.Topic, want.Partition)
 		require.NoError(t, err)
 		require.True(t, ok)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/activemq-go/broker/destinations/streamlog"
 	"github.com/activemq-go/broker/internal/vfs"
 )
 
@@ -137,7 +138,7 @@ func (l *Log) Close() error {
 
 // checkTopic checks the name and partition count of a topic to create.
 func checkTopic(name string, n int) error {
-	if !ValidTopicName(name) {
+	if !streamlog.ValidTopicName(name) {
 		return fmt.Errorf("%w: %q", ErrInvalidTopic, name)
 	}
 	if n <= 0 {
@@ -173,7 +174,7 @@ func (l *Log) createTopicLocked(name string, n int, c TopicConfig) error {
 		}
 	}
 	if c != (TopicConfig{}) {
-		if err := vfs.WriteFileAtomic(l.opts.FS, topicConfigPath(&l.opts, name), c.encode()); err != nil {
+		if err := vfs.WriteFileAtomic(l.opts.FS, topicConfigPath(&l.opts, name), encodeTopicConfig(c)); err != nil {
 			return fmt.Errorf("kafkalog: write config of topic %q: %w", name, err)
 		}
 	}

@@ -215,13 +215,6 @@ func (l *Log) Commit(group, topic string, partition int, offset int64) error {
 	return l.offsets.commit(offsetKey{group, topic, partition}, offset)
 }
 
-// GroupOffset is a group's position in one partition, as Commit records it.
-type GroupOffset struct {
-	Group, Topic string
-	Partition    int
-	Offset       int64
-}
-
 // CommitOffsets is Commit for several positions at once (Kafka's OffsetCommit request
 // carries many partitions): one rewrite of the offsets file records them all, so a
 // caller that gathers commits pays one fsync per round rather than one per partition.

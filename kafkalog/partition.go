@@ -389,14 +389,6 @@ func (p *partition) close() error {
 	return nil
 }
 
-// PartitionStats are counters of one partition, for tests and metrics.
-type PartitionStats struct {
-	Segments int   // segment files
-	Bytes    int64 // total size of the segment logs
-	Appends  int64 // Append calls since Open
-	Syncs    int64 // fsyncs of the active segment by the append path since Open
-}
-
 func (p *partition) stats() PartitionStats {
 	p.mu.RLock()
 	defer p.mu.RUnlock()

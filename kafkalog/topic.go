@@ -6,24 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"github.com/activemq-go/broker/destinations/streamlog"
 )
-
-// maxTopicLen bounds a topic name (Kafka's limit is 249).
-const maxTopicLen = 200
-
-// ValidTopicName reports whether name can name a topic: 1 to 200 ASCII letters, digits,
-// '.', '_' and '-', not "." or "..".
-func ValidTopicName(name string) bool {
-	if name == "" || len(name) > maxTopicLen || name == "." || name == ".." {
-		return false
-	}
-	for _, c := range []byte(name) {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
 
 // partitionDirName is "<topic>-<partition>".
 func partitionDirName(topic string, id int) string { return fmt.Sprintf("%s-%d", topic, id) }
@@ -35,7 +20,7 @@ func parsePartitionDirName(name string) (string, int, bool) {
 		return "", 0, false
 	}
 	id, err := strconv.Atoi(name[dash+1:])
-	if err != nil || id < 0 || strconv.Itoa(id) != name[dash+1:] || !ValidTopicName(name[:dash]) {
+	if err != nil || id < 0 || strconv.Itoa(id) != name[dash+1:] || !streamlog.ValidTopicName(name[:dash]) {
 		return "", 0, false
 	}
 	return name[:dash], id, true

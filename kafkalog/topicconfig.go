@@ -14,18 +14,6 @@ import (
 	"github.com/activemq-go/broker/internal/vfs"
 )
 
-// TopicConfig holds a topic's own settings; where a field is zero the Log's Options
-// apply (Kafka's topic-level overrides of broker defaults).
-type TopicConfig struct {
-	// Retention deletes the topic's sealed segments whose newest record is older than
-	// this. 0: Options.Retention; negative: keep segments whatever their age.
-	Retention time.Duration
-	// RetentionBytes deletes the oldest sealed segments of each partition of the topic
-	// while the partition is larger than this. 0: Options.RetentionBytes; negative: no
-	// size limit.
-	RetentionBytes int64
-}
-
 // topicConfigFile holds a topic's TopicConfig, in the directory of its partition 0, so
 // that deleting the partition directories deletes it too. A topic without the file has
 // the zero TopicConfig.
@@ -35,7 +23,7 @@ const topicConfigFile = "topic-config"
 // CRC32C of the preceding bytes (big-endian).
 const topicConfigSize = 4 + 1 + 8 + 8 + 4
 
-func (c TopicConfig) encode() []byte {
+func encodeTopicConfig(c TopicConfig) []byte {
 	b := make([]byte, 0, topicConfigSize)
 	b = append(b, "KLTC"...)
 	b = append(b, formatVersion)
@@ -101,7 +89,7 @@ func (l *Log) CreateTopicWith(name string, n int, c TopicConfig) error {
 	if *t.cfg.Load() == c {
 		return nil
 	}
-	if err := vfs.WriteFileAtomic(l.opts.FS, topicConfigPath(&l.opts, name), c.encode()); err != nil {
+	if err := vfs.WriteFileAtomic(l.opts.FS, topicConfigPath(&l.opts, name), encodeTopicConfig(c)); err != nil {
 		return fmt.Errorf("kafkalog: write config of topic %q: %w", name, err)
 	}
 	t.cfg.Store(&c)

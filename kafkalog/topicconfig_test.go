@@ -93,7 +93,7 @@ func TestTopicConfigCorruptFile(t *testing.T) {
 
 func TestTopicConfigRoundTrip(t *testing.T) {
 	for _, c := range []TopicConfig{{}, {Retention: -1, RetentionBytes: -1}, {Retention: 36 * time.Hour, RetentionBytes: 10 << 30}} {
-		got, err := decodeTopicConfig(c.encode())
+		got, err := decodeTopicConfig(encodeTopicConfig(c))
 		require.NoError(t, err)
 		require.Equal(t, c, got)
 	}

@@ -51,23 +51,30 @@ var allowed = map[string][]string{
 	// database), stores messages in pgstore's encoding and opens its pool with
 	// pgstore's URL handling; nothing above persistence.
 	"persistence/pgstore/pgshared": {"persistence/pgstore", "persistence/internal", "persistence", "internal/setting"},
-	"persistence/logstore":         {"persistence/internal", "persistence", "kafkalog", "internal/vfs", "internal/setting"},
-	"kafkalog":                     {"internal/vfs"},
-	// durable keeps durable subscriptions over the destinations' queues and topics
-	// (kafkalog and internal/vfs come in through destinations' stream log types).
-	"durable": {"destinations", "destinations/policy", "destinations/selector", "persistence", "kafkalog", "internal/vfs"},
-	// destinations (queues, topics, streams) knows the store and the value types of the
-	// stream log its StreamLog interface names; kafkalog drags internal/vfs in.
-	"destinations": {"persistence", "kafkalog", "internal/vfs"},
-	// broker hands destinations the concrete kafkalog.Log.
+	// logstore keeps the store in a kafkalog log (whose value types are
+	// destinations/streamlog's).
+	"persistence/logstore": {"persistence/internal", "persistence", "kafkalog", "destinations/streamlog", "internal/vfs", "internal/setting"},
+	// destinations/streamlog, a leaf, is the stream log as destinations uses it: the
+	// Log interface and its own value types (records, offsets, assignments) and errors.
+	// The engines implement it in those very types (kafkalog's are aliases of them), so
+	// records pass with no copy; destinations, durable and the broker know no engine.
+	"destinations/streamlog": {},
+	// kafkalog, the embedded engine, is a streamlog.Log.
+	"kafkalog": {"destinations/streamlog", "internal/vfs"},
+	// durable keeps durable subscriptions over the destinations' queues and topics.
+	"durable": {"destinations", "destinations/policy", "destinations/selector", "persistence"},
+	// destinations (queues, topics, streams) knows the store, and the stream log only
+	// as a destinations/streamlog.Log (its sub-packages, the rule's own prefix).
+	"destinations": {"persistence"},
+	// broker hands destinations the stream log it is given, a streamlog.Log.
 	// broker asks security, a leaf, who a client is and what it may do.
 	// internal/histogram, a leaf, holds its latency histograms (no metrics library);
 	// internal/loglimit, a leaf, limits its repeated log lines.
-	"broker": {"destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram", "internal/loglimit"},
+	"broker": {"destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
 	// The STOMP frame codec: a leaf the transport and the client tools both import.
 	"internal/stompcodec": {},
-	"transport/stomp":     {"internal/stompcodec", "broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram", "internal/loglimit"},
-	"transport":           {"transport/stomp", "internal/stompcodec", "broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram", "internal/loglimit"},
+	"transport/stomp":     {"internal/stompcodec", "broker", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
+	"transport":           {"transport/stomp", "internal/stompcodec", "broker", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
 	"internal/pgtest":     {},
 	"internal/loadtest":   {},
 	// internal/race, for tests: whether -race is on, to scale their deadlines.
@@ -83,10 +90,10 @@ var allowed = map[string][]string{
 	"internal/loglimit": {},
 	// admin/metrics reads the broker's counters (and the security service's) at
 	// scrape time; it changes nothing.
-	"admin/metrics": {"broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram", "internal/loglimit"},
+	"admin/metrics": {"broker", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
 	// The web console renders admin.Backend's data; it uses nothing of the broker but
 	// through package admin, which links it (admin.NewBrokerBackend).
-	"admin/console": {"admin", "broker", "destinations", "destinations/policy", "destinations/selector", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram", "internal/loglimit"},
+	"admin/console": {"admin", "broker", "destinations", "destinations/policy", "destinations/selector", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
 	// browsertest starts a headless Chromium for the browser tests.
 	"internal/browsertest": {},
 	// stompclient, the STOMP client of the command-line tools, reads and writes frames
@@ -97,30 +104,29 @@ var allowed = map[string][]string{
 	// admin, the admin HTTP listener, uses the broker's management surface and its
 	// types, and asks security for the operators; never transport or config (cmd
 	// hands it what it needs).
-	"admin": {"broker", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "security", "internal/histogram", "internal/loglimit"},
+	"admin": {"broker", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
 
-	// kafkalog/kafkaengine keeps streams in Apache Kafka (franz-go): it speaks in
-	// kafkalog's value types and knows nothing of the broker or destinations (the
-	// broker's tests assert it is a destinations.StreamLog; cmd hands it over).
-	"kafkalog/kafkaengine": {"kafkalog", "internal/vfs"},
+	// kafkalog/kafkaengine keeps streams in Apache Kafka (franz-go): it is a
+	// streamlog.Log in streamlog's value types and knows nothing of the broker,
+	// destinations proper or the embedded engine (cmd hands it over).
+	"kafkalog/kafkaengine": {"destinations/streamlog"},
 
 	// The parts split out of the broker (issue 22 §2) sit below it: the broker imports
 	// them, and each asks its host through a small interface of its own, never the
 	// broker or transport (TestLayeringDirection holds that too). broker/scheduler
-	// keeps scheduled messages in the store and hands due ones back to its Host
-	// (kafkalog and internal/vfs come in through destinations).
-	"broker/scheduler": {"destinations", "persistence", "kafkalog", "internal/vfs", "broker/limits"},
+	// keeps scheduled messages in the store and hands due ones back to its Host.
+	"broker/scheduler": {"destinations", "persistence", "broker/limits"},
 	// broker/dedup keeps the duplicate-detection ids of destinations and durable
 	// subscriptions, and their id logs in the store; its Host gives it the policies.
-	"broker/dedup": {"destinations", "persistence", "kafkalog", "internal/vfs"},
+	"broker/dedup": {"destinations", "persistence"},
 	// broker/advisory publishes ActiveMQ's advisory messages on topics it makes with
 	// destinations; its Host gives it message ids and authorization.
-	"broker/advisory": {"destinations", "persistence", "kafkalog", "internal/vfs", "internal/loglimit"},
+	"broker/advisory": {"destinations", "persistence", "internal/loglimit"},
 	// broker/sharedmode is the broker's side of jdbc mode: shared (the engine's
 	// batched sends, its notifications, shared durable subscriptions); its Host gives
 	// it the node's queues and topics. It asks broker/advisory, a sibling, which topics
 	// are advisories (node-local), and returns durable's Stats.
-	"broker/sharedmode": {"broker/advisory", "destinations", "durable", "persistence", "kafkalog", "internal/vfs", "internal/loglimit"},
+	"broker/sharedmode": {"broker/advisory", "destinations", "durable", "persistence", "internal/loglimit"},
 }
 
 // TestLayering fails when a package imports across the layering of DESIGN.md: an adapter
@@ -164,15 +170,18 @@ func TestLayering(t *testing.T) {
 
 // forbidden are the imports that break the layering's direction whatever the rules
 // above say: the broker is protocol-neutral and below transport; destinations and
-// durable are below the broker, and destinations below durable.
+// durable are below the broker, and destinations below durable. None of them knows a
+// stream engine: they reach streams through destinations/streamlog only (the engines
+// are kafkalog and kafkalog/kafkaengine; cmd wires one in).
 var forbidden = map[string][]string{
-	"broker":       {"transport"},
-	"destinations": {"broker", "durable", "transport"},
-	"durable":      {"broker", "transport"},
+	"broker":       {"transport", "kafkalog"},
+	"destinations": {"broker", "durable", "transport", "kafkalog"},
+	"durable":      {"broker", "transport", "kafkalog"},
 }
 
 // TestLayeringDirection fails when broker imports transport, or destinations or
-// durable import the broker or transport, or destinations imports durable.
+// durable import the broker or transport, or destinations imports durable, or any of
+// them imports a stream engine.
 func TestLayeringDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`,
 		module+"/broker/...", module+"/destinations/...", module+"/durable/...").Output()
@@ -196,7 +205,7 @@ func TestLayeringDirection(t *testing.T) {
 			d := strings.TrimPrefix(dep, module+"/")
 			for _, ban := range bans {
 				if d == ban || strings.HasPrefix(d, ban+"/") {
-					t.Errorf("%s imports %s: the layering goes broker -> durable -> destinations -> persistence", pkg, d)
+					t.Errorf("%s imports %s: the layering goes broker -> durable -> destinations -> persistence, streams through destinations/streamlog", pkg, d)
 				}
 			}
 		}

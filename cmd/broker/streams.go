@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/activemq-go/broker/config"
-	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/streamlog"
 	"github.com/activemq-go/broker/kafkalog"
 	"github.com/activemq-go/broker/kafkalog/kafkaengine"
 )
@@ -21,35 +21,28 @@ import (
 // streamEngine is the open engine behind stream destinations: the embedded log or
 // Kafka.
 type streamEngine struct {
-	embedded *kafkalog.Log
-	kafka    *kafkaengine.Engine
+	// log is a *kafkalog.Log or a *kafkaengine.Engine.
+	log interface {
+		streamlog.Log
+		Close() error
+	}
 }
 
-// Embedded is the embedded log for broker.Options.Streams, nil with another engine.
-func (s *streamEngine) Embedded() *kafkalog.Log {
+// Log is the engine for broker.Options.Streams; nil (the interface, not a nil pointer
+// in it) without streams.
+func (s *streamEngine) Log() streamlog.Log {
 	if s == nil {
 		return nil
 	}
-	return s.embedded
-}
-
-// Other is the engine for broker.Options.StreamLog, nil with the embedded one.
-func (s *streamEngine) Other() destinations.StreamLog {
-	if s == nil || s.kafka == nil {
-		return nil
-	}
-	return s.kafka
+	return s.log
 }
 
 // Close closes the engine (after the broker).
 func (s *streamEngine) Close() error {
-	switch {
-	case s == nil:
+	if s == nil {
 		return nil
-	case s.kafka != nil:
-		return s.kafka.Close()
 	}
-	return s.embedded.Close()
+	return s.log.Close()
 }
 
 // openStreams opens the engine behind stream destinations (the streams section), or
@@ -63,13 +56,13 @@ func openStreams(cfg *config.Config, log *slog.Logger) (*streamEngine, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &streamEngine{kafka: e}, nil
+		return &streamEngine{log: e}, nil
 	}
 	l, err := openEmbeddedStreams(cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	return &streamEngine{embedded: l}, nil
+	return &streamEngine{log: l}, nil
 }
 
 // largestMessage is the size of the largest message a connector accepts.

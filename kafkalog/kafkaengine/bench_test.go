@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/activemq-go/broker/kafkalog"
+	"github.com/activemq-go/broker/destinations/streamlog"
 )
 
 // benchEngine is an engine on a fresh three-broker kfake with topic "b" of one partition.
@@ -19,7 +19,7 @@ func benchEngine(b *testing.B) *Engine {
 	e, err := Open(Options{SeedBrokers: c.ListenAddrs()})
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = e.Close() })
-	require.NoError(b, e.CreateTopicWith("b", 1, kafkalog.TopicConfig{}))
+	require.NoError(b, e.CreateTopicWith("b", 1, streamlog.TopicConfig{}))
 	return e
 }
 
@@ -29,9 +29,9 @@ func BenchmarkAppend(b *testing.B) {
 	for _, n := range []int{1, 100} {
 		b.Run(map[int]string{1: "batch1", 100: "batch100"}[n], func(b *testing.B) {
 			e := benchEngine(b)
-			recs := make([]kafkalog.Record, n)
+			recs := make([]streamlog.Record, n)
 			for i := range recs {
-				recs[i] = kafkalog.Record{Key: []byte("key"), Value: make([]byte, 256), Headers: [][2]string{{"h", "v"}}}
+				recs[i] = streamlog.Record{Key: []byte("key"), Value: make([]byte, 256), Headers: [][2]string{{"h", "v"}}}
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -49,9 +49,9 @@ func BenchmarkAppend(b *testing.B) {
 // BenchmarkRead reads 100-record batches back from offset 0.
 func BenchmarkRead(b *testing.B) {
 	e := benchEngine(b)
-	recs := make([]kafkalog.Record, 100)
+	recs := make([]streamlog.Record, 100)
 	for i := range recs {
-		recs[i] = kafkalog.Record{Value: make([]byte, 256)}
+		recs[i] = streamlog.Record{Value: make([]byte, 256)}
 	}
 	_, err := e.Append("b", 0, recs)
 	require.NoError(b, err)

@@ -1,7 +1,8 @@
 // Package kafkaengine keeps the broker's stream destinations in Apache Kafka: it is
-// the stream log (destinations.StreamLog) over a Kafka cluster, reached with franz-go.
-// It is the second engine beside the embedded kafkalog.Log; several broker nodes
-// pointed at one cluster serve the same streams and consumer groups.
+// the stream log (destinations/streamlog's Log, in its value types) over a Kafka
+// cluster, reached with franz-go. It is the second engine beside the embedded
+// kafkalog.Log; several broker nodes pointed at one cluster serve the same streams and
+// consumer groups.
 //
 // # Topic names
 //

@@ -17,7 +17,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/activemq-go/broker/kafkalog"
+	"github.com/activemq-go/broker/destinations/streamlog"
+)
+
+// The engine stands behind the stream path as the embedded log does, and partitions
+// keys as Kafka clients do.
+var (
+	_ streamlog.Log            = (*Engine)(nil)
+	_ streamlog.KeyPartitioner = (*Engine)(nil)
 )
 
 // Engine is the stream log over a Kafka cluster. Its methods are safe for concurrent
@@ -77,7 +84,7 @@ func Open(o Options) (*Engine, error) {
 }
 
 // Close leaves every consumer group and closes the connections. Operations after it
-// return kafkalog.ErrClosed.
+// return streamlog.ErrClosed.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -111,7 +118,7 @@ func (e *Engine) kafkaTopic(topic string) string { return e.opts.TopicPrefix + t
 // failed turns an error into ErrClosed once the engine is closed.
 func (e *Engine) failed(op, topic string, partition int, err error) error {
 	if e.ctx.Err() != nil {
-		return kafkalog.ErrClosed
+		return streamlog.ErrClosed
 	}
 	if partition < 0 {
 		return fmt.Errorf("kafkaengine: %s %s: %w", op, e.kafkaTopic(topic), err)
@@ -191,9 +198,9 @@ func (e *Engine) partitionMeta(op, topic string, partition int, refresh bool) (*
 	case err != nil:
 		return nil, e.failed(op, topic, partition, err)
 	case m == nil:
-		return nil, fmt.Errorf("%w: %q", kafkalog.ErrUnknownTopic, kt)
+		return nil, fmt.Errorf("%w: %q", streamlog.ErrUnknownTopic, kt)
 	case partition < 0 || partition >= len(m.leaders):
-		return nil, fmt.Errorf("%w: %s-%d", kafkalog.ErrUnknownPartition, kt, partition)
+		return nil, fmt.Errorf("%w: %s-%d", streamlog.ErrUnknownPartition, kt, partition)
 	}
 	return m, nil
 }
@@ -216,7 +223,7 @@ func (e *Engine) Partitions(topic string) int {
 // (-1), zero the cluster's default. A segment is rolled at the latest after the
 // retention time, so that records are deleted within about twice the retention.
 // max.message.bytes lets in the batches the engine produces.
-func (e *Engine) topicConfigs(c kafkalog.TopicConfig) map[string]*string {
+func (e *Engine) topicConfigs(c streamlog.TopicConfig) map[string]*string {
 	cfg := map[string]*string{}
 	set := func(k string, v int64) {
 		s := strconv.FormatInt(v, 10)
@@ -243,10 +250,10 @@ func (e *Engine) topicConfigs(c kafkalog.TopicConfig) map[string]*string {
 // CreateTopicWith creates the Kafka topic of a stream with n partitions (or
 // Options.Partitions) and the retention of c, or, if it exists with n partitions,
 // sets its retention to c. A topic with another partition count gives
-// kafkalog.ErrTopicExists (wrapped).
-func (e *Engine) CreateTopicWith(name string, n int, c kafkalog.TopicConfig) error {
+// streamlog.ErrTopicExists (wrapped).
+func (e *Engine) CreateTopicWith(name string, n int, c streamlog.TopicConfig) error {
 	if e.ctx.Err() != nil {
-		return kafkalog.ErrClosed
+		return streamlog.ErrClosed
 	}
 	kt := e.kafkaTopic(name)
 	m, err := e.meta(kt, true)
@@ -261,7 +268,7 @@ func (e *Engine) CreateTopicWith(name string, n int, c kafkalog.TopicConfig) err
 	defer cancel()
 	if m != nil {
 		if len(m.leaders) != n {
-			return fmt.Errorf("%w: Kafka topic %q has %d partitions, not %d", kafkalog.ErrTopicExists, kt, len(m.leaders), n)
+			return fmt.Errorf("%w: Kafka topic %q has %d partitions, not %d", streamlog.ErrTopicExists, kt, len(m.leaders), n)
 		}
 		var alter []kadm.AlterConfig
 		for k, v := range cfg {
@@ -308,9 +315,9 @@ func (e *Engine) PartitionForKey(topic string, key []byte, partitions int) int {
 
 // Append produces recs to a partition and returns the offset of the first, once
 // every record is acknowledged by all in-sync replicas.
-func (e *Engine) Append(topic string, partition int, recs []kafkalog.Record) (int64, error) {
+func (e *Engine) Append(topic string, partition int, recs []streamlog.Record) (int64, error) {
 	if len(recs) == 0 {
-		return 0, kafkalog.ErrEmptyBatch
+		return 0, streamlog.ErrEmptyBatch
 	}
 	kt := e.kafkaTopic(topic)
 	now := e.opts.Now()
@@ -345,7 +352,7 @@ func (e *Engine) Append(topic string, partition int, recs []kafkalog.Record) (in
 func (e *Engine) listed(topic string, partition int, op string,
 	list func(ctx context.Context, topics ...string) (kadm.ListedOffsets, error)) (int64, error) {
 	if e.ctx.Err() != nil {
-		return 0, kafkalog.ErrClosed
+		return 0, streamlog.ErrClosed
 	}
 	ctx, cancel := e.reqCtx()
 	defer cancel()
@@ -357,9 +364,9 @@ func (e *Engine) listed(topic string, partition int, op string,
 	lo, ok := los.Lookup(kt, int32(partition))
 	if !ok {
 		if m, _ := e.meta(kt, false); m == nil {
-			return 0, fmt.Errorf("%w: %q", kafkalog.ErrUnknownTopic, kt)
+			return 0, fmt.Errorf("%w: %q", streamlog.ErrUnknownTopic, kt)
 		}
-		return 0, fmt.Errorf("%w: %s-%d", kafkalog.ErrUnknownPartition, kt, partition)
+		return 0, fmt.Errorf("%w: %s-%d", streamlog.ErrUnknownPartition, kt, partition)
 	}
 	if lo.Err != nil {
 		return 0, e.failed(op, topic, partition, lo.Err)
@@ -399,13 +406,13 @@ func (e *Engine) OffsetForTime(topic string, partition int, ms int64) (int64, er
 // Stats has the appends made through this engine since Open, and the partition's
 // size on its leader as Kafka reports it (DescribeLogDirs; 0 if it does not).
 // Segment files and fsyncs are Kafka's own business and stay 0.
-func (e *Engine) Stats(topic string, partition int) (kafkalog.PartitionStats, error) {
+func (e *Engine) Stats(topic string, partition int) (streamlog.PartitionStats, error) {
 	kt := e.kafkaTopic(topic)
 	m, err := e.partitionMeta("describe", topic, partition, false)
 	if err != nil {
-		return kafkalog.PartitionStats{}, err
+		return streamlog.PartitionStats{}, err
 	}
-	var st kafkalog.PartitionStats
+	var st streamlog.PartitionStats
 	e.mu.Lock()
 	if cs := e.appends[kt]; partition < len(cs) {
 		st.Appends = cs[partition].Load()

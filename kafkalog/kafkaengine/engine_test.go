@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/activemq-go/broker/kafkalog"
+	"github.com/activemq-go/broker/destinations/streamlog"
 )
 
 // newCluster starts an in-process Kafka of three brokers.
@@ -48,11 +48,11 @@ func TestCreateTopicAndTopics(t *testing.T) {
 	c := newCluster(t)
 	e := openEngine(t, c, "amq.")
 	require.Equal(t, 0, e.Partitions("orders"))
-	require.NoError(t, e.CreateTopicWith("orders", 3, kafkalog.TopicConfig{Retention: time.Hour, RetentionBytes: -1}))
+	require.NoError(t, e.CreateTopicWith("orders", 3, streamlog.TopicConfig{Retention: time.Hour, RetentionBytes: -1}))
 	require.Equal(t, 3, e.Partitions("orders"))
 	// Declaring it again (every broker start) is fine; another count is not.
-	require.NoError(t, e.CreateTopicWith("orders", 3, kafkalog.TopicConfig{Retention: 2 * time.Hour}))
-	require.ErrorIs(t, e.CreateTopicWith("orders", 4, kafkalog.TopicConfig{}), kafkalog.ErrTopicExists)
+	require.NoError(t, e.CreateTopicWith("orders", 3, streamlog.TopicConfig{Retention: 2 * time.Hour}))
+	require.ErrorIs(t, e.CreateTopicWith("orders", 4, streamlog.TopicConfig{}), streamlog.ErrTopicExists)
 
 	// Another engine without the prefix sees the Kafka name; with it, the log name.
 	other := openEngine(t, c, "")
@@ -66,20 +66,20 @@ func TestPartitionsOverride(t *testing.T) {
 	require.NoError(t, err)
 	defer e.Close()
 	require.Equal(t, 5, e.Partitions("s"))
-	require.NoError(t, e.CreateTopicWith("s", 2, kafkalog.TopicConfig{}))
+	require.NoError(t, e.CreateTopicWith("s", 2, streamlog.TopicConfig{}))
 	require.Equal(t, 5, e.Partitions("s"))
 	// A topic that exists keeps its count, whatever the option says.
 	plain := openEngine(t, c, "")
-	require.NoError(t, plain.CreateTopicWith("t", 3, kafkalog.TopicConfig{}))
+	require.NoError(t, plain.CreateTopicWith("t", 3, streamlog.TopicConfig{}))
 	require.Equal(t, 3, e.Partitions("t"))
-	require.NoError(t, e.CreateTopicWith("t", 3, kafkalog.TopicConfig{Retention: time.Hour}))
+	require.NoError(t, e.CreateTopicWith("t", 3, streamlog.TopicConfig{Retention: time.Hour}))
 }
 
 func TestAppendReadRoundTrip(t *testing.T) {
 	c := newCluster(t)
 	e := openEngine(t, c, "")
-	require.NoError(t, e.CreateTopicWith("s", 2, kafkalog.TopicConfig{}))
-	recs := []kafkalog.Record{
+	require.NoError(t, e.CreateTopicWith("s", 2, streamlog.TopicConfig{}))
+	recs := []streamlog.Record{
 		{Timestamp: 1000, Key: []byte("k1"), Value: []byte("v1"), Headers: [][2]string{{"a", "1"}, {"b", "2"}}},
 		{Timestamp: 2000, Value: []byte("v2")},
 		{Timestamp: 3000, Key: []byte{}, Value: []byte{}},
@@ -87,7 +87,7 @@ func TestAppendReadRoundTrip(t *testing.T) {
 	base, err := e.Append("s", 1, recs)
 	require.NoError(t, err)
 	require.Equal(t, int64(0), base)
-	base, err = e.Append("s", 1, []kafkalog.Record{{Value: []byte("v3")}})
+	base, err = e.Append("s", 1, []streamlog.Record{{Value: []byte("v3")}})
 	require.NoError(t, err)
 	require.Equal(t, int64(3), base)
 
@@ -112,9 +112,9 @@ func TestAppendReadRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, got, "at the high watermark")
 	_, err = e.Read("s", 1, 10, 1<<20)
-	require.ErrorIs(t, err, kafkalog.ErrOffsetOutOfRange)
+	require.ErrorIs(t, err, streamlog.ErrOffsetOutOfRange)
 	_, err = e.Read("nope", 0, 0, 1<<20)
-	require.ErrorIs(t, err, kafkalog.ErrUnknownTopic)
+	require.ErrorIs(t, err, streamlog.ErrUnknownTopic)
 
 	st, err := e.Stats("s", 1)
 	require.NoError(t, err)
@@ -125,12 +125,12 @@ func TestAppendReadRoundTrip(t *testing.T) {
 func TestOffsets(t *testing.T) {
 	c := newCluster(t)
 	e := openEngine(t, c, "")
-	require.NoError(t, e.CreateTopicWith("s", 1, kafkalog.TopicConfig{}))
+	require.NoError(t, e.CreateTopicWith("s", 1, streamlog.TopicConfig{}))
 	hw, err := e.HighWatermark("s", 0)
 	require.NoError(t, err)
 	require.Equal(t, int64(0), hw)
 	for i := range 5 {
-		_, err := e.Append("s", 0, []kafkalog.Record{{Timestamp: int64(1000 * (i + 1)), Value: []byte{byte(i)}}})
+		_, err := e.Append("s", 0, []streamlog.Record{{Timestamp: int64(1000 * (i + 1)), Value: []byte{byte(i)}}})
 		require.NoError(t, err)
 	}
 	oldest, err := e.OldestOffset("s", 0)
@@ -146,13 +146,13 @@ func TestOffsets(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(5), off, "past every record: the high watermark")
 	_, err = e.HighWatermark("s", 7)
-	require.ErrorIs(t, err, kafkalog.ErrUnknownPartition)
+	require.ErrorIs(t, err, streamlog.ErrUnknownPartition)
 }
 
 func TestWaitWakesOnAppend(t *testing.T) {
 	c := newCluster(t)
 	e := openEngine(t, c, "")
-	require.NoError(t, e.CreateTopicWith("s", 1, kafkalog.TopicConfig{}))
+	require.NoError(t, e.CreateTopicWith("s", 1, streamlog.TopicConfig{}))
 	done := make(chan error, 1)
 	go func() { done <- e.Wait(context.Background(), "s", 0, 0) }()
 	select {
@@ -160,7 +160,7 @@ func TestWaitWakesOnAppend(t *testing.T) {
 		t.Fatalf("Wait returned before any record: %v", err)
 	case <-time.After(200 * time.Millisecond):
 	}
-	_, err := e.Append("s", 0, []kafkalog.Record{{Value: []byte("x")}})
+	_, err := e.Append("s", 0, []streamlog.Record{{Value: []byte("x")}})
 	require.NoError(t, err)
 	select {
 	case err := <-done:
@@ -176,9 +176,9 @@ func TestWaitWakesOnAppend(t *testing.T) {
 	require.ErrorIs(t, <-done, context.Canceled)
 	go func() { done <- e.Wait(context.Background(), "s", 0, 1) }()
 	require.NoError(t, e.Close())
-	require.ErrorIs(t, <-done, kafkalog.ErrClosed)
-	_, err = e.Append("s", 0, []kafkalog.Record{{Value: []byte("y")}})
-	require.ErrorIs(t, err, kafkalog.ErrClosed)
+	require.ErrorIs(t, <-done, streamlog.ErrClosed)
+	_, err = e.Append("s", 0, []streamlog.Record{{Value: []byte("y")}})
+	require.ErrorIs(t, err, streamlog.ErrClosed)
 }
 
 func TestPartitionForKeyIsKafkas(t *testing.T) {
@@ -199,7 +199,7 @@ func TestPartitionForKeyIsKafkas(t *testing.T) {
 }
 
 // assignedParts waits for the next assignment on ch and returns its partitions.
-func assignedParts(t *testing.T, ch <-chan kafkalog.Assignment, want func([]int) bool) []int {
+func assignedParts(t *testing.T, ch <-chan streamlog.Assignment, want func([]int) bool) []int {
 	t.Helper()
 	deadline := time.After(20 * time.Second)
 	var last []int
@@ -224,7 +224,7 @@ func TestGroupSplitsAndRebalancesOnLeave(t *testing.T) {
 	c := newCluster(t)
 	e1 := openEngine(t, c, "")
 	e2 := openEngine(t, c, "") // another broker node
-	require.NoError(t, e1.CreateTopicWith("s", 4, kafkalog.TopicConfig{}))
+	require.NoError(t, e1.CreateTopicWith("s", 4, streamlog.TopicConfig{}))
 
 	a, err := e1.Join("g", "m1", "s")
 	require.NoError(t, err)
@@ -244,7 +244,7 @@ func TestGroupSplitsAndRebalancesOnLeave(t *testing.T) {
 	require.Equal(t, []int{0, 1, 2, 3}, all)
 
 	// Commits go through a member, and are seen from the other node.
-	require.NoError(t, e2.CommitOffsets([]kafkalog.GroupOffset{{Group: "g", Topic: "s", Partition: p2[0], Offset: 7}}))
+	require.NoError(t, e2.CommitOffsets([]streamlog.GroupOffset{{Group: "g", Topic: "s", Partition: p2[0], Offset: 7}}))
 	off, ok, err := e1.Committed("g", "s", p2[0])
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -257,18 +257,18 @@ func TestGroupSplitsAndRebalancesOnLeave(t *testing.T) {
 	require.NoError(t, e2.Leave("g", "m2"))
 	_, open := <-ch2
 	require.False(t, open, "Changes closes on Leave")
-	require.NoError(t, e2.CommitOffsets([]kafkalog.GroupOffset{{Group: "g", Topic: "s", Partition: p2[1], Offset: 3}}))
+	require.NoError(t, e2.CommitOffsets([]streamlog.GroupOffset{{Group: "g", Topic: "s", Partition: p2[1], Offset: 3}}))
 	assignedParts(t, ch1, func(ps []int) bool { return len(ps) == 4 })
 	off, ok, err = e1.Committed("g", "s", p2[1])
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, int64(3), off)
-	require.ErrorIs(t, e2.Leave("g", "m2"), kafkalog.ErrUnknownMember)
+	require.ErrorIs(t, e2.Leave("g", "m2"), streamlog.ErrUnknownMember)
 
 	// With every member gone the commit is a simple one.
 	require.NoError(t, e1.Leave("g", "m1"))
 	require.Eventually(t, func() bool {
-		return e1.CommitOffsets([]kafkalog.GroupOffset{{Group: "g", Topic: "s", Partition: 0, Offset: 9}}) == nil
+		return e1.CommitOffsets([]streamlog.GroupOffset{{Group: "g", Topic: "s", Partition: 0, Offset: 9}}) == nil
 	}, 15*time.Second, 100*time.Millisecond)
 	off, _, err = e2.Committed("g", "s", 0)
 	require.NoError(t, err)
@@ -278,7 +278,7 @@ func TestGroupSplitsAndRebalancesOnLeave(t *testing.T) {
 func TestJoinTwiceIsRefused(t *testing.T) {
 	c := newCluster(t)
 	e := openEngine(t, c, "")
-	require.NoError(t, e.CreateTopicWith("s", 1, kafkalog.TopicConfig{}))
+	require.NoError(t, e.CreateTopicWith("s", 1, streamlog.TopicConfig{}))
 	_, err := e.Join("g", "m", "s")
 	require.NoError(t, err)
 	_, err = e.Join("g", "m", "s")
@@ -291,7 +291,7 @@ func TestJoinTwiceIsRefused(t *testing.T) {
 func TestAppendExactlyOnceThroughFaults(t *testing.T) {
 	c := newCluster(t)
 	e := openEngine(t, c, "")
-	require.NoError(t, e.CreateTopicWith("s", 1, kafkalog.TopicConfig{}))
+	require.NoError(t, e.CreateTopicWith("s", 1, streamlog.TopicConfig{}))
 	var faults atomic.Int32
 	fail := func(code int16) func(kmsg.Request) (kmsg.Response, error, bool) {
 		return func(kr kmsg.Request) (kmsg.Response, error, bool) {
@@ -319,7 +319,7 @@ func TestAppendExactlyOnceThroughFaults(t *testing.T) {
 	})
 	const n = 20
 	for i := range n {
-		_, err := e.Append("s", 0, []kafkalog.Record{{Value: fmt.Appendf(nil, "m%d", i)}})
+		_, err := e.Append("s", 0, []streamlog.Record{{Value: fmt.Appendf(nil, "m%d", i)}})
 		require.NoError(t, err)
 	}
 	require.Equal(t, int32(3), faults.Load(), "every fault was hit")
@@ -342,8 +342,8 @@ func TestAppendExactlyOnceThroughFaults(t *testing.T) {
 func TestLeaderMoves(t *testing.T) {
 	c := newCluster(t)
 	e := openEngine(t, c, "")
-	require.NoError(t, e.CreateTopicWith("s", 1, kafkalog.TopicConfig{}))
-	_, err := e.Append("s", 0, []kafkalog.Record{{Value: []byte("a")}})
+	require.NoError(t, e.CreateTopicWith("s", 1, streamlog.TopicConfig{}))
+	_, err := e.Append("s", 0, []streamlog.Record{{Value: []byte("a")}})
 	require.NoError(t, err)
 	got, err := e.Read("s", 0, 0, 1<<20)
 	require.NoError(t, err)
@@ -352,7 +352,7 @@ func TestLeaderMoves(t *testing.T) {
 	old := c.LeaderFor("s", 0)
 	require.NoError(t, c.MoveTopicPartition("s", 0, (old+1)%3))
 	require.NotEqual(t, old, c.LeaderFor("s", 0))
-	_, err = e.Append("s", 0, []kafkalog.Record{{Value: []byte("b")}})
+	_, err = e.Append("s", 0, []streamlog.Record{{Value: []byte("b")}})
 	require.NoError(t, err)
 	got, err = e.Read("s", 0, 0, 1<<20)
 	require.NoError(t, err)
@@ -379,10 +379,10 @@ func TestLargeRecord(t *testing.T) {
 	e, err := Open(Options{SeedBrokers: c.ListenAddrs(), MaxMessageBytes: 4 << 20})
 	require.NoError(t, err)
 	defer e.Close()
-	require.NoError(t, e.CreateTopicWith("big", 1, kafkalog.TopicConfig{}))
+	require.NoError(t, e.CreateTopicWith("big", 1, streamlog.TopicConfig{}))
 	body := make([]byte, 3<<20)
 	body[len(body)-1] = 7
-	_, err = e.Append("big", 0, []kafkalog.Record{{Value: body}})
+	_, err = e.Append("big", 0, []streamlog.Record{{Value: body}})
 	require.NoError(t, err)
 	got, err := e.Read("big", 0, 0, 1<<20)
 	require.NoError(t, err)
@@ -390,8 +390,8 @@ func TestLargeRecord(t *testing.T) {
 	require.Equal(t, body, got[0].Value)
 
 	small := openEngine(t, c, "")
-	require.NoError(t, small.CreateTopicWith("small", 1, kafkalog.TopicConfig{}))
-	_, err = small.Append("small", 0, []kafkalog.Record{{Value: body}})
+	require.NoError(t, small.CreateTopicWith("small", 1, streamlog.TopicConfig{}))
+	_, err = small.Append("small", 0, []streamlog.Record{{Value: body}})
 	require.Error(t, err)
 	hw, err := small.HighWatermark("small", 0)
 	require.NoError(t, err)

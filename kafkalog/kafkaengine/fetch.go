@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/activemq-go/broker/kafkalog"
+	"github.com/activemq-go/broker/destinations/streamlog"
 )
 
 // waitStep is how long one Fetch of Wait is held by the Kafka broker.
@@ -24,15 +24,15 @@ var decompressor = kgo.DefaultDecompressor()
 // Read returns records of a partition from offset on, at least one batch if any
 // record at or after offset is readable, about maxBytes at most. At the high watermark
 // it returns none; below the log start offset or past the high watermark it returns
-// kafkalog.ErrOffsetOutOfRange.
-func (e *Engine) Read(topic string, partition int, offset int64, maxBytes int) ([]kafkalog.Record, error) {
+// streamlog.ErrOffsetOutOfRange.
+func (e *Engine) Read(topic string, partition int, offset int64, maxBytes int) ([]streamlog.Record, error) {
 	ctx, cancel := e.reqCtx()
 	defer cancel()
 	fp, err := e.fetch(ctx, topic, partition, offset, maxBytes, 0)
 	if err != nil {
 		return nil, err
 	}
-	recs := make([]kafkalog.Record, len(fp.Records))
+	recs := make([]streamlog.Record, len(fp.Records))
 	for i, kr := range fp.Records {
 		r := &recs[i]
 		r.Offset, r.Timestamp, r.Key, r.Value = kr.Offset, kr.Timestamp.UnixMilli(), kr.Key, kr.Value
@@ -47,7 +47,7 @@ func (e *Engine) Read(topic string, partition int, offset int64, maxBytes int) (
 }
 
 // Wait returns once the partition has a record at offset (its high watermark is past
-// it), or ctx ends, or the engine closes (kafkalog.ErrClosed).
+// it), or ctx ends, or the engine closes (streamlog.ErrClosed).
 func (e *Engine) Wait(ctx context.Context, topic string, partition int, offset int64) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -59,10 +59,10 @@ func (e *Engine) Wait(ctx context.Context, topic string, partition int, offset i
 		fcancel()
 		switch {
 		case e.ctx.Err() != nil:
-			return kafkalog.ErrClosed
+			return streamlog.ErrClosed
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case errors.Is(err, kafkalog.ErrOffsetOutOfRange):
+		case errors.Is(err, streamlog.ErrOffsetOutOfRange):
 			return nil // the reader finds out with Read
 		case err != nil:
 			e.opts.Logger.Debug("kafka wait fetch failed", "topic", e.kafkaTopic(topic), "partition", partition, "err", err)
@@ -85,7 +85,7 @@ func (e *Engine) fetch(ctx context.Context, topic string, partition int, offset 
 	var last error
 	for try := range fetchTries {
 		if e.ctx.Err() != nil {
-			return kgo.FetchPartition{}, kafkalog.ErrClosed
+			return kgo.FetchPartition{}, streamlog.ErrClosed
 		}
 		if refresh {
 			// Metadata answers are cached a moment (MetadataMinAge): give the new
@@ -105,7 +105,7 @@ func (e *Engine) fetch(ctx context.Context, topic string, partition int, offset 
 		case err == nil:
 			return fp, nil
 		case errors.Is(err, kerr.OffsetOutOfRange):
-			return fp, fmt.Errorf("%w: %s-%d offset %d", kafkalog.ErrOffsetOutOfRange, kt, partition, offset)
+			return fp, fmt.Errorf("%w: %s-%d offset %d", streamlog.ErrOffsetOutOfRange, kt, partition, offset)
 		case ctx.Err() != nil:
 			return fp, e.failed("read", topic, partition, ctx.Err())
 		case errors.Is(err, kerr.NotLeaderForPartition), errors.Is(err, kerr.LeaderNotAvailable),

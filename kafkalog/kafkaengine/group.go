@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/activemq-go/broker/kafkalog"
+	"github.com/activemq-go/broker/destinations/streamlog"
 )
 
 // leaveGrace is how long a member that left stays in its Kafka group for the final
@@ -56,7 +56,7 @@ type member struct {
 	mu        sync.Mutex
 	closed    bool // close ran: a client set after it is closed at once
 	owned     map[int32]bool
-	ch        chan kafkalog.Assignment // cap 1: the latest assignment
+	ch        chan streamlog.Assignment // cap 1: the latest assignment
 	left      bool
 	gotFirst  bool
 	leftTimer *time.Timer
@@ -72,19 +72,19 @@ func (e *Engine) kafkaGroup(group, topic string) string {
 // Join makes member a member of the Kafka consumer group of group on topic, and
 // returns its first assignment (in a cooperative rebalance, partitions a member gets
 // from others usually follow in a second round, on Changes).
-func (e *Engine) Join(group, memberID, topic string) (kafkalog.Assignment, error) {
+func (e *Engine) Join(group, memberID, topic string) (streamlog.Assignment, error) {
 	kt := e.kafkaTopic(topic)
 	kg := e.kafkaGroup(group, topic)
 	m := &member{e: e, key: memberKey{group, memberID}, group: kg, topic: kt, logTopic: topic, first: make(chan struct{}), some: make(chan struct{}),
-		owned: map[int32]bool{}, ch: make(chan kafkalog.Assignment, 1)}
+		owned: map[int32]bool{}, ch: make(chan streamlog.Assignment, 1)}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		return kafkalog.Assignment{}, kafkalog.ErrClosed
+		return streamlog.Assignment{}, streamlog.ErrClosed
 	}
 	if e.members[m.key] != nil {
 		e.mu.Unlock()
-		return kafkalog.Assignment{}, fmt.Errorf("%w: %q in %q", ErrMemberExists, memberID, group)
+		return streamlog.Assignment{}, fmt.Errorf("%w: %q in %q", ErrMemberExists, memberID, group)
 	}
 	g := e.groups[kg]
 	if g == nil {
@@ -109,7 +109,7 @@ func (e *Engine) Join(group, memberID, topic string) (kafkalog.Assignment, error
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		e.dropMember(m)
-		return kafkalog.Assignment{}, fmt.Errorf("kafkaengine: join %q: %w", group, err)
+		return streamlog.Assignment{}, fmt.Errorf("kafkaengine: join %q: %w", group, err)
 	}
 	// The broker reads with Read; the member only holds the assignment.
 	cl.PauseFetchTopics(kt)
@@ -117,7 +117,7 @@ func (e *Engine) Join(group, memberID, topic string) (kafkalog.Assignment, error
 	if m.closed { // the engine closed meanwhile
 		m.mu.Unlock()
 		cl.Close()
-		return kafkalog.Assignment{}, kafkalog.ErrClosed
+		return streamlog.Assignment{}, streamlog.ErrClosed
 	}
 	m.cl = cl
 	m.mu.Unlock()
@@ -128,9 +128,9 @@ func (e *Engine) Join(group, memberID, topic string) (kafkalog.Assignment, error
 	case <-timer.C:
 		m.close()
 		e.dropMember(m)
-		return kafkalog.Assignment{}, fmt.Errorf("%w: member %q of %q", ErrNoAssignment, memberID, group)
+		return streamlog.Assignment{}, fmt.Errorf("%w: member %q of %q", ErrNoAssignment, memberID, group)
 	case <-e.ctx.Done():
-		return kafkalog.Assignment{}, kafkalog.ErrClosed
+		return streamlog.Assignment{}, streamlog.ErrClosed
 	}
 	// In a cooperative rebalance a member joining a group whose partitions others
 	// own gets them in a second round, once the owners let go: wait for it, so that
@@ -141,7 +141,7 @@ func (e *Engine) Join(group, memberID, topic string) (kafkalog.Assignment, error
 	case <-m.some:
 	case <-settle.C:
 	case <-e.ctx.Done():
-		return kafkalog.Assignment{}, kafkalog.ErrClosed
+		return streamlog.Assignment{}, streamlog.ErrClosed
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -157,7 +157,7 @@ func joinSettle(session time.Duration) time.Duration {
 
 // Changes is the member's assignment channel: it holds the latest assignment when it
 // changed, and is closed when the member leaves.
-func (e *Engine) Changes(group, memberID string) (<-chan kafkalog.Assignment, error) {
+func (e *Engine) Changes(group, memberID string) (<-chan streamlog.Assignment, error) {
 	m, err := e.liveMember(group, memberID)
 	if err != nil {
 		return nil, err
@@ -173,7 +173,7 @@ func (e *Engine) Leave(group, memberID string) error {
 	m := e.members[memberKey{group, memberID}]
 	if m == nil {
 		e.mu.Unlock()
-		return fmt.Errorf("%w: %q in %q", kafkalog.ErrUnknownMember, memberID, group)
+		return fmt.Errorf("%w: %q in %q", streamlog.ErrUnknownMember, memberID, group)
 	}
 	delete(e.members, m.key)
 	g := e.groups[m.group]
@@ -194,7 +194,7 @@ func (e *Engine) liveMember(group, memberID string) (*member, error) {
 	if m := e.members[memberKey{group, memberID}]; m != nil {
 		return m, nil
 	}
-	return nil, fmt.Errorf("%w: %q in %q", kafkalog.ErrUnknownMember, memberID, group)
+	return nil, fmt.Errorf("%w: %q in %q", streamlog.ErrUnknownMember, memberID, group)
 }
 
 // dropMember forgets m.
@@ -285,16 +285,16 @@ func (m *member) publishLocked() {
 	m.ch <- a
 }
 
-func (m *member) assignmentLocked() kafkalog.Assignment {
-	a := kafkalog.Assignment{}
+func (m *member) assignmentLocked() streamlog.Assignment {
+	a := streamlog.Assignment{}
 	if m.cl != nil {
 		_, gen := m.cl.GroupMetadata()
 		a.Generation = int64(gen)
 	}
 	for p := range m.owned {
-		a.Partitions = append(a.Partitions, kafkalog.TopicPartition{Topic: m.logTopic, Partition: int(p)})
+		a.Partitions = append(a.Partitions, streamlog.TopicPartition{Topic: m.logTopic, Partition: int(p)})
 	}
-	slices.SortFunc(a.Partitions, func(x, y kafkalog.TopicPartition) int { return x.Partition - y.Partition })
+	slices.SortFunc(a.Partitions, func(x, y streamlog.TopicPartition) int { return x.Partition - y.Partition })
 	return a
 }
 
@@ -302,7 +302,7 @@ func (m *member) assignmentLocked() kafkalog.Assignment {
 // false if it has none.
 func (e *Engine) Committed(group, topic string, partition int) (int64, bool, error) {
 	if e.ctx.Err() != nil {
-		return 0, false, kafkalog.ErrClosed
+		return 0, false, streamlog.ErrClosed
 	}
 	ctx, cancel := e.reqCtx()
 	defer cancel()
@@ -328,12 +328,12 @@ func (e *Engine) Committed(group, topic string, partition int) (int64, bool, err
 // OffsetCommit: through a member of the group on this node (the one that left last,
 // whose final positions these usually are, else a live one), or as a simple commit if
 // none is here. It retries while the group rebalances.
-func (e *Engine) CommitOffsets(offs []kafkalog.GroupOffset) error {
+func (e *Engine) CommitOffsets(offs []streamlog.GroupOffset) error {
 	if len(offs) == 0 {
 		return nil
 	}
 	if e.ctx.Err() != nil {
-		return kafkalog.ErrClosed
+		return streamlog.ErrClosed
 	}
 	byGroup := map[string]map[string]map[int32]kgo.EpochOffset{} // by Kafka group id
 	for _, o := range offs {
@@ -386,7 +386,7 @@ func (e *Engine) commitGroup(group string, tps map[string]map[int32]kgo.EpochOff
 		select {
 		case <-ctx.Done():
 			if e.ctx.Err() != nil {
-				return kafkalog.ErrClosed
+				return streamlog.ErrClosed
 			}
 			return fmt.Errorf("kafkaengine: commit offsets of group %q: %w (retried %s)", group, err, commitRetry)
 		case <-time.After(100 * time.Millisecond):
