@@ -19,25 +19,81 @@ import (
 // request), 401 and 403 (guard), 404 (no such destination, message, connection,
 // durable subscription or stream), 409 (in use) or 500.
 
-// apiRoutes are the API's routes, in the order docs/api.md lists them.
-var apiRoutes = []string{
-	"GET /api/broker",
-	"GET /api/destinations",
-	"GET /api/queues/{name}/messages",
-	"GET /api/queues/{name}/messages/{id}",
-	"DELETE /api/queues/{name}/messages/{id}",
-	"POST /api/queues/{name}/messages",
-	"POST /api/topics/{name}/messages",
-	"POST /api/queues/{name}/purge",
-	"DELETE /api/queues/{name}",
-	"DELETE /api/topics/{name}",
-	"POST /api/queues/{name}/move",
-	"GET /api/connections",
-	"DELETE /api/connections/{id}",
-	"GET /api/durable-subscriptions",
-	"DELETE /api/durable-subscriptions/{clientId}/{name}",
-	"POST /api/durable-subscriptions/{clientId}/{name}/messages",
-	"GET /api/streams/{name}",
+// Reader is what the API's routes that read (and Jolokia's) ask of the broker;
+// BrokerBackend implements it, tests may use a fake. Names are as clients write them:
+// "/queue/X", "/topic/X". Errors are *broker.Error values whose Err is one of the
+// broker's sentinels, mapped to HTTP statuses by statusOf.
+type Reader interface {
+	Overview() Overview
+	// Destinations lists queues, topics and streams ("" all, or "queue", "topic",
+	// "stream"), sorted by name. It never touches the store.
+	Destinations(kind string) []Destination
+	// Browse returns up to limit messages waiting on a queue, in dispatch order,
+	// starting after the message id after ("" from the head); next is the id to pass
+	// for the following page ("" at the end).
+	Browse(ctx context.Context, queue string, after string, limit int) (msgs []Message, next string, err error)
+	Message(ctx context.Context, queue, id string) (Message, error)
+	Connections() []Connection
+	DurableSubscriptions() []DurableSubscription
+	Stream(name string) (Stream, error)
+}
+
+// Manager is what the API's routes that change state ask of the broker, on behalf of
+// the operator its context names (IdentityOf). A Reader that is no Manager serves the
+// reading routes only.
+type Manager interface {
+	DeleteMessage(ctx context.Context, queue, id string) error
+	// Send sends a message to a destination as the admin user would over STOMP.
+	Send(ctx context.Context, dest string, m SendRequest) (id string, err error)
+	// Purge removes every message waiting on a queue (not those dispatched and not yet
+	// acknowledged), atomically against the store: after a crash halfway the queue
+	// holds either all of them or none.
+	Purge(ctx context.Context, queue string) (int, error)
+	// RemoveDestination deletes a queue or topic and its messages.
+	RemoveDestination(ctx context.Context, dest string) error
+	// Move moves (or with Copy copies) up to Limit messages of a queue matching
+	// Selector to To, a destination or "original" (each message back to its
+	// original-destination header: a dead-letter queue retried). Each message is
+	// added to its target and removed from the source in one store batch: nothing is
+	// lost or delivered twice if the broker dies halfway.
+	Move(ctx context.Context, queue string, r MoveRequest) (int, error)
+	// CloseConnection closes a client connection; the client is told reason.
+	CloseConnection(ctx context.Context, id, reason string) error
+	RemoveDurableSubscription(ctx context.Context, clientID, name string) error
+	// ImportDurable puts messages in one durable subscription's backlog only (a
+	// migration), in one store batch; messages with a duplicate-detection id the
+	// subscription already took are counted and dropped.
+	ImportDurable(ctx context.Context, clientID, name string, msgs []SendRequest) (ImportResult, error)
+}
+
+// apiRoute is one route of the API and its handler.
+type apiRoute struct {
+	pattern string
+	handler http.HandlerFunc
+}
+
+// apiRoutes are the API's routes, in the order docs/api.md lists them: the GET ones
+// read (Reader), the others change state (Manager).
+func (s *Server) apiRoutes() []apiRoute {
+	return []apiRoute{
+		{"GET /api/broker", s.getBroker},
+		{"GET /api/destinations", s.getDestinations},
+		{"GET /api/queues/{name}/messages", s.browse},
+		{"GET /api/queues/{name}/messages/{id}", s.getMessage},
+		{"DELETE /api/queues/{name}/messages/{id}", s.deleteMessage},
+		{"POST /api/queues/{name}/messages", s.send("/queue/")},
+		{"POST /api/topics/{name}/messages", s.send("/topic/")},
+		{"POST /api/queues/{name}/purge", s.purge},
+		{"DELETE /api/queues/{name}", s.removeDestination("/queue/")},
+		{"DELETE /api/topics/{name}", s.removeDestination("/topic/")},
+		{"POST /api/queues/{name}/move", s.move},
+		{"GET /api/connections", s.getConnections},
+		{"DELETE /api/connections/{id}", s.closeConnection},
+		{"GET /api/durable-subscriptions", s.getDurables},
+		{"DELETE /api/durable-subscriptions/{clientId}/{name}", s.removeDurable},
+		{"POST /api/durable-subscriptions/{clientId}/{name}/messages", s.importDurable},
+		{"GET /api/streams/{name}", s.getStream},
+	}
 }
 
 // Browse page sizes: the default and the most one request may ask for.
@@ -49,28 +105,14 @@ const (
 // maxBodyBytes bounds a request body (a message sent through the API).
 const maxBodyBytes = 16 << 20
 
+// routeAPI mounts the routes the backend serves: those that change state only when it
+// is a Manager.
 func (s *Server) routeAPI() {
-	handlers := map[string]http.HandlerFunc{
-		"GET /api/broker":                                            s.getBroker,
-		"GET /api/destinations":                                      s.getDestinations,
-		"GET /api/queues/{name}/messages":                            s.browse,
-		"GET /api/queues/{name}/messages/{id}":                       s.getMessage,
-		"DELETE /api/queues/{name}/messages/{id}":                    s.deleteMessage,
-		"POST /api/queues/{name}/messages":                           s.send("/queue/"),
-		"POST /api/topics/{name}/messages":                           s.send("/topic/"),
-		"POST /api/queues/{name}/purge":                              s.purge,
-		"DELETE /api/queues/{name}":                                  s.removeDestination("/queue/"),
-		"DELETE /api/topics/{name}":                                  s.removeDestination("/topic/"),
-		"POST /api/queues/{name}/move":                               s.move,
-		"GET /api/connections":                                       s.getConnections,
-		"DELETE /api/connections/{id}":                               s.closeConnection,
-		"GET /api/durable-subscriptions":                             s.getDurables,
-		"DELETE /api/durable-subscriptions/{clientId}/{name}":        s.removeDurable,
-		"POST /api/durable-subscriptions/{clientId}/{name}/messages": s.importDurable,
-		"GET /api/streams/{name}":                                    s.getStream,
-	}
-	for _, p := range apiRoutes {
-		s.api.HandleFunc(p, handlers[p])
+	for _, r := range s.apiRoutes() {
+		if s.manage != nil || strings.HasPrefix(r.pattern, http.MethodGet+" ") {
+			s.api.HandleFunc(r.pattern, r.handler)
+			s.served = append(s.served, r.pattern)
+		}
 	}
 	s.api.HandleFunc("/api/", s.noRoute)
 }
@@ -115,7 +157,7 @@ func badRequest(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, args...))
 }
 
-// statusOf maps an error of the Backend (or of the request) to its HTTP status.
+// statusOf maps an error of the broker (or of the request) to its HTTP status.
 func statusOf(err error) int {
 	switch {
 	case errors.Is(err, errBadRequest),
@@ -253,7 +295,7 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request) {
 	name, err := pathName(r, "name")
 	if err == nil {
-		err = s.o.Backend.DeleteMessage(r.Context(), "/queue/"+name, r.PathValue("id"))
+		err = s.manage.DeleteMessage(r.Context(), "/queue/"+name, r.PathValue("id"))
 	}
 	if err != nil {
 		s.fail(w, r, err)
@@ -279,7 +321,7 @@ func (s *Server) send(prefix string) http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		id, err := s.o.Backend.Send(r.Context(), prefix+name, req)
+		id, err := s.manage.Send(r.Context(), prefix+name, req)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -299,7 +341,7 @@ func (s *Server) purge(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	n, err := s.o.Backend.Purge(r.Context(), "/queue/"+name)
+	n, err := s.manage.Purge(r.Context(), "/queue/"+name)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -311,7 +353,7 @@ func (s *Server) removeDestination(prefix string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		name, err := pathName(r, "name")
 		if err == nil {
-			err = s.o.Backend.RemoveDestination(r.Context(), prefix+name)
+			err = s.manage.RemoveDestination(r.Context(), prefix+name)
 		}
 		if err != nil {
 			s.fail(w, r, err)
@@ -345,7 +387,7 @@ func (s *Server) move(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badRequest(`"limit" is negative: 0 for all`))
 		return
 	}
-	n, err := s.o.Backend.Move(r.Context(), "/queue/"+name, req)
+	n, err := s.manage.Move(r.Context(), "/queue/"+name, req)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -371,7 +413,7 @@ func (s *Server) closeConnection(w http.ResponseWriter, r *http.Request) {
 	if reason == "" {
 		reason = "connection closed by an administrator"
 	}
-	if err := CloseConnection(r.Context(), s.o.Backend, r.PathValue("id"), reason); err != nil {
+	if err := s.manage.CloseConnection(r.Context(), r.PathValue("id"), reason); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -387,7 +429,7 @@ func (s *Server) getDurables(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) removeDurable(w http.ResponseWriter, r *http.Request) {
-	err := s.o.Backend.RemoveDurableSubscription(r.Context(), r.PathValue("clientId"), r.PathValue("name"))
+	err := s.manage.RemoveDurableSubscription(r.Context(), r.PathValue("clientId"), r.PathValue("name"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -412,7 +454,7 @@ func (s *Server) importDurable(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badRequest("%d messages in one import: at most %d", len(req.Messages), maxImportMessages))
 		return
 	}
-	res, err := s.o.Backend.ImportDurable(r.Context(), r.PathValue("clientId"), r.PathValue("name"), req.Messages)
+	res, err := s.manage.ImportDurable(r.Context(), r.PathValue("clientId"), r.PathValue("name"), req.Messages)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -432,7 +474,7 @@ func (s *Server) getStream(w http.ResponseWriter, r *http.Request) {
 	s.fail(w, r, err)
 }
 
-// StatsReporter is an optional power of a Backend: the report GET /stats returns
+// StatsReporter is an optional power of a Reader: the report GET /stats returns
 // (destinations, durable subscriptions, memory, the store's files, security counters).
 type StatsReporter interface {
 	StatsReport() any
@@ -445,19 +487,4 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, sr.StatsReport())
-}
-
-// ConnectionCloser is an optional power of a Backend: CloseConnection with the
-// request's context, which names the operator (IdentityOf) for the broker's log.
-type ConnectionCloser interface {
-	CloseConnectionContext(ctx context.Context, id, reason string) error
-}
-
-// CloseConnection closes a connection through be, with ctx when be can take it: what
-// the API and the console call.
-func CloseConnection(ctx context.Context, be Backend, id, reason string) error {
-	if cc, ok := be.(ConnectionCloser); ok {
-		return cc.CloseConnectionContext(ctx, id, reason)
-	}
-	return be.CloseConnection(id, reason)
 }

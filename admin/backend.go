@@ -1,60 +1,13 @@
 // Package admin is the admin HTTP listener (broker.adminAddress, default
 // 127.0.0.1:8161): the web console, the REST API under /api/, Prometheus /metrics and
-// /stats. It uses the broker through Backend, a small read/manage surface, never its
-// insides; every route is behind one authorization check (a user of an admin group
-// when authentication is configured).
+// /stats. It uses the broker through two small interfaces defined where they are used
+// (Reader and Manager, api.go), which BrokerBackend implements over the broker's
+// management surface (package broker/management), never its insides; every route is
+// behind one authorization check (a user of an admin group when authentication is
+// configured). The types below are the API's JSON shapes.
 package admin
 
-import (
-	"context"
-	"time"
-)
-
-// Backend is what the admin listener needs of the broker. BrokerBackend
-// (brokerbackend.go) implements it over a *broker.Broker's management surface
-// (broker/manage.go); tests of the console and the API may use a fake. Its methods
-// that take a context learn the operator from it (IdentityOf), for the broker's log.
-//
-// Names are as clients write them: "/queue/X", "/topic/X". Errors are *broker.Error
-// values whose Err is one of the broker's sentinels; the API maps broker.ErrNotFound
-// and ErrNoCursor to 404, ErrDestinationInUse and ErrDurableInUse to 409,
-// ErrInvalidDestination and ErrInvalidSelector to 400, ErrNotAuthorized to 403 (see
-// statusOf in api.go).
-type Backend interface {
-	Overview() Overview
-	// Destinations lists queues, topics and streams ("" all, or "queue", "topic",
-	// "stream"), sorted by name. It never touches the store.
-	Destinations(kind string) []Destination
-	// Browse returns up to limit messages waiting on a queue, in dispatch order,
-	// starting after the message id after ("" from the head); next is the id to pass
-	// for the following page ("" at the end).
-	Browse(ctx context.Context, queue string, after string, limit int) (msgs []Message, next string, err error)
-	Message(ctx context.Context, queue, id string) (Message, error)
-	DeleteMessage(ctx context.Context, queue, id string) error
-	// Send sends a message to a destination as the admin user would over STOMP.
-	Send(ctx context.Context, dest string, m SendRequest) (id string, err error)
-	// Purge removes every message waiting on a queue (not those dispatched and not yet
-	// acknowledged), atomically against the store: after a crash halfway the queue
-	// holds either all of them or none.
-	Purge(ctx context.Context, queue string) (int, error)
-	// RemoveDestination deletes a queue or topic and its messages.
-	RemoveDestination(ctx context.Context, dest string) error
-	// Move moves (or with Copy copies) up to Limit messages of a queue matching
-	// Selector to To, a destination or "original" (each message back to its
-	// original-destination header: a dead-letter queue retried). Each message is
-	// added to its target and removed from the source in one store batch: nothing is
-	// lost or delivered twice if the broker dies halfway.
-	Move(ctx context.Context, queue string, r MoveRequest) (int, error)
-	Connections() []Connection
-	CloseConnection(id, reason string) error
-	DurableSubscriptions() []DurableSubscription
-	RemoveDurableSubscription(ctx context.Context, clientID, name string) error
-	// ImportDurable puts messages in one durable subscription's backlog only (a
-	// migration), in one store batch; messages with a duplicate-detection id the
-	// subscription already took are counted and dropped.
-	ImportDurable(ctx context.Context, clientID, name string, msgs []SendRequest) (ImportResult, error)
-	Stream(name string) (Stream, error)
-}
+import "time"
 
 // Overview is the broker as a whole.
 type Overview struct {

@@ -12,18 +12,20 @@ import (
 	"unicode/utf8"
 
 	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/broker/management"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/security"
 )
 
-// BrokerBackend is the Backend of a running broker: it translates the listener's
-// requests into the broker's management surface (broker/manage.go) and its answers
-// into the API's JSON shapes. Operations are done on behalf of the request's operator
+// BrokerBackend is the Reader and Manager of a running broker: it translates the
+// listener's requests into the broker's management surface (package
+// broker/management) and its answers into the API's JSON shapes. Operations are done on behalf of the request's operator
 // (IdentityOf its context): the broker logs them with that name, and a message sent
 // through the API is sent as that user.
 type BrokerBackend struct {
 	b   *broker.Broker
+	m   *management.Manager
 	o   BrokerInfo
 	now func() time.Time
 }
@@ -42,20 +44,20 @@ type BrokerInfo struct {
 }
 
 var (
-	_ Backend          = (*BrokerBackend)(nil)
-	_ StatsReporter    = (*BrokerBackend)(nil)
-	_ ConnectionCloser = (*BrokerBackend)(nil)
+	_ Reader        = (*BrokerBackend)(nil)
+	_ Manager       = (*BrokerBackend)(nil)
+	_ StatsReporter = (*BrokerBackend)(nil)
 )
 
 // PreviewBytes is how much of a body a browsed message shows.
 const PreviewBytes = 256
 
-// NewBrokerBackend returns the Backend of b.
+// NewBrokerBackend returns the BrokerBackend of b.
 func NewBrokerBackend(b *broker.Broker, info BrokerInfo) *BrokerBackend {
 	if info.Version == "" {
 		info.Version = binaryVersion()
 	}
-	return &BrokerBackend{b: b, o: info, now: time.Now}
+	return &BrokerBackend{b: b, m: b.Management(), o: info, now: time.Now}
 }
 
 // binaryVersion is the module version the binary was built from, with its VCS revision
@@ -83,18 +85,18 @@ func who(ctx context.Context) string {
 	return id.String()
 }
 
-// Overview implements Backend.
+// Overview implements Reader.
 func (bb *BrokerBackend) Overview() Overview {
-	b := bb.b
+	m := bb.m
 	now := bb.now()
-	o := Overview{Name: b.Name(), Version: bb.o.Version, Started: b.Started(), Uptime: now.Sub(b.Started()).Seconds(),
+	o := Overview{Name: bb.b.Name(), Version: bb.o.Version, Started: m.Started(), Uptime: now.Sub(m.Started()).Seconds(),
 		Adapter: bb.o.Adapter}
-	o.MemoryUsed, o.MemoryLimit = b.MemoryUsage()
+	o.MemoryUsed, o.MemoryLimit = m.MemoryUsage()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	o.StoreUsed, o.StoreLimit = b.StoreUsage(ctx)
+	o.StoreUsed, o.StoreLimit = m.StoreUsage(ctx)
 	cancel()
-	o.Connections = len(b.Connections())
-	for _, d := range b.ManagedDestinations() {
+	o.Connections = len(m.Connections())
+	for _, d := range m.ManagedDestinations() {
 		switch {
 		case d.Stream:
 			o.Streams++
@@ -104,15 +106,15 @@ func (bb *BrokerBackend) Overview() Overview {
 			o.Queues++
 		}
 	}
-	o.MessagesIn, o.MessagesOut = b.MessageTotals()
+	o.MessagesIn, o.MessagesOut = m.MessageTotals()
 	return o
 }
 
-// Destinations implements Backend.
+// Destinations implements Reader.
 func (bb *BrokerBackend) Destinations(kind string) []Destination {
 	now := bb.now()
 	var out []Destination
-	for _, d := range bb.b.ManagedDestinations() {
+	for _, d := range bb.m.ManagedDestinations() {
 		typ := "queue"
 		switch {
 		case d.Stream:
@@ -160,13 +162,13 @@ func managedName(dest string) (destinations.Name, error) {
 	return n, nil
 }
 
-// Browse implements Backend.
+// Browse implements Reader.
 func (bb *BrokerBackend) Browse(ctx context.Context, queue, after string, limit int) ([]Message, string, error) {
 	name, err := queueName(queue)
 	if err != nil {
 		return nil, "", err
 	}
-	msgs, next, err := bb.b.BrowseQueue(ctx, name, after, limit)
+	msgs, next, err := bb.m.BrowseQueue(ctx, name, after, limit)
 	if err != nil {
 		return nil, "", err
 	}
@@ -177,13 +179,13 @@ func (bb *BrokerBackend) Browse(ctx context.Context, queue, after string, limit 
 	return out, next, nil
 }
 
-// Message implements Backend.
+// Message implements Reader.
 func (bb *BrokerBackend) Message(ctx context.Context, queue, id string) (Message, error) {
 	name, err := queueName(queue)
 	if err != nil {
 		return Message{}, err
 	}
-	m, err := bb.b.QueueMessage(ctx, name, id)
+	m, err := bb.m.QueueMessage(ctx, name, id)
 	if err != nil {
 		return Message{}, err
 	}
@@ -221,16 +223,16 @@ func toMessage(dest string, m *persistence.Message, preview int) Message {
 	return out
 }
 
-// DeleteMessage implements Backend.
+// DeleteMessage implements Manager.
 func (bb *BrokerBackend) DeleteMessage(ctx context.Context, queue, id string) error {
 	name, err := queueName(queue)
 	if err != nil {
 		return err
 	}
-	return bb.b.DeleteMessage(ctx, who(ctx), name, id)
+	return bb.m.DeleteMessage(ctx, who(ctx), name, id)
 }
 
-// Send implements Backend. The headers priority (0-9), expires and timestamp (ms since
+// Send implements Manager. The headers priority (0-9), expires and timestamp (ms since
 // the epoch) set the message's fields as a STOMP SEND's do; the headers a client may
 // not set on SEND are ignored.
 func (bb *BrokerBackend) Send(ctx context.Context, dest string, r SendRequest) (string, error) {
@@ -242,7 +244,7 @@ func (bb *BrokerBackend) Send(ctx context.Context, dest string, r SendRequest) (
 	if err != nil {
 		return "", err
 	}
-	return bb.b.SendAs(ctx, IdentityOf(ctx).Subject, who(ctx), d, m)
+	return bb.m.SendAs(ctx, IdentityOf(ctx).Subject, who(ctx), d, m)
 }
 
 // messageOf builds the message of a SendRequest, its headers in name order.
@@ -297,7 +299,7 @@ func messageOf(r SendRequest) (*persistence.Message, error) {
 	return m, nil
 }
 
-// ImportDurable implements Backend.
+// ImportDurable implements Manager.
 func (bb *BrokerBackend) ImportDurable(ctx context.Context, clientID, name string, reqs []SendRequest) (ImportResult, error) {
 	msgs := make([]*persistence.Message, len(reqs))
 	for i, r := range reqs {
@@ -311,42 +313,42 @@ func (bb *BrokerBackend) ImportDurable(ctx context.Context, clientID, name strin
 	return ImportResult{Imported: res.Imported, Duplicates: res.Duplicates}, err
 }
 
-// Purge implements Backend.
+// Purge implements Manager.
 func (bb *BrokerBackend) Purge(ctx context.Context, queue string) (int, error) {
 	name, err := queueName(queue)
 	if err != nil {
 		return 0, err
 	}
-	return bb.b.PurgeQueue(ctx, who(ctx), name)
+	return bb.m.PurgeQueue(ctx, who(ctx), name)
 }
 
-// RemoveDestination implements Backend.
+// RemoveDestination implements Manager.
 func (bb *BrokerBackend) RemoveDestination(ctx context.Context, dest string) error {
 	d, err := managedName(dest)
 	if err != nil {
 		return err
 	}
-	return bb.b.RemoveDestination(ctx, who(ctx), d)
+	return bb.m.RemoveDestination(ctx, who(ctx), d)
 }
 
-// Move implements Backend.
+// Move implements Manager.
 func (bb *BrokerBackend) Move(ctx context.Context, queue string, r MoveRequest) (int, error) {
 	name, err := queueName(queue)
 	if err != nil {
 		return 0, err
 	}
-	mr := broker.MoveRequest{Selector: r.Selector, Limit: r.Limit, Copy: r.Copy}
+	mr := management.MoveRequest{Selector: r.Selector, Limit: r.Limit, Copy: r.Copy}
 	if r.To == "original" {
 		mr.Original = true
 	} else if mr.To, err = managedName(r.To); err != nil {
 		return 0, err
 	}
-	return bb.b.MoveMessages(ctx, who(ctx), name, mr)
+	return bb.m.MoveMessages(ctx, who(ctx), name, mr)
 }
 
-// Connections implements Backend.
+// Connections implements Reader.
 func (bb *BrokerBackend) Connections() []Connection {
-	cs := bb.b.Connections()
+	cs := bb.m.Connections()
 	out := make([]Connection, len(cs))
 	for i, c := range cs {
 		out[i] = Connection{ID: c.ID, ClientID: c.ClientID, User: c.User, Remote: c.RemoteAddr, Connector: c.Connector,
@@ -355,19 +357,14 @@ func (bb *BrokerBackend) Connections() []Connection {
 	return out
 }
 
-// CloseConnection implements Backend.
-func (bb *BrokerBackend) CloseConnection(id, reason string) error {
-	return bb.CloseConnectionContext(context.Background(), id, reason)
+// CloseConnection implements Manager.
+func (bb *BrokerBackend) CloseConnection(ctx context.Context, id, reason string) error {
+	return bb.m.CloseConnection(ctx, who(ctx), id, reason)
 }
 
-// CloseConnectionContext implements ConnectionCloser.
-func (bb *BrokerBackend) CloseConnectionContext(ctx context.Context, id, reason string) error {
-	return bb.b.CloseConnection(ctx, who(ctx), id, reason)
-}
-
-// DurableSubscriptions implements Backend.
+// DurableSubscriptions implements Reader.
 func (bb *BrokerBackend) DurableSubscriptions() []DurableSubscription {
-	ds := bb.b.DurableSubscriptions()
+	ds := bb.m.DurableSubscriptions()
 	out := make([]DurableSubscription, len(ds))
 	for i, d := range ds {
 		out[i] = DurableSubscription{ClientID: d.ClientID, Name: d.Name, Topic: d.Topic, Selector: d.Selector,
@@ -376,15 +373,15 @@ func (bb *BrokerBackend) DurableSubscriptions() []DurableSubscription {
 	return out
 }
 
-// RemoveDurableSubscription implements Backend.
+// RemoveDurableSubscription implements Manager.
 func (bb *BrokerBackend) RemoveDurableSubscription(ctx context.Context, clientID, name string) error {
-	return bb.b.RemoveDurableSubscription(ctx, who(ctx), clientID, name)
+	return bb.m.RemoveDurableSubscription(ctx, who(ctx), clientID, name)
 }
 
-// Stream implements Backend; name is the topic's name, with or without /topic/. A
+// Stream implements Reader; name is the topic's name, with or without /topic/. A
 // group's committed_offset is -1 in a partition where it has no position.
 func (bb *BrokerBackend) Stream(name string) (Stream, error) {
-	info, err := bb.b.StreamInfo(strings.TrimPrefix(name, "/topic/"))
+	info, err := bb.m.StreamInfo(strings.TrimPrefix(name, "/topic/"))
 	if err != nil {
 		return Stream{}, err
 	}

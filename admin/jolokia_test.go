@@ -34,7 +34,7 @@ func (*jolokiaBackend) Destinations(kind string) []Destination {
 	}
 }
 
-func jolokiaServer(t *testing.T, be Backend, sec *security.Service) *httptest.Server {
+func jolokiaServer(t *testing.T, be Reader, sec *security.Service) *httptest.Server {
 	t.Helper()
 	s, err := New(Options{Backend: be, Security: sec})
 	require.NoError(t, err)

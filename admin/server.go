@@ -19,9 +19,10 @@ const DefaultAddr = "127.0.0.1:8161"
 
 // Options configures a Server.
 type Options struct {
-	// Backend is the broker as the listener sees it (NewBrokerBackend); a Backend that
-	// also implements StatsReporter serves GET /stats.
-	Backend Backend
+	// Backend is the broker as the listener sees it (NewBrokerBackend): a Reader
+	// serves the API's routes that read; one that is also a Manager those that change
+	// state, and a StatsReporter GET /stats.
+	Backend Reader
 	// Security authenticates the operators: with users configured every route but
 	// the login page needs a user of an admin group (broker.adminGroups), by HTTP
 	// Basic credentials or a console session. nil, or a service without users, leaves
@@ -50,6 +51,8 @@ type Server struct {
 	log      *slog.Logger
 	mux      *http.ServeMux
 	api      *http.ServeMux // the /api/ routes, also asked which methods a path takes
+	served   []string       // the patterns of the API's routes mounted on api
+	manage   Manager        // the Backend as a Manager; nil: the API only reads
 	sessions *sessions
 	authn    bool // operators must authenticate
 
@@ -81,6 +84,7 @@ func New(o Options) (*Server, error) {
 		authn:    o.Security != nil && o.Security.Authenticating(),
 		patterns: map[string]bool{},
 	}
+	s.manage, _ = o.Backend.(Manager)
 	s.routeAPI()
 	s.route(apiAccess, "/api/", s.api)
 	s.route(apiAccess, "GET /stats", http.HandlerFunc(s.stats))
@@ -193,7 +197,7 @@ func (s *Server) index(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	var b strings.Builder
 	b.WriteString("Broker admin listener. REST API (JSON; see docs/api.md):\n\n")
-	for _, r := range apiRoutes {
+	for _, r := range s.served {
 		b.WriteString("  " + r + "\n")
 	}
 	b.WriteString("\n  GET /api/jolokia/read/<mbean>[/<attribute>] (ActiveMQ's Jolokia reads)\n  POST /api/jolokia\n")

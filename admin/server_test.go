@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/persistence/memstore"
 	"github.com/activemq-go/broker/security"
 )
 
@@ -76,8 +77,8 @@ func (f *fakeBackend) Move(ctx context.Context, q string, r MoveRequest) (int, e
 	return 3, f.record(ctx, "move "+q+" to="+r.To+" selector="+r.Selector)
 }
 func (f *fakeBackend) Connections() []Connection { return []Connection{{ID: "c1"}} }
-func (f *fakeBackend) CloseConnection(id, reason string) error {
-	return f.record(context.Background(), "close "+id+" "+reason)
+func (f *fakeBackend) CloseConnection(ctx context.Context, id, reason string) error {
+	return f.record(ctx, "close "+id+" "+reason)
 }
 func (f *fakeBackend) DurableSubscriptions() []DurableSubscription { return nil }
 func (f *fakeBackend) RemoveDurableSubscription(ctx context.Context, clientID, name string) error {
@@ -402,4 +403,54 @@ func TestListenAndShutdown(t *testing.T) {
 	require.NoError(t, s.Shutdown(ctx))
 	_, err = http.Get("http://" + addr.String() + "/api/broker")
 	assert.Error(t, err)
+}
+
+// readOnly is a Reader that is no Manager.
+type readOnly struct{ Reader }
+
+// TestReaderServesReadsOnly: a Backend that only reads gets the API's GET routes, and
+// the routes that change state are not there (nor listed at "/").
+func TestReaderServesReadsOnly(t *testing.T) {
+	fake := &fakeBackend{}
+	s, err := New(Options{Backend: readOnly{fake}})
+	require.NoError(t, err)
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	resp, body := do(t, nil, "GET", ts.URL+"/api/streams/events", "")
+	assert.Equal(t, 200, resp.StatusCode, body)
+	assert.Equal(t, "stream events", fake.last())
+	for path, status := range map[string]int{"/api/queues/orders/purge": 404, "/api/queues/orders/messages": 405} {
+		resp, body = do(t, nil, "POST", ts.URL+path, `{"body":"x"}`)
+		assert.Equal(t, status, resp.StatusCode, "%s: %s", path, body)
+	}
+	assert.Equal(t, "stream events", fake.last(), "nothing that changes state was asked")
+	_, index := do(t, nil, "GET", ts.URL+"/", "")
+	assert.Contains(t, index, "GET /api/queues/{name}/messages\n")
+	assert.NotContains(t, index, "POST /api/queues")
+	assert.NotContains(t, index, "DELETE ")
+}
+
+// TestBrokerBackendServesEveryRoute: over a real broker the listener serves every
+// route of the API, and lists them all at "/".
+func TestBrokerBackendServesEveryRoute(t *testing.T) {
+	b, err := broker.New(context.Background(), broker.Options{Store: memstore.New()})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	s, err := New(Options{Backend: NewBrokerBackend(b, BrokerInfo{Adapter: "memory"})})
+	require.NoError(t, err)
+	var all []string
+	for _, r := range s.apiRoutes() {
+		all = append(all, r.pattern)
+	}
+	assert.Len(t, all, 17)
+	assert.Equal(t, all, s.served)
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	_, index := do(t, nil, "GET", ts.URL+"/", "")
+	for _, p := range all {
+		assert.Contains(t, index, "  "+p+"\n")
+	}
+	resp, body := do(t, nil, "POST", ts.URL+"/api/queues/orders/purge", "")
+	assert.Equal(t, 404, resp.StatusCode, "no queue orders: the broker answered: %s", body)
+	assert.Contains(t, errorOf(t, body), "no queue named orders")
 }

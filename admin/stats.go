@@ -38,13 +38,13 @@ type StoreReport struct {
 
 // StatsReport implements StatsReporter.
 func (bb *BrokerBackend) StatsReport() any {
-	b := bb.b
+	m := bb.m
 	var r StatsReport
-	r.Destinations = b.Stats()
-	for _, d := range b.DurableSubscriptions() {
+	r.Destinations = m.DestinationStats()
+	for _, d := range m.DurableSubscriptions() {
 		r.Durables = append(r.Durables, DurableReport{d, d.OfflineFor.Seconds()})
 	}
-	r.Memory.Used, r.Memory.Limit = b.MemoryUsage()
+	r.Memory.Used, r.Memory.Limit = m.MemoryUsage()
 	if sr, ok := bb.o.Store.(persistence.SpaceReporter); ok {
 		file, dest, _ := sr.OldestSegment()
 		r.Store = &StoreReport{DiskUsage: sr.DiskUsage(), OldestSegment: file, PinnedBy: dest}

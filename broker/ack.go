@@ -104,7 +104,7 @@ func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error 
 		return nil
 	}
 	if ack {
-		c.b.counters.acked[c.proto].Add(int64(len(ds)))
+		c.b.counters.Acked[c.proto].Add(int64(len(ds)))
 	}
 	if s.stream != nil {
 		s.kick()

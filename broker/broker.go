@@ -49,6 +49,7 @@ import (
 	"github.com/activemq-go/broker/broker/advisory"
 	"github.com/activemq-go/broker/broker/dedup"
 	"github.com/activemq-go/broker/broker/limits"
+	"github.com/activemq-go/broker/broker/management"
 	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/broker/sharedmode"
 	"github.com/activemq-go/broker/destinations"
@@ -197,14 +198,13 @@ type Broker struct {
 	clientIDs     map[string]*Conn
 	conns         map[*Conn]struct{}
 	userConns     map[string]int // live connections per user with a connection limit
-	// closedReceived and closedDelivered are the message counters of the connections
-	// that closed (MessageTotals adds the live ones').
-	closedReceived, closedDelivered int64
-	closed                          bool
-	stopping                        atomic.Bool // set when Close starts: background retries end
+	closed        bool
+	stopping      atomic.Bool // set when Close starts: background retries end
 
-	started time.Time
-	mgmt    mgmtStats // operators' requests done (manage.go)
+	// mgmt is the management surface (management.go), counters what it reads of the
+	// broker's doings.
+	mgmt     *management.Manager
+	counters management.Meter
 
 	msgSeq       atomic.Uint64
 	connSeq      atomic.Uint64
@@ -214,8 +214,6 @@ type Broker struct {
 	// authorization (see authDecision) knows its destination still exists while it
 	// has not changed.
 	removals atomic.Uint64
-
-	counters counters // for metrics: see metrics.go
 
 	dedup *dedup.Detector // duplicate detection (package broker/dedup)
 }
@@ -246,9 +244,8 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		userConns: map[string]int{},
 		done:      make(chan struct{}),
 		sec:       o.Security,
-		started:   time.Now(),
 	}
-	b.counters.init(o.Store)
+	b.counters.Init(o.Store)
 	b.populateUserID = o.PopulateJMSXUserID
 	b.principalUserID = o.UseAuthenticatedPrincipalForJMSXUserID
 	b.acks.b = b
@@ -290,7 +287,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	b.env = destinations.Env{
 		Store: b.store, Log: b.log, Memory: b.mem, Space: &b.space, Policy: b.policyFor,
 		Background: &b.wg, Commit: b.commit, Stopping: b.stopping.Load, Done: b.done,
-		DeadLetter: b.sendToDeadLetter, Streams: b.streams, Counters: &b.counters.dests,
+		DeadLetter: b.sendToDeadLetter, Streams: b.streams, Counters: &b.counters.Dests,
 	}
 	if o.AdvisorySupport {
 		b.adv = newAdvisories(b)
@@ -306,6 +303,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		b.sched = scheduler.New(scheduler.Config{Store: b.store, Host: schedHost{b}, Log: b.log,
 			Memory: b.mem, Space: &b.space, MemoryLimit: o.SchedulerMemoryLimit})
 	}
+	b.mgmt = newManagement(b)
 	if err := b.recover(ctx); err != nil {
 		b.closeStreams()
 		return nil, err
@@ -468,38 +466,6 @@ func (b *Broker) topicLocked(name string, by *Conn) *destinations.TopicDest {
 
 // DestinationStats is a snapshot of one destination's counters.
 type DestinationStats = destinations.Stats
-
-// StreamPartitionStats describes one partition of a stream.
-type StreamPartitionStats = destinations.StreamPartitionStats
-
-// MemoryUsage reports the bytes of messages held in memory and the broker-wide limit.
-func (b *Broker) MemoryUsage() (used, limit int64) { return b.mem.Used() }
-
-// Stats returns a snapshot of every destination.
-func (b *Broker) Stats() []DestinationStats {
-	b.mu.RLock()
-	qs := make([]*destinations.QueueDest, 0, len(b.queues))
-	for _, q := range b.queues {
-		qs = append(qs, q)
-	}
-	ts := make([]*destinations.TopicDest, 0, len(b.topics))
-	for _, t := range b.topics {
-		ts = append(ts, t)
-	}
-	b.mu.RUnlock()
-	out := make([]DestinationStats, 0, len(qs)+len(ts))
-	for _, q := range qs {
-		st := q.Stats()
-		b.dedupStats(&st, destinations.Name{Kind: destinations.Queue, Name: q.Name()})
-		out = append(out, st)
-	}
-	for _, t := range ts {
-		st := t.Stats()
-		b.dedupStats(&st, destinations.Name{Kind: destinations.Topic, Name: t.Name()})
-		out = append(out, st)
-	}
-	return out
-}
 
 // QueueStats returns the stats of one queue, and whether it exists.
 func (b *Broker) QueueStats(name string) (DestinationStats, bool) {

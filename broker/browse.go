@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 
+	"github.com/activemq-go/broker/broker/management"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/selector"
 	"github.com/activemq-go/broker/persistence"
@@ -11,7 +12,7 @@ import (
 
 // DefaultBrowsePageSize is how many messages a queue browser sees at most (ActiveMQ's
 // maxBrowsePageSize is 400).
-const DefaultBrowsePageSize = 400
+const DefaultBrowsePageSize = management.DefaultBrowsePageSize
 
 // Browse returns up to max messages waiting on a queue, in dispatch order, without
 // consuming them: those held in memory first, then those paged out to the store.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/activemq-go/broker/broker/dedup"
+	"github.com/activemq-go/broker/broker/management"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/internal/loglimit"
 	"github.com/activemq-go/broker/persistence"
@@ -79,7 +80,7 @@ type Conn struct {
 	kickOnce sync.Once
 	gone     chan struct{} // closed by Close
 
-	// What operators see of the connection (manage.go): where it came from, when, and
+	// What operators see of the connection (management.go): where it came from, when, and
 	// its counters, written by its own goroutine and read by anyone. internal marks
 	// the broker's own connections (the admin listener's sends), never listed.
 	connector   string
@@ -95,12 +96,31 @@ type Conn struct {
 func (b *Broker) Connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
 	c, err := b.connect(ctx, info)
 	if r, ok := rejectReason(err); ok {
-		b.counters.rejected[r].Add(1)
+		b.counters.Rejected[r].Add(1)
 	}
 	if err == nil {
-		b.counters.opened[c.proto].Add(1)
+		b.counters.Opened[c.proto].Add(1)
 	}
 	return c, err
+}
+
+// newConn is a new connection of subject from remote through connector, not yet
+// among the broker's.
+func (b *Broker) newConn(subject *security.Subject, remote, connector string) *Conn {
+	return &Conn{
+		subject:     subject,
+		b:           b,
+		ID:          b.idBase + "c" + strconv.FormatUint(b.connSeq.Add(1), 10),
+		RemoteAddr:  remote,
+		wake:        make(chan struct{}, 1),
+		subs:        map[string]*Subscription{},
+		byTag:       map[uint64]*Delivery{},
+		txs:         map[string]*txState{},
+		kicked:      make(chan struct{}),
+		gone:        make(chan struct{}),
+		connector:   connector,
+		connectedAt: time.Now(),
+	}
 }
 
 func (b *Broker) connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
@@ -108,26 +128,11 @@ func (b *Broker) connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if info.Protocol >= NumProtocols {
+	if info.Protocol >= management.NumProtocols {
 		info.Protocol = ProtocolSTOMP
 	}
-	c := &Conn{
-		subject:     subject,
-		proto:       info.Protocol,
-		b:           b,
-		ID:          b.idBase + "c" + strconv.FormatUint(b.connSeq.Add(1), 10),
-		ClientID:    info.ClientID,
-		RemoteAddr:  info.RemoteAddr,
-		wake:        make(chan struct{}, 1),
-		subs:        map[string]*Subscription{},
-		byTag:       map[uint64]*Delivery{},
-		txs:         map[string]*txState{},
-		kicked:      make(chan struct{}),
-		gone:        make(chan struct{}),
-		connector:   info.Connector,
-		version:     info.Version,
-		connectedAt: time.Now(),
-	}
+	c := b.newConn(subject, info.RemoteAddr, info.Connector)
+	c.proto, c.ClientID, c.version = info.Protocol, info.ClientID, info.Version
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -288,7 +293,7 @@ func (c *Conn) Take(buf []*Delivery) []*Delivery {
 	n := len(buf)
 	buf = dropExpired(buf)
 	if expired := n - len(buf); expired > 0 {
-		c.b.counters.topicExpired.Add(int64(expired))
+		c.b.counters.TopicExpired.Add(int64(expired))
 	}
 	return buf
 }
@@ -388,13 +393,13 @@ func (c *Conn) Delivered(ds []*Delivery) {
 		s.kick()
 	}
 	if auto > 0 {
-		c.b.counters.delivered[c.proto][DeliveredAuto].Add(auto)
+		c.b.counters.Delivered[c.proto][management.DeliveredAuto].Add(auto)
 	}
 	if client := int64(len(ds)) - auto; client > 0 {
-		c.b.counters.delivered[c.proto][DeliveredClient].Add(client)
+		c.b.counters.Delivered[c.proto][management.DeliveredClient].Add(client)
 	}
 	if redelivered > 0 {
-		c.b.counters.redelivered.Add(redelivered)
+		c.b.counters.Redelivered.Add(redelivered)
 	}
 }
 
@@ -482,7 +487,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		return err
 	}
 	// Counted once accepted: a SEND held by flow control is sent again.
-	c.b.counters.received[c.proto].Add(1)
+	c.b.counters.Received[c.proto].Add(1)
 	c.received.Store(c.received.Load() + 1) // only the owner writes: no locked add
 	if tx != "" {
 		t := c.txs[tx]
@@ -701,9 +706,7 @@ func (b *Broker) memoryFull(from *Conn, q *destinations.QueueDest, err error) er
 	return &Error{Message: "Usage Manager memory limit reached: message to " + q.ClientName() + " refused (send it persistent:true, or consume faster)", Err: err}
 }
 
-func storeError(err error) error {
-	return &Error{Message: "message not stored: " + err.Error(), Err: ErrStore}
-}
+func storeError(err error) error { return destinations.StoreError(err) }
 
 // resolveSend checks and resolves the destinations of a SEND: temporary ones become
 // their real names (and make the message non-persistent: temporary destinations are
@@ -750,10 +753,10 @@ func (c *Conn) Close() {
 	}
 	c.b.releaseUserLocked(c.subject)
 	delete(c.b.conns, c)
-	c.b.closedReceived += c.received.Load()
-	c.b.closedDelivered += c.delivered.Load()
+	c.b.counters.ClosedReceived.Add(c.received.Load())
+	c.b.counters.ClosedDelivered.Add(c.delivered.Load())
 	c.b.mu.Unlock()
-	c.b.counters.closed[c.proto].Add(1)
+	c.b.counters.Closed[c.proto].Add(1)
 	c.b.adviseDisconnected(c)
 	close(c.gone)
 }

@@ -20,7 +20,7 @@ func (h dedupHost) DurableTopic(k persistence.SubKey) (string, bool) {
 	return "", false
 }
 
-func (h dedupHost) Dropped() { h.b.counters.duplicates.Add(1) }
+func (h dedupHost) Dropped() { h.b.counters.Duplicates.Add(1) }
 
 // dedupStats sets s.Duplicates from the duplicate detection of d.
 func (b *Broker) dedupStats(s *destinations.Stats, d destinations.Name) {

@@ -38,7 +38,7 @@ func (c *client) sendDup(dest string, m *persistence.Message) error {
 }
 
 func (b *Broker) dups(d destinations.Name) int64 {
-	for _, s := range b.Stats() {
+	for _, s := range b.Management().DestinationStats() {
 		if s.Name == d.String() {
 			return s.Duplicates
 		}
@@ -74,7 +74,7 @@ func TestDuplicateDropped(t *testing.T) {
 			require.NoError(t, c.sendDup("/queue/dd", hdrMsg("no id")))
 			assert.Equal(t, []string{"a", "b", "no id", "no id"}, drain(c))
 			assert.Equal(t, int64(2), b.dups(q("dd")))
-			assert.Equal(t, int64(2), b.Counters().Duplicates)
+			assert.Equal(t, int64(2), b.Management().Counters().Duplicates)
 		})
 	}
 }
@@ -86,7 +86,7 @@ func TestDuplicateDetectionDisabled(t *testing.T) {
 	require.NoError(t, c.sendDup("/queue/off", dupMsg("a", "x", true)))
 	require.NoError(t, c.sendDup("/queue/off", dupMsg("a", "x", true)))
 	assert.Equal(t, []string{"a", "a"}, drain(c))
-	assert.Zero(t, b.Counters().Duplicates)
+	assert.Zero(t, b.Management().Counters().Duplicates)
 }
 
 // The cache keeps idCacheSize ids, the oldest forgotten first; the store's id log is

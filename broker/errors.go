@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/activemq-go/broker/broker/management"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/durable"
 )
@@ -59,14 +60,14 @@ var (
 	ErrInvalidStreamOffset = destinations.ErrInvalidStreamOffset
 	// ErrNotFound: a management request names a destination, message, connection,
 	// durable subscription or stream that does not exist.
-	ErrNotFound = errors.New("broker: not found")
+	ErrNotFound = management.ErrNotFound
 	// ErrDestinationInUse: removing a destination that has consumers, subscribers or
 	// durable subscriptions.
 	ErrDestinationInUse = destinations.ErrInUse
 	// ErrNoCursor: a browse page starts after a message no longer waiting.
 	ErrNoCursor = destinations.ErrNoCursor
 	// ErrInvalidSelector: a management request's selector does not parse.
-	ErrInvalidSelector = errors.New("broker: invalid selector")
+	ErrInvalidSelector = management.ErrInvalidSelector
 	// ErrMemoryFull: a non-persistent message would pass a memory limit.
 	ErrMemoryFull = destinations.ErrMemoryFull
 	// ErrLeaseLost is the error of an ACK of a shared queue's message that this node

@@ -81,9 +81,9 @@ func (b *Broker) ImportDurable(ctx context.Context, who string, key persistence.
 		return ImportResult{}, ctx.Err()
 	}
 	if err != nil {
-		b.managedFailed(who, "import-durable", key.String(), len(msgs), err)
+		b.mgmt.Failed(who, "import-durable", key.String(), len(msgs), err)
 		return ImportResult{}, err
 	}
-	b.managed(who, "import-durable", key.String(), res.Imported, slog.Int("duplicates", res.Duplicates))
+	b.mgmt.Done(who, "import-durable", key.String(), res.Imported, slog.Int("duplicates", res.Duplicates))
 	return res, nil
 }

@@ -403,7 +403,7 @@ func TestMaxDestinations(t *testing.T) {
 		require.ErrorIs(t, err, ErrTooManyDestinations)
 		assert.Contains(t, err.Error(), "maxDestinations 3")
 	}
-	assert.Len(t, b.Stats(), 3)
+	assert.Len(t, b.Management().DestinationStats(), 3)
 	assert.Contains(t, lines.String(), "destination limit reached")
 
 	// Existing destinations work; a NACKed message still reaches the dead-letter queue.
@@ -432,10 +432,10 @@ func TestMaxDestinationsAdvisoryTopics(t *testing.T) {
 		}
 	})
 	for _, name := range []string{"ActiveMQ.Advisory.Queue", "ActiveMQ.Advisory.Consumer.Queue.a"} {
-		require.NoError(t, b.RemoveDestination(ctx, "test", destinations.Name{Kind: destinations.Topic, Name: name}))
+		require.NoError(t, b.Management().RemoveDestination(ctx, "test", destinations.Name{Kind: destinations.Topic, Name: name}))
 	}
 	require.ErrorIs(t, c.sendErr("/queue/b", msg("x")), ErrTooManyDestinations, "still one client destination of one")
-	require.NoError(t, b.RemoveDestination(ctx, "test", destinations.Name{Kind: destinations.Queue, Name: "a"}))
+	require.NoError(t, b.Management().RemoveDestination(ctx, "test", destinations.Name{Kind: destinations.Queue, Name: "a"}))
 	c.send("/queue/b", "x", false)
 }
 
@@ -474,7 +474,7 @@ func TestGCInactiveDestinations(t *testing.T) {
 	c.do(func() { require.NoError(t, c.conn.Unsubscribe(context.Background(), UnsubscribeRequest{ID: "k"})) })
 
 	has := func(name string) bool {
-		for _, st := range b.Stats() {
+		for _, st := range b.Management().DestinationStats() {
 			if st.Name == name {
 				return true
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/activemq-go/broker/broker/management"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 )
@@ -58,7 +59,7 @@ func TestPurgeKeepsDispatched(t *testing.T) {
 	assert.Equal(t, 395, st.Pending)
 	assert.NotZero(t, st.OldestTimestamp)
 
-	n, err := b.PurgeQueue(context.Background(), "tester", "work")
+	n, err := b.Management().PurgeQueue(context.Background(), "tester", "work")
 	require.NoError(t, err)
 	assert.Equal(t, 395, n)
 	st = queueStats(t, b, "work")
@@ -72,10 +73,10 @@ func TestPurgeKeepsDispatched(t *testing.T) {
 	c.expectNone(50 * time.Millisecond)
 	p.send("/queue/work", "after", true)
 	assert.Equal(t, "after", string(c.recv().Msg.Body))
-	assert.EqualValues(t, 1, b.ManagementStats().Operations["purge"])
-	assert.EqualValues(t, 395, b.ManagementStats().Messages["purge"])
+	assert.EqualValues(t, 1, b.Management().Stats().Operations["purge"])
+	assert.EqualValues(t, 395, b.Management().Stats().Messages["purge"])
 
-	_, err = b.PurgeQueue(context.Background(), "tester", "nope")
+	_, err = b.Management().PurgeQueue(context.Background(), "tester", "nope")
 	assert.ErrorIs(t, err, ErrNotFound)
 }
 
@@ -87,10 +88,10 @@ func TestMoveWithSelectorAndLimit(t *testing.T) {
 	p := newClient(t, b, "")
 	fill(p, "src", "m", 2500) // more than one chunk, most of it paged out
 	ctx := context.Background()
-	first, _, err := b.BrowseQueue(ctx, "src", "", 2)
+	first, _, err := b.Management().BrowseQueue(ctx, "src", "", 2)
 	require.NoError(t, err)
 
-	n, err := b.MoveMessages(ctx, "tester", "src", MoveRequest{To: q("red"), Selector: "color = 'red'"})
+	n, err := b.Management().MoveMessages(ctx, "tester", "src", management.MoveRequest{To: q("red"), Selector: "color = 'red'"})
 	require.NoError(t, err)
 	assert.Equal(t, 1250, n)
 	assert.Equal(t, 1250, queueStats(t, b, "src").Pending)
@@ -98,12 +99,12 @@ func TestMoveWithSelectorAndLimit(t *testing.T) {
 	assert.EqualValues(t, 1250, storedOf(b, "src"))
 	assert.EqualValues(t, 1250, storedOf(b, "red"))
 
-	n, err = b.MoveMessages(ctx, "tester", "src", MoveRequest{To: q("some"), Limit: 30})
+	n, err = b.Management().MoveMessages(ctx, "tester", "src", management.MoveRequest{To: q("some"), Limit: 30})
 	require.NoError(t, err)
 	assert.Equal(t, 30, n)
 	assert.Equal(t, 1220, queueStats(t, b, "src").Pending)
 
-	n, err = b.MoveMessages(ctx, "tester", "red", MoveRequest{To: q("copies"), Copy: true})
+	n, err = b.Management().MoveMessages(ctx, "tester", "red", management.MoveRequest{To: q("copies"), Copy: true})
 	require.NoError(t, err)
 	assert.Equal(t, 1250, n)
 	assert.Equal(t, 1250, queueStats(t, b, "red").Pending, "a copy leaves the messages")
@@ -123,11 +124,11 @@ func TestMoveWithSelectorAndLimit(t *testing.T) {
 	assert.Equal(t, "m0", string(d.Msg.Body))
 	assert.NotEqual(t, first[0].ID, d.Msg.ID, "a copy has an id of its own")
 
-	_, err = b.MoveMessages(ctx, "tester", "src", MoveRequest{To: q("src")})
+	_, err = b.Management().MoveMessages(ctx, "tester", "src", management.MoveRequest{To: q("src")})
 	assert.ErrorIs(t, err, ErrInvalidDestination)
-	_, err = b.MoveMessages(ctx, "tester", "src", MoveRequest{To: q("x"), Selector: "color = "})
+	_, err = b.Management().MoveMessages(ctx, "tester", "src", management.MoveRequest{To: q("x"), Selector: "color = "})
 	assert.ErrorIs(t, err, ErrInvalidSelector)
-	ops := b.ManagementStats()
+	ops := b.Management().Stats()
 	assert.EqualValues(t, 2, ops.Operations["move"])
 	assert.EqualValues(t, 1, ops.Operations["copy"])
 }
@@ -148,7 +149,7 @@ func TestMoveToOriginal(t *testing.T) {
 		p.sendMsg("/queue/"+DLQName, m)
 	}
 	p.send("/queue/"+DLQName, "no header", true)
-	n, err := b.MoveMessages(context.Background(), "tester", DLQName, MoveRequest{Original: true})
+	n, err := b.Management().MoveMessages(context.Background(), "tester", DLQName, management.MoveRequest{Original: true})
 	require.NoError(t, err)
 	assert.Equal(t, 6, n)
 	assert.Equal(t, 1, queueStats(t, b, DLQName).Pending)
@@ -165,8 +166,8 @@ func TestMoveToOriginal(t *testing.T) {
 		assert.Equal(t, "v", v)
 	}
 	assert.Equal(t, 3, queueStats(t, b, "b").Pending)
-	var dlq ManagedDestination
-	for _, d := range b.ManagedDestinations() {
+	var dlq management.ManagedDestination
+	for _, d := range b.Management().ManagedDestinations() {
 		if d.Name == "/queue/"+DLQName {
 			dlq = d
 		}
@@ -184,7 +185,7 @@ func TestBrowsePagesAndDelete(t *testing.T) {
 	var all []string
 	after := ""
 	for {
-		page, next, err := b.BrowseQueue(ctx, "pages", after, 70)
+		page, next, err := b.Management().BrowseQueue(ctx, "pages", after, 70)
 		require.NoError(t, err)
 		for _, m := range page {
 			all = append(all, string(m.Body))
@@ -198,18 +199,18 @@ func TestBrowsePagesAndDelete(t *testing.T) {
 	for i, body := range all {
 		require.Equal(t, "m"+strconv.Itoa(i), body)
 	}
-	page, _, err := b.BrowseQueue(ctx, "pages", "", 300)
+	page, _, err := b.Management().BrowseQueue(ctx, "pages", "", 300)
 	require.NoError(t, err)
 	deep := page[250] // in the store only
-	m, err := b.QueueMessage(ctx, "pages", deep.ID)
+	m, err := b.Management().QueueMessage(ctx, "pages", deep.ID)
 	require.NoError(t, err)
 	assert.Equal(t, "m250", string(m.Body))
-	require.NoError(t, b.DeleteMessage(ctx, "tester", "pages", deep.ID))
-	require.NoError(t, b.DeleteMessage(ctx, "tester", "pages", page[3].ID))
-	assert.ErrorIs(t, b.DeleteMessage(ctx, "tester", "pages", deep.ID), ErrNotFound)
-	_, err = b.QueueMessage(ctx, "pages", deep.ID)
+	require.NoError(t, b.Management().DeleteMessage(ctx, "tester", "pages", deep.ID))
+	require.NoError(t, b.Management().DeleteMessage(ctx, "tester", "pages", page[3].ID))
+	assert.ErrorIs(t, b.Management().DeleteMessage(ctx, "tester", "pages", deep.ID), ErrNotFound)
+	_, err = b.Management().QueueMessage(ctx, "pages", deep.ID)
 	assert.ErrorIs(t, err, ErrNotFound)
-	_, _, err = b.BrowseQueue(ctx, "pages", deep.ID, 10)
+	_, _, err = b.Management().BrowseQueue(ctx, "pages", deep.ID, 10)
 	assert.ErrorIs(t, err, ErrNoCursor)
 	assert.Equal(t, 298, queueStats(t, b, "pages").Pending)
 	assert.EqualValues(t, 298, storedOf(b, "pages"))
@@ -236,14 +237,14 @@ func TestRemoveDestination(t *testing.T) {
 	c.subscribe("s", "/queue/gone", AckClientIndividual, 1)
 	c.recv()
 	ctx := context.Background()
-	err := b.RemoveDestination(ctx, "tester", q("gone"))
+	err := b.Management().RemoveDestination(ctx, "tester", q("gone"))
 	assert.ErrorIs(t, err, ErrDestinationInUse)
 	c.close()
-	require.NoError(t, b.RemoveDestination(ctx, "tester", q("gone")))
+	require.NoError(t, b.Management().RemoveDestination(ctx, "tester", q("gone")))
 	_, ok := b.QueueStats("gone")
 	assert.False(t, ok)
 	assert.Zero(t, storedOf(b, "gone"))
-	assert.ErrorIs(t, b.RemoveDestination(ctx, "tester", q("gone")), ErrNotFound)
+	assert.ErrorIs(t, b.Management().RemoveDestination(ctx, "tester", q("gone")), ErrNotFound)
 
 	p.send("/queue/gone", "new", true)
 	assert.EqualValues(t, 1, storedOf(b, "gone"))
@@ -253,9 +254,9 @@ func TestRemoveDestination(t *testing.T) {
 
 	topic := destinations.Name{Kind: destinations.Topic, Name: "t"}
 	c2.subscribe("t", "/topic/t", AckAuto, 10)
-	assert.ErrorIs(t, b.RemoveDestination(ctx, "tester", topic), ErrDestinationInUse)
+	assert.ErrorIs(t, b.Management().RemoveDestination(ctx, "tester", topic), ErrDestinationInUse)
 	c2.close()
-	require.NoError(t, b.RemoveDestination(ctx, "tester", topic))
+	require.NoError(t, b.Management().RemoveDestination(ctx, "tester", topic))
 }
 
 // TestConnectionsAndClose lists client connections with what operators see, and closes
@@ -264,8 +265,8 @@ func TestConnectionsAndClose(t *testing.T) {
 	b := newBroker(t)
 	conn, err := b.Connect(context.Background(), ConnectInfo{ClientID: "app", RemoteAddr: "10.0.0.1:5000", Connector: "stomp", Version: "1.2"})
 	require.NoError(t, err)
-	var list []ConnectionInfo
-	for _, ci := range b.Connections() {
+	var list []management.ConnectionInfo
+	for _, ci := range b.Management().Connections() {
 		if ci.ID == conn.ID {
 			list = append(list, ci)
 		}
@@ -276,10 +277,10 @@ func TestConnectionsAndClose(t *testing.T) {
 	assert.Equal(t, "1.2", list[0].Version)
 	assert.Equal(t, "10.0.0.1:5000", list[0].RemoteAddr)
 	go func() { <-conn.Kicked(); conn.Close() }()
-	require.NoError(t, b.CloseConnection(context.Background(), "tester", conn.ID, "maintenance"))
+	require.NoError(t, b.Management().CloseConnection(context.Background(), "tester", conn.ID, "maintenance"))
 	assert.Equal(t, "maintenance", conn.KickReason())
-	assert.Empty(t, b.Connections())
-	assert.ErrorIs(t, b.CloseConnection(context.Background(), "tester", "nope", ""), ErrNotFound)
+	assert.Empty(t, b.Management().Connections())
+	assert.ErrorIs(t, b.Management().CloseConnection(context.Background(), "tester", "nope", ""), ErrNotFound)
 }
 
 // TestSendAsAndTotals: a message sent by the admin listener reaches consumers and counts
@@ -288,11 +289,11 @@ func TestSendAsAndTotals(t *testing.T) {
 	b := newBroker(t)
 	c := newClient(t, b, "")
 	c.subscribe("s", "/queue/in", AckAuto, 10)
-	id, err := b.SendAs(context.Background(), nil, "tester", q("in"), hdrMsg("hello", "k", "v"))
+	id, err := b.Management().SendAs(context.Background(), nil, "tester", q("in"), hdrMsg("hello", "k", "v"))
 	require.NoError(t, err)
 	d := c.recv()
 	assert.Equal(t, id, d.Msg.ID)
 	assert.Equal(t, "hello", string(d.Msg.Body))
-	eventually(t, func() bool { r, dl := b.MessageTotals(); return r == 1 && dl == 1 })
-	assert.Len(t, b.Connections(), 1)
+	eventually(t, func() bool { r, dl := b.Management().MessageTotals(); return r == 1 && dl == 1 })
+	assert.Len(t, b.Management().Connections(), 1)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/broker/limits"
+	"github.com/activemq-go/broker/broker/management"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/persistence"
@@ -32,12 +33,12 @@ func TestCountersSendDeliverAckNack(t *testing.T) {
 	require.NoError(t, c.ack(ds[1]))
 	c.nack(ds[2])
 
-	st := b.Counters()
-	assert.Equal(t, [NumProtocols]int64{2, 0}, st.Connections)
-	assert.Equal(t, [NumProtocols]int64{2, 0}, st.Opened)
+	st := b.Management().Counters()
+	assert.Equal(t, [management.NumProtocols]int64{2, 0}, st.Connections)
+	assert.Equal(t, [management.NumProtocols]int64{2, 0}, st.Opened)
 	assert.EqualValues(t, 3, st.Received[ProtocolSTOMP])
-	assert.EqualValues(t, 3, st.Delivered[ProtocolSTOMP][DeliveredClient])
-	assert.EqualValues(t, 0, st.Delivered[ProtocolSTOMP][DeliveredAuto])
+	assert.EqualValues(t, 3, st.Delivered[ProtocolSTOMP][management.DeliveredClient])
+	assert.EqualValues(t, 0, st.Delivered[ProtocolSTOMP][management.DeliveredAuto])
 	assert.EqualValues(t, 2, st.Acknowledged[ProtocolSTOMP])
 	assert.EqualValues(t, 1, st.DeadLettered[destinations.DeadLetterNack])
 	assert.EqualValues(t, 3, st.SendLatency[1].Count, "one observation per persistent SEND")
@@ -50,9 +51,9 @@ func TestCountersSendDeliverAckNack(t *testing.T) {
 
 	p.close()
 	c.close()
-	st = b.Counters()
-	assert.Equal(t, [NumProtocols]int64{2, 0}, st.Closed)
-	assert.Equal(t, [NumProtocols]int64{0, 0}, st.Connections)
+	st = b.Management().Counters()
+	assert.Equal(t, [management.NumProtocols]int64{2, 0}, st.Closed)
+	assert.Equal(t, [management.NumProtocols]int64{0, 0}, st.Connections)
 }
 
 // A message given back unacknowledged and delivered again counts as redelivered; an
@@ -76,10 +77,10 @@ func TestCountersRedeliveredAndInFlight(t *testing.T) {
 	eventually(t, func() bool { qs, _ := b.QueueStats("r"); return qs.InFlight == 0 && qs.Dequeued == 1 })
 	qs, _ = b.QueueStats("r")
 	assert.EqualValues(t, 2, qs.Dispatched)
-	st := b.Counters()
+	st := b.Management().Counters()
 	assert.EqualValues(t, 1, st.Redelivered)
-	assert.EqualValues(t, 1, st.Delivered[ProtocolSTOMP][DeliveredAuto])
-	assert.EqualValues(t, 1, st.Delivered[ProtocolSTOMP][DeliveredClient])
+	assert.EqualValues(t, 1, st.Delivered[ProtocolSTOMP][management.DeliveredAuto])
+	assert.EqualValues(t, 1, st.Delivered[ProtocolSTOMP][management.DeliveredClient])
 	assert.EqualValues(t, 1, st.SendLatency[0].Count)
 }
 
@@ -92,8 +93,8 @@ func TestCountersExpired(t *testing.T) {
 		Expires: time.Now().Add(-time.Second).UnixMilli()})
 	c := newClient(t, b, "")
 	c.subscribe("s", "/queue/e", AckAuto, 10)
-	eventually(t, func() bool { return b.Counters().DeadLettered[destinations.DeadLetterExpired] == 1 })
-	st := b.Counters()
+	eventually(t, func() bool { return b.Management().Counters().DeadLettered[destinations.DeadLetterExpired] == 1 })
+	st := b.Management().Counters()
 	assert.EqualValues(t, 1, st.Expired)
 	qs, _ := b.QueueStats("e")
 	assert.EqualValues(t, 1, qs.Expired)
@@ -112,7 +113,7 @@ func TestCountersTopicExpired(t *testing.T) {
 	p := newClient(t, b, "")
 	p.sendMsg("/topic/t", &persistence.Message{Body: []byte("x"), Priority: 4, Expires: time.Now().Add(-time.Second).UnixMilli()})
 	assert.Empty(t, conn.Take(nil))
-	assert.EqualValues(t, 1, b.Counters().Expired)
+	assert.EqualValues(t, 1, b.Management().Counters().Expired)
 }
 
 // Past maximumRedeliveries a message goes to the DLQ with reason max_redeliveries; the
@@ -129,8 +130,10 @@ func TestCountersMaxRedeliveriesAndNackDiscard(t *testing.T) {
 		c.send("/queue/x", "m", true)
 		c.nack(c.recv())
 		c.nack(c.recv())
-		eventually(t, func() bool { return b.Counters().DeadLettered[destinations.DeadLetterMaxRedeliveries] == 1 })
-		assert.EqualValues(t, 1, b.Counters().Redelivered)
+		eventually(t, func() bool {
+			return b.Management().Counters().DeadLettered[destinations.DeadLetterMaxRedeliveries] == 1
+		})
+		assert.EqualValues(t, 1, b.Management().Counters().Redelivered)
 	})
 	t.Run("nack discard", func(t *testing.T) {
 		b := newPolicyBroker(t, func(p *policy.Policy) { p.NackPolicy = policy.NackDiscard })
@@ -138,8 +141,8 @@ func TestCountersMaxRedeliveriesAndNackDiscard(t *testing.T) {
 		c.subscribe("s", "/queue/x", AckClientIndividual, 10)
 		c.send("/queue/x", "m", true)
 		c.nack(c.recv())
-		assert.EqualValues(t, 1, b.Counters().Discarded[destinations.DiscardNack])
-		assert.EqualValues(t, 0, b.Counters().DeadLettered[destinations.DeadLetterNack])
+		assert.EqualValues(t, 1, b.Management().Counters().Discarded[destinations.DiscardNack])
+		assert.EqualValues(t, 0, b.Management().Counters().DeadLettered[destinations.DeadLetterNack])
 	})
 	t.Run("dead message of a DLQ", func(t *testing.T) {
 		b := newBroker(t)
@@ -147,7 +150,7 @@ func TestCountersMaxRedeliveriesAndNackDiscard(t *testing.T) {
 		c.subscribe("s", "/queue/"+DLQName, AckClientIndividual, 10)
 		c.send("/queue/"+DLQName, "m", true)
 		c.nack(c.recv())
-		assert.EqualValues(t, 1, b.Counters().Discarded[destinations.DiscardDeadLetterStrategy])
+		assert.EqualValues(t, 1, b.Management().Counters().Discarded[destinations.DiscardDeadLetterStrategy])
 	})
 }
 
@@ -169,13 +172,13 @@ func TestCountersRejectedAndDenied(t *testing.T) {
 	_, err = app.Subscribe(context.Background(), SubscribeRequest{ID: "s", Dest: q("secret"), Mode: AckAuto})
 	require.ErrorIs(t, err, ErrNotAuthorized)
 
-	st := b.Counters()
-	assert.EqualValues(t, 1, st.Rejected[RejectAuth])
-	assert.EqualValues(t, 1, st.Rejected[RejectClientID])
+	st := b.Management().Counters()
+	assert.EqualValues(t, 1, st.Rejected[management.RejectAuth])
+	assert.EqualValues(t, 1, st.Rejected[management.RejectClientID])
 	assert.EqualValues(t, 1, st.Rejected[RejectTLS])
 	assert.EqualValues(t, 0, st.Rejected[RejectLimit])
-	assert.EqualValues(t, 1, st.Denied[OpSend])
-	assert.EqualValues(t, 1, st.Denied[OpSubscribe])
+	assert.EqualValues(t, 1, st.Denied[management.OpSend])
+	assert.EqualValues(t, 1, st.Denied[management.OpSubscribe])
 	assert.EqualValues(t, 1, st.Opened[ProtocolSTOMP], "refused connections are not opened")
 }
 
@@ -193,9 +196,9 @@ func TestCountersLimitAndProtocol(t *testing.T) {
 	defer c.Close()
 	_, err = b.Connect(context.Background(), info)
 	require.ErrorIs(t, err, ErrTooManyUserConnections)
-	st := b.Counters()
+	st := b.Management().Counters()
 	assert.EqualValues(t, 1, st.Rejected[RejectLimit])
-	assert.Equal(t, [NumProtocols]int64{0, 1}, st.Connections)
+	assert.Equal(t, [management.NumProtocols]int64{0, 1}, st.Connections)
 }
 
 // SetBlocked counts each held SEND once and the connections held now.
@@ -204,15 +207,15 @@ func TestCountersBlocked(t *testing.T) {
 	c := newClient(t, b, "")
 	c.conn.SetBlocked(true)
 	c.conn.SetBlocked(true) // the same SEND, tried again
-	st := b.Counters()
+	st := b.Management().Counters()
 	assert.EqualValues(t, 1, st.SendsBlocked)
 	assert.EqualValues(t, 1, st.ProducersBlocked)
 	c.conn.SetBlocked(false)
 	c.conn.SetBlocked(true)
-	st = b.Counters()
+	st = b.Management().Counters()
 	assert.EqualValues(t, 2, st.SendsBlocked)
 	c.close()
-	assert.EqualValues(t, 0, b.Counters().ProducersBlocked, "a closed connection holds nothing")
+	assert.EqualValues(t, 0, b.Management().Counters().ProducersBlocked, "a closed connection holds nothing")
 }
 
 // syncStore is a memory store that reports syncs, as the journal does.
@@ -225,14 +228,14 @@ func (s *syncStore) SetSyncObserver(fn func(time.Duration)) { s.obs = fn }
 
 // The broker hands a store that reports syncs its histogram.
 func TestCountersStoreSync(t *testing.T) {
-	assert.False(t, newBroker(t).Counters().StoreSyncs, "the memory store does not sync")
+	assert.False(t, newBroker(t).Management().Counters().StoreSyncs, "the memory store does not sync")
 	s := &syncStore{Store: memstore.New()}
 	b, err := New(context.Background(), Options{Store: s})
 	require.NoError(t, err)
 	defer b.Close()
 	require.NotNil(t, s.obs)
 	s.obs(3 * time.Millisecond)
-	st := b.Counters()
+	st := b.Management().Counters()
 	assert.True(t, st.StoreSyncs)
 	assert.EqualValues(t, 1, st.StoreSync.Count)
 	assert.Equal(t, 3*time.Millisecond, st.StoreSync.Sum)
@@ -250,23 +253,23 @@ func TestDestinationMetrics(t *testing.T) {
 	c.send("/temp-queue/mine", "x", false)
 	c.subscribe("tt", "/temp-topic/mine", AckAuto, 1)
 
-	byType := map[string][]DestinationMetrics{}
-	for _, dm := range b.DestinationMetrics() {
+	byType := map[string][]management.DestinationMetrics{}
+	for _, dm := range b.Management().DestinationMetrics() {
 		byType[dm.Type] = append(byType[dm.Type], dm)
 	}
-	require.Len(t, byType[TypeQueue], 1)
-	qa := byType[TypeQueue][0]
+	require.Len(t, byType[management.TypeQueue], 1)
+	qa := byType[management.TypeQueue][0]
 	assert.Equal(t, "a", qa.Dest)
 	assert.Equal(t, "/queue/a", qa.Name)
 	assert.Equal(t, 2, qa.Pending)
 	assert.Equal(t, first, qa.OldestTimestamp)
 	assert.EqualValues(t, 1<<20, qa.MemoryLimit)
 	assert.Positive(t, qa.MemoryBytes)
-	require.Len(t, byType[TypeTopic], 1)
-	require.Len(t, byType[TypeTempQueue], 1)
-	assert.Contains(t, byType[TypeTempQueue][0].Dest, ":mine")
-	require.Len(t, byType[TypeTempTopic], 1)
-	assert.Equal(t, 1, byType[TypeTempTopic][0].Consumers)
+	require.Len(t, byType[management.TypeTopic], 1)
+	require.Len(t, byType[management.TypeTempQueue], 1)
+	assert.Contains(t, byType[management.TypeTempQueue][0].Dest, ":mine")
+	require.Len(t, byType[management.TypeTempTopic], 1)
+	assert.Equal(t, 1, byType[management.TypeTempTopic][0].Consumers)
 }
 
 // Subscriptions counts the durable ones active and offline and the others.
@@ -275,9 +278,9 @@ func TestSubscriptionCounts(t *testing.T) {
 	c := newClient(t, b, "app")
 	c.subscribe("q", "/queue/a", AckAuto, 1)
 	c.subscribeReq(SubscribeRequest{ID: "d", Dest: destinations.Name{Kind: destinations.Topic, Name: "t"}, DurableName: "sub", Mode: AckAuto})
-	assert.Equal(t, SubscriptionCounts{DurableActive: 1, NonDurable: 1}, b.Subscriptions())
+	assert.Equal(t, management.SubscriptionCounts{DurableActive: 1, NonDurable: 1}, b.Management().Subscriptions())
 	c.close()
-	assert.Equal(t, SubscriptionCounts{DurableOffline: 1}, b.Subscriptions())
+	assert.Equal(t, management.SubscriptionCounts{DurableOffline: 1}, b.Management().Subscriptions())
 }
 
 // Resources reports memory and the store (the memory store tells its size), and the
@@ -288,16 +291,16 @@ func TestResources(t *testing.T) {
 	defer b.Close()
 	c := newClient(t, b, "")
 	c.send("/queue/a", "hello", true)
-	rs := map[string]ResourceUsage{}
-	for _, r := range b.Resources(context.Background()) {
+	rs := map[string]management.ResourceUsage{}
+	for _, r := range b.Management().Resources(context.Background()) {
 		rs[r.Resource] = r
 	}
-	assert.EqualValues(t, 64<<20, rs[ResourceMemory].Limit)
-	assert.Positive(t, rs[ResourceMemory].Used)
-	assert.EqualValues(t, 1<<30, rs[ResourceStore].Limit)
-	assert.Positive(t, rs[ResourceStore].Used)
-	assert.False(t, rs[ResourceStore].Alarm)
-	assert.EqualValues(t, limits.DefaultSchedulerMemoryLimit, rs[ResourceScheduler].Limit)
+	assert.EqualValues(t, 64<<20, rs[management.ResourceMemory].Limit)
+	assert.Positive(t, rs[management.ResourceMemory].Used)
+	assert.EqualValues(t, 1<<30, rs[management.ResourceStore].Limit)
+	assert.Positive(t, rs[management.ResourceStore].Used)
+	assert.False(t, rs[management.ResourceStore].Alarm)
+	assert.EqualValues(t, limits.DefaultSchedulerMemoryLimit, rs[management.ResourceScheduler].Limit)
 }
 
 // A stream's metrics carry its consumer groups' positions and lag.
@@ -311,16 +314,16 @@ func TestStreamGroupMetrics(t *testing.T) {
 		require.NoError(t, c.ack(d))
 	}
 	c.close()
-	stream := func() DestinationMetrics {
-		for _, dm := range e.b.DestinationMetrics() {
-			if dm.Type == TypeStream {
+	stream := func() management.DestinationMetrics {
+		for _, dm := range e.b.Management().DestinationMetrics() {
+			if dm.Type == management.TypeStream {
 				return dm
 			}
 		}
 		t.Fatal("no stream in DestinationMetrics")
-		return DestinationMetrics{}
+		return management.DestinationMetrics{}
 	}
-	lag := func(dm DestinationMetrics) (committed, lag int64) {
+	lag := func(dm management.DestinationMetrics) (committed, lag int64) {
 		for _, g := range dm.Groups {
 			for _, gp := range g.Partitions {
 				committed += gp.Position

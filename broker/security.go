@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/activemq-go/broker/broker/management"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/security"
 )
@@ -226,14 +227,14 @@ func (c *Conn) denied(r security.Rights, d destinations.Name) error {
 		what = d.String()
 	}
 	user := c.subject.User
-	op := OpSubscribe
+	op := management.OpSubscribe
 	switch r {
 	case security.Write:
-		op = OpSend
+		op = management.OpSend
 	case security.Admin:
-		op = OpCreate
+		op = management.OpCreate
 	}
-	c.b.counters.denied[op].Add(1)
+	c.b.counters.Denied[op].Add(1)
 	if ok, more := c.b.deniedLog.Allow(time.Now()); ok {
 		attrs := []any{slog.String("user", user), slog.String("right", rightVerb(r)), slog.String("dest", what),
 			slog.String("conn", c.ID), slog.String("remote", c.RemoteAddr)}

@@ -262,7 +262,7 @@ func TestStreamRoundRobinAndFieldsSurviveRestart(t *testing.T) {
 
 func streamStats(t *testing.T, b *Broker, name string) DestinationStats {
 	t.Helper()
-	for _, s := range b.Stats() {
+	for _, s := range b.Management().DestinationStats() {
 		if s.Name == name {
 			return s
 		}

@@ -126,7 +126,7 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 			return nil, err
 		}
 		c.subs[r.ID] = s
-		c.b.counters.nonDurable.Add(1)
+		c.b.counters.NonDurable.Add(1)
 		c.nsubs.Store(int32(len(c.subs)))
 		c.b.adviseSubscribed(s)
 		return s, nil
@@ -141,7 +141,7 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 		return s, nil
 	}
 	c.subs[r.ID] = s
-	c.b.counters.nonDurable.Add(1)
+	c.b.counters.NonDurable.Add(1)
 	c.nsubs.Store(int32(len(c.subs)))
 	switch {
 	case r.Dest.Kind == destinations.Queue && r.Dest.IsWildcard():
@@ -267,7 +267,7 @@ func (c *Conn) unsubscribe(s *Subscription) {
 	case s.shDurable != nil:
 		defer c.b.shared.Detach(s.shDurable, &s.Consumer) // once its view gave its messages back
 	default:
-		c.b.counters.nonDurable.Add(-1)
+		c.b.counters.NonDurable.Add(-1)
 	}
 	switch {
 	case s.stream != nil:

@@ -132,7 +132,7 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 			}
 		}
 	}
-	c.b.counters.acked[c.proto].Add(acked)
+	c.b.counters.Acked[c.proto].Add(acked)
 	done = afterMarked(settled, marks.Answer(done))
 	c.b.finish(batch, persistence.Sync, func(err error) {
 		destinations.SettleAll(entries, err)

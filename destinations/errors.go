@@ -51,6 +51,11 @@ var (
 	ErrNoCursor = errors.New("broker: browse cursor is no longer on the queue")
 )
 
+// StoreError is what a client is told when the store failed to write: err says why.
+func StoreError(err error) *Error {
+	return &Error{Message: "message not stored: " + err.Error(), Err: ErrStore}
+}
+
 // closingError is what a request gets while the broker shuts down.
 func closingError() *Error {
 	return &Error{Message: "broker is shutting down", Fatal: true, Err: ErrClosed}

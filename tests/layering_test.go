@@ -89,10 +89,12 @@ var allowed = map[string][]string{
 	// internal/loglimit, a leaf, lets a repeated log line through once a minute.
 	"internal/loglimit": {},
 	// admin/metrics reads the broker's counters (and the security service's) at
-	// scrape time; it changes nothing.
-	"admin/metrics": {"broker", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
-	// The web console renders admin.Backend's data; it uses nothing of the broker but
-	// through package admin, which links it (admin.NewBrokerBackend).
+	// scrape time through the management surface, never the broker itself; it changes
+	// nothing.
+	"admin/metrics": {"broker/management", "destinations", "durable", "persistence", "security", "internal/histogram"},
+	// The web console renders what its Backend (its own Reader and Manager) gives; it
+	// uses nothing of the broker but through package admin, which links it
+	// (admin.NewBrokerBackend).
 	"admin/console": {"admin", "broker", "destinations", "destinations/policy", "destinations/selector", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
 	// browsertest starts a headless Chromium for the browser tests.
 	"internal/browsertest": {},
@@ -127,6 +129,12 @@ var allowed = map[string][]string{
 	// it the node's queues and topics. It asks broker/advisory, a sibling, which topics
 	// are advisories (node-local), and returns durable's Stats.
 	"broker/sharedmode": {"broker/advisory", "destinations", "durable", "persistence", "internal/loglimit"},
+	// broker/management is the management surface (browse, purge, move, retry, kick,
+	// stats) and holds the broker's counters; admin and admin/metrics read it. Its Host
+	// gives it the broker's destinations, connections and routing; it asks durable for
+	// the durable subscriptions' counts and security only for the Subject type an
+	// operator's send carries.
+	"broker/management": {"destinations", "durable", "persistence", "security", "internal/histogram"},
 }
 
 // TestLayering fails when a package imports across the layering of DESIGN.md: an adapter

@@ -142,7 +142,7 @@ func TestStreamFullAppendQueueKeepsHeartBeats(t *testing.T) {
 		}
 	}()
 	eventually(t, 10*time.Second, "the stream's append queue to fill", func() bool {
-		for _, s := range b.Stats() {
+		for _, s := range b.Management().DestinationStats() {
 			if s.Name == "/topic/s.full" {
 				return s.Pending >= 15
 			}

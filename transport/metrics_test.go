@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/broker/management"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
 
@@ -62,7 +63,7 @@ func TestMetricsRejectedConnections(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, readUntilClosed(t, nc), "maximum connections")
 	nc.Close()
-	assert.EqualValues(t, 1, b.Counters().Rejected[broker.RejectLimit])
+	assert.EqualValues(t, 1, b.Management().Counters().Rejected[broker.RejectLimit])
 	require.NoError(t, c.Disconnect())
 
 	// The slot is free once the session of c has ended: until then a connection is
@@ -82,8 +83,8 @@ func TestMetricsRejectedConnections(t *testing.T) {
 		refusals++
 		require.Less(t, refusals, 1000, "the slot was never freed")
 	}
-	waitFor(t, "protocol rejection counted", func() bool { return b.Counters().Rejected[broker.RejectProtocol] == 1 })
-	st := b.Counters()
+	waitFor(t, "protocol rejection counted", func() bool { return b.Management().Counters().Rejected[broker.RejectProtocol] == 1 })
+	st := b.Management().Counters()
 	assert.EqualValues(t, 1+refusals, st.Rejected[broker.RejectLimit])
 	assert.EqualValues(t, 0, st.Rejected[broker.RejectTLS])
 	assert.EqualValues(t, 1, st.Opened[broker.ProtocolSTOMP])
@@ -112,7 +113,7 @@ func TestMetricsRejectedTLS(t *testing.T) {
 	require.NoError(t, err)
 	readUntilClosed(t, nc)
 	nc.Close()
-	waitFor(t, "tls rejection counted", func() bool { return b.Counters().Rejected[broker.RejectTLS] == 1 })
+	waitFor(t, "tls rejection counted", func() bool { return b.Management().Counters().Rejected[broker.RejectTLS] == 1 })
 
 	quietConn, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
@@ -122,9 +123,9 @@ func TestMetricsRejectedTLS(t *testing.T) {
 	c, err := stomp.Connect(tc)
 	require.NoError(t, err)
 	require.NoError(t, c.Disconnect())
-	waitFor(t, "the TLS client's connection closed", func() bool { return b.Counters().Closed[broker.ProtocolSTOMP] == 1 })
-	assert.EqualValues(t, 1, b.Counters().Rejected[broker.RejectTLS])
-	assert.EqualValues(t, 0, b.Counters().Rejected[broker.RejectProtocol])
+	waitFor(t, "the TLS client's connection closed", func() bool { return b.Management().Counters().Closed[broker.ProtocolSTOMP] == 1 })
+	assert.EqualValues(t, 1, b.Management().Counters().Rejected[broker.RejectTLS])
+	assert.EqualValues(t, 0, b.Management().Counters().Rejected[broker.RejectProtocol])
 }
 
 // A connection over a WebSocket connector counts under protocol stomp_ws.
@@ -140,9 +141,9 @@ func TestMetricsWebSocketProtocol(t *testing.T) {
 	_, msg, err := ws.Read(ctx)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(msg), "CONNECTED"), "%q", msg)
-	st := b.Counters()
-	assert.Equal(t, [broker.NumProtocols]int64{0, 1}, st.Connections)
-	assert.Equal(t, [broker.NumProtocols]int64{0, 1}, st.Opened)
+	st := b.Management().Counters()
+	assert.Equal(t, [management.NumProtocols]int64{0, 1}, st.Connections)
+	assert.Equal(t, [management.NumProtocols]int64{0, 1}, st.Opened)
 }
 
 // A SEND held by producer flow control shows in producers_blocked while it waits and is
@@ -166,8 +167,8 @@ func TestMetricsProducerBlocked(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, "the producer held", func() bool { return b.Counters().ProducersBlocked == 1 })
-	assert.EqualValues(t, 1, b.Counters().SendsBlocked)
+	waitFor(t, "the producer held", func() bool { return b.Management().Counters().ProducersBlocked == 1 })
+	assert.EqualValues(t, 1, b.Management().Counters().SendsBlocked)
 
 	c, err := stomp.Dial("tcp", addr)
 	require.NoError(t, err)
@@ -182,7 +183,7 @@ func TestMetricsProducerBlocked(t *testing.T) {
 			t.Fatal("not every message arrived")
 		}
 	}
-	waitFor(t, "the producer released", func() bool { return b.Counters().ProducersBlocked == 0 })
-	assert.GreaterOrEqual(t, b.Counters().SendsBlocked, int64(1))
-	assert.EqualValues(t, 20, b.Counters().Received[broker.ProtocolSTOMP], "a held SEND counts once")
+	waitFor(t, "the producer released", func() bool { return b.Management().Counters().ProducersBlocked == 0 })
+	assert.GreaterOrEqual(t, b.Management().Counters().SendsBlocked, int64(1))
+	assert.EqualValues(t, 20, b.Management().Counters().Received[broker.ProtocolSTOMP], "a held SEND counts once")
 }

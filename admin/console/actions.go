@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,18 @@ import (
 
 	"github.com/activemq-go/broker/admin"
 )
+
+// Manager is what the console's actions ask of the broker, on behalf of the operator
+// their request's context names.
+type Manager interface {
+	Purge(ctx context.Context, queue string) (int, error)
+	RemoveDestination(ctx context.Context, dest string) error
+	Send(ctx context.Context, dest string, m admin.SendRequest) (string, error)
+	Move(ctx context.Context, queue string, r admin.MoveRequest) (int, error)
+	DeleteMessage(ctx context.Context, queue, id string) error
+	RemoveDurableSubscription(ctx context.Context, clientID, name string) error
+	CloseConnection(ctx context.Context, id, reason string) error
+}
 
 // queuePage is the path of a queue's page.
 func queuePage(dest string) string { return "/queues/" + url.PathEscape(shortName(dest)) }
@@ -226,7 +239,7 @@ func (c *Console) closeConnection(w http.ResponseWriter, r *http.Request) {
 	if reason == "" {
 		reason = "closed by an administrator"
 	}
-	if err := admin.CloseConnection(r.Context(), c.b, id, reason); err != nil {
+	if err := c.b.CloseConnection(r.Context(), id, reason); err != nil {
 		redirect(w, r, "/connections", errorFlash("Closing connection %s failed: %v", id, err))
 		return
 	}

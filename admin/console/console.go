@@ -1,5 +1,5 @@
 // Package console is the admin listener's web console: server-rendered HTML pages
-// (html/template) over admin.Backend, with their stylesheet and one small script
+// (html/template) over a Backend (admin.BrokerBackend is one), with their stylesheet and one small script
 // embedded in the binary. No build step, nothing from a CDN, and it works under the
 // Content-Security-Policy it sends itself (default-src 'self': no inline script or
 // style).
@@ -57,8 +57,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/activemq-go/broker/admin"
 )
 
 // CSRFField is the name of the hidden form field that carries the CSRF token in every
@@ -89,9 +87,16 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
+// Backend is what the console asks of the broker: what its pages show (Reader) and
+// what its actions do (Manager).
+type Backend interface {
+	Reader
+	Manager
+}
+
 // Console serves the pages. Its methods are safe for concurrent use.
 type Console struct {
-	b     admin.Backend
+	b     Backend
 	s     Session
 	pages map[string]*template.Template
 
@@ -104,7 +109,7 @@ type Console struct {
 }
 
 // New returns the console of b; s is the admin listener's login session.
-func New(b admin.Backend, s Session) *Console {
+func New(b Backend, s Session) *Console {
 	c := &Console{b: b, s: s, now: time.Now, pages: map[string]*template.Template{}}
 	layout := template.Must(template.New("layout").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
 	names, err := fs.Glob(templateFS, "templates/*.html")

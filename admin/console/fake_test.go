@@ -64,7 +64,7 @@ type moveCall struct {
 
 type closeCall struct{ ID, Reason string }
 
-var _ admin.Backend = (*fakeBackend)(nil)
+var _ Backend = (*fakeBackend)(nil)
 
 func newFakeBackend() *fakeBackend {
 	return &fakeBackend{
@@ -321,7 +321,7 @@ func (f *fakeBackend) Connections() []admin.Connection {
 	return append([]admin.Connection(nil), f.conns...)
 }
 
-func (f *fakeBackend) CloseConnection(id, reason string) error {
+func (f *fakeBackend) CloseConnection(_ context.Context, id, reason string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, c := range f.conns {

@@ -1,12 +1,25 @@
 package console
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/activemq-go/broker/admin"
 )
+
+// Reader is what the console's pages show of the broker; names are as clients write
+// them ("/queue/X").
+type Reader interface {
+	Overview() admin.Overview
+	Destinations(kind string) []admin.Destination
+	Browse(ctx context.Context, queue, after string, limit int) ([]admin.Message, string, error)
+	Message(ctx context.Context, queue, id string) (admin.Message, error)
+	DurableSubscriptions() []admin.DurableSubscription
+	Connections() []admin.Connection
+	Stream(name string) (admin.Stream, error)
+}
 
 // overviewData is the root page.
 type overviewData struct {

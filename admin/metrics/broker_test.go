@@ -48,7 +48,7 @@ func TestBrokerSource(t *testing.T) {
 		send(t, conn, "orders")
 	}
 	send(t, conn, "audit")
-	fams := scrape(t, Handler(b, Options{PerDestination: true, MaxDestinationSeries: 1}))
+	fams := scrape(t, Handler(b.Management(), Options{PerDestination: true, MaxDestinationSeries: 1}))
 	v := func(name string, labels ...string) float64 { return value(t, fams, name, labels...) }
 	assert.Equal(t, 4.0, v("broker_messages_received_total", "protocol", "stomp"))
 	assert.Equal(t, 1.0, v("broker_connections", "protocol", "stomp"))
@@ -80,7 +80,7 @@ func BenchmarkScrape10000(b *testing.B) {
 		{"guard=off", Options{PerDestination: true, MaxDestinationSeries: 1 << 30}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			h := Handler(br, bc.o)
+			h := Handler(br.Management(), bc.o)
 			b.ReportAllocs()
 			var size int
 			for b.Loop() {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/broker/management"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/internal/histogram"
 	"github.com/activemq-go/broker/security"
@@ -152,17 +152,17 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	cs := c.src.Counters()
 	gauge(c.d.buildInfo, 1, c.buildInfo[:]...)
 	gauge(c.d.startTime, float64(cs.Started.UnixNano())/1e9)
-	for p := range broker.NumProtocols {
+	for p := range management.NumProtocols {
 		proto := p.String()
 		gauge(c.d.connections, float64(cs.Connections[p]), proto)
 		counter(c.d.connsOpened, float64(cs.Opened[p]), proto)
 		counter(c.d.connsClosed, float64(cs.Closed[p]), proto)
 		counter(c.d.received, float64(cs.Received[p]), proto)
-		counter(c.d.delivered, float64(cs.Delivered[p][broker.DeliveredAuto]), proto, "auto")
-		counter(c.d.delivered, float64(cs.Delivered[p][broker.DeliveredClient]), proto, "client")
+		counter(c.d.delivered, float64(cs.Delivered[p][management.DeliveredAuto]), proto, "auto")
+		counter(c.d.delivered, float64(cs.Delivered[p][management.DeliveredClient]), proto, "client")
 		counter(c.d.acked, float64(cs.Acknowledged[p]), proto)
 	}
-	for r := range broker.NumRejectReasons {
+	for r := range management.NumRejectReasons {
 		counter(c.d.connsRejected, float64(cs.Rejected[r]), r.String())
 	}
 	if c.sec != nil {
@@ -170,7 +170,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.d.authAttempts, float64(st.LoginsOK), "success")
 		counter(c.d.authAttempts, float64(st.LoginsFailed), "failure")
 	}
-	for o := range broker.NumOperations {
+	for o := range management.NumOperations {
 		counter(c.d.authzDenied, float64(cs.Denied[o]), o.String())
 	}
 	counter(c.d.redelivered, float64(cs.Redelivered))

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/activemq-go/broker/broker/management"
+	"github.com/activemq-go/broker/durable"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/activemq-go/broker/broker"
 )
 
 // Other is the destination (stream, subscription) label of the series that sum what
@@ -17,7 +17,7 @@ import (
 const Other = "_other"
 
 // destTypes are the destination types, in the order their series are sent.
-var destTypes = []string{broker.TypeQueue, broker.TypeTempQueue, broker.TypeTopic, broker.TypeTempTopic, broker.TypeStream}
+var destTypes = []string{management.TypeQueue, management.TypeTempQueue, management.TypeTopic, management.TypeTempTopic, management.TypeStream}
 
 // emitFunc sends one series (or counts it, for a destination being folded).
 type emitFunc func(d *prometheus.Desc, vt prometheus.ValueType, v float64, labels ...string)
@@ -25,14 +25,14 @@ type emitFunc func(d *prometheus.Desc, vt prometheus.ValueType, v float64, label
 // collectDestinations sends the per-type totals (broker_destinations, broker_consumers),
 // the per-destination series of the kept destinations and durable subscriptions, and
 // the _other sums of the rest, and counts the folded series.
-func (c *collector) collectDestinations(ch chan<- prometheus.Metric, dests []broker.DestinationMetrics, durables []broker.DurableStats, durableActive int64) {
+func (c *collector) collectDestinations(ch chan<- prometheus.Metric, dests []management.DestinationMetrics, durables []durable.Stats, durableActive int64) {
 	count := map[string]int{}
 	consumers := map[string]int{}
 	for i := range dests {
 		count[dests[i].Type]++
 		consumers[dests[i].Type] += dests[i].Consumers
 	}
-	consumers[broker.TypeTopic] += int(durableActive)
+	consumers[management.TypeTopic] += int(durableActive)
 	for _, t := range destTypes {
 		ch <- prometheus.MustNewConstMetric(c.d.destinations, prometheus.GaugeValue, float64(count[t]), t)
 		ch <- prometheus.MustNewConstMetric(c.d.consumers, prometheus.GaugeValue, float64(consumers[t]), t)
@@ -48,12 +48,12 @@ func (c *collector) collectDestinations(ch chan<- prometheus.Metric, dests []bro
 		keep = 0
 	}
 	now := time.Now()
-	order := make([]*broker.DestinationMetrics, len(dests))
+	order := make([]*management.DestinationMetrics, len(dests))
 	for i := range dests {
 		order[i] = &dests[i]
 	}
 	if len(order) > keep && keep > 0 {
-		slices.SortFunc(order, func(a, b *broker.DestinationMetrics) int {
+		slices.SortFunc(order, func(a, b *management.DestinationMetrics) int {
 			return cmp.Or(cmp.Compare(depth(b), depth(a)), cmp.Compare(b.Enqueued, a.Enqueued),
 				strings.Compare(a.Type, b.Type), strings.Compare(a.Dest, b.Dest))
 		})
@@ -79,7 +79,7 @@ func (c *collector) collectDestinations(ch chan<- prometheus.Metric, dests []bro
 	}
 
 	if len(durables) > keep && keep > 0 {
-		slices.SortFunc(durables, func(a, b broker.DurableStats) int {
+		slices.SortFunc(durables, func(a, b durable.Stats) int {
 			return cmp.Or(cmp.Compare(b.Backlog, a.Backlog), strings.Compare(a.ClientID, b.ClientID), strings.Compare(a.Name, b.Name))
 		})
 	}
@@ -101,12 +101,12 @@ func (c *collector) collectDestinations(ch chan<- prometheus.Metric, dests []bro
 }
 
 // seriesOf is the number of series destinationSeries emits for dm.
-func seriesOf(dm *broker.DestinationMetrics) int {
+func seriesOf(dm *management.DestinationMetrics) int {
 	n := 4 // consumers, enqueued, dispatched, memory
 	switch dm.Type {
-	case broker.TypeQueue, broker.TypeTempQueue:
+	case management.TypeQueue, management.TypeTempQueue:
 		n += 5 // messages, unacked, acked, expired, oldest
-	case broker.TypeStream:
+	case management.TypeStream:
 		n += 2 + len(dm.Partitions) + len(dm.Groups) // messages, size, end offsets, lags
 		for _, g := range dm.Groups {
 			n += len(g.Partitions) // committed offsets
@@ -119,26 +119,26 @@ func seriesOf(dm *broker.DestinationMetrics) int {
 }
 
 // depth is what ranks destinations for the cardinality guard: the messages they hold.
-func depth(dm *broker.DestinationMetrics) int64 {
-	if dm.Type == broker.TypeStream {
+func depth(dm *management.DestinationMetrics) int64 {
+	if dm.Type == management.TypeStream {
 		return dm.Stored
 	}
 	return int64(dm.Pending) + int64(dm.InFlight)
 }
 
 // destinationSeries emits one destination's series under name.
-func (c *collector) destinationSeries(emit emitFunc, dm *broker.DestinationMetrics, name string, now time.Time) {
+func (c *collector) destinationSeries(emit emitFunc, dm *management.DestinationMetrics, name string, now time.Time) {
 	g, ctr := prometheus.GaugeValue, prometheus.CounterValue
 	t := dm.Type
 	switch t {
-	case broker.TypeQueue, broker.TypeTempQueue:
+	case management.TypeQueue, management.TypeTempQueue:
 		emit(c.d.messages, g, float64(depth(dm)), name, t)
 		emit(c.d.unacked, g, float64(dm.InFlight), name, t)
 		emit(c.d.qDispatched, ctr, float64(dm.Dispatched), name, t)
 		emit(c.d.qAcked, ctr, float64(dm.Dequeued), name, t)
 		emit(c.d.qExpired, ctr, float64(dm.Expired), name, t)
 		emit(c.d.qOldest, g, age(dm.OldestTimestamp, now), name, t)
-	case broker.TypeStream:
+	case management.TypeStream:
 		emit(c.d.messages, g, float64(dm.Stored), name, t)
 		emit(c.d.qDispatched, ctr, float64(dm.Dequeued), name, t)
 		var size int64
@@ -185,7 +185,7 @@ type otherSums struct {
 	lagged                                                                     bool
 }
 
-func (o *otherSums) add(dm *broker.DestinationMetrics, now time.Time) {
+func (o *otherSums) add(dm *management.DestinationMetrics, now time.Time) {
 	o.messages += depth(dm)
 	o.unacked += int64(dm.InFlight)
 	o.consumers += int64(dm.Consumers)
@@ -194,7 +194,7 @@ func (o *otherSums) add(dm *broker.DestinationMetrics, now time.Time) {
 	o.expired += dm.Expired
 	o.memory += dm.MemoryBytes
 	o.oldest = max(o.oldest, age(dm.OldestTimestamp, now))
-	if dm.Type == broker.TypeQueue || dm.Type == broker.TypeTempQueue {
+	if dm.Type == management.TypeQueue || dm.Type == management.TypeTempQueue {
 		o.dispatched += dm.Dispatched
 	} else {
 		o.dispatched += dm.Dequeued
@@ -212,13 +212,13 @@ func (o *otherSums) add(dm *broker.DestinationMetrics, now time.Time) {
 func (c *collector) otherSeries(emit emitFunc, t string, o *otherSums) {
 	g, ctr := prometheus.GaugeValue, prometheus.CounterValue
 	switch t {
-	case broker.TypeQueue, broker.TypeTempQueue:
+	case management.TypeQueue, management.TypeTempQueue:
 		emit(c.d.messages, g, float64(o.messages), Other, t)
 		emit(c.d.unacked, g, float64(o.unacked), Other, t)
 		emit(c.d.qAcked, ctr, float64(o.acked), Other, t)
 		emit(c.d.qExpired, ctr, float64(o.expired), Other, t)
 		emit(c.d.qOldest, g, o.oldest, Other, t)
-	case broker.TypeStream:
+	case management.TypeStream:
 		emit(c.d.messages, g, float64(o.messages), Other, t)
 		if o.lagged {
 			emit(c.d.groupLag, g, float64(o.lag), Other, Other)

@@ -3,7 +3,7 @@
 // operations.md §2.4 (namespace broker_), and the Go runtime's and the process's.
 //
 // Nothing is counted here. At each scrape a collector reads the counters the broker
-// keeps anyway (broker.Broker's Counters, DestinationMetrics, Subscriptions,
+// keeps anyway (the broker's management surface: Counters, DestinationMetrics, Subscriptions,
 // Resources, DurableSubscriptions; the security service's Stats), so the message path
 // pays nothing for being scraped, and nothing at all when nobody scrapes.
 //
@@ -29,21 +29,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/broker/management"
+	"github.com/activemq-go/broker/durable"
 	"github.com/activemq-go/broker/security"
 )
 
-// Source is what the metrics read of the broker at scrape time. *broker.Broker
-// implements it; tests use a fake.
+// Source is what the metrics read of the broker at scrape time. The broker's
+// management surface (*management.Manager) implements it; tests use a fake.
 type Source interface {
-	Counters() broker.Counters
-	DestinationMetrics() []broker.DestinationMetrics
-	DurableSubscriptions() []broker.DurableStats
-	Subscriptions() broker.SubscriptionCounts
-	Resources(ctx context.Context) []broker.ResourceUsage
+	Counters() management.Counters
+	DestinationMetrics() []management.DestinationMetrics
+	DurableSubscriptions() []durable.Stats
+	Subscriptions() management.SubscriptionCounts
+	Resources(ctx context.Context) []management.ResourceUsage
 }
 
-var _ Source = (*broker.Broker)(nil)
+var _ Source = (*management.Manager)(nil)
 
 // SecurityStats is the security service's counters (*security.Service implements it).
 type SecurityStats interface {

@@ -23,28 +23,29 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/broker/management"
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/durable"
 	"github.com/activemq-go/broker/internal/histogram"
 	"github.com/activemq-go/broker/security"
 )
 
 // fakeSource is a broker as the collector sees it.
 type fakeSource struct {
-	counters  broker.Counters
-	dests     []broker.DestinationMetrics
-	durables  []broker.DurableStats
-	subs      broker.SubscriptionCounts
-	resources []broker.ResourceUsage
+	counters  management.Counters
+	dests     []management.DestinationMetrics
+	durables  []durable.Stats
+	subs      management.SubscriptionCounts
+	resources []management.ResourceUsage
 }
 
-func (f *fakeSource) Counters() broker.Counters { return f.counters }
-func (f *fakeSource) DestinationMetrics() []broker.DestinationMetrics {
+func (f *fakeSource) Counters() management.Counters { return f.counters }
+func (f *fakeSource) DestinationMetrics() []management.DestinationMetrics {
 	return slices.Clone(f.dests) // the collector sorts what it gets
 }
-func (f *fakeSource) DurableSubscriptions() []broker.DurableStats { return slices.Clone(f.durables) }
-func (f *fakeSource) Subscriptions() broker.SubscriptionCounts    { return f.subs }
-func (f *fakeSource) Resources(context.Context) []broker.ResourceUsage {
+func (f *fakeSource) DurableSubscriptions() []durable.Stats        { return slices.Clone(f.durables) }
+func (f *fakeSource) Subscriptions() management.SubscriptionCounts { return f.subs }
+func (f *fakeSource) Resources(context.Context) []management.ResourceUsage {
 	return f.resources
 }
 
@@ -52,8 +53,8 @@ type fakeSecurity struct{ st security.Stats }
 
 func (f fakeSecurity) Stats() security.Stats { return f.st }
 
-func queue(name string, pending, inFlight int) broker.DestinationMetrics {
-	return broker.DestinationMetrics{Type: broker.TypeQueue, Dest: name, DestinationStats: broker.DestinationStats{
+func queue(name string, pending, inFlight int) management.DestinationMetrics {
+	return management.DestinationMetrics{Type: management.TypeQueue, Dest: name, DestinationStats: management.DestinationStats{
 		Name: "/queue/" + name, Pending: pending, InFlight: inFlight, Enqueued: int64(pending + inFlight + 10),
 		Dequeued: 10, Dispatched: 12, Consumers: 1, MemoryBytes: 100,
 	}}
@@ -69,25 +70,25 @@ func snapshot() histogram.Snapshot {
 
 // fullSource has something of every kind, so that every family shows.
 func fullSource() *fakeSource {
-	var c broker.Counters
+	var c management.Counters
 	c.Started = time.Unix(1700000000, 0)
-	c.Connections = [broker.NumProtocols]int64{3, 1}
-	c.Opened = [broker.NumProtocols]int64{10, 2}
-	c.Closed = [broker.NumProtocols]int64{7, 1}
-	c.Rejected[broker.RejectAuth] = 4
-	c.Received[broker.ProtocolSTOMP] = 1000
-	c.Delivered[broker.ProtocolSTOMP] = [2]int64{600, 300}
-	c.Acknowledged[broker.ProtocolSTOMP] = 290
+	c.Connections = [management.NumProtocols]int64{3, 1}
+	c.Opened = [management.NumProtocols]int64{10, 2}
+	c.Closed = [management.NumProtocols]int64{7, 1}
+	c.Rejected[management.RejectAuth] = 4
+	c.Received[management.ProtocolSTOMP] = 1000
+	c.Delivered[management.ProtocolSTOMP] = [2]int64{600, 300}
+	c.Acknowledged[management.ProtocolSTOMP] = 290
 	c.Redelivered = 5
 	c.Expired = 6
 	c.Duplicates = 12
 	c.DeadLettered[destinations.DeadLetterNack] = 2
 	c.Discarded[destinations.DiscardSlowConsumer] = 8
-	c.Denied[broker.OpSend] = 9
+	c.Denied[management.OpSend] = 9
 	c.ProducersBlocked, c.SendsBlocked = 1, 11
 	c.SendLatency = [2]histogram.Snapshot{snapshot(), snapshot()}
 	c.StoreSync, c.StoreSyncs = snapshot(), true
-	stream := broker.DestinationMetrics{Type: broker.TypeStream, Dest: "events", DestinationStats: broker.DestinationStats{
+	stream := management.DestinationMetrics{Type: management.TypeStream, Dest: "events", DestinationStats: management.DestinationStats{
 		Name: "/topic/events", Enqueued: 50, Stored: 40, Consumers: 2, Dequeued: 30,
 		Partitions: []destinations.StreamPartitionStats{{Partition: 0, Oldest: 5, Next: 30, Bytes: 3000}, {Partition: 1, Oldest: 5, Next: 20, Bytes: 2000}},
 		Groups: []destinations.StreamGroupStats{{Group: "G", Partitions: []destinations.StreamGroupPartition{
@@ -99,17 +100,17 @@ func fullSource() *fakeSource {
 	oldest.Expired = 3
 	return &fakeSource{
 		counters: c,
-		dests: []broker.DestinationMetrics{
+		dests: []management.DestinationMetrics{
 			oldest,
-			{Type: broker.TypeTopic, Dest: "prices", DestinationStats: broker.DestinationStats{Name: "/topic/prices", Enqueued: 70, Dequeued: 140, Consumers: 2}},
-			{Type: broker.TypeTempQueue, Dest: "ID:c1:reply", DestinationStats: broker.DestinationStats{Name: "/temp-queue/reply", Pending: 1}},
+			{Type: management.TypeTopic, Dest: "prices", DestinationStats: management.DestinationStats{Name: "/topic/prices", Enqueued: 70, Dequeued: 140, Consumers: 2}},
+			{Type: management.TypeTempQueue, Dest: "ID:c1:reply", DestinationStats: management.DestinationStats{Name: "/temp-queue/reply", Pending: 1}},
 			stream,
 		},
-		durables: []broker.DurableStats{{ClientID: "app", Name: "sub", Topic: "/topic/prices", Active: false, Backlog: 12}},
-		subs:     broker.SubscriptionCounts{DurableActive: 0, DurableOffline: 1, NonDurable: 4},
-		resources: []broker.ResourceUsage{
-			{Resource: broker.ResourceMemory, Used: 1000, Limit: 1 << 30},
-			{Resource: broker.ResourceStore, Used: 5000, Limit: 1 << 40, Alarm: true},
+		durables: []durable.Stats{{ClientID: "app", Name: "sub", Topic: "/topic/prices", Active: false, Backlog: 12}},
+		subs:     management.SubscriptionCounts{DurableActive: 0, DurableOffline: 1, NonDurable: 4},
+		resources: []management.ResourceUsage{
+			{Resource: management.ResourceMemory, Used: 1000, Limit: 1 << 30},
+			{Resource: management.ResourceStore, Used: 5000, Limit: 1 << 40, Alarm: true},
 		},
 	}
 }
@@ -328,7 +329,7 @@ func TestCardinalityGuard(t *testing.T) {
 		src.dests = append(src.dests, queue(fmt.Sprintf("q%d", i), depth, 0))
 	}
 	for i := range 3 {
-		src.durables = append(src.durables, broker.DurableStats{ClientID: "c", Name: fmt.Sprint(i), Topic: "/topic/t", Backlog: (i + 1) * 10})
+		src.durables = append(src.durables, durable.Stats{ClientID: "c", Name: fmt.Sprint(i), Topic: "/topic/t", Backlog: (i + 1) * 10})
 	}
 	h := Handler(src, Options{PerDestination: true, MaxDestinationSeries: 2})
 	fams := scrape(t, h)
@@ -362,7 +363,7 @@ func TestCardinalityGuard(t *testing.T) {
 
 // A destination called _other is folded rather than clash with the sums.
 func TestDestinationNamedOther(t *testing.T) {
-	src := &fakeSource{dests: []broker.DestinationMetrics{queue("_other", 4, 0), queue("a", 1, 0)}}
+	src := &fakeSource{dests: []management.DestinationMetrics{queue("_other", 4, 0), queue("a", 1, 0)}}
 	fams := scrape(t, Handler(src, Options{PerDestination: true}))
 	assert.Equal(t, 4.0, value(t, fams, "broker_messages", "destination", "_other", "type", "queue"))
 	assert.Equal(t, 1.0, value(t, fams, "broker_messages", "destination", "a", "type", "queue"))

@@ -50,7 +50,7 @@ func (s *Scheduler) reserveKey(ctx context.Context, due int64) (uint64, error) {
 			s.unreserve(k)
 		}
 		if err != nil {
-			return 0, storeError(err)
+			return 0, destinations.StoreError(err)
 		}
 		if !taken {
 			return k, nil

@@ -312,7 +312,7 @@ func (s *Scheduler) Schedule(ctx context.Context, dests []destinations.Name, m *
 	s.host.Commit(batch, func(err error) {
 		s.Written(j, err)
 		if err != nil {
-			err = storeError(err)
+			err = destinations.StoreError(err)
 		}
 		done(err)
 	})
@@ -469,8 +469,4 @@ func (s *Scheduler) Close() {
 
 func invalid(format string, args ...any) *destinations.Error {
 	return &destinations.Error{Message: fmt.Sprintf(format, args...), Err: destinations.ErrInvalidDestination}
-}
-
-func storeError(err error) error {
-	return &destinations.Error{Message: "message not stored: " + err.Error(), Err: destinations.ErrStore}
 }

@@ -403,7 +403,7 @@ func startAdmin(addr string, cfg *config.Config, b *broker.Broker, store persist
 	be := admin.NewBrokerBackend(b, admin.BrokerInfo{Adapter: cfg.Persistence.Key, Store: store, Security: sec})
 	s, err := admin.New(admin.Options{
 		Backend: be, Security: sec, Logger: log,
-		Metrics: adminmetrics.Handler(b, adminmetrics.Options{
+		Metrics: adminmetrics.Handler(b.Management(), adminmetrics.Options{
 			Store:                cfg.Persistence.Adapter,
 			Security:             sec,
 			PerDestination:       cfg.Metrics.PerDestination,

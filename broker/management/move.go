@@ -1,4 +1,4 @@
-package broker
+package management
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 	"github.com/activemq-go/broker/persistence"
 )
 
-// Moving and copying a queue's waiting messages (manage.go): to another destination or,
-// for a dead-letter queue retried, to each message's original destination, in chunks,
-// each of which is one store batch that adds the messages to their targets and (for a
-// move) deletes them from their source.
+// Moving and copying a queue's waiting messages: to another destination or, for a
+// dead-letter queue retried, to each message's original destination, in chunks, each
+// of which is one store batch that adds the messages to their targets (Host.Accept)
+// and (for a move) deletes them from their source.
 
 // moveChunk and moveChunkBytes bound one store batch of a move or copy.
 const (
@@ -47,8 +47,8 @@ type MoveRequest struct {
 // (for a move) deleted from the source in one store batch: a crash halfway leaves each
 // message in exactly one place, and a message is dispatched from its target only once
 // that batch is durable. Messages sent to the queue after the move began stay.
-func (b *Broker) MoveMessages(ctx context.Context, who, from string, r MoveRequest) (int, error) {
-	q, err := b.existingQueue(from)
+func (m *Manager) MoveMessages(ctx context.Context, who, from string, r MoveRequest) (int, error) {
+	q, err := m.queue(from)
 	if err != nil {
 		return 0, err
 	}
@@ -60,7 +60,7 @@ func (b *Broker) MoveMessages(ctx context.Context, who, from string, r MoveReque
 	}
 	source := destinations.Name{Kind: destinations.Queue, Name: from}
 	if !r.Original {
-		if err := b.checkMoveTarget(source, r.To); err != nil {
+		if err := m.checkMoveTarget(source, r.To); err != nil {
 			return 0, err
 		}
 	}
@@ -68,27 +68,27 @@ func (b *Broker) MoveMessages(ctx context.Context, who, from string, r MoveReque
 	if r.Copy {
 		op = "copy"
 	}
-	b.log.Info(op+" started", slog.String("dest", q.ClientName()), slog.String("to", moveTargetName(r)), slog.String("by", who))
-	target := func(m *persistence.Message) (destinations.Name, bool) {
+	m.c.Log.Info(op+" started", slog.String("dest", q.ClientName()), slog.String("to", moveTargetName(r)), slog.String("by", who))
+	target := func(msg *persistence.Message) (destinations.Name, bool) {
 		if !r.Original {
 			return r.To, true
 		}
-		v, ok := m.Headers.Get(OriginalDestinationHeader)
+		v, ok := msg.Headers.Get(OriginalDestinationHeader)
 		if !ok {
 			return destinations.Name{}, false
 		}
 		d, err := destinations.ParseOne(v)
-		if err != nil || b.checkMoveTarget(source, d) != nil {
+		if err != nil || m.checkMoveTarget(source, d) != nil {
 			return destinations.Name{}, false
 		}
 		return d, true
 	}
 	copied := map[uint64]bool{} // the source sequences copied (Copy: they stay, so are met again)
-	match := func(m *persistence.Message) bool {
-		if copied[m.Seq] || (sel != nil && !sel.MatchesMessage(m, m.RedeliveryCount+1)) {
+	match := func(msg *persistence.Message) bool {
+		if copied[msg.Seq] || (sel != nil && !sel.MatchesMessage(msg, msg.RedeliveryCount+1)) {
 			return false
 		}
-		_, ok := target(m)
+		_, ok := target(msg)
 		return ok
 	}
 	below := q.NextSeq()
@@ -96,7 +96,7 @@ func (b *Broker) MoveMessages(ctx context.Context, who, from string, r MoveReque
 	moved := 0
 	for r.Limit <= 0 || moved < r.Limit {
 		if err := ctx.Err(); err != nil {
-			b.managedFailed(who, op, q.ClientName(), moved, err)
+			m.Failed(who, op, q.ClientName(), moved, err)
 			return moved, err
 		}
 		max := moveChunk
@@ -106,21 +106,21 @@ func (b *Broker) MoveMessages(ctx context.Context, who, from string, r MoveReque
 		c, err := q.Claim(ctx, destinations.ClaimOptions{Match: match, Max: max, MaxBytes: moveChunkBytes, Keep: true, Below: below, After: after})
 		if err != nil {
 			err = storeOrCtx(err)
-			b.managedFailed(who, op, q.ClientName(), moved, err)
+			m.Failed(who, op, q.ClientName(), moved, err)
 			return moved, err
 		}
 		if c.Len() == 0 {
 			c.Finish(nil)
 			break
 		}
-		n, err := b.moveChunk(ctx, c, target, r.Copy, r.Original)
+		n, err := m.moveChunk(ctx, c, target, r.Copy, r.Original)
 		if err != nil {
-			b.managedFailed(who, op, q.ClientName(), moved, err)
+			m.Failed(who, op, q.ClientName(), moved, err)
 			return moved, err
 		}
 		if r.Copy {
-			for _, m := range c.Msgs {
-				copied[m.Seq] = true
+			for _, msg := range c.Msgs {
+				copied[msg.Seq] = true
 			}
 		}
 		moved += n
@@ -129,7 +129,7 @@ func (b *Broker) MoveMessages(ctx context.Context, who, from string, r MoveReque
 			break
 		}
 	}
-	b.managed(who, op, q.ClientName(), moved, slog.String("to", moveTargetName(r)))
+	m.Done(who, op, q.ClientName(), moved, slog.String("to", moveTargetName(r)))
 	return moved, nil
 }
 
@@ -143,16 +143,16 @@ func moveTargetName(r MoveRequest) string {
 // checkMoveTarget refuses a target messages of source cannot be moved to: itself, a
 // temporary or wildcard destination, a stream (its appends cannot be part of a store
 // batch).
-func (b *Broker) checkMoveTarget(source, to destinations.Name) error {
+func (m *Manager) checkMoveTarget(source, to destinations.Name) error {
 	switch {
 	case to.Kind != destinations.Queue && to.Kind != destinations.Topic:
-		return errorf(ErrInvalidDestination, "cannot move messages to a temporary destination: %s", to)
+		return errorf(destinations.ErrInvalidDestination, "cannot move messages to a temporary destination: %s", to)
 	case to.IsWildcard():
-		return errorf(ErrInvalidDestination, "cannot move messages to a wildcard destination: %s", to)
+		return errorf(destinations.ErrInvalidDestination, "cannot move messages to a wildcard destination: %s", to)
 	case to == source:
-		return errorf(ErrInvalidDestination, "cannot move messages of %s to itself", to)
-	case to.Kind == destinations.Topic && b.policyFor(destinations.Topic, to.Name).IsStream():
-		return errorf(ErrInvalidDestination, "cannot move messages to a stream: %s (its appends cannot be atomic with the store)", to)
+		return errorf(destinations.ErrInvalidDestination, "cannot move messages of %s to itself", to)
+	case to.Kind == destinations.Topic && m.c.Host.Policy(destinations.Topic, to.Name).IsStream():
+		return errorf(destinations.ErrInvalidDestination, "cannot move messages to a stream: %s (its appends cannot be atomic with the store)", to)
 	}
 	return nil
 }
@@ -160,66 +160,40 @@ func (b *Broker) checkMoveTarget(source, to destinations.Name) error {
 // moveChunk writes the claimed messages to their targets and, for a move, deletes them
 // from the source, in one store batch, then settles both sides with its outcome. Topic
 // targets publish to their live subscribers once the batch is durable.
-func (b *Broker) moveChunk(ctx context.Context, c *destinations.Claim, target func(*persistence.Message) (destinations.Name, bool), copyMsgs, original bool) (int, error) {
-	batch := b.store.Begin()
+func (m *Manager) moveChunk(ctx context.Context, c *destinations.Claim, target func(*persistence.Message) (destinations.Name, bool), copyMsgs, original bool) (int, error) {
+	batch := m.c.Store.Begin()
 	var entries []destinations.Accepted
 	var publish []func()
-	fail := func(err error) (int, error) {
-		batch.Rollback()
+	settle := func(err error) {
 		destinations.SettleAll(entries, err)
 		if copyMsgs {
 			c.Release()
 		} else {
 			c.Finish(err)
 		}
-		return 0, err
 	}
 	if !copyMsgs {
 		c.Ack(batch)
 	}
-	for _, m := range c.Msgs {
-		to, _ := target(m)
-		dests := []destinations.Name{to}
-		if to.Kind == destinations.Topic {
-			dests = append(dests, b.virtualQueues(to.Name)...)
-		}
-		if err := b.admitDestinations(nil, dests); err != nil {
-			return fail(err)
-		}
-		msg := m.Clone()
+	for _, msg := range c.Msgs {
+		to, _ := target(msg)
+		msg = msg.Clone()
 		msg.Dest, msg.Seq, msg.Subs, msg.RedeliveryCount = "", 0, nil, 0
 		if copyMsgs {
-			msg.ID = b.newMessageID()
+			msg.ID = m.c.Host.NewMessageID()
 		}
 		if original {
 			msg.Headers = withoutHeaders(msg.Headers, OriginalDestinationHeader, DeadLetterCauseHeader)
 		}
-		expires := msg.Expires
-		for i, d := range dests {
-			dm := msg
-			if i > 0 {
-				dm = msg.Clone()
-				dm.Expires = expires
-			}
-			if d.Kind == destinations.Topic {
-				t := b.topic(d.Name)
-				destinations.ExpireAfter(dm, t.TTL())
-				acc, store := t.Accept(dm)
-				if store {
-					batch.Add(dm)
-				}
-				entries = append(entries, acc...)
-				publish = append(publish, func() { t.Publish(dm, nil) })
-				continue
-			}
-			tq, e, err := b.acceptQueue(d.Name, dm, false)
-			if err != nil {
-				return fail(b.memoryFull(nil, tq, err))
-			}
-			if dm.Persistent {
-				batch.Add(dm)
-			}
-			entries = append(entries, destinations.Accepted{Q: tq, E: e, Seq: dm.Seq})
+		acc, pub, err := m.c.Host.Accept(batch, to, msg)
+		entries = append(entries, acc...)
+		if err != nil {
+			batch.Rollback()
+			settle(err)
+			return 0, err
+		}
+		if pub != nil {
+			publish = append(publish, pub)
 		}
 	}
 	var err error
@@ -228,14 +202,9 @@ func (b *Broker) moveChunk(ctx context.Context, c *destinations.Claim, target fu
 	} else {
 		err = batch.Commit(context.WithoutCancel(ctx), persistence.Sync)
 	}
-	destinations.SettleAll(entries, err)
-	if copyMsgs {
-		c.Release()
-	} else {
-		c.Finish(err)
-	}
+	settle(err)
 	if err != nil {
-		return 0, storeError(err)
+		return 0, destinations.StoreError(err)
 	}
 	for _, p := range publish {
 		p()
