@@ -1,7 +1,10 @@
 package destinations
 
 import (
+	"log/slog"
+	"math"
 	"strconv"
+	"time"
 
 	"github.com/activemq-go/broker/persistence"
 )
@@ -67,3 +70,109 @@ func (q *QueueDest) MarkerWritten() bool {
 	defer q.mu.Unlock()
 	return q.markerWritten > 0
 }
+
+// DispatchHWMHint is a racy read of the mark, only to skip taking the lock when a
+// delivery cannot move it.
+func (q *QueueDest) DispatchHWMHint() uint64 { return q.hwmHint.Load() }
+
+// MarkWritten records that persistent messages up to seq were written to a consumer.
+func (q *QueueDest) MarkWritten(seq uint64) {
+	q.mu.Lock()
+	if seq > q.dispatchHWM {
+		q.dispatchHWM = seq
+		q.hwmHint.Store(seq)
+		q.writeMarkerLocked()
+	}
+	q.mu.Unlock()
+}
+
+// writeMarkerLocked stores the dispatch high-water mark if it moved, one write in flight
+// per queue at a time; the write is asynchronous and batched with other store traffic.
+func (q *QueueDest) writeMarkerLocked() {
+	if q.markerInFlight || q.dispatchHWM <= q.markerWritten {
+		return
+	}
+	q.markerInFlight = true
+	hwm := q.dispatchHWM
+	batch := q.env.Store.Begin()
+	batch.Add(MarkerMessage(q.MarkerDest(), hwm))
+	q.env.Background.Add(1)
+	go q.env.Commit(batch, persistence.Async, func(err error) {
+		defer q.env.Background.Done()
+		q.mu.Lock()
+		var ready []func()
+		if err != nil {
+			// Tried again after a pause (with a log line at most once a minute); the
+			// write in flight meanwhile keeps others from starting. Who waits for the
+			// mark is let go: the store is failing, and their own writes with it.
+			if now := q.env.Time(); now.Sub(q.markerLogged) > time.Minute {
+				q.markerLogged = now
+				q.env.Log.Error("storing a queue's dispatch mark failed; trying again", slog.String("dest", q.client),
+					slog.Duration("in", markerRetryDelay), slog.Any("err", err))
+			}
+			ready = q.takeMarkWaitersLocked(math.MaxUint64)
+			time.AfterFunc(markerRetryDelay, func() {
+				q.mu.Lock()
+				defer q.mu.Unlock()
+				q.markerInFlight = false
+				if !q.env.Stopping() {
+					q.writeMarkerLocked()
+				}
+			})
+		} else {
+			q.markerInFlight = false
+			q.markerWritten = hwm
+			ready = q.takeMarkWaitersLocked(hwm)
+			q.writeMarkerLocked()
+		}
+		q.mu.Unlock()
+		for _, fn := range ready {
+			fn()
+		}
+	})
+}
+
+// markWaiter is a WhenMarked caller: fn runs once the stored mark reaches need.
+type markWaiter struct {
+	need uint64
+	fn   func()
+}
+
+// WhenMarked calls fn once the stored dispatch mark covers every persistent message
+// dispatched from q so far: at once if it does already, else from the store's
+// completion of the mark's write (or of its failure). An acknowledgement's answer waits
+// for it, so that the messages a client was given before the RECEIPT of an ACK or
+// COMMIT come back flagged redelivered after a crash that follows it: the mark is
+// written asynchronously, and without the wait a fast client could get its RECEIPT
+// first. The mark is usually stored long before the client acknowledges anything.
+func (q *QueueDest) WhenMarked(fn func()) {
+	q.mu.Lock()
+	if q.dispatchHWM <= q.markerWritten {
+		q.mu.Unlock()
+		fn()
+		return
+	}
+	q.markWaiters = append(q.markWaiters, markWaiter{need: q.dispatchHWM, fn: fn})
+	q.writeMarkerLocked()
+	q.mu.Unlock()
+}
+
+// takeMarkWaitersLocked removes and returns the callbacks of the waiters the stored mark
+// upto now satisfies.
+func (q *QueueDest) takeMarkWaitersLocked(upto uint64) []func() {
+	var ready []func()
+	kept := q.markWaiters[:0]
+	for _, w := range q.markWaiters {
+		if w.need <= upto {
+			ready = append(ready, w.fn)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(q.markWaiters[len(kept):])
+	q.markWaiters = kept
+	return ready
+}
+
+// markerRetryDelay is the pause before a failed dispatch mark write is tried again.
+const markerRetryDelay = 500 * time.Millisecond
