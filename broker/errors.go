@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/activemq-go/broker/broker/management"
+	"github.com/activemq-go/broker/broker/registry"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/durable"
 )
@@ -52,7 +53,7 @@ var (
 	ErrTooManyDurableSubscriptions = errors.New("broker: too many durable subscriptions")
 	// ErrTooManyDestinations: a SEND or SUBSCRIBE would create a destination past
 	// Options.MaxDestinations.
-	ErrTooManyDestinations = errors.New("broker: too many destinations")
+	ErrTooManyDestinations = registry.ErrTooManyDestinations
 	// ErrInvalidPrefetch: SUBSCRIBE asks for a prefetch over the policy's maximum.
 	ErrInvalidPrefetch = errors.New("broker: invalid prefetch")
 	// ErrInvalidStreamOffset: SUBSCRIBE to a stream with an x-stream-offset header that
