@@ -13,7 +13,7 @@ import (
 // Error is what the broker reports to a client: Message is the text for the STOMP
 // ERROR frame's message header, Fatal says the connection must close after it, Retry
 // (when set) is closed once a SEND held by producer flow control may succeed
-// (flowcontrol.go). Destinations report their errors with the same type.
+// (package broker/flowcontrol). Destinations report their errors with the same type.
 type Error = destinations.Error
 
 func errorf(sentinel error, format string, args ...any) *Error {
