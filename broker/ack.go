@@ -104,7 +104,7 @@ func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error 
 		return nil
 	}
 	if ack {
-		c.b.counters.Acked[c.proto].Add(int64(len(ds)))
+		c.meter.Acked[c.proto].Add(int64(len(ds)))
 	}
 	if s.stream != nil {
 		s.kick()
@@ -116,11 +116,18 @@ func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error 
 		c.b.settleShared(ds, ack, done)
 		return nil
 	}
-	batch := c.b.store.Begin()
-	onDone := c.b.applySettle(batch, s, ds, ack)
-	s.kick()
-	c.b.finish(batch, persistence.Sync, onDone, afterMarked(ds, done))
+	c.b.settle(s, ds, ack, done)
 	return nil
+}
+
+// settle acknowledges (or rejects) ds, deliveries of s, in one store batch (see
+// applySettle), resumes dispatch to s, and calls done once the batch is durable and the
+// dispatch marks cover what s was given (afterMarked).
+func (b *Broker) settle(s *Subscription, ds []*Delivery, ack bool, done func(error)) {
+	batch := b.store.Begin()
+	onDone := b.applySettle(batch, s, ds, ack)
+	s.kick()
+	b.finish(batch, persistence.Sync, onDone, afterMarked(ds, done))
 }
 
 // afterMarked returns done delayed, once called, until the dispatch marks of the queues
@@ -200,5 +207,20 @@ func (b *Broker) finish(batch persistence.Batch, d persistence.Durability, apply
 			err = storeError(err)
 		}
 		done(err)
+	})
+}
+
+// writeAutoAcks writes the store acknowledgements of auto-acknowledged messages, which
+// were consumed when they were written to their client; a write that fails is tried
+// again (package broker/ackretry).
+func (b *Broker) writeAutoAcks(acks []destinations.StoreAck) {
+	batch := b.store.Begin()
+	for _, a := range acks {
+		a.AddTo(batch)
+	}
+	b.commit(batch, persistence.Async, func(err error) {
+		if err != nil {
+			b.acks.Add(acks, err)
+		}
 	})
 }

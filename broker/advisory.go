@@ -6,7 +6,6 @@ import (
 	"github.com/activemq-go/broker/broker/advisory"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
-	"github.com/activemq-go/broker/security"
 )
 
 // advHost is the broker as its advisories' host (package broker/advisory).
@@ -15,11 +14,11 @@ type advHost struct{ b *Broker }
 func (h advHost) NewMessageID() string { return h.b.newMessageID() }
 
 func (h advHost) MayRead(c *destinations.Consumer, topic string) bool {
-	return !h.b.authorizing() || h.b.sec.Authorize(c.Owner.(*Subscription).conn.subject, security.Topic, topic, security.Read)
+	return h.b.access.mayRead(c.Owner.(*Subscription).conn.subject, true, topic)
 }
 
 func newAdvisories(b *Broker) *advisory.Advisories {
-	return advisory.New(advisory.Config{Name: b.name, ID: strings.TrimSuffix(b.idBase, "-"), Env: &b.env, Host: advHost{b}, Log: b.log})
+	return advisory.New(advisory.Config{Name: b.ids.name, ID: strings.TrimSuffix(b.ids.base, "-"), Env: &b.env, Host: advHost{b}, Log: b.log})
 }
 
 // SetAdvisoryURL sets the originBrokerURL header of advisory messages: ActiveMQ's
@@ -45,26 +44,10 @@ func (b *Broker) adviseDisconnected(c *Conn) {
 	}
 }
 
-// adviseAddedLocked announces the queue q or topic t, d (resolved: Kind Queue or
-// Topic; temp: a temporary one, d its broker-wide name), just made for connection by
-// (nil: for the broker). Whatever makes a destination calls it, holding b.mu.
-func (b *Broker) adviseAddedLocked(d destinations.Name, temp bool, by *Conn, q *destinations.QueueDest, t *destinations.TopicDest) {
-	if b.adv == nil {
-		return
-	}
-	id := ""
-	if by != nil {
-		id = by.ID
-	}
-	b.adv.DestinationAdded(d, temp, id, q, t)
-}
-
-// adviseRemovedLocked announces that the queue or topic d (resolved: Kind Queue or
-// Topic, a temporary one's broker-wide name) was removed. Whatever removes a
-// destination calls it, holding b.mu.
-func (b *Broker) adviseRemovedLocked(d destinations.Name) {
+// adviseExpired announces m, a topic message that expired before it was delivered.
+func (b *Broker) adviseExpired(m *persistence.Message) {
 	if b.adv != nil {
-		b.adv.DestinationRemoved(d)
+		b.adv.Expired(destinations.Name{Kind: destinations.Topic, Name: strings.TrimPrefix(m.Dest, persistence.TopicPrefix)}, m)
 	}
 }
 

@@ -20,13 +20,14 @@
 // destinations.Sink deliveries are pushed to.
 //
 // Lock order: durable.Registry's lifecycle lock (it took the place of broker.durMu),
-// then broker.mu, then the advisories' mu (package broker/advisory), then a destination's lock
-// (for a topic, its publish lock before a durable subscription's mu and its view's mu:
-// see the durable package), then a consumer's mu (destinations.Consumer, its topic
-// overflow), then conn.mu. A topic's
-// stream lock (destinations.TopicDest's streamMu) is taken before broker.mu.
-// durable.Registry's mu guards only its map of subscriptions (once under broker.mu)
-// and nothing is taken while it is held.
+// then the destination registry's lock (package broker/registry; it took the place of
+// broker.mu), then the advisories' mu (package broker/advisory), then a destination's
+// lock (for a topic, its publish lock before a durable subscription's mu and its view's
+// mu: see the durable package), then a consumer's mu (destinations.Consumer, its topic
+// overflow), then conn.mu. A topic's stream lock (destinations.TopicDest's streamMu) is
+// taken before the registry's. durable.Registry's mu guards only its map of
+// subscriptions and nothing is taken while it is held; nor while the connections' mu
+// (conns.go) is.
 //
 // Streams (destinations/stream.go) have goroutines of their own: an appender per
 // partition, which writes what producers queued and calls their done callbacks, a
@@ -37,7 +38,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -46,23 +46,37 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/activemq-go/broker/broker/ackretry"
 	"github.com/activemq-go/broker/broker/advisory"
 	"github.com/activemq-go/broker/broker/dedup"
+	"github.com/activemq-go/broker/broker/flowcontrol"
 	"github.com/activemq-go/broker/broker/limits"
 	"github.com/activemq-go/broker/broker/management"
+	"github.com/activemq-go/broker/broker/registry"
 	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/broker/sharedmode"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/policy"
 	"github.com/activemq-go/broker/destinations/streamlog"
 	"github.com/activemq-go/broker/durable"
-	"github.com/activemq-go/broker/internal/loglimit"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/security"
 )
 
 // DLQName is ActiveMQ's shared dead-letter queue.
 const DLQName = policy.SharedDLQ
+
+// DefaultMaxDestinations is Options.MaxDestinations' default.
+const DefaultMaxDestinations = registry.DefaultMaxDestinations
+
+// DefaultDestinationGCPeriod is Options.DestinationGCPeriod's default.
+const DefaultDestinationGCPeriod = registry.DefaultDestinationGCPeriod
+
+// VirtualTopics configures virtual topics (see package broker/registry).
+type VirtualTopics = registry.VirtualTopics
+
+// DefaultVirtualTopics is ActiveMQ's default virtual topic naming.
+func DefaultVirtualTopics() VirtualTopics { return registry.DefaultVirtualTopics() }
 
 // Options configures a Broker.
 type Options struct {
@@ -101,7 +115,7 @@ type Options struct {
 	// broker-wide; default limits.DefaultMaxDurableSubscriptions.
 	MaxDurableSubscriptions int
 	// MaxDestinations bounds the queues and topics clients' SENDs and SUBSCRIBEs may
-	// create; default DefaultMaxDestinations. See gc.go.
+	// create; default DefaultMaxDestinations. See package broker/registry.
 	MaxDestinations int
 	// DestinationGCPeriod is how often destinations are checked against their policy's
 	// GCInactiveDestinations and InactiveTimeoutBeforeGC: 0 for
@@ -109,7 +123,8 @@ type Options struct {
 	DestinationGCPeriod time.Duration
 	// NoSpaceWait is how long a SEND that finds no room under MemoryUsage, a queue's
 	// memory limit or StoreUsage is held before it is refused: 0 (default) not at all,
-	// negative until there is room (producer flow control; see flowcontrol.go).
+	// negative until there is room (producer flow control; see package
+	// broker/flowcontrol).
 	NoSpaceWait time.Duration
 	// LinkStealing lets a CONNECT with the client-id of a live connection replace it
 	// (ActiveMQ's allowLinkStealing); otherwise it is refused.
@@ -145,78 +160,56 @@ type Options struct {
 	Shared sharedmode.Engine
 }
 
-// Broker routes messages between connections and keeps them in its store.
+// Broker routes messages between connections and keeps them in its store. Each idea it
+// holds is a type of its own, in the file (or package) of that idea.
 type Broker struct {
-	name string
+	ids      ids // its name and the ids it hands out
+	store    persistence.Store
+	log      *slog.Logger
+	env      destinations.Env       // what destinations are made with
+	dests    *registry.Destinations // the queues and topics (package broker/registry)
+	conns    connections            // the connections (conns.go)
+	quotas   quotas                 // what connections may hold (limits.go)
+	policies policies               // each destination's policy (policy.go)
+	flow     *flowcontrol.Control   // memory, store usage, producer flow control
+	access   access                 // authentication and authorization (security.go)
+	durables *durable.Registry
+	streams  *destinations.Streams // nil without streams
 	// shared is this node's side of shared mode (package broker/sharedmode; nil:
 	// every queue is local).
 	shared *sharedmode.Node
-	store  persistence.Store
-	log    *slog.Logger
-	idBase string // "ID:<name>-<boot ms>-"
-
-	destMemoryLimit int64
-	policies        destinations.PolicyFunc
-	linkStealing    bool
-	storeUsage      int64
-	storeFull       atomic.Bool
-	noSpaceWait     time.Duration
-	space           destinations.SpaceSignal // wakes SENDs held for room
-	refusedLog      loglimit.Limit           // memoryFull's log line for scheduled messages
-	maxTxBytes      int64
-	maxTxs          int
-	maxDests        int
-	advTopics       int // the topics under ActiveMQ.Advisory. (not counted against maxDests); under mu
-	maxSubs         int
-	maxDurables     int
-	destsLogged     time.Time // the last "destination limit reached" line; under mu
-	seqFloor        atomic.Uint64
-	sched           *scheduler.Scheduler
-	acks            ackRetrier // failed auto-ack store writes, written again
-	stopSweeper     context.CancelFunc
-	done            chan struct{} // closed by Close
-	mem             *destinations.Usage
-	wg              sync.WaitGroup        // background page-ins
-	streams         *destinations.Streams // nil without streams
-	env             destinations.Env      // what destinations are made with
-	durables        *durable.Registry
-	sec             *security.Service    // nil: no authentication or authorization
-	adv             *advisory.Advisories // nil without advisorySupport
-	populateUserID  bool
-	principalUserID bool
-	deniedLog       loglimit.Limit // the log line of requests not authorized
-
-	mu       sync.RWMutex
-	queues   map[string]*destinations.QueueDest // by destination name (without kind prefix)
-	topics   map[string]*destinations.TopicDest
-	wildSubs []*Subscription // subscriptions on wildcard topic names
-	// wildQueueSubs are the subscriptions on wildcard queue names (wildqueue.go).
-	wildQueueSubs []*Subscription
-	temps         map[tempKey]*Conn
-	virtual       VirtualTopics
-	vtQueues      map[string][]destinations.Name // virtual topic -> its consumer queues
-	clientIDs     map[string]*Conn
-	conns         map[*Conn]struct{}
-	userConns     map[string]int // live connections per user with a connection limit
-	closed        bool
-	stopping      atomic.Bool // set when Close starts: background retries end
-
+	sched  *scheduler.Scheduler
+	acks   *ackretry.Retrier    // failed auto-ack store writes, written again
+	adv    *advisory.Advisories // nil without advisorySupport
+	dedup  *dedup.Detector      // duplicate detection (package broker/dedup)
 	// mgmt is the management surface (management.go), counters what it reads of the
 	// broker's doings.
 	mgmt     *management.Manager
 	counters management.Meter
-
-	msgSeq       atomic.Uint64
-	connSeq      atomic.Uint64
-	expirySweeps atomic.Int64 // passes of the expiry sweeper, for tests
-	gcSweeps     atomic.Int64 // passes of the destination collector, for tests
-	// removals counts the passes that removed queues or topics: a connection's cached
-	// authorization (see authDecision) knows its destination still exists while it
-	// has not changed.
-	removals atomic.Uint64
-
-	dedup *dedup.Detector // duplicate detection (package broker/dedup)
+	bg       background // its goroutines, and its closing
+	// expirySweeps counts the passes of the expiry sweeper, for tests.
+	expirySweeps atomic.Int64
 }
+
+// ids are the broker's name and the ids it hands out: message ids unique across
+// restarts (the boot time is part of them) and connection ids.
+type ids struct {
+	name        string
+	base        string // "ID:<name>-<boot ms>-"
+	msgs, conns atomic.Uint64
+}
+
+// newMessageID returns a new message id.
+func (i *ids) newMessageID() string {
+	n := i.msgs.Add(1)
+	var arr [128]byte // the string is then the only allocation
+	buf := append(arr[:0], i.base...)
+	buf = strconv.AppendUint(buf, n, 10)
+	return string(buf)
+}
+
+// newConnID returns a new connection id.
+func (i *ids) newConnID() string { return i.base + "c" + strconv.FormatUint(i.conns.Add(1), 10) }
 
 // New recovers the store's destinations and returns a running broker.
 func New(ctx context.Context, o Options) (*Broker, error) {
@@ -229,89 +222,58 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	if o.Name == "" {
 		o.Name = "localhost"
 	}
-	b := &Broker{
-		name:      o.Name,
-		store:     o.Store,
-		log:       o.Logger,
-		idBase:    "ID:" + o.Name + "-" + strconv.FormatInt(time.Now().UnixMilli(), 10) + "-",
-		queues:    map[string]*destinations.QueueDest{},
-		topics:    map[string]*destinations.TopicDest{},
-		clientIDs: map[string]*Conn{},
-		temps:     map[tempKey]*Conn{},
-		vtQueues:  map[string][]destinations.Name{},
-		virtual:   o.VirtualTopics,
-		conns:     map[*Conn]struct{}{},
-		userConns: map[string]int{},
-		done:      make(chan struct{}),
-		sec:       o.Security,
-	}
-	b.counters.Init(o.Store)
-	b.populateUserID = o.PopulateJMSXUserID
-	b.principalUserID = o.UseAuthenticatedPrincipalForJMSXUserID
-	b.acks.b = b
 	if o.MemoryUsage <= 0 {
 		o.MemoryUsage = limits.DefaultMemoryUsage
 	}
-	b.mem = destinations.NewUsage(o.MemoryUsage)
-	b.destMemoryLimit = o.DestinationMemoryLimit
-	if b.destMemoryLimit <= 0 {
-		b.destMemoryLimit = int64(policy.DefaultMemoryLimit)
+	b := &Broker{
+		ids:      ids{name: o.Name, base: "ID:" + o.Name + "-" + strconv.FormatInt(time.Now().UnixMilli(), 10) + "-"},
+		store:    o.Store,
+		log:      o.Logger,
+		conns:    newConnections(o.LinkStealing),
+		quotas:   newQuotas(o),
+		policies: newPolicies(o),
+		access: access{sec: o.Security, populateUserID: o.PopulateJMSXUserID,
+			principalUserID: o.UseAuthenticatedPrincipalForJMSXUserID},
+		bg: background{done: make(chan struct{})},
 	}
-	b.policies = o.Policies
-	b.linkStealing = o.LinkStealing
-	b.storeUsage = o.StoreUsage
-	b.noSpaceWait = o.NoSpaceWait
-	b.maxTxBytes = o.MaxTransactionSize
-	if b.maxTxBytes <= 0 {
-		b.maxTxBytes = limits.DefaultMaxTransactionSize
-	}
-	b.maxTxs = o.MaxTransactionsPerConnection
-	if b.maxTxs <= 0 {
-		b.maxTxs = limits.DefaultMaxTransactionsPerConnection
-	}
-	b.maxDurables = o.MaxDurableSubscriptions
-	if b.maxDurables <= 0 {
-		b.maxDurables = limits.DefaultMaxDurableSubscriptions
-	}
-	b.maxSubs = o.MaxSubscriptionsPerConnection
-	if b.maxSubs <= 0 {
-		b.maxSubs = limits.DefaultMaxSubscriptionsPerConnection
-	}
-	b.maxDests = o.MaxDestinations
-	if b.maxDests <= 0 {
-		b.maxDests = DefaultMaxDestinations
-	}
+	b.counters.Init(o.Store)
+	b.access.log, b.access.meter = b.log, &b.counters
+	b.acks = ackretry.New(b.store, b.log, &b.bg.wg)
 	if o.Streams != nil {
 		b.streams = destinations.NewStreams(o.Streams, b.log)
 	}
 	b.env = destinations.Env{
-		Store: b.store, Log: b.log, Memory: b.mem, Space: &b.space, Policy: b.policyFor,
-		Background: &b.wg, Commit: b.commit, Stopping: b.stopping.Load, Done: b.done,
+		Store: b.store, Log: b.log, Policy: b.policies.For,
+		Background: &b.bg.wg, Commit: b.commit, Stopping: b.bg.stopping.Load, Done: b.bg.done,
 		DeadLetter: b.sendToDeadLetter, Streams: b.streams, Counters: &b.counters.Dests,
 	}
+	var share func(*destinations.QueueDest)
+	if o.Shared != nil {
+		b.shared = sharedmode.New(sharedmode.Config{Engine: o.Shared, Host: shHost{b}, Env: &b.env, Log: b.log})
+		share = b.shared.Share
+	}
+	b.dests = registry.New(registry.Config{Env: &b.env, Host: regHost{b}, Virtual: o.VirtualTopics,
+		MaxDestinations: o.MaxDestinations, Share: share})
+	b.flow = flowcontrol.New(flowcontrol.Config{Host: b.dests, Policy: b.policies.For, Log: b.log,
+		MemoryUsage: o.MemoryUsage, StoreUsage: o.StoreUsage, NoSpaceWait: o.NoSpaceWait})
+	b.env.Memory, b.env.Space = b.flow.Memory(), b.flow.Space()
 	if o.AdvisorySupport {
 		b.adv = newAdvisories(b)
 		b.env.Advise = b.adv
 	}
-	if o.Shared != nil {
-		b.shared = sharedmode.New(sharedmode.Config{Engine: o.Shared, Host: shHost{b}, Env: &b.env, Log: b.log})
-	}
-	b.durables = durable.NewRegistry(&b.env, b.maxDurables)
+	b.durables = durable.NewRegistry(&b.env, b.quotas.durables)
 	b.dedup = dedup.New(b.store, dedupHost{b}, b.log)
 	b.durables.OnRemove = b.dedup.DropSub
 	if o.Scheduler {
 		b.sched = scheduler.New(scheduler.Config{Store: b.store, Host: schedHost{b}, Log: b.log,
-			Memory: b.mem, Space: &b.space, MemoryLimit: o.SchedulerMemoryLimit})
+			Memory: b.flow.Memory(), Space: b.flow.Space(), MemoryLimit: o.SchedulerMemoryLimit})
 	}
 	b.mgmt = newManagement(b)
 	if err := b.recover(ctx); err != nil {
 		b.closeStreams()
 		return nil, err
 	}
-	if n := b.countedDestinationsLocked(); n > b.maxDests {
-		b.log.Warn("more destinations recovered than maxDestinations allows: clients cannot create more until some are removed",
-			slog.Int("destinations", n), slog.Int("maxDestinations", b.maxDests))
-	}
+	b.dests.WarnOverLimit()
 	if b.sched != nil {
 		if err := b.sched.Recover(ctx); err != nil {
 			return nil, fmt.Errorf("broker: recover scheduled messages: %w", err)
@@ -323,35 +285,34 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 			return nil, err
 		}
 	}
+	b.start(o)
+	return b, nil
+}
+
+// start starts the broker's background work: the sweepers, the collector of inactive
+// destinations, the watch of the store's size, shared mode.
+func (b *Broker) start(o Options) {
 	if o.ExpirySweep == 0 {
 		o.ExpirySweep = 30 * time.Second
 	}
-	sctx, cancel := context.WithCancel(context.Background())
-	b.stopSweeper = cancel
+	sctx := b.bg.context()
 	if o.ExpirySweep > 0 {
-		b.every(sctx, o.ExpirySweep, b.sweepExpired)
+		b.bg.every(o.ExpirySweep, b.sweepExpired)
 	}
 	if o.DurableSweep <= 0 {
 		o.DurableSweep = 5 * time.Minute
 	}
-	b.every(sctx, o.DurableSweep, func() { b.durables.ExpireOffline(sctx) })
+	b.bg.every(o.DurableSweep, func() { b.durables.ExpireOffline(sctx) })
 	if o.DestinationGCPeriod == 0 {
 		o.DestinationGCPeriod = DefaultDestinationGCPeriod
 	}
 	if o.DestinationGCPeriod > 0 {
-		b.every(sctx, o.DestinationGCPeriod, func() { b.collectInactive(sctx, time.Now()) })
+		b.bg.every(o.DestinationGCPeriod, func() { b.dests.Collect(sctx, time.Now()) })
 	}
-
-	if sz, ok := b.store.(persistence.Sizer); ok && b.storeUsage > 0 {
-		b.wg.Add(1)
-		go b.watchStoreUsage(sctx, sz)
-	} else if b.storeUsage > 0 {
-		b.log.Warn("storeUsage is not enforced: the store cannot report its size", slog.Int64("storeUsage", b.storeUsage))
-	}
+	b.flow.WatchStore(sctx, b.store, &b.bg.wg)
 	if b.shared != nil {
 		b.shared.Start()
 	}
-	return b, nil
 }
 
 func (b *Broker) recover(ctx context.Context) error {
@@ -362,7 +323,7 @@ func (b *Broker) recover(ctx context.Context) error {
 	var msgs int64
 	for _, d := range rec.Destinations {
 		if strings.HasPrefix(d.Name, persistence.TopicPrefix) {
-			b.topic(d.Name[len(persistence.TopicPrefix):]).RecoverSeq(d.LastSeq)
+			b.dests.Topic(d.Name[len(persistence.TopicPrefix):]).RecoverSeq(d.LastSeq)
 			continue
 		}
 		if !strings.HasPrefix(d.Name, persistence.QueuePrefix) {
@@ -370,10 +331,10 @@ func (b *Broker) recover(ctx context.Context) error {
 		}
 		// Stored messages stay in the store until a consumer needs them: they are read
 		// in pages, so start-up does not depend on how deep the queues are.
-		b.queueLocked(d.Name[len(persistence.QueuePrefix):], nil).RecoverStored(d.LastSeq, d.Msgs)
+		b.dests.Queue(d.Name[len(persistence.QueuePrefix):]).RecoverStored(d.LastSeq, d.Msgs)
 		msgs += d.Msgs
 	}
-	if err := b.durables.Recover(ctx, rec, b.topic); err != nil {
+	if err := b.durables.Recover(ctx, rec, b.dests.Topic); err != nil {
 		return err
 	}
 	if err := b.recoverMarkers(ctx, rec.Destinations); err != nil {
@@ -389,89 +350,17 @@ func (b *Broker) recover(ctx context.Context) error {
 }
 
 // Name is the broker's name.
-func (b *Broker) Name() string { return b.name }
+func (b *Broker) Name() string { return b.ids.name }
 
 // newMessageID returns an id unique across restarts: the boot time is part of it.
-func (b *Broker) newMessageID() string {
-	n := b.msgSeq.Add(1)
-	var arr [128]byte // the string is then the only allocation
-	buf := append(arr[:0], b.idBase...)
-	buf = strconv.AppendUint(buf, n, 10)
-	return string(buf)
-}
-
-// queueLocked returns the queue called name, creating it on first use as ActiveMQ does
-// (for connection by; nil: for the broker). The caller holds b.mu for writing.
-func (b *Broker) queueLocked(name string, by *Conn) *destinations.QueueDest {
-	q := b.queues[name]
-	if q == nil {
-		q = destinations.NewQueue(&b.env, name, b.policyFor(destinations.Queue, name), b.seqFloor.Load())
-		if b.shared != nil {
-			b.shared.Share(q)
-		}
-		b.queues[name] = q
-		b.registerVirtual(q)
-		b.attachWildcardQueues(q, name)
-		b.adviseAddedLocked(destinations.Name{Kind: destinations.Queue, Name: name}, false, by, q, nil)
-	}
-	return q
-}
-
-func (b *Broker) queue(name string) *destinations.QueueDest {
-	b.mu.RLock()
-	q := b.queues[name]
-	b.mu.RUnlock()
-	if q != nil {
-		q.Touch()
-		return q
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.queueLocked(name, nil)
-}
-
-func (b *Broker) topic(name string) *destinations.TopicDest {
-	b.mu.RLock()
-	t := b.topics[name]
-	b.mu.RUnlock()
-	if t != nil {
-		t.Touch()
-		return t
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.topicLocked(name, nil)
-}
-
-// topicLocked returns the topic called name, creating it on first use (for connection
-// by; nil: for the broker). The caller holds b.mu for writing.
-func (b *Broker) topicLocked(name string, by *Conn) *destinations.TopicDest {
-	t := b.topics[name]
-	if t == nil {
-		t = destinations.NewTopic(&b.env, name, b.policyFor(destinations.Topic, name), b.seqFloor.Load(), false)
-		for _, s := range b.wildSubs {
-			if destinations.Match(s.Dest.Name, name) && b.mayReadLocked(s, true, name) {
-				t.Add(&s.Consumer)
-			}
-		}
-		b.topics[name] = t
-		d := destinations.Name{Kind: destinations.Topic, Name: name}
-		if advisory.IsAdvisory(d) {
-			b.advTopics++
-		}
-		b.adviseAddedLocked(d, false, by, nil, t)
-	}
-	return t
-}
+func (b *Broker) newMessageID() string { return b.ids.newMessageID() }
 
 // DestinationStats is a snapshot of one destination's counters.
 type DestinationStats = destinations.Stats
 
 // QueueStats returns the stats of one queue, and whether it exists.
 func (b *Broker) QueueStats(name string) (DestinationStats, bool) {
-	b.mu.RLock()
-	q := b.queues[name]
-	b.mu.RUnlock()
+	q := b.dests.FindQueue(name)
 	if q == nil {
 		return DestinationStats{}, false
 	}
@@ -484,22 +373,16 @@ func (b *Broker) QueueStats(name string) (DestinationStats, bool) {
 // transport closes its connections first (each owner calls Conn.Close, which gives
 // unacknowledged messages back to their queues), so nothing is in flight by then.
 func (b *Broker) Close() error {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
+	open, closed := b.conns.close()
+	if closed {
 		return nil
 	}
-	b.closed = true
-	b.stopping.Store(true)
-	open := len(b.conns)
-	b.mu.Unlock()
-	close(b.done)
+	b.bg.stopping.Store(true)
+	close(b.bg.done)
 	if open > 0 {
 		b.log.Warn("broker closing with connections still open", slog.Int("connections", open))
 	}
-	if b.stopSweeper != nil {
-		b.stopSweeper()
-	}
+	b.bg.stop()
 	if b.sched != nil {
 		b.sched.Close()
 	}
@@ -507,19 +390,44 @@ func (b *Broker) Close() error {
 	if b.shared != nil {
 		b.shared.Shutdown()
 	}
-	b.acks.stop()
-	b.wg.Wait()
-	b.acks.flush()
+	b.acks.Stop()
+	b.bg.wg.Wait()
+	b.acks.Flush()
 	return b.store.Close()
 }
 
+// background is the broker's goroutines, which Close waits for, and its closing.
+type background struct {
+	wg       sync.WaitGroup // sweepers, page-ins, retries...
+	done     chan struct{}  // closed by Close
+	stopping atomic.Bool    // set when Close starts: background retries end
+	ctx      context.Context
+	cancel   context.CancelFunc // ends the sweepers
+}
+
+// context returns the context of the sweepers, which stop ends.
+func (g *background) context() context.Context {
+	if g.ctx == nil {
+		g.ctx, g.cancel = context.WithCancel(context.Background())
+	}
+	return g.ctx
+}
+
+// stop ends the sweepers.
+func (g *background) stop() {
+	if g.cancel != nil {
+		g.cancel()
+	}
+}
+
 // every runs fn every period, in a goroutine of its own that Close waits for, until
-// ctx ends: the expiry sweeper, the offline durable subscriptions' sweeper, the
+// stop: the expiry sweeper, the offline durable subscriptions' sweeper, the
 // destination collector.
-func (b *Broker) every(ctx context.Context, period time.Duration, fn func()) {
-	b.wg.Add(1)
+func (g *background) every(period time.Duration, fn func()) {
+	ctx := g.context()
+	g.wg.Add(1)
 	go func() {
-		defer b.wg.Done()
+		defer g.wg.Done()
 		t := time.NewTicker(period)
 		defer t.Stop()
 		for {
@@ -533,41 +441,5 @@ func (b *Broker) every(ctx context.Context, period time.Duration, fn func()) {
 	}()
 }
 
-// watchStoreUsage keeps storeFull current: the store's size is read a few times a
-// second rather than on every message. A size that cannot be read leaves storeFull as
-// it was, with a log line when that starts.
-func (b *Broker) watchStoreUsage(ctx context.Context, sz persistence.Sizer) {
-	defer b.wg.Done()
-	t := time.NewTicker(200 * time.Millisecond)
-	defer t.Stop()
-	var failing bool
-	for {
-		used, err := sz.Size(ctx)
-		if err != nil && ctx.Err() == nil && !failing {
-			b.log.Error("cannot read the store's size for storeUsage", slog.Any("err", err))
-		}
-		failing = err != nil
-		full := b.storeFull.Load()
-		if err == nil {
-			full = used >= b.storeUsage
-		}
-		if full != b.storeFull.Load() {
-			b.storeFull.Store(full)
-			if full {
-				b.log.Warn("persistent store is full: persistent messages are refused until space is freed",
-					slog.Int64("used", used), slog.Int64("storeUsage", b.storeUsage))
-			} else {
-				b.log.Info("persistent store has room again", slog.Int64("used", used), slog.Int64("storeUsage", b.storeUsage))
-				b.space.Notify()
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
 // ErrStoreFull: a persistent message was refused because the store is over storeUsage.
-var ErrStoreFull = errors.New("broker: persistent store is full")
+var ErrStoreFull = flowcontrol.ErrStoreFull

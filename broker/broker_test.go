@@ -285,15 +285,11 @@ func msg(body string) *persistence.Message {
 // closeForTest stops the broker without closing its store, so a test can start another
 // broker on the same (memory) store as a restart would.
 func (b *Broker) closeForTest() error {
-	b.mu.Lock()
-	b.closed = true
-	b.mu.Unlock()
-	if b.stopSweeper != nil {
-		b.stopSweeper()
-	}
+	b.conns.close()
+	b.bg.stop()
 	if b.sched != nil {
 		b.sched.Close()
 	}
-	b.wg.Wait()
+	b.bg.wg.Wait()
 	return nil
 }

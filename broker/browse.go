@@ -31,9 +31,7 @@ func (c *Conn) Browse(ctx context.Context, d destinations.Name, sel *selector.Se
 	if d.Kind != destinations.Queue || d.IsWildcard() {
 		return nil, errorf(ErrInvalidDestination, "only a queue can be browsed: %s", d)
 	}
-	c.b.mu.RLock()
-	q := c.b.queues[d.Name]
-	c.b.mu.RUnlock()
+	q := c.dests.FindQueue(d.Name)
 	if q == nil {
 		return nil, nil
 	}

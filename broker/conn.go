@@ -4,15 +4,14 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
-	"fmt"
-	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/activemq-go/broker/broker/dedup"
+	"github.com/activemq-go/broker/broker/flowcontrol"
 	"github.com/activemq-go/broker/broker/management"
+	"github.com/activemq-go/broker/broker/registry"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/internal/loglimit"
 	"github.com/activemq-go/broker/persistence"
@@ -40,7 +39,14 @@ type ConnectInfo struct {
 // Conn is one client connection. See the package comment for which goroutine may call
 // what.
 type Conn struct {
+	// b is the broker, reached only through its methods; the others are the parts of
+	// it a connection uses itself.
 	b          *Broker
+	dests      *registry.Destinations
+	quotas     *quotas
+	meter      *management.Meter
+	access     *access
+	flow       *flowcontrol.Control
 	ID         string
 	ClientID   string
 	RemoteAddr string
@@ -68,7 +74,7 @@ type Conn struct {
 	// name: their cost, which TestAckByMessageIDCostDoesNotGrow counts.
 	ackLooked int
 	txs       map[string]*txState
-	temps     []tempKey
+	temps     []destinations.Name // its temporary destinations, by their broker-wide names
 	closed    bool
 	// consumers numbers the connection's subscriptions, for the consumer ids of
 	// advisories.
@@ -90,91 +96,6 @@ type Conn struct {
 	nsubs       atomic.Int32
 	received    atomic.Int64 // messages sent by the client and accepted
 	delivered   atomic.Int64 // messages written to the client
-}
-
-// Connect authenticates a new connection and registers it.
-func (b *Broker) Connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
-	c, err := b.connect(ctx, info)
-	if r, ok := rejectReason(err); ok {
-		b.counters.Rejected[r].Add(1)
-	}
-	if err == nil {
-		b.counters.Opened[c.proto].Add(1)
-	}
-	return c, err
-}
-
-// newConn is a new connection of subject from remote through connector, not yet
-// among the broker's.
-func (b *Broker) newConn(subject *security.Subject, remote, connector string) *Conn {
-	return &Conn{
-		subject:     subject,
-		b:           b,
-		ID:          b.idBase + "c" + strconv.FormatUint(b.connSeq.Add(1), 10),
-		RemoteAddr:  remote,
-		wake:        make(chan struct{}, 1),
-		subs:        map[string]*Subscription{},
-		byTag:       map[uint64]*Delivery{},
-		txs:         map[string]*txState{},
-		kicked:      make(chan struct{}),
-		gone:        make(chan struct{}),
-		connector:   connector,
-		connectedAt: time.Now(),
-	}
-}
-
-func (b *Broker) connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
-	subject, err := b.authenticate(ctx, info)
-	if err != nil {
-		return nil, err
-	}
-	if info.Protocol >= management.NumProtocols {
-		info.Protocol = ProtocolSTOMP
-	}
-	c := b.newConn(subject, info.RemoteAddr, info.Connector)
-	c.proto, c.ClientID, c.version = info.Protocol, info.ClientID, info.Version
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return nil, &Error{Message: "broker is shutting down", Fatal: true, Err: ErrClosed}
-	}
-	if info.ClientID != "" {
-		if old, taken := b.clientIDs[info.ClientID]; taken {
-			if b.sec != nil && b.sec.Authenticating() && old.subject.User != subject.User {
-				b.mu.Unlock()
-				return nil, &Error{Message: "Client: " + info.ClientID + " is already connected as another user", Fatal: true, Err: ErrClientIDInUse}
-			}
-			if !b.linkStealing {
-				b.mu.Unlock()
-				return nil, &Error{Message: "Client: " + info.ClientID + " already connected from " + old.RemoteAddr +
-					" (a dead connection is dropped once its heart-beats stop; allowLinkStealing: true lets a new connection take over)",
-					Fatal: true, Err: ErrClientIDInUse}
-			}
-			// Link stealing: the old connection is told to go, and its durable
-			// subscriptions are free once it has.
-			b.mu.Unlock()
-			old.kick("client-id " + info.ClientID + " was taken over by a newer connection")
-			b.log.Info("client-id taken over by a new connection", slog.String("clientID", info.ClientID),
-				slog.String("old", old.RemoteAddr), slog.String("new", info.RemoteAddr))
-			select {
-			case <-old.gone:
-			case <-time.After(10 * time.Second):
-			case <-ctx.Done():
-			}
-			b.mu.Lock()
-		}
-	}
-	if err := b.admitUserLocked(subject); err != nil {
-		b.mu.Unlock()
-		return nil, err
-	}
-	if info.ClientID != "" {
-		b.clientIDs[info.ClientID] = c
-	}
-	b.conns[c] = struct{}{}
-	b.mu.Unlock()
-	b.adviseConnected(c)
-	return c, nil
 }
 
 // Kicked is closed when the broker wants the connection gone: a newer connection with
@@ -275,7 +196,7 @@ func (c *Conn) AbortConsumer(consumer *destinations.Consumer, reason string, wit
 	if s.t != nil {
 		s.t.Remove(consumer)
 	} else {
-		c.b.removeWildcard(s)
+		c.dests.RemoveWildcard(consumer)
 	}
 	consumer.DropOverflow()
 	c.b.adviseUnsubscribed(s) // it is gone, as far as consumers go
@@ -293,7 +214,7 @@ func (c *Conn) Take(buf []*Delivery) []*Delivery {
 	n := len(buf)
 	buf = dropExpired(buf)
 	if expired := n - len(buf); expired > 0 {
-		c.b.counters.TopicExpired.Add(int64(expired))
+		c.meter.TopicExpired.Add(int64(expired))
 	}
 	return buf
 }
@@ -303,8 +224,7 @@ func (c *Conn) Take(buf []*Delivery) []*Delivery {
 // keep them until ACK or NACK.
 func (c *Conn) Delivered(ds []*Delivery) {
 	var (
-		batch   persistence.Batch
-		acks    []destinations.StoreAck // what batch acknowledges, should it fail
+		acks    []destinations.StoreAck // the store writes of auto-acknowledged messages
 		credits map[*Subscription]int32
 		counts  map[*destinations.QueueDest]ackCount
 	)
@@ -361,29 +281,20 @@ func (c *Conn) Delivered(ds []*Delivery) {
 			ac.bytes += d.Size()
 			counts[q] = ac
 			if d.Msg.Persistent && !withdrawn {
-				if batch == nil {
-					batch = c.b.store.Begin()
-				}
-				a := q.AckOf(d.Msg)
-				a.AddTo(batch)
-				acks = append(acks, a)
+				acks = append(acks, q.AckOf(d.Msg))
 			}
 		} else if s.t != nil {
 			s.t.Dequeued(1)
 		}
 	}
-	if batch != nil {
-		c.b.commit(batch, persistence.Async, func(err error) {
-			if err != nil {
-				c.b.acks.add(acks, err)
-			}
-		})
+	if acks != nil {
+		c.b.writeAutoAcks(acks)
 	}
 	for q, seq := range hwm {
 		q.MarkWritten(seq)
 	}
 	for q, qds := range sharedAuto {
-		c.b.shared.AutoAck(q, qds)
+		c.b.autoAckShared(q, qds)
 	}
 	for q, ac := range counts {
 		q.Acked(ac.n, ac.bytes)
@@ -393,13 +304,13 @@ func (c *Conn) Delivered(ds []*Delivery) {
 		s.kick()
 	}
 	if auto > 0 {
-		c.b.counters.Delivered[c.proto][management.DeliveredAuto].Add(auto)
+		c.meter.Delivered[c.proto][management.DeliveredAuto].Add(auto)
 	}
 	if client := int64(len(ds)) - auto; client > 0 {
-		c.b.counters.Delivered[c.proto][management.DeliveredClient].Add(client)
+		c.meter.Delivered[c.proto][management.DeliveredClient].Add(client)
 	}
 	if redelivered > 0 {
-		c.b.counters.Redelivered.Add(redelivered)
+		c.meter.Redelivered.Add(redelivered)
 	}
 }
 
@@ -453,14 +364,12 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if err := c.authorizeUse(dests, security.Write, true); err != nil {
 		return err
 	}
-	if c.b.populateUserID {
-		m.Headers = c.stampUser(m.Headers)
-	}
+	c.access.stampUser(c.subject, m)
 	dests, err := c.resolveSend(dests, m)
 	if err != nil {
 		return err
 	}
-	if err := c.b.admitDestinations(c, dests); err != nil {
+	if err := c.dests.Admit(c.ID, dests); err != nil {
 		return err
 	}
 	if err := c.rewriteReplyTo(m.Headers); err != nil {
@@ -474,7 +383,8 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if err != nil {
 		return err
 	}
-	if len(streams) > 0 && c.b.sched != nil && c.b.sched.Wants(m) {
+	scheduled := c.b.scheduled(m)
+	if len(streams) > 0 && scheduled {
 		return errorf(ErrInvalidDestination, "scheduled delivery (AMQ_SCHEDULED_*) is not supported on streams: %s keeps messages in order of arrival", streams[0].Topic().ClientName())
 	}
 	if len(streams) > 0 && tx != "" {
@@ -483,38 +393,57 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		return errorf(ErrInvalidDestination, "stream destinations do not take part in transactions: %s cannot be appended to atomically with COMMIT; send to it outside transaction %s",
 			streams[0].Topic().ClientName(), tx)
 	}
-	if err := c.b.checkRoom(dests, m, tx != ""); err != nil {
+	if err := c.flow.Check(dests, m, tx != ""); err != nil {
 		return err
 	}
 	// Counted once accepted: a SEND held by flow control is sent again.
-	c.b.counters.Received[c.proto].Add(1)
+	c.meter.Received[c.proto].Add(1)
 	c.received.Store(c.received.Load() + 1) // only the owner writes: no locked add
 	if tx != "" {
 		t := c.txs[tx]
 		if t == nil {
 			return errorf(ErrUnknownTransaction, "Invalid transaction id: %s", tx)
 		}
-		if q, _ := c.b.shared.Split(dests); len(q) > 0 {
-			return errorf(ErrInvalidDestination, "shared queues and topics do not take part in transactions yet: send to %s outside transaction %s", q[0].String(), tx)
-		}
-		if c.b.sched != nil && c.b.sched.Wants(m) {
-			// Checked now, scheduled at COMMIT (in its store batch).
-			if err := c.b.sched.Check(m); err != nil {
-				return err
-			}
+		if err := c.b.transactable(tx, dests, m); err != nil {
+			return err
 		}
 		size := int64(m.Size())
-		if t.bytes+size > c.b.maxTxBytes {
-			return &Error{Message: fmt.Sprintf("transaction %s is over its size limit (systemUsage maxTransactionSize %d bytes): message not added; COMMIT or ABORT it", tx, c.b.maxTxBytes), Err: ErrStoreFull}
+		if err := c.quotas.txRoom(tx, t.bytes, size); err != nil {
+			return err
 		}
 		t.bytes += size
 		t.sends = append(t.sends, txSend{dests: dests, msg: m})
 		done(nil)
 		return nil
 	}
+	return c.b.send(ctx, c, dests, streams, m, done, start)
+}
+
+// scheduled reports whether m asks for scheduled delivery and the broker has a
+// scheduler.
+func (b *Broker) scheduled(m *persistence.Message) bool { return b.sched != nil && b.sched.Wants(m) }
+
+// transactable refuses m, a SEND to dests in transaction tx, when part of it cannot be
+// done at COMMIT.
+func (b *Broker) transactable(tx string, dests []destinations.Name, m *persistence.Message) error {
+	if q, _ := b.shared.Split(dests); len(q) > 0 {
+		return errorf(ErrInvalidDestination, "shared queues and topics do not take part in transactions yet: send to %s outside transaction %s", q[0].String(), tx)
+	}
+	if b.scheduled(m) {
+		// Checked now, scheduled at COMMIT (in its store batch).
+		if err := b.sched.Check(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// send routes m, sent by from outside a transaction, to streams and dests (resolved and
+// checked): see Conn.Send.
+func (b *Broker) send(ctx context.Context, from *Conn, dests []destinations.Name, streams []*destinations.Stream, m *persistence.Message, done func(error), start time.Time) error {
 	persistent := m.Persistent
-	if len(streams) > 0 || c.b.sched != nil && c.b.sched.Wants(m) {
-		done = c.b.timedDone(done, persistent, start)
+	if len(streams) > 0 || b.scheduled(m) {
+		done = b.timedDone(done, persistent, start)
 	}
 	if len(streams) > 0 {
 		rest, err := destinations.AppendStreams(streams, m, len(dests) > 0, done)
@@ -523,49 +452,49 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		}
 		done = rest
 	}
-	if c.b.sched != nil && c.b.sched.Wants(m) {
-		if shared, _ := c.b.shared.Split(dests); len(shared) > 0 {
+	if b.scheduled(m) {
+		if shared, _ := b.shared.Split(dests); len(shared) > 0 {
 			// The scheduler keeps its jobs in the node's store: they would not survive
 			// the node, so they are refused rather than kept where they could be lost.
 			return errorf(ErrInvalidDestination, "scheduled delivery (AMQ_SCHEDULED_*) is not supported on shared destinations (jdbc mode: shared) yet: %s", shared[0])
 		}
-		return c.b.sched.Schedule(ctx, dests, m, done)
+		return b.sched.Schedule(ctx, dests, m, done)
 	}
-	if c.b.shared != nil {
+	if b.shared != nil {
 		var shared []destinations.Name
-		if shared, dests = c.b.shared.Split(dests); len(shared) > 0 {
+		if shared, dests = b.shared.Split(dests); len(shared) > 0 {
 			if len(dests) == 0 {
-				c.b.sendShared(c, shared, m, c.b.timedDone(done, persistent, start))
+				b.sendShared(from, shared, m, b.timedDone(done, persistent, start))
 				return nil
 			}
 			done = joinDone(2, done)
-			c.b.sendShared(c, shared, m.Clone(), done)
+			b.sendShared(from, shared, m.Clone(), done)
 		}
 	}
-	batch, entries, marks, refused := c.b.routeDedup(dests, m, c, true)
+	batch, entries, marks, refused := b.routeDedup(dests, m, from, true)
 	done = marks.Answer(done)
 	if len(streams) > 0 {
 		start = time.Time{} // done records the latency
 	}
 	if batch == nil {
 		if refused == nil {
-			c.b.sent(persistent, start)
+			b.sent(persistent, start)
 			done(nil)
 		}
 		return refused
 	}
 	// (A send that recorded a duplicate-detection id writes it before its RECEIPT: it
 	// never qualifies, its batch holding the id's entry too.)
-	if !marks.Recorded() && c.b.storeAndDispatch(batch, entries, refused, done, persistent, start) {
+	if !marks.Recorded() && b.storeAndDispatch(batch, entries, refused, done, persistent, start) {
 		return nil
 	}
-	c.b.commit(batch, persistence.Sync, func(err error) {
+	b.commit(batch, persistence.Sync, func(err error) {
 		destinations.SettleAll(entries, err)
 		marks.Settle(err)
 		if err != nil {
 			err = storeError(err)
 		} else {
-			c.b.sent(persistent, start)
+			b.sent(persistent, start)
 		}
 		if refused == nil {
 			done(err)
@@ -644,7 +573,7 @@ func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, f
 			}
 		}
 		if d.Kind.IsTopic() {
-			t := b.topic(d.Name)
+			t := b.dests.Topic(d.Name)
 			destinations.ExpireAfter(msg, t.TTL())
 			acc, store := t.Accept(msg)
 			if store {
@@ -684,26 +613,12 @@ type ackCount struct {
 }
 
 // memoryFull is the producer's error when a non-persistent message from connection from
-// (nil for the scheduler) does not fit. It is logged once a minute per connection, with
-// the number refused since the last line: a producer that keeps sending into a full
-// queue gets an ERROR per message, and must not flood the log with as many lines.
+// (nil for the scheduler) does not fit queue q (see flowcontrol.Control.MemoryFull).
 func (b *Broker) memoryFull(from *Conn, q *destinations.QueueDest, err error) error {
-	lim := &b.refusedLog
-	if from != nil {
-		lim = &from.refusedLog
+	if from == nil {
+		return b.flow.MemoryFull(nil, "", "", q, err)
 	}
-	if ok, more := lim.Allow(time.Now()); ok {
-		used, limit := b.mem.Used()
-		attrs := []any{slog.String("dest", q.ClientName()), slog.Int64("used", used), slog.Int64("limit", limit)}
-		if from != nil {
-			attrs = append(attrs, slog.String("conn", from.ID), slog.String("remote", from.RemoteAddr))
-		}
-		if more > 0 {
-			attrs = append(attrs, slog.Int("refusedSinceLastLine", more))
-		}
-		b.log.Warn("memory limit reached: non-persistent message refused (logged once a minute per connection)", attrs...)
-	}
-	return &Error{Message: "Usage Manager memory limit reached: message to " + q.ClientName() + " refused (send it persistent:true, or consume faster)", Err: err}
+	return b.flow.MemoryFull(&from.refusedLog, from.ID, from.RemoteAddr, q, err)
 }
 
 func storeError(err error) error { return destinations.StoreError(err) }
@@ -727,7 +642,7 @@ func (c *Conn) resolveSend(dests []destinations.Name, m *persistence.Message) ([
 		}
 		out = append(out, r)
 		if r.Kind == destinations.Topic {
-			out = append(out, c.b.virtualQueues(r.Name)...)
+			out = append(out, c.dests.VirtualQueues(r.Name)...)
 		}
 	}
 	return out, nil
@@ -747,16 +662,13 @@ func (c *Conn) Close() {
 	}
 	c.dropTemps()
 	c.closed = true
-	c.b.mu.Lock()
-	if c.ClientID != "" && c.b.clientIDs[c.ClientID] == c {
-		delete(c.b.clientIDs, c.ClientID)
-	}
-	c.b.releaseUserLocked(c.subject)
-	delete(c.b.conns, c)
-	c.b.counters.ClosedReceived.Add(c.received.Load())
-	c.b.counters.ClosedDelivered.Add(c.delivered.Load())
-	c.b.mu.Unlock()
-	c.b.counters.Closed[c.proto].Add(1)
-	c.b.adviseDisconnected(c)
+	c.b.disconnected(c)
 	close(c.gone)
+}
+
+// disconnected forgets c, which closed.
+func (b *Broker) disconnected(c *Conn) {
+	b.conns.remove(c, &b.counters)
+	b.counters.Closed[c.proto].Add(1)
+	b.adviseDisconnected(c)
 }

@@ -69,19 +69,24 @@ func (c *Conn) subscribeDurable(ctx context.Context, r SubscribeRequest, s *Subs
 	if r.Dest.IsWildcard() {
 		return errorf(ErrInvalidDestination, "durable subscriptions to wildcard topics are not supported: %s", r.Dest)
 	}
-	if c.b.shared != nil {
-		return c.subscribeShared(ctx, r, s, key)
+	return c.b.attachDurable(ctx, r, s, key)
+}
+
+// attachDurable attaches s to the durable subscription key of r (see subscribeDurable).
+func (b *Broker) attachDurable(ctx context.Context, r SubscribeRequest, s *Subscription, key persistence.SubKey) error {
+	if b.shared != nil {
+		return b.subscribeShared(ctx, r, s, key)
 	}
-	t := c.b.topic(r.Dest.Name)
-	d, err := c.b.durables.Subscribe(ctx, key, t, r.Selector, &s.Consumer)
+	t := b.dests.Topic(r.Dest.Name)
+	d, err := b.durables.Subscribe(ctx, key, t, r.Selector, &s.Consumer)
 	switch {
 	case errors.Is(err, durable.ErrInUse):
 		return errorf(ErrDurableInUse, "Durable consumer is in use for client: %s and subscriptionName: %s", key.ClientID, key.Name)
 	case errors.Is(err, durable.ErrTooMany):
-		c.b.log.Warn("durable subscription limit reached: a new one was refused",
-			slog.String("clientID", key.ClientID), slog.String("name", key.Name), slog.Int("maxDurableSubscriptions", c.b.maxDurables))
+		b.log.Warn("durable subscription limit reached: a new one was refused",
+			slog.String("clientID", key.ClientID), slog.String("name", key.Name), slog.Int("maxDurableSubscriptions", b.quotas.durables))
 		return errorf(ErrTooManyDurableSubscriptions, "maximum number of durable subscriptions reached (systemUsage maxDurableSubscriptions %d): %s:%s not created",
-			c.b.maxDurables, key.ClientID, key.Name)
+			b.quotas.durables, key.ClientID, key.Name)
 	case err != nil:
 		return storeError(err)
 	}
@@ -99,20 +104,25 @@ func (c *Conn) unsubscribeDurable(ctx context.Context, r UnsubscribeRequest) err
 	if err != nil {
 		return err
 	}
-	if c.b.shared != nil {
-		return c.unsubscribeShared(ctx, r, key)
+	return c.b.deleteDurable(ctx, c, r, key)
+}
+
+// deleteDurable deletes the durable subscription key that r, a request of c, names
+// (see unsubscribeDurable).
+func (b *Broker) deleteDurable(ctx context.Context, c *Conn, r UnsubscribeRequest, key persistence.SubKey) error {
+	if b.shared != nil {
+		return b.unsubscribeShared(ctx, c, r, key)
 	}
 	var topic string
-	if d := c.b.durables.Get(key); d != nil {
+	if d := b.durables.Get(key); d != nil {
 		topic = d.Topic()
 		// Removing it needs the right that made it: read on its topic.
-		t := destinations.Name{Kind: destinations.Topic, Name: topic}
-		if c.b.authorizing() && !c.b.sec.Authorize(c.subject, security.Topic, t.Name, security.Read) {
-			return c.denied(security.Read, t)
+		if !b.access.mayRead(c.subject, true, topic) {
+			return c.denied(security.Read, destinations.Name{Kind: destinations.Topic, Name: topic})
 		}
 	}
 	var refused *Error
-	err = c.b.durables.Delete(ctx, key, func() {
+	err := b.durables.Delete(ctx, key, func() {
 		if r.DurableStyle != DurableActiveMQ {
 			if s := c.subs[r.ID]; s != nil {
 				c.unsubscribe(s)
@@ -122,7 +132,7 @@ func (c *Conn) unsubscribeDurable(ctx context.Context, r UnsubscribeRequest) err
 	switch {
 	case err == nil:
 		if topic != "" {
-			c.b.adviseDurableDeleted(c, key, topic)
+			b.adviseDurableDeleted(c, key, topic)
 		}
 		return nil
 	case errors.Is(err, durable.ErrNotFound):

@@ -166,7 +166,7 @@ func TestDurableLegacyDispatchMarkers(t *testing.T) {
 		for _, d := range b.durables.All() {
 			out[d.Key().String()] = d.View().DispatchHWM()
 		}
-		out["queue durable:q"] = b.queues["durable:q"].DispatchHWM()
+		out["queue durable:q"] = b.dests.FindQueue("durable:q").DispatchHWM()
 		return out
 	}
 	markers := func() map[string]uint64 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/activemq-go/broker/broker/management"
+	"github.com/activemq-go/broker/broker/registry"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/durable"
 )
@@ -12,7 +13,7 @@ import (
 // Error is what the broker reports to a client: Message is the text for the STOMP
 // ERROR frame's message header, Fatal says the connection must close after it, Retry
 // (when set) is closed once a SEND held by producer flow control may succeed
-// (flowcontrol.go). Destinations report their errors with the same type.
+// (package broker/flowcontrol). Destinations report their errors with the same type.
 type Error = destinations.Error
 
 func errorf(sentinel error, format string, args ...any) *Error {
@@ -52,7 +53,7 @@ var (
 	ErrTooManyDurableSubscriptions = errors.New("broker: too many durable subscriptions")
 	// ErrTooManyDestinations: a SEND or SUBSCRIBE would create a destination past
 	// Options.MaxDestinations.
-	ErrTooManyDestinations = errors.New("broker: too many destinations")
+	ErrTooManyDestinations = registry.ErrTooManyDestinations
 	// ErrInvalidPrefetch: SUBSCRIBE asks for a prefetch over the policy's maximum.
 	ErrInvalidPrefetch = errors.New("broker: invalid prefetch")
 	// ErrInvalidStreamOffset: SUBSCRIBE to a stream with an x-stream-offset header that

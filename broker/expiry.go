@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"strings"
 	"time"
 
 	"github.com/activemq-go/broker/destinations"
@@ -24,9 +23,7 @@ func dropExpired(ds []*Delivery) []*Delivery {
 			}
 			if d.Msg.Expires <= now {
 				s := subOf(d)
-				if a := s.conn.b.adv; a != nil {
-					a.Expired(destinations.Name{Kind: destinations.Topic, Name: strings.TrimPrefix(d.Msg.Dest, persistence.TopicPrefix)}, d.Msg)
-				}
+				s.conn.b.adviseExpired(d.Msg)
 				s.Credit.Add(1)
 				if len(credited) == 0 || credited[len(credited)-1] != s {
 					credited = append(credited, s)
@@ -47,12 +44,7 @@ func dropExpired(ds []*Delivery) []*Delivery {
 // durable subscriptions' views) whose policy's expireMessagesPeriod has passed since
 // their last sweep (destinations.QueueDest.SweepExpired).
 func (b *Broker) sweepExpired() {
-	b.mu.RLock()
-	qs := make([]*destinations.QueueDest, 0, len(b.queues))
-	for _, q := range b.queues {
-		qs = append(qs, q)
-	}
-	b.mu.RUnlock()
+	qs := b.dests.Queues()
 	for _, d := range b.durables.All() {
 		qs = append(qs, d.View())
 	}
@@ -70,7 +62,7 @@ func (b *Broker) sweepExpired() {
 func (b *Broker) sendToDeadLetter(batch persistence.Batch, dlq destinations.Name, copies []*persistence.Message) []destinations.Accepted {
 	var entries []destinations.Accepted
 	if dlq.Kind.IsTopic() {
-		t := b.topic(dlq.Name)
+		t := b.dests.Topic(dlq.Name)
 		for _, c := range copies {
 			acc, store := t.Accept(c)
 			if store {
@@ -94,7 +86,7 @@ func (b *Broker) sendToDeadLetter(batch persistence.Batch, dlq destinations.Name
 // looking the name up again if the collector removed the queue meanwhile.
 func (b *Broker) acceptQueue(name string, m *persistence.Message, ready bool) (*destinations.QueueDest, *destinations.Entry, error) {
 	for {
-		q := b.queue(name)
+		q := b.dests.Queue(name)
 		e, err := q.Accept(m, ready)
 		if err != destinations.ErrRemoved {
 			return q, e, err

@@ -34,7 +34,7 @@ func (b *Broker) ImportDurable(ctx context.Context, who string, key persistence.
 	if d == nil {
 		return res, errorf(ErrNotFound, "no durable subscription %s of client %s", key.Name, key.ClientID)
 	}
-	t := b.topic(d.Topic())
+	t := b.dests.Topic(d.Topic())
 	dc := b.dedup.ForSub(key, d.Topic())
 	batch := b.store.Begin()
 	marks := &dedup.Marks{}

@@ -58,7 +58,7 @@ func TestMemoryLimitZeroIsNoDestinationLimit(t *testing.T) {
 	st, ok := b.QueueStats("nolimit")
 	require.True(t, ok)
 	assert.Equal(t, 20, st.Pending)
-	q := b.queues["nolimit"]
+	q := b.dests.FindQueue("nolimit")
 	paged := q.Paged()
 	assert.False(t, paged, "persistent messages were paged out under a limit of 0")
 	assert.Positive(t, st.MemoryBytes)
@@ -482,8 +482,8 @@ func TestGCInactiveDestinations(t *testing.T) {
 		return false
 	}
 	eventually(t, func() bool { return !has("/queue/gc.q") && !has("/topic/gc.t") })
-	start := b.gcSweeps.Load()
-	eventually(t, func() bool { return b.gcSweeps.Load() >= start+10 })
+	start := b.dests.GCSweeps()
+	eventually(t, func() bool { return b.dests.GCSweeps() >= start+10 })
 	for _, name := range []string{"/queue/gc.busy", "/queue/gc.consumed", "/queue/keep", "/topic/gc.durable"} {
 		assert.True(t, has(name), "%s was removed", name)
 	}

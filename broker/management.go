@@ -19,8 +19,8 @@ import (
 func (b *Broker) Management() *management.Manager { return b.mgmt }
 
 func newManagement(b *Broker) *management.Manager {
-	c := management.Config{Host: mgmtHost{b}, Store: b.store, Log: b.log, Meter: &b.counters, Memory: b.mem,
-		StoreUsage: b.storeUsage, StoreFull: &b.storeFull, Durables: b.durables}
+	c := management.Config{Host: mgmtHost{b}, Store: b.store, Log: b.log, Meter: &b.counters, Memory: b.flow.Memory(),
+		StoreUsage: b.flow.StoreUsage(), StoreFull: b.flow.StoreFull(), Durables: b.durables}
 	if b.sched != nil {
 		c.Scheduler = b.sched
 	}
@@ -33,29 +33,14 @@ func newManagement(b *Broker) *management.Manager {
 type mgmtHost struct{ b *Broker }
 
 func (h mgmtHost) Find(d destinations.Name) (*destinations.QueueDest, *destinations.TopicDest) {
-	b := h.b
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if b.temps[tempKey{d.Kind == destinations.Topic, d.Name}] != nil {
-		return nil, nil
-	}
-	if d.Kind == destinations.Topic {
-		return nil, b.topics[d.Name]
-	}
-	return b.queues[d.Name], nil
+	return h.b.dests.Find(d)
 }
 
 func (h mgmtHost) Destinations() []management.Dest {
-	b := h.b
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	out := make([]management.Dest, 0, len(b.queues)+len(b.topics))
-	for name, q := range b.queues {
-		out = append(out, management.Dest{Name: name, Temp: b.temps[tempKey{false, name}] != nil, Q: q})
-	}
-	for name, t := range b.topics {
-		out = append(out, management.Dest{Name: name, Temp: b.temps[tempKey{true, name}] != nil, T: t})
-	}
+	out := []management.Dest{}
+	h.b.dests.Each(func(name string, temp bool, q *destinations.QueueDest, t *destinations.TopicDest) {
+		out = append(out, management.Dest{Name: name, Temp: temp, Q: q, T: t})
+	})
 	return out
 }
 
@@ -66,42 +51,15 @@ func (h mgmtHost) Policy(kind destinations.Kind, name string) policy.Policy {
 func (h mgmtHost) Duplicates(d destinations.Name) int64 { return h.b.dedup.Duplicates(d) }
 
 func (h mgmtHost) Detach(d destinations.Name) (*destinations.QueueDest, *destinations.TopicDest, error) {
-	b := h.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	q, t := b.queues[d.Name], b.topics[d.Name]
-	if d.Kind == destinations.Topic {
-		q = nil
-	} else {
-		t = nil
-	}
-	if (q == nil && t == nil) || b.temps[tempKey{d.Kind == destinations.Topic, d.Name}] != nil {
+	q, t, err := h.b.dests.Detach(d)
+	if err == nil && q == nil && t == nil {
 		kind := "queue"
 		if d.Kind == destinations.Topic {
 			kind = "topic"
 		}
 		return nil, nil, errorf(ErrNotFound, "no %s named %s", kind, d.Name)
 	}
-	var err error
-	if q != nil {
-		err = q.Retire()
-	} else {
-		err = t.Retire()
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if q != nil {
-		delete(b.queues, d.Name)
-		b.unregisterVirtual(q)
-		b.seqFloor.Store(max(b.seqFloor.Load(), q.NextSeq()))
-	} else {
-		b.dropTopicLocked(d.Name)
-		b.seqFloor.Store(max(b.seqFloor.Load(), t.Seq()+1))
-	}
-	b.removals.Add(1)
-	b.adviseRemovedLocked(d)
-	return q, t, nil
+	return q, t, err
 }
 
 func (h mgmtHost) NewMessageID() string { return h.b.newMessageID() }
@@ -110,9 +68,9 @@ func (h mgmtHost) Accept(batch persistence.Batch, to destinations.Name, m *persi
 	b := h.b
 	dests := []destinations.Name{to}
 	if to.Kind == destinations.Topic {
-		dests = append(dests, b.virtualQueues(to.Name)...)
+		dests = append(dests, b.dests.VirtualQueues(to.Name)...)
 	}
-	if err := b.admitDestinations(nil, dests); err != nil {
+	if err := b.dests.Admit("", dests); err != nil {
 		return nil, nil, err
 	}
 	var entries []destinations.Accepted
@@ -125,7 +83,7 @@ func (h mgmtHost) Accept(batch persistence.Batch, to destinations.Name, m *persi
 			dm.Expires = expires
 		}
 		if d.Kind == destinations.Topic {
-			t := b.topic(d.Name)
+			t := b.dests.Topic(d.Name)
 			destinations.ExpireAfter(dm, t.TTL())
 			acc, store := t.Accept(dm)
 			if store {
@@ -158,7 +116,7 @@ func (h mgmtHost) Send(ctx context.Context, sub *security.Subject, who string, d
 	defer c.Close()
 	done := make(chan error, 1)
 	var deadline <-chan time.Time
-	if w := b.noSpaceWait; w > 0 {
+	if w := b.flow.NoSpaceWait(); w > 0 {
 		t := time.NewTimer(w)
 		defer t.Stop()
 		deadline = t.C
@@ -166,7 +124,7 @@ func (h mgmtHost) Send(ctx context.Context, sub *security.Subject, who string, d
 	for {
 		err = c.Send(ctx, []destinations.Name{dest}, m, "", func(err error) { done <- err })
 		var be *Error
-		if err == nil || !errors.As(err, &be) || be.Retry == nil || b.noSpaceWait == 0 {
+		if err == nil || !errors.As(err, &be) || be.Retry == nil || b.flow.NoSpaceWait() == 0 {
 			break
 		}
 		select {
@@ -188,59 +146,12 @@ func (h mgmtHost) Send(ctx context.Context, sub *security.Subject, who string, d
 	}
 }
 
-// connectInternal connects the broker's own client acting as sub (or, for nil, as a
-// client without credentials): never listed among the connections.
-func (b *Broker) connectInternal(ctx context.Context, sub *security.Subject, who string) (*Conn, error) {
-	if sub == nil {
-		var err error
-		if sub, err = b.authenticate(ctx, ConnectInfo{RemoteAddr: who}); err != nil {
-			return nil, err
-		}
-	}
-	c := b.newConn(sub, who, "admin")
-	c.internal = true
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return nil, &Error{Message: "broker is shutting down", Fatal: true, Err: ErrClosed}
-	}
-	if err := b.admitUserLocked(sub); err != nil {
-		return nil, err
-	}
-	b.conns[c] = struct{}{}
-	return c, nil
-}
-
-func (h mgmtHost) Connections() []management.ConnectionInfo {
-	b := h.b
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	out := make([]management.ConnectionInfo, 0, len(b.conns))
-	for c := range b.conns {
-		if !c.internal {
-			out = append(out, management.ConnectionInfo{
-				ID: c.ID, ClientID: c.ClientID, User: c.subject.User, RemoteAddr: c.RemoteAddr,
-				Connector: c.connector, Version: c.version, ConnectedAt: c.connectedAt,
-				Subscriptions: int(c.nsubs.Load()), Received: c.received.Load(), Delivered: c.delivered.Load(),
-			})
-		}
-	}
-	return out
-}
+func (h mgmtHost) Connections() []management.ConnectionInfo { return h.b.conns.list() }
 
 // Kick closes a client connection as link stealing does, and waits a few seconds at
 // most for it to be gone.
 func (h mgmtHost) Kick(ctx context.Context, id, reason string) (string, error) {
-	b := h.b
-	b.mu.RLock()
-	var c *Conn
-	for x := range b.conns {
-		if x.ID == id && !x.internal {
-			c = x
-			break
-		}
-	}
-	b.mu.RUnlock()
+	c := h.b.conns.find(id)
 	if c == nil {
 		return "", errorf(ErrNotFound, "no connection %s", id)
 	}
@@ -255,22 +166,7 @@ func (h mgmtHost) Kick(ctx context.Context, id, reason string) (string, error) {
 	return c.RemoteAddr, nil
 }
 
-func (h mgmtHost) Traffic() management.Traffic {
-	b := h.b
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	// A connection's counts move to the closed ones' under b.mu: none is counted twice.
-	out := management.Traffic{Received: b.counters.ClosedReceived.Load(), Delivered: b.counters.ClosedDelivered.Load()}
-	for c := range b.conns {
-		out.Open[c.proto]++
-		if c.blocked.Load() {
-			out.Blocked++
-		}
-		out.Received += c.received.Load()
-		out.Delivered += c.delivered.Load()
-	}
-	return out
-}
+func (h mgmtHost) Traffic() management.Traffic { return h.b.conns.traffic(&h.b.counters) }
 
 func (h mgmtHost) RemoveDurable(ctx context.Context, key persistence.SubKey) error {
 	b := h.b

@@ -36,7 +36,7 @@ func (b *Broker) recoverMarkers(ctx context.Context, dests []persistence.DestSta
 				q = ds.View()
 			}
 		case strings.HasPrefix(d.Name, destinations.MarkerPrefix):
-			q = b.queues[d.Name[len(destinations.MarkerPrefix):]]
+			q = b.dests.FindQueue(d.Name[len(destinations.MarkerPrefix):])
 		}
 		if (q == nil && !isLegacy) || d.Msgs == 0 {
 			continue // not a marker, the marker of something gone, or a deleted one
@@ -66,7 +66,7 @@ func (b *Broker) recoverMarkers(ctx context.Context, dests []persistence.DestSta
 				migrated[q] = true
 			}
 		}
-		if b.queues[l.dest[len(destinations.MarkerPrefix):]] == nil {
+		if b.dests.FindQueue(l.dest[len(destinations.MarkerPrefix):]) == nil {
 			batch.Purge(l.dest)
 			purged++
 		}

@@ -84,6 +84,6 @@ func rejectReason(err error) (RejectReason, bool) {
 // counts the connections held now, and every hold counts once in SendsBlocked.
 func (c *Conn) SetBlocked(held bool) {
 	if c.blocked.Swap(held) != held && held {
-		c.b.counters.SendsBlocked.Add(1)
+		c.meter.SendsBlocked.Add(1)
 	}
 }

@@ -6,17 +6,37 @@ import (
 	"github.com/activemq-go/broker/destinations/policy"
 )
 
-func (b *Broker) policyFor(kind destinations.Kind, name string) policy.Policy {
-	if b.policies == nil {
+// policies picks each destination's policy: Options.Policies, or policy.Default with
+// Options.DestinationMemoryLimit when none are given.
+type policies struct {
+	fn              destinations.PolicyFunc
+	destMemoryLimit int64
+}
+
+func newPolicies(o Options) policies {
+	p := policies{fn: o.Policies, destMemoryLimit: o.DestinationMemoryLimit}
+	if p.destMemoryLimit <= 0 {
+		p.destMemoryLimit = int64(policy.DefaultMemoryLimit)
+	}
+	return p
+}
+
+// For is the policy of the destination name of kind.
+func (ps *policies) For(kind destinations.Kind, name string) policy.Policy {
+	if ps.fn == nil {
 		p := policy.Default(kind.IsTopic())
-		if b.destMemoryLimit > 0 {
-			p.MemoryLimit = policy.Bytes(b.destMemoryLimit)
+		if ps.destMemoryLimit > 0 {
+			p.MemoryLimit = policy.Bytes(ps.destMemoryLimit)
 		}
 		return p
 	}
-	p := b.policies(kind, name)
+	p := ps.fn(kind, name)
 	if p.IsStream() && advisory.IsAdvisory(destinations.Name{Kind: kind, Name: name}) {
 		p.Type = "" // the broker publishes advisories as topic messages
 	}
 	return p
+}
+
+func (b *Broker) policyFor(kind destinations.Kind, name string) policy.Policy {
+	return b.policies.For(kind, name)
 }

@@ -3,12 +3,13 @@ package broker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/activemq-go/broker/broker/management"
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/internal/loglimit"
+	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/security"
 )
 
@@ -41,13 +42,25 @@ var (
 	ErrTooManyUserConnections = errors.New("broker: too many connections for this user")
 )
 
+// access is the broker's side of security: the service that authenticates and
+// authorizes (nil: everyone is let in and may do anything), the log line of denials, and
+// how JMSXUserID is stamped.
+type access struct {
+	sec             *security.Service
+	populateUserID  bool // stamp the sender's user on each message (populateJMSXUserID)
+	principalUserID bool // only an authenticated user (useAuthenticatedPrincipalForJMSXUserID)
+	log             *slog.Logger
+	meter           *management.Meter
+	deniedLog       loglimit.Limit // the log line of requests not authorized
+}
+
 // authenticate checks info's credentials with the security service; it returns the
 // subject the connection acts as.
-func (b *Broker) authenticate(ctx context.Context, info ConnectInfo) (*security.Subject, error) {
-	if b.sec == nil {
+func (a *access) authenticate(ctx context.Context, info ConnectInfo) (*security.Subject, error) {
+	if a.sec == nil {
 		return &security.Subject{User: info.Login, Anonymous: true}, nil
 	}
-	sub, err := b.sec.Authenticate(ctx, security.Credentials{
+	sub, err := a.sec.Authenticate(ctx, security.Credentials{
 		Login: info.Login, Passcode: info.Passcode, HasLogin: info.HasLogin,
 		RemoteAddr: info.RemoteAddr, PeerCertificates: info.PeerCertificates,
 	})
@@ -65,35 +78,23 @@ func (b *Broker) authenticate(ctx context.Context, info ConnectInfo) (*security.
 	return nil, &Error{Message: security.FailureMessage(login), Fatal: true, Err: sentinel}
 }
 
-// admitUser counts a new connection of sub's user against its maxConnections. The
-// caller holds b.mu.
-func (b *Broker) admitUserLocked(sub *security.Subject) error {
-	if sub.MaxConnections <= 0 || sub.User == "" {
-		return nil
-	}
-	if n := b.userConns[sub.User]; n >= sub.MaxConnections {
-		return &Error{Message: fmt.Sprintf("User %s has reached its connection limit (maxConnections %d): close one of its connections first",
-			sub.User, sub.MaxConnections), Fatal: true, Err: ErrTooManyUserConnections}
-	}
-	b.userConns[sub.User]++
-	return nil
-}
+// authenticating reports whether clients are authenticated.
+func (a *access) authenticating() bool { return a.sec != nil && a.sec.Authenticating() }
 
-// releaseUserLocked undoes admitUserLocked when the connection closes.
-func (b *Broker) releaseUserLocked(sub *security.Subject) {
-	if sub == nil || sub.MaxConnections <= 0 || sub.User == "" {
-		return
+// authorizing reports whether requests are checked against an authorization map.
+func (a *access) authorizing() bool { return a.sec != nil && a.sec.Authorizing() }
+
+// mayRead reports whether sub may read the queue or topic called name.
+func (a *access) mayRead(sub *security.Subject, topic bool, name string) bool {
+	kind := security.Queue
+	if topic {
+		kind = security.Topic
 	}
-	if b.userConns[sub.User]--; b.userConns[sub.User] <= 0 {
-		delete(b.userConns, sub.User)
-	}
+	return !a.authorizing() || a.sec.Authorize(sub, kind, name, security.Read)
 }
 
 // Subject is who the connection acts as.
 func (c *Conn) Subject() *security.Subject { return c.subject }
-
-// authorizing reports whether requests are checked against an authorization map.
-func (b *Broker) authorizing() bool { return b.sec != nil && b.sec.Authorizing() }
 
 // rightVerb is ActiveMQ's wording of each right in its "not authorized" messages.
 func rightVerb(r security.Rights) string {
@@ -111,8 +112,8 @@ func rightVerb(r security.Rights) string {
 // when the request creates what does not exist yet (every one but a browse), create
 // them.
 func (c *Conn) authorizeUse(dests []destinations.Name, r security.Rights, creates bool) error {
-	b := c.b
-	if b.sec == nil {
+	sec := c.access.sec
+	if sec == nil {
 		return nil
 	}
 	for _, d := range dests {
@@ -122,25 +123,25 @@ func (c *Conn) authorizeUse(dests []destinations.Name, r security.Rights, create
 			}
 			continue
 		}
-		if !b.sec.Authorizing() {
+		if !sec.Authorizing() {
 			continue
 		}
-		gen, removals := b.sec.Generation(), b.removals.Load()
+		gen, removals := sec.Generation(), c.dests.Removals()
 		if a := &c.lastAuth; a.gen == gen && a.r == r && a.d == d && (a.admin || a.removals == removals) && creates {
 			// The connection's last decision, for a producer or consumer that keeps
 			// using one destination; d still exists if nothing was removed since.
 			continue
 		}
 		if d.IsWildcard() {
-			continue // a wildcard subscription is filtered per destination: see mayReadLocked
+			continue // a wildcard subscription is filtered per destination: see regHost.MayRead
 		}
 		kind := secKind(d.Kind)
-		if !b.sec.Authorize(c.subject, kind, d.Name, r) {
+		if !sec.Authorize(c.subject, kind, d.Name, r) {
 			return c.denied(r, d)
 		}
 		admin := false // known to be allowed to create d
-		if creates && !b.exists(d) {
-			if !b.sec.Authorize(c.subject, kind, d.Name, security.Admin) {
+		if creates && !c.dests.Exists(d) {
+			if !sec.Authorize(c.subject, kind, d.Name, security.Admin) {
 				return c.denied(security.Admin, d)
 			}
 			admin = true
@@ -167,48 +168,14 @@ type authDecision struct {
 // connection's own one needs admin the first time (it is created then); reading
 // another connection's one is refused by resolve whatever the rule says.
 func (c *Conn) authorizeTemp(d destinations.Name, r security.Rights) error {
-	b := c.b
-	if !b.sec.AuthorizeTemp(c.subject, r) {
+	sec := c.access.sec
+	if !sec.AuthorizeTemp(c.subject, r) {
 		return c.denied(r, d)
 	}
-	if !d.Remote && !b.ownsTemp(c, d) && !b.sec.AuthorizeTemp(c.subject, security.Admin) {
+	if !d.Remote && !c.dests.OwnsTemp(c, d) && !sec.AuthorizeTemp(c.subject, security.Admin) {
 		return c.denied(security.Admin, d)
 	}
 	return nil
-}
-
-// ownsTemp reports whether c has already created its temporary destination d.
-func (b *Broker) ownsTemp(c *Conn, d destinations.Name) bool {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.temps[tempKey{d.Kind.IsTopic(), c.ID + ":" + d.Name}] == c
-}
-
-// exists reports whether the queue or topic d exists.
-func (b *Broker) exists(d destinations.Name) bool {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if d.Kind.IsTopic() {
-		return b.topics[d.Name] != nil
-	}
-	return b.queues[d.Name] != nil
-}
-
-// mayReadLocked reports whether wildcard subscription s may receive from the queue or
-// topic called name: never from another connection's temporary destination, and
-// otherwise as the authorization map says. The caller holds b.mu.
-func (b *Broker) mayReadLocked(s *Subscription, topic bool, name string) bool {
-	if owner := b.temps[tempKey{topic, name}]; owner != nil {
-		return owner == s.conn
-	}
-	if !b.authorizing() {
-		return true
-	}
-	kind := security.Queue
-	if topic {
-		kind = security.Topic
-	}
-	return b.sec.Authorize(s.conn.subject, kind, name, security.Read)
 }
 
 func secKind(k destinations.Kind) security.Kind {
@@ -222,11 +189,16 @@ func secKind(k destinations.Kind) security.Kind {
 // ActiveMQ's words ("User u is not authorized to write to: queue://X"); it is logged
 // once a minute with the number held back.
 func (c *Conn) denied(r security.Rights, d destinations.Name) error {
+	return c.access.denied(c.subject.User, c.ID, c.RemoteAddr, r, d)
+}
+
+// denied is the ERROR of a request of user on connection conn (from remote) with no
+// right r for d (see Conn.denied).
+func (a *access) denied(user, conn, remote string, r security.Rights, d destinations.Name) error {
 	what := d.Qualified()
 	if d.Kind == destinations.TempQueue || d.Kind == destinations.TempTopic {
 		what = d.String()
 	}
-	user := c.subject.User
 	op := management.OpSubscribe
 	switch r {
 	case security.Write:
@@ -234,26 +206,31 @@ func (c *Conn) denied(r security.Rights, d destinations.Name) error {
 	case security.Admin:
 		op = management.OpCreate
 	}
-	c.b.counters.Denied[op].Add(1)
-	if ok, more := c.b.deniedLog.Allow(time.Now()); ok {
+	a.meter.Denied[op].Add(1)
+	if ok, more := a.deniedLog.Allow(time.Now()); ok {
 		attrs := []any{slog.String("user", user), slog.String("right", rightVerb(r)), slog.String("dest", what),
-			slog.String("conn", c.ID), slog.String("remote", c.RemoteAddr)}
+			slog.String("conn", conn), slog.String("remote", remote)}
 		if more > 0 {
 			attrs = append(attrs, slog.Int("deniedSinceLastLine", more))
 		}
-		c.b.log.Warn("request not authorized (logged once a minute)", attrs...)
+		a.log.Warn("request not authorized (logged once a minute)", attrs...)
 	}
 	return &Error{Message: "User " + user + " is not authorized to " + rightVerb(r) + ": " + what, Err: ErrNotAuthorized}
 }
 
-// stampUser sets or removes the JMSXUserID header as populateJMSXUserID asks: the
-// authenticated user (or, without authentication, the login the client gave unless
-// useAuthenticatedPrincipalForJMSXUserID), whatever the client sent.
-func (c *Conn) stampUser(hs []string) []string {
-	user := c.subject.User
-	if c.subject.Anonymous && (c.b.sec == nil || !c.b.sec.Authenticating()) && c.b.principalUserID {
+// stampUser sets or removes m's JMSXUserID header as populateJMSXUserID asks: the
+// authenticated user sub (or, without authentication, the login the client gave unless
+// useAuthenticatedPrincipalForJMSXUserID), whatever the client sent. Without
+// populateJMSXUserID it leaves m as it is.
+func (a *access) stampUser(sub *security.Subject, m *persistence.Message) {
+	if !a.populateUserID {
+		return
+	}
+	user := sub.User
+	if sub.Anonymous && !a.authenticating() && a.principalUserID {
 		user = ""
 	}
+	hs := m.Headers
 	out := hs[:0]
 	for i := 0; i+1 < len(hs); i += 2 {
 		if hs[i] != destinations.UserIDProperty {
@@ -263,5 +240,5 @@ func (c *Conn) stampUser(hs []string) []string {
 	if user != "" {
 		out = append(out, destinations.UserIDProperty, user)
 	}
-	return out
+	m.Headers = out
 }

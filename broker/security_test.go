@@ -69,8 +69,10 @@ func TestAuthorizationCachedDecision(t *testing.T) {
 func TestStampUser(t *testing.T) {
 	b := securedBroker(t, nil)
 	c := login(t, b, "app")
-	hs := c.stampUser([]string{"a", "1", destinations.UserIDProperty, "evil", "b", "2", destinations.UserIDProperty, "evil2"})
-	assert.Equal(t, []string{"a", "1", "b", "2", destinations.UserIDProperty, "app"}, hs)
+	a := &access{sec: c.access.sec, populateUserID: true}
+	m := &persistence.Message{Headers: []string{"a", "1", destinations.UserIDProperty, "evil", "b", "2", destinations.UserIDProperty, "evil2"}}
+	a.stampUser(c.subject, m)
+	assert.Equal(t, persistence.Headers{"a", "1", "b", "2", destinations.UserIDProperty, "app"}, m.Headers)
 }
 
 // TestUserConnectionLimit: a user's maxConnections counts its live connections only.

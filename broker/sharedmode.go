@@ -14,31 +14,16 @@ import (
 // shHost is the broker as its shared mode's host (package broker/sharedmode).
 type shHost struct{ b *Broker }
 
-func (h shHost) Queue(name string) *destinations.QueueDest {
-	h.b.mu.RLock()
-	defer h.b.mu.RUnlock()
-	return h.b.queues[name]
-}
+func (h shHost) Queue(name string) *destinations.QueueDest { return h.b.dests.FindQueue(name) }
 
-func (h shHost) Queues() []*destinations.QueueDest {
-	h.b.mu.RLock()
-	defer h.b.mu.RUnlock()
-	qs := make([]*destinations.QueueDest, 0, len(h.b.queues))
-	for _, q := range h.b.queues {
-		qs = append(qs, q)
-	}
-	return qs
-}
+func (h shHost) Queues() []*destinations.QueueDest { return h.b.dests.Queues() }
 
-func (h shHost) Topic(name string) *destinations.TopicDest { return h.b.topic(name) }
+func (h shHost) Topic(name string) *destinations.TopicDest { return h.b.dests.Topic(name) }
 
 func (h shHost) Heard(name string) *destinations.TopicDest {
-	h.b.mu.RLock()
-	t := h.b.topics[name]
-	wild := len(h.b.wildSubs) > 0
-	h.b.mu.RUnlock()
-	if t == nil && wild {
-		t = h.b.topic(name)
+	t := h.b.dests.FindTopic(name)
+	if t == nil && h.b.dests.HasWildcards() {
+		t = h.b.dests.Topic(name)
 	}
 	return t
 }
@@ -66,6 +51,13 @@ func (b *Broker) sendShared(from *Conn, dests []destinations.Name, m *persistenc
 		done(err)
 	})
 }
+
+// autoAckShared acknowledges ds, auto-acknowledged deliveries of the shared queue q,
+// in its database.
+func (b *Broker) autoAckShared(q *destinations.QueueDest, ds []*Delivery) { b.shared.AutoAck(q, ds) }
+
+// detachShared detaches s from the shared durable subscription it is attached to.
+func (b *Broker) detachShared(s *Subscription) { b.shared.Detach(s.shDurable, &s.Consumer) }
 
 // settleShared acknowledges (or rejects) ds, deliveries of shared queues (several for
 // a wildcard subscription), and calls done once every queue is done.
@@ -113,12 +105,12 @@ func sharedAckError(err error) error {
 }
 
 // subscribeShared attaches s to the shared durable subscription key of r.
-func (c *Conn) subscribeShared(ctx context.Context, r SubscribeRequest, s *Subscription, key persistence.SubKey) error {
+func (b *Broker) subscribeShared(ctx context.Context, r SubscribeRequest, s *Subscription, key persistence.SubKey) error {
 	sel := ""
 	if r.Selector != nil {
 		sel = r.Selector.String()
 	}
-	d, err := c.b.shared.Subscribe(ctx, key, r.Dest.Name, sel, &s.Consumer)
+	d, err := b.shared.Subscribe(ctx, key, r.Dest.Name, sel, &s.Consumer)
 	switch {
 	case errors.Is(err, sharedmode.ErrAttached):
 		return errorf(ErrDurableInUse, "Durable consumer is in use for client: %s and subscriptionName: %s", key.ClientID, key.Name)
@@ -131,16 +123,15 @@ func (c *Conn) subscribeShared(ctx context.Context, r SubscribeRequest, s *Subsc
 	return nil
 }
 
-// unsubscribeShared deletes the shared durable subscription key (see
-// unsubscribeDurable for the styles).
-func (c *Conn) unsubscribeShared(ctx context.Context, r UnsubscribeRequest, key persistence.SubKey) error {
-	b := c.b
-	if b.authorizing() {
+// unsubscribeShared deletes the shared durable subscription key that r, a request of
+// c, names (see unsubscribeDurable for the styles).
+func (b *Broker) unsubscribeShared(ctx context.Context, c *Conn, r UnsubscribeRequest, key persistence.SubKey) error {
+	if b.access.authorizing() {
 		topic, ok, err := b.shared.TopicOf(ctx, key)
 		if err != nil {
 			return storeError(err)
 		}
-		if ok && !b.sec.Authorize(c.subject, security.Topic, topic, security.Read) {
+		if ok && !b.access.mayRead(c.subject, true, topic) {
 			return c.denied(security.Read, destinations.Name{Kind: destinations.Topic, Name: topic})
 		}
 	}

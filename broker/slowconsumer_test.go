@@ -53,7 +53,7 @@ func TestTopicWaitingMessagesCountOnce(t *testing.T) {
 	prod := newClient(t, b, "")
 	prod.send("/topic/t", "first", false) // takes each subscriber's one credit
 	da, dc := a.recv(), c.recv()
-	tp := b.topic("t")
+	tp := b.dests.Topic("t")
 	body := string(make([]byte, 1000))
 	require.NoError(t, prod.trySend("/topic/t", body))
 	size := topicMemory(tp)
@@ -108,7 +108,7 @@ func TestTopicPendingLimitDropsOldest(t *testing.T) {
 	for i := range 100 {
 		require.NoError(t, prod.trySend("/topic/t", strconv.Itoa(i)))
 	}
-	tp := b.topic("t")
+	tp := b.dests.Topic("t")
 	assert.EqualValues(t, 100-3-6, tp.Stats().Dropped)
 	var got []string
 	for range 3 + 6 {
@@ -135,7 +135,7 @@ func TestTopicSlowSubscriberAborted(t *testing.T) {
 	for i := range 5 {
 		require.NoError(t, prod.trySend("/topic/t", strconv.Itoa(i)))
 	}
-	tp := b.topic("t")
+	tp := b.dests.Topic("t")
 	require.Positive(t, topicMemory(tp))
 	tp.CheckSlow(time.Now()) // not behind long enough
 	assert.Zero(t, tp.Stats().Aborted)
@@ -160,6 +160,6 @@ func topicMemory(t *destinations.TopicDest) int64 {
 }
 
 func brokerMemory(b *Broker) int64 {
-	used, _ := b.mem.Used()
+	used, _ := b.flow.Memory().Used()
 	return used
 }

@@ -13,14 +13,14 @@ import (
 // retention. The broker finds the streams among a SEND's destinations, refuses them in
 // transactions and with scheduled delivery, and settles a transaction's stream
 // acknowledgements after its store batch. A topic's streamMu (destinations) is taken
-// before broker.mu.
+// before the destination registry's lock.
 
 // streamTopic returns the topic a resolved destination names if it is a stream, else nil.
 func (b *Broker) streamTopic(d destinations.Name) *destinations.TopicDest {
 	if d.Kind != destinations.Topic || d.IsWildcard() {
 		return nil
 	}
-	if t := b.topic(d.Name); t.IsStream() {
+	if t := b.dests.Topic(d.Name); t.IsStream() {
 		return t
 	}
 	return nil
@@ -43,7 +43,7 @@ func (b *Broker) openKnownStreams() error {
 			b.log.Warn("stream log topic not served: its name is not one the broker writes", slog.String("logTopic", ln))
 			continue
 		}
-		t := b.topic(name)
+		t := b.dests.Topic(name)
 		if !t.IsStream() {
 			b.log.Info("stream log topic not served: its destinationPolicy is no longer type: stream",
 				slog.String("dest", t.ClientName()), slog.String("logTopic", ln))
@@ -88,15 +88,7 @@ func (b *Broker) closeStreams() {
 	if b.streams == nil {
 		return
 	}
-	b.mu.RLock()
-	ts := make([]*destinations.TopicDest, 0, len(b.topics))
-	for _, t := range b.topics {
-		if t.IsStream() {
-			ts = append(ts, t)
-		}
-	}
-	b.mu.RUnlock()
-	for _, t := range ts {
+	for _, t := range b.dests.Streams() {
 		t.CloseStream()
 	}
 	b.streams.Close()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/activemq-go/broker/broker/registry"
 	"github.com/activemq-go/broker/broker/sharedmode"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/selector"
@@ -57,7 +58,7 @@ type Subscription struct {
 	conn *Conn
 
 	q       *destinations.QueueDest
-	qs      []*destinations.QueueDest // a wildcard queue subscription's queues, guarded by the broker's mu
+	wq      *registry.WildQueue // a wildcard queue subscription's queues
 	durable *durable.Sub
 	// shDurable is the shared durable subscription it is attached to (shared mode).
 	shDurable *sharedmode.Durable
@@ -94,7 +95,7 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	if err != nil {
 		return nil, err
 	}
-	if err := c.b.admitDestinations(c, []destinations.Name{dest}); err != nil {
+	if err := c.dests.Admit(c.ID, []destinations.Name{dest}); err != nil {
 		return nil, err
 	}
 	policyKind := r.Dest.Kind // a temporary destination has its own kind's policy
@@ -126,7 +127,7 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 			return nil, err
 		}
 		c.subs[r.ID] = s
-		c.b.counters.NonDurable.Add(1)
+		c.meter.NonDurable.Add(1)
 		c.nsubs.Store(int32(len(c.subs)))
 		c.b.adviseSubscribed(s)
 		return s, nil
@@ -141,20 +142,20 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 		return s, nil
 	}
 	c.subs[r.ID] = s
-	c.b.counters.NonDurable.Add(1)
+	c.meter.NonDurable.Add(1)
 	c.nsubs.Store(int32(len(c.subs)))
 	switch {
 	case r.Dest.Kind == destinations.Queue && r.Dest.IsWildcard():
-		c.b.addWildcardQueue(s)
+		s.wq = c.dests.AddWildcardQueue(&s.Consumer)
 	case r.Dest.Kind == destinations.Queue:
-		// Looked up again if the collector removed it meanwhile (gc.go).
-		for s.q = c.b.queue(r.Dest.Name); !s.q.AddConsumer(&s.Consumer); s.q = c.b.queue(r.Dest.Name) {
+		// Looked up again if the collector removed it meanwhile (package broker/registry).
+		for s.q = c.dests.Queue(r.Dest.Name); !s.q.AddConsumer(&s.Consumer); s.q = c.dests.Queue(r.Dest.Name) {
 		}
 	case r.Dest.IsWildcard():
-		c.b.addWildcard(s)
+		c.dests.AddWildcard(&s.Consumer)
 	default:
 		for {
-			s.t = c.b.topic(r.Dest.Name)
+			s.t = c.dests.Topic(r.Dest.Name)
 			s.t.Add(&s.Consumer)
 			if !s.t.Removed() {
 				break
@@ -168,45 +169,7 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 
 // SubscriptionRoom reports an error if the connection, with others more subscriptions
 // than the broker knows of (the transport's queue browsers), may not have one more.
-func (c *Conn) SubscriptionRoom(others int) error {
-	if n := len(c.subs) + others; n >= c.b.maxSubs {
-		return errorf(ErrTooManySubscriptions, "SUBSCRIBE refused: this connection has %d subscriptions, the most allowed (systemUsage maxSubscriptionsPerConnection); UNSUBSCRIBE one first", n)
-	}
-	return nil
-}
-
-func (b *Broker) addWildcard(s *Subscription) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.wildSubs = append(b.wildSubs, s)
-	for name, t := range b.topics {
-		if destinations.Match(s.Dest.Name, name) && b.mayReadLocked(s, true, name) {
-			t.Add(&s.Consumer)
-		}
-	}
-}
-
-// withoutSub returns subs without s, in a new array when s was in it (readers may hold
-// the old one).
-func withoutSub(subs []*Subscription, s *Subscription) []*Subscription {
-	for i, w := range subs {
-		if w == s {
-			return append(subs[:i:i], subs[i+1:]...)
-		}
-	}
-	return subs
-}
-
-func (b *Broker) removeWildcard(s *Subscription) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.wildSubs = withoutSub(b.wildSubs, s)
-	for name, t := range b.topics {
-		if destinations.Match(s.Dest.Name, name) {
-			t.Remove(&s.Consumer)
-		}
-	}
-}
+func (c *Conn) SubscriptionRoom(others int) error { return c.quotas.subscribe(len(c.subs) + others) }
 
 // kick resumes dispatch to s after it got credit back.
 func (s *Subscription) kick() {
@@ -215,7 +178,7 @@ func (s *Subscription) kick() {
 		return
 	}
 	if s.isWildcardQueue() {
-		for _, q := range s.conn.b.wildcardQueues(s) {
+		for _, q := range s.conn.dests.WildcardQueues(s.wq) {
 			q.Dispatch()
 		}
 		return
@@ -265,9 +228,9 @@ func (c *Conn) unsubscribe(s *Subscription) {
 	case s.durable != nil:
 		s.durable.Detach(&s.Consumer)
 	case s.shDurable != nil:
-		defer c.b.shared.Detach(s.shDurable, &s.Consumer) // once its view gave its messages back
+		defer c.b.detachShared(s) // once its view gave its messages back
 	default:
-		c.b.counters.NonDurable.Add(-1)
+		c.meter.NonDurable.Add(-1)
 	}
 	switch {
 	case s.stream != nil:
@@ -275,12 +238,12 @@ func (c *Conn) unsubscribe(s *Subscription) {
 	case s.q != nil:
 		s.q.RemoveConsumer(&s.Consumer)
 	case s.isWildcardQueue():
-		c.b.removeWildcardQueue(s)
+		c.dests.RemoveWildcardQueue(s.wq)
 	case s.t != nil:
 		s.t.Remove(&s.Consumer)
 		s.DropOverflow()
 	default:
-		c.b.removeWildcard(s)
+		c.dests.RemoveWildcard(&s.Consumer)
 		s.DropOverflow()
 	}
 	c.b.adviseUnsubscribed(s)

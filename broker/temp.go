@@ -6,16 +6,11 @@ import (
 )
 
 // Temporary destinations (/temp-queue/NAME, /temp-topic/NAME) belong to the connection
-// that names them first: each gets a broker-wide name "<connection id>:NAME", other
-// connections reach it through /remote-temp-queue/<that name> (a reply-to carrying a
-// temporary destination is rewritten to that form), only the owner may consume from it,
-// its messages are never stored, and it is deleted with its messages when the owner
-// disconnects.
-
-type tempKey struct {
-	topic bool
-	name  string
-}
+// that names them first: each gets a broker-wide name "<connection id>:NAME" (see
+// package broker/registry), other connections reach it through
+// /remote-temp-queue/<that name> (a reply-to carrying a temporary destination is
+// rewritten to that form), only the owner may consume from it, its messages are never
+// stored, and it is deleted with its messages when the owner disconnects.
 
 // resolve turns a temporary destination into the real one it stands for, creating it for
 // its owner on first use. Other names are returned as they are.
@@ -29,50 +24,23 @@ func (c *Conn) resolve(d destinations.Name, consume bool) (destinations.Name, er
 		kind = destinations.Topic
 	}
 	if d.Remote {
-		c.b.mu.RLock()
-		owner := c.b.temps[tempKey{topic, d.Name}]
-		c.b.mu.RUnlock()
+		owner := c.dests.TempOwner(topic, d.Name)
 		if owner == nil {
 			return d, errorf(ErrInvalidDestination, "temporary destination %s no longer exists", d)
 		}
 		if consume && owner != c {
-			if c.b.sec != nil && c.b.sec.Authenticating() {
+			if c.access.authenticating() {
 				return d, c.denied(security.Read, d)
 			}
 			return d, errorf(ErrInvalidDestination, "only the connection that created %s may consume from it", d)
 		}
 		return destinations.Name{Kind: kind, Name: d.Name}, nil
 	}
-	real := c.ID + ":" + d.Name
-	c.b.mu.Lock()
-	defer c.b.mu.Unlock()
-	key := tempKey{topic, real}
-	if c.b.temps[key] == nil {
-		if err := c.b.roomForDestinationsLocked(1, []destinations.Name{d}); err != nil {
-			return d, err
-		}
-		c.b.temps[key] = c
-		c.temps = append(c.temps, key)
-		if topic {
-			t := destinations.NewTopic(&c.b.env, real, c.b.policyFor(destinations.TempTopic, real), c.b.seqFloor.Load(), true)
-			t.SetClientName(d)
-			c.b.topics[real] = t
-			c.b.adviseAddedLocked(destinations.Name{Kind: kind, Name: real}, true, c, nil, t)
-		} else {
-			q := destinations.NewQueue(&c.b.env, real, c.b.policyFor(destinations.TempQueue, real), c.b.seqFloor.Load())
-			q.SetClientName(d)
-			c.b.queues[real] = q
-			c.b.adviseAddedLocked(destinations.Name{Kind: kind, Name: real}, true, c, q, nil)
-		}
+	real, created, err := c.dests.Temp(c, d)
+	if created {
+		c.temps = append(c.temps, real)
 	}
-	return destinations.Name{Kind: kind, Name: real}, nil
-}
-
-// isTemp reports whether a resolved destination is temporary.
-func (b *Broker) isTemp(d destinations.Name) bool {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.temps[tempKey{d.Kind.IsTopic(), d.Name}] != nil
+	return real, err
 }
 
 // rewriteReplyTo makes a reply-to naming one of the sender's temporary destinations
@@ -86,7 +54,7 @@ func (c *Conn) rewriteReplyTo(hs []string) error {
 		if !ok {
 			return nil // kept as a plain string, as ActiveMQ does
 		}
-		if c.b.sec != nil {
+		if c.access.sec != nil {
 			// Naming one's own temporary destination creates it: it will be read.
 			if err := c.authorizeTemp(n, security.Read); err != nil {
 				return err
@@ -107,27 +75,6 @@ func (c *Conn) dropTemps() {
 	if len(c.temps) == 0 {
 		return
 	}
-	c.b.mu.Lock()
-	var qs []*destinations.QueueDest
-	for _, k := range c.temps {
-		delete(c.b.temps, k)
-		if k.topic {
-			if t := c.b.topics[k.name]; t != nil {
-				t.Close()
-			}
-			c.b.dropTopicLocked(k.name)
-			c.b.adviseRemovedLocked(destinations.Name{Kind: destinations.Topic, Name: k.name})
-			continue
-		}
-		if q := c.b.queues[k.name]; q != nil {
-			qs = append(qs, q)
-			delete(c.b.queues, k.name)
-			c.b.adviseRemovedLocked(destinations.Name{Kind: destinations.Queue, Name: k.name})
-		}
-	}
-	c.b.mu.Unlock()
-	for _, q := range qs {
-		q.Drop()
-	}
+	c.dests.DropTemps(c.temps)
 	c.temps = nil
 }

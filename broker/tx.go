@@ -35,9 +35,8 @@ func (c *Conn) Begin(tx string) error {
 	if c.txs[tx] != nil {
 		return errorf(ErrDuplicateTransaction, "Transaction %s is already started", tx)
 	}
-	if len(c.txs) >= c.b.maxTxs {
-		return errorf(ErrTooManyTransactions, "BEGIN %s refused: this connection has %d transactions open, the most allowed (systemUsage maxTransactionsPerConnection); COMMIT or ABORT one first",
-			tx, len(c.txs))
+	if err := c.quotas.begin(tx, len(c.txs)); err != nil {
+		return err
 	}
 	c.txs[tx] = &txState{}
 	return nil
@@ -54,8 +53,13 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 		return errorf(ErrUnknownTransaction, "Invalid transaction id: %s", tx)
 	}
 	delete(c.txs, tx)
-	done = c.b.streamsAfterCommit(t, done)
-	batch := c.b.store.Begin()
+	return c.b.commitTx(ctx, c, t, done)
+}
+
+// commitTx applies t, a transaction of c (see Conn.Commit).
+func (b *Broker) commitTx(ctx context.Context, c *Conn, t *txState, done func(error)) error {
+	done = b.streamsAfterCommit(t, done)
+	batch := b.store.Begin()
 	var applies []func(error)
 	var acked int64
 	var settled []*Delivery
@@ -67,7 +71,7 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 		if st.sub.stream != nil {
 			continue // in streamsAfterCommit
 		}
-		if f := c.b.applySettle(batch, st.sub, st.ds, st.ack); f != nil {
+		if f := b.applySettle(batch, st.sub, st.ds, st.ack); f != nil {
 			applies = append(applies, f)
 		}
 	}
@@ -85,13 +89,13 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 			f(err)
 		}
 		for _, j := range jobs {
-			c.b.sched.Written(j, err)
+			b.sched.Written(j, err)
 		}
 	}
 	for _, s := range t.sends {
-		if c.b.sched != nil && c.b.sched.Wants(s.msg) {
+		if b.scheduled(s.msg) {
 			// Stored in this batch: once COMMIT is answered the job survives a crash.
-			j, err := c.b.sched.Prepare(ctx, s.dests, s.msg, batch)
+			j, err := b.sched.Prepare(ctx, s.dests, s.msg, batch)
 			if err != nil {
 				fail(err)
 				return err
@@ -107,11 +111,11 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 				msg.Expires = expires
 			}
 			// Checked at COMMIT: a duplicate in a committed transaction is dropped.
-			if dup, _ := c.b.dedup.Check(d, msg, &batch, c.ID, marks); dup {
+			if dup, _ := b.dedup.Check(d, msg, &batch, c.ID, marks); dup {
 				continue
 			}
 			if d.Kind.IsTopic() {
-				t := c.b.topic(d.Name)
+				t := b.dests.Topic(d.Name)
 				destinations.ExpireAfter(msg, t.TTL())
 				acc, store := t.Accept(msg)
 				if store {
@@ -121,10 +125,10 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 				topicSends = append(topicSends, topicSend{t, msg})
 				continue
 			}
-			q, e, err := c.b.acceptQueue(d.Name, msg, false)
+			q, e, err := b.acceptQueue(d.Name, msg, false)
 			if err != nil {
 				fail(err) // the whole transaction fails
-				return c.b.memoryFull(c, q, err)
+				return b.memoryFull(c, q, err)
 			}
 			entries = append(entries, destinations.Accepted{Q: q, E: e, Seq: msg.Seq})
 			if msg.Persistent {
@@ -132,16 +136,16 @@ func (c *Conn) Commit(ctx context.Context, tx string, done func(error)) error {
 			}
 		}
 	}
-	c.b.counters.Acked[c.proto].Add(acked)
+	b.counters.Acked[c.proto].Add(acked)
 	done = afterMarked(settled, marks.Answer(done))
-	c.b.finish(batch, persistence.Sync, func(err error) {
+	b.finish(batch, persistence.Sync, func(err error) {
 		destinations.SettleAll(entries, err)
 		marks.Settle(err)
 		for _, f := range applies {
 			f(err)
 		}
 		for _, j := range jobs {
-			c.b.sched.Written(j, err)
+			b.sched.Written(j, err)
 		}
 		if err == nil {
 			for _, ts := range topicSends {

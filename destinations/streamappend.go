@@ -13,7 +13,7 @@ import (
 
 // Appender limits. A partition's queue holds at most appendQueueMsgs messages or
 // appendQueueBytes bytes; a SEND that would pass either is held (producer flow control,
-// the broker's flowcontrol.go) until the appender has taken the queue: the transport keeps the frame
+// package broker/flowcontrol) until the appender has taken the queue: the transport keeps the frame
 // and sends it again then, and the connection goes on delivering and heart-beating
 // meanwhile. One Append writes at most appendBatchBytes, well under the embedded log's
 // batch limit, so a queue drains in a few batches.

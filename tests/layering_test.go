@@ -135,6 +135,17 @@ var allowed = map[string][]string{
 	// the durable subscriptions' counts and security only for the Subject type an
 	// operator's send carries.
 	"broker/management": {"destinations", "durable", "persistence", "security", "internal/histogram"},
+	// broker/registry is the destination registry: the queues and topics by name, the
+	// temporary ones and their owners, virtual topics, wildcard subscriptions, the
+	// count against maxDestinations and the collector of inactive ones, under the lock
+	// that was broker.mu. Its Host gives it authorization and advisories' news; it asks
+	// broker/advisory, a sibling, which topics are advisories (never counted).
+	"broker/registry": {"broker/advisory", "destinations", "persistence", "internal/loglimit"},
+	// broker/flowcontrol is the memory and store accounting and producer flow control;
+	// its Host finds the queues and topics a SEND names.
+	"broker/flowcontrol": {"destinations", "persistence", "internal/loglimit"},
+	// broker/ackretry writes again the auto-acknowledgements whose store write failed.
+	"broker/ackretry": {"destinations", "persistence"},
 }
 
 // TestLayering fails when a package imports across the layering of DESIGN.md: an adapter

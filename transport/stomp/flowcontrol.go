@@ -15,8 +15,8 @@ import (
 // read until the SEND goes through, and TCP holds the client back.
 const maxHeldFrames = 256
 
-// heldSend is a SEND that found no room (producer flow control, see the broker's
-// flowcontrol.go): it is sent again when retry closes, and refused with err once the
+// heldSend is a SEND that found no room (producer flow control, see package
+// broker/flowcontrol): it is sent again when retry closes, and refused with err once the
 // deadline passes (none when the broker holds producers without a limit).
 type heldSend struct {
 	f        *frame.Frame

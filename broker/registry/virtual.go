@@ -1,4 +1,4 @@
-package broker
+package registry
 
 import (
 	"strings"
@@ -41,19 +41,41 @@ func (v VirtualTopics) virtualTopicOf(name string) (string, bool) {
 	return topic, destinations.Match(v.Name, topic)
 }
 
-// registerVirtual records a new queue that consumes a virtual topic. Called with b.mu held.
-func (b *Broker) registerVirtual(q *destinations.QueueDest) {
-	if topic, ok := b.virtual.virtualTopicOf(q.Name()); ok {
-		b.vtQueues[topic] = append(b.vtQueues[topic], destinations.Name{Kind: destinations.Queue, Name: q.Name()})
+// registerVirtual records a new queue that consumes a virtual topic. The caller holds
+// r.mu.
+func (r *Destinations) registerVirtual(q *destinations.QueueDest) {
+	if topic, ok := r.virtual.virtualTopicOf(q.Name()); ok {
+		r.vtQueues[topic] = append(r.vtQueues[topic], destinations.Name{Kind: destinations.Queue, Name: q.Name()})
 	}
 }
 
-// virtualQueues returns the consumer queues of a virtual topic.
-func (b *Broker) virtualQueues(topic string) []destinations.Name {
-	if !b.virtual.Enabled {
+// unregisterVirtual forgets a removed virtual topic consumer queue. The caller holds
+// r.mu.
+func (r *Destinations) unregisterVirtual(q *destinations.QueueDest) {
+	topic, ok := r.virtual.virtualTopicOf(q.Name())
+	if !ok {
+		return
+	}
+	qs := r.vtQueues[topic]
+	for i, n := range qs {
+		if n.Name == q.Name() {
+			qs = append(qs[:i:i], qs[i+1:]...)
+			break
+		}
+	}
+	if len(qs) == 0 {
+		delete(r.vtQueues, topic)
+	} else {
+		r.vtQueues[topic] = qs
+	}
+}
+
+// VirtualQueues returns the consumer queues of the virtual topic called topic.
+func (r *Destinations) VirtualQueues(topic string) []destinations.Name {
+	if !r.virtual.Enabled {
 		return nil
 	}
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.vtQueues[topic]
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.vtQueues[topic]
 }

@@ -1,0 +1,173 @@
+package registry
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/destinations/policy"
+	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/memstore"
+)
+
+// host records what the registry announces and lets every subject read everything.
+type host struct {
+	mu      sync.Mutex
+	added   []string
+	removed []string
+}
+
+func (h *host) MayRead(*destinations.Consumer, bool, string) bool { return true }
+
+func (h *host) Added(d destinations.Name, temp bool, by string, q *destinations.QueueDest, t *destinations.TopicDest) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.added = append(h.added, d.String())
+}
+
+func (h *host) Removed(d destinations.Name) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.removed = append(h.removed, d.String())
+}
+
+// conn is a connection that owns temporary destinations and takes no delivery.
+type conn string
+
+func (c conn) Push(*destinations.Delivery)                        {}
+func (c conn) PushAll([]*destinations.Delivery)                   {}
+func (c conn) AbortConsumer(*destinations.Consumer, string, bool) {}
+func (c conn) ConnectionID() string                               { return string(c) }
+
+func (c conn) consumer(dest destinations.Name) *destinations.Consumer {
+	return &destinations.Consumer{Sink: c, Dest: dest}
+}
+
+func newRegistry(t *testing.T, max int, pol func(policy.Policy) policy.Policy) (*Destinations, *host) {
+	t.Helper()
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); wg.Wait() })
+	env := &destinations.Env{
+		Store: memstore.New(), Log: slog.New(slog.DiscardHandler), Memory: destinations.NewUsage(1 << 30),
+		Space: &destinations.SpaceSignal{}, Background: &wg, Stopping: func() bool { return false }, Done: done,
+		Policy: func(k destinations.Kind, name string) policy.Policy { return pol(policy.Default(k.IsTopic())) },
+		Commit: func(b persistence.Batch, d persistence.Durability, fn func(error)) {
+			fn(b.Commit(context.Background(), d))
+		},
+	}
+	h := &host{}
+	return New(Config{Env: env, Host: h, Virtual: DefaultVirtualTopics(), MaxDestinations: max}), h
+}
+
+func same(p policy.Policy) policy.Policy { return p }
+
+func queue(name string) destinations.Name {
+	return destinations.Name{Kind: destinations.Queue, Name: name}
+}
+func topic(name string) destinations.Name {
+	return destinations.Name{Kind: destinations.Topic, Name: name}
+}
+
+// TestAdmitCountsAgainstMaxDestinations: what clients create counts against
+// MaxDestinations, advisory topics and wildcards do not, and a refused Admit creates
+// nothing of its destinations.
+func TestAdmitCountsAgainstMaxDestinations(t *testing.T) {
+	r, h := newRegistry(t, 2, same)
+	require.NoError(t, r.Admit("c1", []destinations.Name{queue("a"), topic("ActiveMQ.Advisory.Queue"), topic("x.>")}))
+	require.NoError(t, r.Admit("c1", []destinations.Name{topic("b")}))
+	err := r.Admit("c1", []destinations.Name{queue("a"), queue("c")})
+	require.ErrorIs(t, err, ErrTooManyDestinations)
+	assert.Equal(t, "maximum number of destinations reached (systemUsage maxDestinations 2): /queue/a not created", err.Error())
+	assert.Nil(t, r.FindQueue("c"))
+	assert.Equal(t, []string{"/queue/a", "/topic/b"}, h.added, "the advisory topic is made on use, not by Admit")
+	r.Topic("ActiveMQ.Advisory.Topic") // the broker's own: never refused, never counted
+	require.NoError(t, r.Admit("c1", []destinations.Name{queue("a"), topic("b")}))
+}
+
+// TestVirtualTopicConsumerQueues: a queue named after a virtual topic's consumer
+// prefix is one of its consumer queues until it is removed.
+func TestVirtualTopicConsumerQueues(t *testing.T) {
+	r, h := newRegistry(t, 0, same)
+	r.Queue("Consumer.A.VirtualTopic.Orders")
+	r.Queue("Consumer.B.VirtualTopic.Orders")
+	r.Queue("Other.A.VirtualTopic.Orders")
+	assert.Equal(t, []destinations.Name{queue("Consumer.A.VirtualTopic.Orders"), queue("Consumer.B.VirtualTopic.Orders")},
+		r.VirtualQueues("VirtualTopic.Orders"))
+	q, tp, err := r.Detach(queue("Consumer.A.VirtualTopic.Orders"))
+	require.NoError(t, err)
+	assert.NotNil(t, q)
+	assert.Nil(t, tp)
+	assert.Equal(t, []destinations.Name{queue("Consumer.B.VirtualTopic.Orders")}, r.VirtualQueues("VirtualTopic.Orders"))
+	assert.Equal(t, []string{"/queue/Consumer.A.VirtualTopic.Orders"}, h.removed)
+	q, tp, err = r.Detach(queue("Consumer.A.VirtualTopic.Orders"))
+	assert.NoError(t, err)
+	assert.True(t, q == nil && tp == nil, "a destination that does not exist is not detached")
+}
+
+// TestTempDestinations: a temporary destination belongs to the connection that named
+// it first, is hidden from management, is read by wildcard subscriptions of its owner
+// only, and goes when the owner drops it.
+func TestTempDestinations(t *testing.T) {
+	r, h := newRegistry(t, 0, same)
+	owner, other := conn("c1"), conn("c2")
+	d := destinations.Name{Kind: destinations.TempQueue, Name: "replies"}
+	real, created, err := r.Temp(owner, d)
+	require.NoError(t, err)
+	assert.True(t, created)
+	assert.Equal(t, queue("c1:replies"), real)
+	_, created, err = r.Temp(owner, d)
+	require.NoError(t, err)
+	assert.False(t, created, "made once")
+	assert.Equal(t, destinations.Sink(owner), r.TempOwner(false, "c1:replies"))
+	assert.True(t, r.OwnsTemp(owner, d))
+	assert.False(t, r.OwnsTemp(other, d))
+	q, _ := r.Find(real)
+	assert.Nil(t, q, "management does not see temporary destinations")
+	wMine := r.AddWildcardQueue(owner.consumer(queue(">")))
+	wTheirs := r.AddWildcardQueue(other.consumer(queue(">")))
+	assert.Len(t, r.WildcardQueues(wMine), 1)
+	assert.Empty(t, r.WildcardQueues(wTheirs), "another connection's temporary queue is not read")
+	r.Queue("plain")
+	assert.Len(t, r.WildcardQueues(wMine), 2)
+	assert.Len(t, r.WildcardQueues(wTheirs), 1)
+
+	r.DropTemps([]destinations.Name{real})
+	assert.Nil(t, r.FindQueue("c1:replies"))
+	assert.Nil(t, r.TempOwner(false, "c1:replies"))
+	assert.Equal(t, []string{"/queue/c1:replies"}, h.removed)
+	r.RemoveWildcardQueue(wMine)
+	assert.Empty(t, r.WildcardQueues(wMine))
+}
+
+// TestCollectRemovesInactive: the collector removes the destinations its policy
+// collects once they have been inactive long enough, leaves temporary ones to their
+// owner, and a destination made again numbers its messages above the removed one's.
+func TestCollectRemovesInactive(t *testing.T) {
+	r, h := newRegistry(t, 0, func(p policy.Policy) policy.Policy {
+		p.GCInactiveDestinations = true
+		p.InactiveTimeoutBeforeGC = time.Millisecond
+		return p
+	})
+	q := r.Queue("idle")
+	q.RecoverStored(41, 0)
+	_, _, err := r.Temp(conn("c1"), destinations.Name{Kind: destinations.TempQueue, Name: "t"})
+	require.NoError(t, err)
+	before := r.Removals()
+	now := time.Now()
+	r.Collect(context.Background(), now) // found idle from now on
+	assert.NotNil(t, r.FindQueue("idle"))
+	r.Collect(context.Background(), now.Add(time.Hour))
+	assert.Equal(t, int64(2), r.GCSweeps())
+	assert.Nil(t, r.FindQueue("idle"))
+	assert.NotNil(t, r.FindQueue("c1:t"), "temporary destinations go with their connection")
+	assert.Equal(t, before+1, r.Removals())
+	assert.Contains(t, h.removed, "/queue/idle")
+	assert.GreaterOrEqual(t, r.Queue("idle").NextSeq(), q.NextSeq())
+}
