@@ -123,14 +123,16 @@ func TestMigrateDurablesFromActiveMQ(t *testing.T) {
 	start := sourceCutoff()
 
 	from, to := "stomp://"+amq, "stomp://"+ours.Addr
-	args := []string{"migrate", "--from", from, "--to", to, "--admin", adminURL, "--idle", "1s",
-		"--durable", feed.flag(topic), "--durable", audit.flag(topic)}
-	migrateKilled(t, n, "durable mig-c1:feed", args...)
+	args := func(idle string) []string {
+		return []string{"migrate", "--from", from, "--to", to, "--admin", adminURL, "--idle", idle,
+			"--durable", feed.flag(topic), "--durable", audit.flag(topic)}
+	}
+	migrateKilled(t, n, "durable mig-c1:feed", args("1s")...)
 
 	// ActiveMQ frees the dead tool's client-id once it noticed the connection closed.
 	var r cliResult
 	eventually(t, 30*time.Second, "migrate to run again", func() bool {
-		r = runCLI(t, "", nil, append(args, "--progress", "0")...)
+		r = runCLI(t, "", nil, append(args(resumeIdle), "--progress", "0")...)
 		return r.Code == 0 || !strings.Contains(r.Stderr, "already connected")
 	})
 	require.Equal(t, 0, r.Code, "migrate again:\n%s\n%s", r.Stdout, r.Stderr)

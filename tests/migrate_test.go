@@ -345,7 +345,7 @@ func TestMigrateKilledResumesExactlyOnce(t *testing.T) {
 	from, to := "stomp://"+amq, "stomp://"+ours.Addr
 	migrateKilled(t, n, "MIG.KILL", "migrate", "--from", from, "--to", to, "--queue", "MIG.KILL", "--idle", "1s")
 
-	r := runCLI(t, "", nil, "migrate", "--from", from, "--to", to, "--queue", "MIG.KILL", "--idle", "1s", "--progress", "0")
+	r := runCLI(t, "", nil, "migrate", "--from", from, "--to", to, "--queue", "MIG.KILL", "--idle", resumeIdle, "--progress", "0")
 	require.Equal(t, 0, r.Code, "migrate again:\n%s\n%s", r.Stdout, r.Stderr)
 	t.Logf("second run:\n%s", r.Stdout)
 
@@ -356,6 +356,12 @@ func TestMigrateKilledResumesExactlyOnce(t *testing.T) {
 	}
 	migDrain(t, amq, "MIG.KILL", 0)
 }
+
+// resumeIdle is the --idle of the run after a kill: ActiveMQ gives the killed tool's
+// unacknowledged messages (and, behind them, the rest of the queue) to a new consumer
+// only once it noticed the connection closed, which on a busy machine took over a
+// second, and a run that hears nothing for its idle ends having moved nothing.
+const resumeIdle = "15s"
 
 // migrateKilled runs broker with args (a migrate) and kills it -9 once its progress
 // lines say that a third of the n messages of what moved, whose label it names, were
