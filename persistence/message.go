@@ -89,7 +89,7 @@ func (m *Message) Size() int {
 func (m *Message) Clone() *Message {
 	c := *m
 	c.Headers = append(Headers(nil), m.Headers...)
-	c.Props = m.Props.clone()
+	c.Props = m.Props.Clone()
 	c.Body = append([]byte(nil), m.Body...)
 	c.Subs = append([]SubKey(nil), m.Subs...)
 	return &c

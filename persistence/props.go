@@ -187,8 +187,8 @@ func (ps Props) Get(name string) (Prop, bool) {
 	return Prop{}, false
 }
 
-// clone returns a deep copy of ps with every byte array in one allocation.
-func (ps Props) clone() Props {
+// Clone returns a deep copy of ps, every byte array in one allocation; nil for none.
+func (ps Props) Clone() Props {
 	if len(ps) == 0 {
 		return nil
 	}

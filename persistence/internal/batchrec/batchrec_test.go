@@ -34,11 +34,23 @@ func TestEncodingVersion1(t *testing.T) {
 	}
 }
 
+// A message with a typed part sets flags bit 1 and carries the part, framed as a str,
+// between the body and the subscriptions.
+func TestEncodingTypedPart(t *testing.T) {
+	m := &persistence.Message{Seq: 7, Dest: "t", Persistent: true, Priority: 4, ID: "i", Body: []byte("b"),
+		Kind: persistence.BodyText, Props: persistence.Props{persistence.BoolProp("x", true)}}
+	typed := persistence.AppendTyped(nil, m)
+	want := append([]byte{7, 1, 't', 1 | FlagTyped, 4, 0, 0, 0, 1, 'i', 0, 1, 'b', byte(len(typed))}, typed...)
+	require.Equal(t, append(want, 0), AppendMessage(nil, m, nil))
+}
+
 func TestMessageLen(t *testing.T) {
 	for _, m := range []*persistence.Message{
 		{},
 		{Seq: 1 << 40, Dest: "queue/a", Expires: -1 << 40, Timestamp: 1 << 62, RedeliveryCount: 1 << 31,
 			ID: "id", Headers: persistence.Headers{"k", string(make([]byte, 200))}, Body: make([]byte, 1<<15)},
+		{Kind: persistence.BodyBytes},
+		{Props: persistence.Props{persistence.BytesProp("b", make([]byte, 300)), persistence.IntProp("i", persistence.PropLong, -1<<40)}},
 	} {
 		subs := []persistence.SubKey{{ClientID: "c", Name: "n"}}
 		require.Len(t, AppendMessage(nil, m, subs), MessageLen(m, subs))
