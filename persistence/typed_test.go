@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -194,7 +195,9 @@ func TestMessageTypedPart(t *testing.T) {
 	_, _, ok = m.Property("missing")
 	assert.False(t, ok)
 
-	// Size counts the properties; Clone copies them, byte arrays included.
+	// Size counts the properties (propSize is what one takes in the slice); Clone copies
+	// them, byte arrays included.
+	assert.Equal(t, uintptr(propSize), unsafe.Sizeof(Prop{}))
 	assert.Greater(t, m.Size(), (&Message{Headers: m.Headers}).Size()+len(m.Props)*propSize)
 	c := m.Clone()
 	assert.Equal(t, m.Props, c.Props)
