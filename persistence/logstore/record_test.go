@@ -145,6 +145,8 @@ func FuzzDecodeRecord(f *testing.F) {
 		b.AddSub(persistence.SubInfo{Key: persistence.SubKey{ClientID: "c", Name: "s"}, Dest: "topic://t"})
 		b.Add(&persistence.Message{Dest: "topic://t", Seq: 3, ID: "id", Headers: persistence.Headers{"k", "v"},
 			Body: []byte("body"), Subs: []persistence.SubKey{{ClientID: "c", Name: "s"}}})
+		b.Add(&persistence.Message{Dest: "queue://q", Seq: 4, Kind: persistence.BodyMap,
+			Props: persistence.Props{persistence.BytesProp("b", []byte("v")), persistence.DoubleProp("d", 2)}})
 		b.Ack("queue://q", 9)
 		b.AckSub(persistence.SubKey{ClientID: "c", Name: "s"}, 3)
 		b.RemoveSub(persistence.SubKey{ClientID: "c", Name: "s"})
