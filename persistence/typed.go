@@ -110,28 +110,7 @@ var intRange = [...]struct{ lo, hi int64 }{
 // before anything is allocated. On error m is left alone.
 func ReadTyped(b []byte, m *Message) error {
 	r := typedReader{b: b}
-	if v := r.byte(); v != TypedVersion {
-		return r.errorf("version %d, this build reads %d", v, TypedVersion)
-	}
-	kind := BodyKind(r.byte())
-	count := r.uvarint()
-	if r.err != nil {
-		return r.err
-	}
-	if kind > maxBodyKind {
-		return r.errorf("body kind %d", kind)
-	}
-	if count > uint64(len(r.b)-r.off)/minPropLen {
-		return r.errorf("%d properties in %d bytes", count, len(r.b)-r.off)
-	}
-	// First pass: check everything and size the names.
-	start, names := r.off, 0
-	for range count {
-		names += len(r.prop(nil))
-	}
-	if r.err == nil && r.off != len(b) {
-		r.errorf("%d trailing bytes", len(b)-r.off)
-	}
+	kind, count, names := r.check()
 	if r.err != nil {
 		return r.err
 	}
@@ -142,7 +121,6 @@ func ReadTyped(b []byte, m *Message) error {
 		props = make(Props, count)
 		var sb strings.Builder
 		sb.Grow(names)
-		r.off = start
 		for i := range props {
 			name := r.prop(&props[i])
 			sb.Write(name)
@@ -152,6 +130,45 @@ func ReadTyped(b []byte, m *Message) error {
 	}
 	m.Kind, m.Props = kind, props
 	return nil
+}
+
+// CheckTyped reports whether b is exactly one valid encoding of the typed part, as
+// ReadTyped would find it, without allocating: what a store's replay checks of a
+// message it does not decode.
+func CheckTyped(b []byte) error {
+	r := typedReader{b: b}
+	r.check()
+	return r.err
+}
+
+// check reads the encoding once, checking everything: it returns the body kind, the
+// property count and the length of all names, and leaves r at the first property.
+func (r *typedReader) check() (kind BodyKind, count uint64, names int) {
+	if v := r.byte(); v != TypedVersion {
+		r.errorf("version %d, this build reads %d", v, TypedVersion)
+		return
+	}
+	kind = BodyKind(r.byte())
+	count = r.uvarint()
+	switch {
+	case r.err != nil:
+		return
+	case kind > maxBodyKind:
+		r.errorf("body kind %d", kind)
+		return
+	case count > uint64(len(r.b)-r.off)/minPropLen:
+		r.errorf("%d properties in %d bytes", count, len(r.b)-r.off)
+		return
+	}
+	start := r.off
+	for range count {
+		names += len(r.prop(nil))
+	}
+	if r.err == nil && r.off != len(r.b) {
+		r.errorf("%d trailing bytes", len(r.b)-r.off)
+	}
+	r.off = start
+	return
 }
 
 // typedReader reads the encoding; the first error sticks.

@@ -35,6 +35,7 @@ func TestTypedRoundTrip(t *testing.T) {
 		enc := AppendTyped([]byte("prefix"), m)
 		require.Equal(t, "prefix", string(enc[:6]))
 		require.Len(t, enc[6:], TypedLen(m))
+		require.NoError(t, CheckTyped(enc[6:]))
 		var got Message
 		require.NoError(t, ReadTyped(enc[6:], &got))
 		assert.Equal(t, m.Kind, got.Kind)
@@ -76,6 +77,7 @@ func TestReadTypedRefuses(t *testing.T) {
 		cases["truncated "+string(rune('a'+i%26))+string(rune('0'+i/26))] = good[:i]
 	}
 	for name, b := range cases {
+		assert.ErrorIs(t, CheckTyped(b), ErrTyped, name)
 		m := Message{Kind: BodyText, Props: Props{BoolProp("keep", true)}}
 		err := ReadTyped(b, &m)
 		assert.True(t, errors.Is(err, ErrTyped), "%s: %v", name, err)
@@ -90,6 +92,7 @@ func TestReadTypedAllocations(t *testing.T) {
 	enc := AppendTyped(nil, typedCase())
 	var m Message
 	assert.Equal(t, 2.0, testing.AllocsPerRun(100, func() { _ = ReadTyped(enc, &m) }))
+	assert.Equal(t, 0.0, testing.AllocsPerRun(100, func() { _ = CheckTyped(enc) }))
 	kindOnly := AppendTyped(nil, &Message{Kind: BodyBytes})
 	assert.Equal(t, 0.0, testing.AllocsPerRun(100, func() { _ = ReadTyped(kindOnly, &m) }))
 }
@@ -107,6 +110,7 @@ func FuzzReadTyped(f *testing.F) {
 		for _, chunk := range [][]byte{data[:cut], data[cut:], data} {
 			var m Message
 			err := ReadTyped(chunk, &m)
+			require.Equal(t, err == nil, CheckTyped(chunk) == nil, "CheckTyped agrees with ReadTyped")
 			if err != nil {
 				require.ErrorIs(t, err, ErrTyped)
 				continue

@@ -278,7 +278,10 @@ func peekMessage(raw []byte) (msgMeta, error) {
 	}
 	mm.body = len(d.bytes())
 	if flags&batchrec.FlagTyped != 0 {
-		d.bytes()
+		// Checked, not decoded: replay refuses what Scan could not read.
+		if typed := d.bytes(); !d.bad && persistence.CheckTyped(typed) != nil {
+			d.fail()
+		}
 	}
 	mm.subs = d.b[d.off:]
 	if d.bad {

@@ -73,6 +73,17 @@ func TestRecordVersionTyped(t *testing.T) {
 		want.Subs = nil
 		require.Equal(t, *want, m)
 	}
+	// Replay refuses a message whose typed part Scan could not read, even with a good
+	// checksum.
+	raw := appendMessage(nil, typedMessage(), nil)
+	at := bytes.Index(raw, persistence.AppendTyped(nil, typedMessage()))
+	require.Positive(t, at)
+	raw[at] = persistence.TypedVersion + 1
+	putCRC(raw)
+	_, err := peekMessage(raw)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorIs(t, decodeMessage(raw, &persistence.Message{}, nil), ErrCorrupt)
+
 	// A message without a typed part leaves none behind in a reused Message.
 	payload, _, err := decodeFrame(recs[2])
 	require.NoError(t, err)

@@ -215,7 +215,12 @@ func decodeAddOp(msg []byte, o *op) error {
 	}
 	o.body = uint32(len(r.bytes()))
 	if flags&batchrec.FlagTyped != 0 {
-		r.bytes()
+		// Checked, not decoded: replay refuses what Scan could not read.
+		if typed := r.bytes(); r.err == nil {
+			if err := persistence.CheckTyped(typed); err != nil {
+				r.fail(err.Error())
+			}
+		}
 	}
 	o.subs = r.subKeys()
 	if r.err == nil && r.off != len(msg) {

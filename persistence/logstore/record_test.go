@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"testing"
@@ -112,6 +113,14 @@ func TestRecordTypedPart(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, decodeMessage(msg, &dec, "topic://t"))
 	require.Equal(t, *typed, dec)
+
+	// Replay refuses a record whose typed part Scan could not read.
+	at := bytes.Index(rec, persistence.AppendTyped(nil, typed))
+	require.Positive(t, at)
+	bad := bytes.Clone(rec)
+	bad[at] = persistence.TypedVersion + 1
+	_, err = decodeRecord(bad, nil)
+	require.ErrorIs(t, err, ErrCorrupt)
 }
 
 // TestInvalidBatches: what Commit refuses, before anything is written.
