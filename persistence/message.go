@@ -68,10 +68,8 @@ type Message struct {
 // messageOverhead is what a message waiting in a queue's memory costs beyond its bytes:
 // the Message and the queue's entry for it, and the allocations' rounding. Measured
 // (broker's TestWindowHeapWithinSize: 128-byte persistent messages on the journal):
-// ≈370 bytes of heap for a Size of 215 with 64 here, before it was raised to 224; Props
-// and Kind then made the Message 32 bytes larger (heap ≈400 for a Size of 375), hence
-// 256.
-const messageOverhead = 256
+// ≈370 bytes of heap for a Size of 215 with 64 here, before it was raised.
+const messageOverhead = 224
 
 // Size is the approximate number of bytes the message occupies in memory while it
 // waits in a queue, used for memory limits and statistics: a queue's memoryLimit bounds
