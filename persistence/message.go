@@ -40,12 +40,17 @@ func KindOf(dest string) DestKind {
 // Dest is a qualified name ("queue://ORDERS", "topic://PRICES"). Seq is assigned by the
 // broker, strictly increasing per destination and never reused, also across restarts.
 // Headers holds the application's headers as key/value pairs in arrival order (the first
-// occurrence of a key wins); the fields below it are the ones the broker itself acts on.
+// occurrence of a key wins): the string properties. Props holds the properties of other
+// JMS types (a name is in one of the two) and Kind the JMS type of the body; a store
+// keeps both (see AppendTyped). The fields below them are the ones the broker itself
+// acts on.
 type Message struct {
 	Dest    string
 	Seq     uint64
 	ID      string
 	Headers Headers
+	Props   Props
+	Kind    BodyKind
 	Body    []byte
 
 	Persistent      bool
@@ -74,6 +79,9 @@ func (m *Message) Size() int {
 	for _, h := range m.Headers {
 		n += len(h) + 16
 	}
+	for _, p := range m.Props {
+		n += len(p.Name) + len(p.Bytes) + propSize
+	}
 	return n
 }
 
@@ -81,6 +89,7 @@ func (m *Message) Size() int {
 func (m *Message) Clone() *Message {
 	c := *m
 	c.Headers = append(Headers(nil), m.Headers...)
+	c.Props = m.Props.Clone()
 	c.Body = append([]byte(nil), m.Body...)
 	c.Subs = append([]SubKey(nil), m.Subs...)
 	return &c

@@ -61,6 +61,11 @@
 // the comparison is FALSE, as JMS says for unlike types, and <> — which is NOT = —
 // is TRUE. So 'abc' > 5 is FALSE and NOT ('abc' > 5) is TRUE.
 //
+// A message's typed properties (persistence.Message.Props, set by a JMS client) are
+// their JMS types, with no conversion: byte, short, int and long are exact numbers,
+// float (widened, as Java does: 1.1f is not 1.1) and double approximate ones, boolean a
+// boolean; a byte array cannot be compared and is NULL.
+//
 // Numbers compare exactly when both are exact, otherwise as float64. Strings compare
 // byte-wise (the UTF-8 order, which is the code point order); ActiveMQ also allows <
 // and > on strings. Booleans compare with = and <> only; the ordering operators are

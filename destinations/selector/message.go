@@ -32,7 +32,10 @@ var (
 // being decided (0 means M.RedeliveryCount+1).
 //
 // Selectors see the application headers of M by their names, first occurrence winning,
-// and these names as the message's own fields:
+// as strings (compared with numbers numerically, as ActiveMQ does for STOMP headers);
+// M's typed properties by their names as their JMS types (byte, short, int and long
+// exact numbers, float and double approximate ones, boolean a boolean, a byte array
+// NULL); and these names as the message's own fields:
 //
 //	JMSPriority, priority        M.Priority (exact number)
 //	JMSTimestamp, timestamp      M.Timestamp (exact number, ms since the epoch)
@@ -43,9 +46,9 @@ var (
 //	JMSDestination               M.Dest, the qualified name ('queue://ORDERS')
 //	JMSXDeliveryCount            the delivery count (exact number)
 //	JMSRedelivered, redelivered  delivery count > 1 (boolean)
-//	JMSType                      header "type"
-//	JMSCorrelationID             header "correlation-id"
-//	JMSReplyTo                   header "reply-to"
+//	JMSType                      header "type" (persistence.HeaderType)
+//	JMSCorrelationID             header "correlation-id" (persistence.HeaderCorrelationID)
+//	JMSReplyTo                   header "reply-to" (persistence.HeaderReplyTo)
 //	JMSXGroupID, JMSXGroupSeq    headers of the same names
 //
 // The lower-case STOMP names always mean the field: SEND takes these headers out of
@@ -72,8 +75,10 @@ func (m *Message) Get(name string) (string, bool) {
 		return v.s, true
 	case Bool:
 		return strconv.FormatBool(v.b), true
+	case Float:
+		return strconv.FormatFloat(v.f, 'g', -1, 64), true
 	}
-	return strconv.FormatInt(v.i, 10), true // fields are exact numbers
+	return strconv.FormatInt(v.i, 10), true
 }
 
 // Value returns a property with its type: fields as numbers and booleans, headers as
@@ -124,11 +129,11 @@ func resolveField(name string) (field, string) {
 	case "JMSRedelivered", "redelivered":
 		return fieldRedelivered, ""
 	case "JMSType":
-		return fieldHeader, "type"
+		return fieldHeader, persistence.HeaderType
 	case "JMSCorrelationID":
-		return fieldHeader, "correlation-id"
+		return fieldHeader, persistence.HeaderCorrelationID
 	case "JMSReplyTo":
-		return fieldHeader, "reply-to"
+		return fieldHeader, persistence.HeaderReplyTo
 	}
 	return fieldHeader, name
 }
@@ -169,6 +174,26 @@ func fieldValue(m *persistence.Message, dc uint32, f field, hdr string) Value {
 	}
 	if v, ok := m.Headers.Get(hdr); ok {
 		return StringValue(v)
+	}
+	if len(m.Props) > 0 {
+		if p, ok := m.Props.Get(hdr); ok {
+			return propValue(p)
+		}
+	}
+	return Value{}
+}
+
+// propValue is a typed property as its JMS type: integers exact numbers, float and
+// double approximate ones, a boolean a boolean; a byte array is not comparable in a
+// selector and reads as NULL.
+func propValue(p persistence.Prop) Value {
+	switch {
+	case p.Kind == persistence.PropBool:
+		return BoolValue(p.Bool())
+	case p.Kind.IsInteger():
+		return IntValue(p.Int())
+	case p.Kind.IsFloat():
+		return FloatValue(p.Float())
 	}
 	return Value{}
 }

@@ -39,7 +39,12 @@
 // RedeliveryCount uint32, Expires int64, Timestamp int64, body length uint32 (at a fixed
 // offset, so Ack learns the size it subtracts without decoding), uvarint len(ID) and ID,
 // uvarint number of header strings and each as uvarint length and bytes, then the body.
-// Dest, Seq and Subs are not in the record. A subscription record is: version byte (1),
+// Dest, Seq and Subs are not in the record. A message with a typed part (its JMS body
+// kind and typed properties) has a version 2 record: version 1 with, after the body
+// length, a uvarint length and the typed part (persistence.AppendTyped's encoding,
+// version 1). A message without one is written as version 1, byte for byte as before,
+// and both are read; a build that does not know version 2 refuses such a record
+// (ErrCorrupt) rather than dropping the typed part. A subscription record is: version byte (1),
 // id uint64, Created int64, uvarint-prefixed Dest and Selector.
 //
 // A topic message is stored once. Its owners record lists the internal ids of the

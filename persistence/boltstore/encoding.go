@@ -7,28 +7,34 @@ import (
 	"github.com/activemq-go/broker/persistence"
 )
 
-// The value encodings of format version 1. doc.go describes them for a reader of the
-// file; this file is the one place that writes and reads them.
+// The value encodings of format version 1 (message records version 1 and 2). doc.go
+// describes them for a reader of the file; this file is the one place that writes and
+// reads them.
 
 // formatVersion is the layout version stored under meta/"format".
 const formatVersion = 1
 
-// msgRecordVersion is the first byte of every message record.
-const msgRecordVersion = 1
+// msgRecordVersion is the first byte of a message record without a typed part,
+// msgRecordVersionTyped of one with it.
+const (
+	msgRecordVersion      = 1
+	msgRecordVersionTyped = 2
+)
 
 // subRecordVersion is the first byte of every subscription record.
 const subRecordVersion = 1
 
 // Message record layout (offsets in bytes):
 //
-//	0      version (1)
+//	0      version (1; 2 with a typed part)
 //	1      flags: bit 0 Persistent, other bits zero
 //	2      priority
 //	3..7   redelivery count, uint32
 //	7..15  expires, int64 (two's complement)
 //	15..23 timestamp, int64
 //	23..27 body length, uint32
-//	27..   uvarint len(ID), ID,
+//	27..   version 2 only: uvarint length, the typed part (persistence.AppendTyped),
+//	       uvarint len(ID), ID,
 //	       uvarint number of header strings n, then n times uvarint len, bytes,
 //	       body (exactly body length bytes, the rest of the record)
 const (
@@ -49,6 +55,10 @@ func encodedSize(m *persistence.Message) int {
 	for _, h := range m.Headers {
 		n += uvarintLen(uint64(len(h))) + len(h)
 	}
+	if m.Typed() {
+		t := persistence.TypedLen(m)
+		n += uvarintLen(uint64(t)) + t
+	}
 	return n + len(m.Body)
 }
 
@@ -66,6 +76,11 @@ func encodeMessage(m *persistence.Message) []byte {
 	binary.BigEndian.PutUint64(b[offExpires:], uint64(m.Expires))
 	binary.BigEndian.PutUint64(b[offTimestamp:], uint64(m.Timestamp))
 	binary.BigEndian.PutUint32(b[offBodyLen:], uint32(len(m.Body)))
+	if m.Typed() {
+		b[0] = msgRecordVersionTyped
+		b = binary.AppendUvarint(b, uint64(persistence.TypedLen(m)))
+		b = persistence.AppendTyped(b, m)
+	}
 	b = appendString(b, m.ID)
 	b = binary.AppendUvarint(b, uint64(len(m.Headers)))
 	for _, h := range m.Headers {
@@ -77,7 +92,7 @@ func encodeMessage(m *persistence.Message) []byte {
 // recordBodyLen returns the body length a message record declares, without decoding
 // the rest: what Ack and a replacing Add need for the byte count.
 func recordBodyLen(rec []byte) (int64, error) {
-	if len(rec) < msgFixedLen || rec[0] != msgRecordVersion {
+	if len(rec) < msgFixedLen || (rec[0] != msgRecordVersion && rec[0] != msgRecordVersionTyped) {
 		return 0, fmt.Errorf("%w: message record of %d bytes, version %d", ErrCorrupt, len(rec), firstByte(rec))
 	}
 	return int64(binary.BigEndian.Uint32(rec[offBodyLen:])), nil
@@ -114,7 +129,17 @@ func decodeMessage(rec []byte, m *persistence.Message, a *arena) error {
 		return fmt.Errorf("%w: message record of %d bytes declares a body of %d", ErrCorrupt, len(rec), bodyLen)
 	}
 	strEnd := len(rec) - int(bodyLen)
-	region := rec[msgFixedLen:strEnd] // ID and headers: lengths interleaved with bytes
+	strStart := msgFixedLen
+	var typed []byte
+	if rec[0] == msgRecordVersionTyped {
+		n, k := binary.Uvarint(rec[strStart:strEnd])
+		if k <= 0 || n > uint64(strEnd-strStart-k) {
+			return fmt.Errorf("%w: message record: bad typed part", ErrCorrupt)
+		}
+		typed = rec[strStart+k : strStart+k+int(n)]
+		strStart += k + int(n)
+	}
+	region := rec[strStart:strEnd] // ID and headers: lengths interleaved with bytes
 	// One string holds the whole region; ID and headers are substrings of it.
 	all := string(region)
 	pos := 0
@@ -147,6 +172,15 @@ func decodeMessage(rec []byte, m *persistence.Message, a *arena) error {
 	}
 	if pos != len(region) {
 		return fmt.Errorf("%w: message record: %d stray bytes before the body", ErrCorrupt, len(region)-pos)
+	}
+	m.Kind, m.Props = persistence.BodyPlain, nil
+	if typed != nil {
+		// The part's byte arrays alias the arena, like the body.
+		start := len(a.body)
+		a.body = append(a.body, typed...)
+		if err := persistence.ReadTyped(a.body[start:len(a.body):len(a.body)], m); err != nil {
+			return fmt.Errorf("%w: message record: %v", ErrCorrupt, err)
+		}
 	}
 	start := len(a.body)
 	a.body = append(a.body, rec[strEnd:]...)

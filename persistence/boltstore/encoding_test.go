@@ -22,6 +22,28 @@ var encodingCases = []persistence.Message{
 	},
 	{Headers: persistence.Headers{"odd"}}, // an odd count round-trips too
 	{ID: string(make([]byte, 300)), Body: make([]byte, 70000), Priority: 4, Expires: math.MinInt64},
+	{ID: "ID:t", Body: []byte("x"), Kind: persistence.BodyText},
+	{ID: "ID:p", Headers: persistence.Headers{"s", "v"}, Body: []byte{0}, Kind: persistence.BodyMap, Props: persistence.Props{
+		persistence.BoolProp("b", true), persistence.IntProp("l", persistence.PropLong, math.MinInt64),
+		persistence.BytesProp("raw", []byte{1, 2}), persistence.DoubleProp("d", 1e300)}},
+}
+
+// A message without a typed part is a version 1 record, as before; with one, version 2.
+func TestMessageRecordVersion(t *testing.T) {
+	for i := range encodingCases {
+		m := &encodingCases[i]
+		want := byte(msgRecordVersion)
+		if m.Typed() {
+			want = msgRecordVersionTyped
+		}
+		require.Equal(t, want, encodeMessage(m)[0], "case %d", i)
+	}
+	// A reused Message keeps nothing of a previous typed part.
+	var a arena
+	m := persistence.Message{Kind: persistence.BodyText, Props: persistence.Props{{Name: "stale"}}}
+	require.NoError(t, decodeMessage(encodeMessage(&encodingCases[1]), &m, &a))
+	require.Equal(t, persistence.BodyPlain, m.Kind)
+	require.Nil(t, m.Props)
 }
 
 func TestMessageRoundTrip(t *testing.T) {
@@ -51,9 +73,15 @@ func TestMessageRoundTrip(t *testing.T) {
 func TestDecodeMessageRejects(t *testing.T) {
 	good := encodeMessage(&encodingCases[2])
 	cases := map[string][]byte{
-		"empty":           nil,
-		"short":           good[:msgFixedLen-1],
-		"version":         append([]byte{2}, good[1:]...),
+		"empty":      nil,
+		"short":      good[:msgFixedLen-1],
+		"version":    append([]byte{3}, good[1:]...),
+		"typed part": append([]byte{msgRecordVersionTyped}, good[1:]...), // the ID is no typed part
+		"typed length": func() []byte {
+			b := encodeMessage(&encodingCases[len(encodingCases)-1])
+			b[msgFixedLen] = 0x7f
+			return b
+		}(),
 		"flags":           func() []byte { b := bytes.Clone(good); b[offFlags] = 0x80; return b }(),
 		"body too long":   func() []byte { b := bytes.Clone(good); b[offBodyLen] = 0xff; return b }(),
 		"truncated":       good[:len(good)-1],

@@ -64,7 +64,7 @@
 // stays dead. Recovery without any intact checkpoint replays every segment that is left
 // and warns that acknowledged messages may then reappear.
 //
-// # On-disk format: segments version 1, checkpoints version 3, run files version 1
+// # On-disk format: segments version 1, records version 2, checkpoints version 3, run files version 1
 //
 // All integers are little-endian; uvarint/varint are encoding/binary's; str is a
 // uvarint length and the bytes. The directory holds the segments db-<n>.log (n = 1, 2,
@@ -78,14 +78,14 @@
 //	  u32 CRC-32C (Castagnoli) of the next 8 header bytes and the payload
 //	  u32 payload length
 //	  u8  record type (1 = batch; 0 is never valid, so zeroed space is not a record)
-//	  u8  record version (1)
+//	  u8  record version (1, or 2 when a message in it has a typed part)
 //	  u16 reserved (0)
 //	  payload
 //	  zero padding to the next multiple of 8
 //
 // Batch payload: u32 operation count, then the operations, each a u8 kind and its
 // fields. Kinds 1-6 and the message after the CRC are package batchrec's encoding
-// (version 1), shared with logstore; Add's u32 length, the message CRC and Move are the
+// (version 2), shared with logstore; Add's u32 length, the message CRC and Move are the
 // journal's own:
 //
 //	1 Add       u32 length, message
@@ -100,10 +100,18 @@
 // the CRC, batchrec.AppendMessage's encoding):
 //
 //	u32 CRC-32C of the rest of the message
-//	uvarint seq, str dest, u8 flags (bit 0: persistent), u8 priority,
+//	uvarint seq, str dest, u8 flags (bit 0: persistent, bit 1: typed), u8 priority,
 //	varint expires, varint timestamp, uvarint redelivery count,
 //	str id, uvarint header string count, str × count (key, value, key, value, ...),
-//	str body, uvarint subscription count, (str clientID, str name) × count
+//	str body, [str typed part, if flags bit 1], uvarint subscription count,
+//	(str clientID, str name) × count
+//
+// The typed part is persistence.AppendTyped's encoding (the JMS body kind and typed
+// properties; version 1, described there). Record version 2 (this build) is version 1
+// with it: a record holding a message that has a typed part (an Add, or a Move of one)
+// is written as version 2, which a build that does not know the typed part refuses
+// rather than dropping it; every other record is written as version 1, byte for byte as
+// before, and both are read.
 //
 // Run file, version 1: the places of one destination's messages in segment n, sorted
 // by seq (a position is an entry's index in this order). Written whole before a

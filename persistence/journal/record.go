@@ -11,12 +11,16 @@ import (
 // Format constants. They are part of the on-disk format (see the package comment) and
 // must not change without a new formatVersion.
 const (
-	formatVersion   = 1
+	formatVersion   = 1 // of a segment
 	segMagic        = "AMQGOJNL"
 	segHeaderSize   = 16
 	frameHeaderSize = 12
 	recordAlign     = 8
 	recTypeBatch    = 1
+	// recVersion is a record's version when none of its messages has a typed part;
+	// recVersionTyped when one has (batchrec's flag bit 1 may be set only there).
+	recVersion      = 1
+	recVersionTyped = 2
 	// MaxRecordSize is the largest record (one batch) the journal writes: 1 GiB.
 	MaxRecordSize = 1 << 30
 )
@@ -71,12 +75,20 @@ func newRecord(buf []byte) []byte {
 	return append(buf[:0], make([]byte, frameHeaderSize+4)...)
 }
 
+// markTyped records in the frame header of rec that it holds a message with a typed
+// part: finishRecord then writes recVersionTyped.
+func markTyped(rec []byte) { rec[9] = recVersionTyped }
+
 // finishRecord fills in the frame header and the op count of rec and pads it to the
 // record alignment.
 func finishRecord(rec []byte, nops int) []byte {
 	binary.LittleEndian.PutUint32(rec[frameHeaderSize:], uint32(nops))
 	binary.LittleEndian.PutUint32(rec[4:], uint32(len(rec)-frameHeaderSize))
-	rec[8], rec[9], rec[10], rec[11] = recTypeBatch, formatVersion, 0, 0
+	version := byte(recVersion)
+	if rec[9] == recVersionTyped {
+		version = recVersionTyped
+	}
+	rec[8], rec[9], rec[10], rec[11] = recTypeBatch, version, 0, 0
 	binary.LittleEndian.PutUint32(rec[0:], crc(rec[4:]))
 	if pad := alignUp(len(rec)) - len(rec); pad > 0 {
 		rec = append(rec, make([]byte, pad)...)
@@ -94,7 +106,7 @@ func decodeFrame(b []byte) (payload []byte, size int, err error) {
 		return nil, 0, errShort
 	}
 	n := binary.LittleEndian.Uint32(b[4:])
-	if b[8] != recTypeBatch || b[9] != formatVersion || b[10] != 0 || b[11] != 0 ||
+	if b[8] != recTypeBatch || !knownRecVersion(b[9]) || b[10] != 0 || b[11] != 0 ||
 		n < 4 || n > MaxRecordSize {
 		return nil, 0, errFrame
 	}
@@ -108,10 +120,12 @@ func decodeFrame(b []byte) (payload []byte, size int, err error) {
 	return b[frameHeaderSize:end], min(alignUp(end), len(b)), nil
 }
 
+func knownRecVersion(v byte) bool { return v == recVersion || v == recVersionTyped }
+
 // plausibleFrame is the cheap part of decodeFrame, used when searching for the next
 // record after a corrupt one.
 func plausibleFrame(b []byte) bool {
-	return len(b) >= frameHeaderSize && b[8] == recTypeBatch && b[9] == formatVersion &&
+	return len(b) >= frameHeaderSize && b[8] == recTypeBatch && knownRecVersion(b[9]) &&
 		b[10] == 0 && b[11] == 0 && binary.LittleEndian.Uint32(b[4:]) >= 4
 }
 
@@ -130,8 +144,12 @@ func appendMessage(b []byte, m *persistence.Message, subs []persistence.SubKey) 
 	return b
 }
 
-// appendAdd appends an Add operation and returns the offset of the message in b.
+// appendAdd appends an Add operation to the record b and returns the offset of the
+// message in b.
 func appendAdd(b []byte, m *persistence.Message, subs []persistence.SubKey) ([]byte, uint32) {
+	if m.Typed() {
+		markTyped(b)
+	}
 	b = append(b, byte(batchrec.OpAdd), 0, 0, 0, 0)
 	msgOff := len(b)
 	b = appendMessage(b, m, subs)
@@ -139,9 +157,12 @@ func appendAdd(b []byte, m *persistence.Message, subs []persistence.SubKey) ([]b
 	return b, uint32(msgOff)
 }
 
-// appendMove appends a Move of the encoded message raw from (oldSeg, oldOff) and returns
-// the offset of the message in b.
+// appendMove appends a Move of the encoded message raw from (oldSeg, oldOff) to the
+// record b and returns the offset of the message in b.
 func appendMove(b []byte, oldSeg, oldOff uint32, raw []byte) ([]byte, uint32) {
+	if rawTyped(raw) {
+		markTyped(b)
+	}
 	b = append(b, byte(opMove))
 	b = binary.LittleEndian.AppendUint32(b, oldSeg)
 	b = binary.LittleEndian.AppendUint32(b, oldOff)
@@ -242,7 +263,8 @@ func peekMessage(raw []byte) (msgMeta, error) {
 	var mm msgMeta
 	mm.seq = d.uvarint()
 	mm.dest = d.bytes()
-	d.take(2) // flags, priority
+	flags := d.byte()
+	d.byte() // priority
 	d.varint()
 	d.varint()
 	d.uvarint()
@@ -255,6 +277,12 @@ func peekMessage(raw []byte) (msgMeta, error) {
 		d.bytes()
 	}
 	mm.body = len(d.bytes())
+	if flags&batchrec.FlagTyped != 0 {
+		// Checked, not decoded: replay refuses what Scan could not read.
+		if typed := d.bytes(); !d.bad && persistence.CheckTyped(typed) != nil {
+			d.fail()
+		}
+	}
 	mm.subs = d.b[d.off:]
 	if d.bad {
 		return msgMeta{}, wrapCorrupt("malformed message")
@@ -282,7 +310,8 @@ func eachSub(b []byte, fn func(clientID, name []byte)) error {
 }
 
 // decodeMessage decodes the encoded message raw into m, checking its checksum. The ID
-// and the headers share one new string (one allocation per message); Body aliases raw,
+// and the headers share one new string (one allocation per message; a typed part costs
+// two more, its Props and its names); Body and the typed part's byte arrays alias raw,
 // so the caller must not reuse raw while m is in use. hdrs is reused for m.Headers.
 // m.Dest is set only if it differs; m.Subs is left alone.
 func decodeMessage(raw []byte, m *persistence.Message, hdrs []string) error {
@@ -309,8 +338,18 @@ func decodeMessage(raw []byte, m *persistence.Message, hdrs []string) error {
 	}
 	strEnd := d.off
 	body := d.bytes()
+	var typed []byte
+	if flags&batchrec.FlagTyped != 0 {
+		typed = d.bytes()
+	}
 	if d.bad {
 		return wrapCorrupt("malformed message")
+	}
+	m.Kind, m.Props = persistence.BodyPlain, nil
+	if typed != nil {
+		if err := persistence.ReadTyped(typed, m); err != nil {
+			return wrapCorrupt(err.Error())
+		}
 	}
 	// Second pass: slice one string.
 	strs := string(raw[strStart:strEnd])
@@ -335,6 +374,14 @@ func decodeMessage(raw []byte, m *persistence.Message, hdrs []string) error {
 	m.Headers = hdrs
 	m.Body = body
 	return nil
+}
+
+// rawTyped reports whether the encoded message raw (checked already) has a typed part.
+func rawTyped(raw []byte) bool {
+	d := decoder{b: raw, off: 4}
+	d.uvarint()
+	d.bytes()
+	return d.byte()&batchrec.FlagTyped != 0
 }
 
 // interner returns one string for equal byte strings, so recovery allocates each

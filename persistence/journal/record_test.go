@@ -33,7 +33,66 @@ func sampleRecords() [][]byte {
 	b = recordingBatch()
 	b.Add(&persistence.Message{Dest: "queue://big", Seq: 2, Body: bytes.Repeat([]byte{7}, 3000)})
 	recs = append(recs, finishRecord(b.Rec, len(b.Ops)))
+	b = recordingBatch()
+	b.Add(typedMessage())
+	recs = append(recs, finishRecord(b.Rec, len(b.Ops)))
+	b = recordingBatch()
+	recordMove(b, "topic://t", 4, loc{seg: 2, off: 64, body: 1}, appendMessage(nil, typedMessage(), nil))
+	recs = append(recs, finishRecord(b.Rec, len(b.Ops)))
 	return recs
+}
+
+// typedMessage is a topic message with a typed part.
+func typedMessage() *persistence.Message {
+	return &persistence.Message{Dest: "topic://t", Seq: 4, ID: "ID:4", Headers: persistence.Headers{"s", "v"},
+		Body: []byte{1}, Kind: persistence.BodyStream, Subs: []persistence.SubKey{{ClientID: "c", Name: "n"}, {ClientID: "d"}},
+		Props: persistence.Props{persistence.DoubleProp("d", 0.5), persistence.BytesProp("b", []byte("xy"))}}
+}
+
+// A record is version 1, as before the typed part, unless a message in it (added or
+// moved) has a typed part: then it is version 2, and the message reads back whole.
+func TestRecordVersionTyped(t *testing.T) {
+	recs := sampleRecords()
+	for i, want := range []byte{recVersion, recVersion, recVersion, recVersionTyped, recVersionTyped} {
+		require.Equal(t, want, recs[i][9], "record %d", i)
+	}
+	for _, rec := range recs[3:] {
+		payload, _, err := decodeFrame(rec)
+		require.NoError(t, err)
+		ops, err := decodeBatch(payload, interner{}, nil)
+		require.NoError(t, err)
+		require.Len(t, ops, 1)
+		require.Equal(t, "topic://t", ops[0].dest)
+		require.EqualValues(t, 1, ops[0].loc.body)
+		if ops[0].kind == batchrec.OpAdd {
+			require.Equal(t, typedMessage().Subs, ops[0].subs)
+		}
+		m := persistence.Message{Kind: persistence.BodyText, Props: persistence.Props{{Name: "stale"}}}
+		require.NoError(t, decodeMessage(rec[ops[0].msgOff:ops[0].msgOff+ops[0].loc.n], &m, nil))
+		want := typedMessage()
+		want.Subs = nil
+		require.Equal(t, *want, m)
+	}
+	// Replay refuses a message whose typed part Scan could not read, even with a good
+	// checksum.
+	raw := appendMessage(nil, typedMessage(), nil)
+	at := bytes.Index(raw, persistence.AppendTyped(nil, typedMessage()))
+	require.Positive(t, at)
+	raw[at] = persistence.TypedVersion + 1
+	putCRC(raw)
+	_, err := peekMessage(raw)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorIs(t, decodeMessage(raw, &persistence.Message{}, nil), ErrCorrupt)
+
+	// A message without a typed part leaves none behind in a reused Message.
+	payload, _, err := decodeFrame(recs[2])
+	require.NoError(t, err)
+	ops, err := decodeBatch(payload, interner{}, nil)
+	require.NoError(t, err)
+	m := persistence.Message{Kind: persistence.BodyText, Props: persistence.Props{{Name: "stale"}}}
+	require.NoError(t, decodeMessage(recs[2][ops[0].msgOff:ops[0].msgOff+ops[0].loc.n], &m, nil))
+	require.Equal(t, persistence.BodyPlain, m.Kind)
+	require.Nil(t, m.Props)
 }
 
 func TestRecordRoundTrip(t *testing.T) {

@@ -39,7 +39,7 @@
 // space is given back once it is acknowledged. OldestSegment names the segment and the
 // destination of that message, for the stats endpoint.
 //
-// # On-disk format, version 1
+// # On-disk format: records version 2, checkpoint version 1
 //
 // Options.Dir holds:
 //
@@ -51,9 +51,9 @@
 // uvarint/varint are encoding/binary's; str is a uvarint length and the bytes. The log
 // batch frame carries the CRC-32C, so records carry none.
 //
-//	u8 record format version (1)
+//	u8 record format version (1, or 2 when a message in it has a typed part)
 //	operations to the end of the value, each a u8 kind and its fields (package
-//	batchrec's encoding, version 1, shared with journal; Add's length is logstore's):
+//	batchrec's encoding, version 2, shared with journal; Add's length is logstore's):
 //	  1 Add       uvarint length, message
 //	  2 Ack       str dest, uvarint seq
 //	  3 AckSub    str clientID, str name, uvarint seq
@@ -64,10 +64,18 @@
 // Message (self-contained, so the index can point at it and Scan decode it alone;
 // batchrec.AppendMessage's encoding):
 //
-//	uvarint seq, str dest, u8 flags (bit 0: persistent), u8 priority,
+//	uvarint seq, str dest, u8 flags (bit 0: persistent, bit 1: typed), u8 priority,
 //	varint expires, varint timestamp, uvarint redelivery count, str id,
 //	uvarint header string count, str × count (key, value, key, value, ...),
-//	str body, uvarint subscription count, (str clientID, str name) × count
+//	str body, [str typed part, if flags bit 1], uvarint subscription count,
+//	(str clientID, str name) × count
+//
+// The typed part is persistence.AppendTyped's encoding (the JMS body kind and typed
+// properties; version 1, described there). Record version 2 (this build) is version 1
+// with it: a record holding a message that has a typed part is written as version 2,
+// which a build that does not know the typed part refuses rather than dropping it;
+// every other record is written as version 1, byte for byte as before, and both are
+// read.
 //
 // Checkpoint file:
 //

@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"testing"
@@ -73,7 +74,8 @@ func TestRecordRoundTrip(t *testing.T) {
 		require.Equal(t, want, dec)
 	}
 
-	_, err = decodeRecord(append([]byte{recordVersion + 1}, rec[1:]...), nil)
+	require.Equal(t, byte(recordVersion), rec[0], "no message has a typed part")
+	_, err = decodeRecord(append([]byte{recordVersionTyped + 1}, rec[1:]...), nil)
 	require.ErrorIs(t, err, ErrCorrupt, "an unknown version is refused")
 	_, err = decodeRecord(nil, nil)
 	require.ErrorIs(t, err, ErrCorrupt)
@@ -83,6 +85,42 @@ func TestRecordRoundTrip(t *testing.T) {
 			require.Equal(t, want[:len(ops)], ops, "cut at %d", n)
 		}
 	}
+}
+
+// A record holding a message with a typed part is version 2, and the message reads back
+// whole; a message without one leaves none behind in a reused Message.
+func TestRecordTypedPart(t *testing.T) {
+	typed := &persistence.Message{Dest: "topic://t", Seq: 5, ID: "id", Body: []byte("x"), Kind: persistence.BodyBytes,
+		Props: persistence.Props{persistence.IntProp("n", persistence.PropShort, -3), persistence.FloatProp("f", 2.5)},
+		Subs:  []persistence.SubKey{{ClientID: "c", Name: "s"}}}
+	rec, want := recordOf(t, func(b persistence.Batch) {
+		b.Add(&persistence.Message{Dest: "queue://q", Seq: 1})
+		b.Add(typed)
+	})
+	require.Equal(t, byte(recordVersionTyped), rec[0])
+	got, err := decodeRecord(rec, nil)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.Equal(t, typed.Subs, got[1].subs)
+	require.EqualValues(t, 1, got[1].body)
+	dec := persistence.Message{Kind: persistence.BodyText, Props: persistence.Props{{Name: "stale"}}}
+	msg, err := messageAt(rec, got[0].pos)
+	require.NoError(t, err)
+	require.NoError(t, decodeMessage(msg, &dec, "queue://q"))
+	require.Equal(t, persistence.BodyPlain, dec.Kind)
+	require.Nil(t, dec.Props)
+	msg, err = messageAt(rec, got[1].pos)
+	require.NoError(t, err)
+	require.NoError(t, decodeMessage(msg, &dec, "topic://t"))
+	require.Equal(t, *typed, dec)
+
+	// Replay refuses a record whose typed part Scan could not read.
+	at := bytes.Index(rec, persistence.AppendTyped(nil, typed))
+	require.Positive(t, at)
+	bad := bytes.Clone(rec)
+	bad[at] = persistence.TypedVersion + 1
+	_, err = decodeRecord(bad, nil)
+	require.ErrorIs(t, err, ErrCorrupt)
 }
 
 // TestInvalidBatches: what Commit refuses, before anything is written.
@@ -116,6 +154,8 @@ func FuzzDecodeRecord(f *testing.F) {
 		b.AddSub(persistence.SubInfo{Key: persistence.SubKey{ClientID: "c", Name: "s"}, Dest: "topic://t"})
 		b.Add(&persistence.Message{Dest: "topic://t", Seq: 3, ID: "id", Headers: persistence.Headers{"k", "v"},
 			Body: []byte("body"), Subs: []persistence.SubKey{{ClientID: "c", Name: "s"}}})
+		b.Add(&persistence.Message{Dest: "queue://q", Seq: 4, Kind: persistence.BodyMap,
+			Props: persistence.Props{persistence.BytesProp("b", []byte("v")), persistence.DoubleProp("d", 2)}})
 		b.Ack("queue://q", 9)
 		b.AckSub(persistence.SubKey{ClientID: "c", Name: "s"}, 3)
 		b.RemoveSub(persistence.SubKey{ClientID: "c", Name: "s"})

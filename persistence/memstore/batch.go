@@ -42,6 +42,7 @@ func (b *batch) Add(m *persistence.Message) {
 	e := &entry{msg: *m}
 	c := &e.msg
 	c.Headers = slices.Clone(m.Headers)
+	c.Props = m.Props.Clone()
 	c.Body = slices.Clone(m.Body)
 	c.Subs = oprec.Subs(m) // consumed by add; queue messages have none
 	b.RecordAdd(m, e, 0)

@@ -69,19 +69,24 @@
 // together), refuses a higher version, and refuses tables it did not create (a MSGS
 // table without a version table: ActiveMQ's own) with ErrSchemaVersion.
 //
-// # Message encoding (MSG, format 1)
+// # Message encoding (MSG, format 1 and 2)
 //
-//	byte     format version (1)
+//	byte     format version (1; 2 for a message with a typed part)
 //	byte     flags: bit 0 Persistent; the others must be 0
 //	byte     Priority
 //	varint   Expires, then Timestamp (zig-zag)
 //	uvarint  RedeliveryCount
+//	format 2 only: uvarint length, then the typed part (the JMS body kind and typed
+//	         properties: persistence.AppendTyped's encoding, version 1)
 //	uvarint  n = 1 + len(Headers): the ID and every header key and value
 //	n uvarint lengths, then the n strings' bytes back to back
 //	rest     Body
 //
-// Dest, Seq and Subs are columns and rows, not part of MSG. A reader refuses an
-// unknown version or flag (ErrCorrupt) and checks every length before allocating.
+// Dest, Seq and Subs are columns and rows, not part of MSG. A message without a typed
+// part is written in format 1, byte for byte as before format 2. A reader refuses an
+// unknown version or flag (ErrCorrupt: a build that knows only format 1 refuses
+// format 2 rather than dropping the typed part) and checks every length before
+// allocating.
 //
 // # Writes: group commit
 //

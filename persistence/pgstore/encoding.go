@@ -8,24 +8,36 @@ import (
 	"github.com/activemq-go/broker/persistence"
 )
 
-// msgFormat is the version byte that starts every MSG value. A reader refuses a
-// version it does not know (ErrCorrupt) rather than guess.
-const msgFormat = 1
+// msgFormat is the version byte that starts a MSG value without a typed part,
+// msgFormatTyped one with it. A reader refuses a version it does not know (ErrCorrupt)
+// rather than guess.
+const (
+	msgFormat      = 1
+	msgFormatTyped = 2
+)
 
 const flagPersistent = 1 << 0
 
-// encodeMessage appends the MSG column encoding of m (format 1, described in the
-// package comment) to dst. Dest, Seq and Subs are not part of it: they are columns
+// encodeMessage appends the MSG column encoding of m (format 1, or 2 with a typed part;
+// described in the package comment) to dst. Dest, Seq and Subs are not part of it: they are columns
 // and rows of their own.
 func encodeMessage(dst []byte, m *persistence.Message) []byte {
 	var flags byte
 	if m.Persistent {
 		flags |= flagPersistent
 	}
-	dst = append(dst, msgFormat, flags, m.Priority)
+	format := byte(msgFormat)
+	if m.Typed() {
+		format = msgFormatTyped
+	}
+	dst = append(dst, format, flags, m.Priority)
 	dst = binary.AppendVarint(dst, m.Expires)
 	dst = binary.AppendVarint(dst, m.Timestamp)
 	dst = binary.AppendUvarint(dst, uint64(m.RedeliveryCount))
+	if format == msgFormatTyped {
+		dst = binary.AppendUvarint(dst, uint64(persistence.TypedLen(m)))
+		dst = persistence.AppendTyped(dst, m)
+	}
 	// Strings: the ID, then the header keys and values; all lengths first, then all
 	// bytes, so that a reader makes one string of the block and slices it.
 	dst = binary.AppendUvarint(dst, uint64(1+len(m.Headers)))
@@ -40,8 +52,8 @@ func encodeMessage(dst []byte, m *persistence.Message) []byte {
 	return append(dst, m.Body...)
 }
 
-// EncodeMessage appends the MSG encoding of m (format 1, in the package comment) to
-// dst, for the other tables of the jdbc adapter that store messages in the same form
+// EncodeMessage appends the MSG encoding of m (format 1 or 2, in the package comment)
+// to dst, for the other tables of the jdbc adapter that store messages in the same form
 // (package pgshared's shared queues). Dest, Seq and Subs are not encoded.
 func EncodeMessage(dst []byte, m *persistence.Message) []byte { return encodeMessage(dst, m) }
 
@@ -56,6 +68,9 @@ func encodedSize(m *persistence.Message) int {
 	for _, h := range m.Headers {
 		n += binary.MaxVarintLen64 + len(h)
 	}
+	if m.Typed() {
+		n += binary.MaxVarintLen64 + persistence.TypedLen(m)
+	}
 	return n
 }
 
@@ -64,17 +79,26 @@ func encodedSize(m *persistence.Message) int {
 // Lengths are checked against what is left of b before anything is allocated.
 func decodeMessage(b []byte, m *persistence.Message) error {
 	d := decoder{b: b}
-	if v := d.byte(); v != msgFormat {
+	format := d.byte()
+	if format != msgFormat && format != msgFormatTyped {
 		if d.err != nil {
 			return d.err
 		}
-		return fmt.Errorf("%w: format version %d, this broker reads %d", ErrCorrupt, v, msgFormat)
+		return fmt.Errorf("%w: format version %d, this broker reads %d and %d", ErrCorrupt, format, msgFormat, msgFormatTyped)
 	}
 	flags := d.byte()
 	prio := d.byte()
 	expires := d.varint()
 	ts := d.varint()
 	redeliveries := d.uvarint()
+	var typed []byte
+	if format == msgFormatTyped {
+		if n := d.uvarint(); n > uint64(len(d.b)) {
+			d.fail("typed part")
+		} else {
+			typed, d.b = d.b[:n], d.b[n:]
+		}
+	}
 	count := d.uvarint()
 	if d.err != nil {
 		return d.err
@@ -99,6 +123,12 @@ func decodeMessage(b []byte, m *persistence.Message) error {
 	}
 	block := string(lens.b[:total])
 	body := lens.b[total:]
+	m.Kind, m.Props = persistence.BodyPlain, nil
+	if typed != nil {
+		if err := persistence.ReadTyped(typed, m); err != nil {
+			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+	}
 
 	m.Persistent = flags&flagPersistent != 0
 	m.Priority = prio

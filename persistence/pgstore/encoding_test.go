@@ -18,6 +18,10 @@ func encodingCases() []persistence.Message {
 		{Persistent: true, Priority: 9, Expires: math.MaxInt64, Timestamp: -1, RedeliveryCount: math.MaxUint32,
 			ID: "ünïcödé", Headers: persistence.Headers{"k\nx", "v:\\"}, Body: bytes.Repeat([]byte{0xff, 0}, 1000)},
 		{Expires: math.MinInt64, Headers: persistence.Headers{"odd"}}, // an odd list round-trips too
+		{ID: "ID:t", Body: []byte("x"), Kind: persistence.BodyText, Headers: persistence.Headers{}},
+		{ID: "ID:p", Headers: persistence.Headers{"s", "v"}, Kind: persistence.BodyObject, Props: persistence.Props{
+			persistence.BoolProp("b", false), persistence.IntProp("i", persistence.PropInt, math.MaxInt32),
+			persistence.BytesProp("raw", []byte{9}), persistence.FloatProp("f", -0.25)}},
 	}
 }
 
@@ -25,8 +29,13 @@ func TestEncodingRoundTrip(t *testing.T) {
 	for i, want := range encodingCases() {
 		enc := encodeMessage(nil, &want)
 		require.LessOrEqual(t, len(enc), encodedSize(&want), "case %d: encodedSize is an upper bound", i)
-		require.Equal(t, byte(msgFormat), enc[0])
-		got := persistence.Message{Headers: persistence.Headers{"stale", "x", "y", "z", "w"}}
+		format := byte(msgFormat) // as before the typed part, unless the message has one
+		if want.Typed() {
+			format = msgFormatTyped
+		}
+		require.Equal(t, format, enc[0], "case %d", i)
+		got := persistence.Message{Headers: persistence.Headers{"stale", "x", "y", "z", "w"},
+			Kind: persistence.BodyBytes, Props: persistence.Props{{Name: "stale"}}}
 		require.NoError(t, decodeMessage(enc, &got), "case %d", i)
 		if len(want.Headers) == 0 {
 			want.Headers = persistence.Headers{}
@@ -39,7 +48,9 @@ func TestDecodeRejectsCorrupt(t *testing.T) {
 	good := encodeMessage(nil, &encodingCases()[1])
 	cases := map[string][]byte{
 		"empty":           nil,
-		"unknown version": append([]byte{2}, good[1:]...),
+		"unknown version": append([]byte{3}, good[1:]...),
+		"typed part":      append([]byte{msgFormatTyped}, good[1:]...), // the string count is no typed part
+		"typed length":    {2, 0, 4, 0, 0, 0, 0x7f, 1, 0, 0},
 		"unknown flags":   append([]byte{1, 0x80}, good[2:]...),
 		"truncated":       good[:5],
 		"no strings":      {1, 0, 4, 0, 0, 0, 0},

@@ -17,13 +17,16 @@ const (
 )
 
 // RunBenchmarks runs the shared benchmarks as sub-benchmarks of b, each on a fresh
-// store: Add (one Add per Sync batch), AddBatch64 (64 Adds per Sync batch), AddAck (a
-// Sync batch with an Add, then one with its Ack) and ParallelAdd (Sync batches of one Add
-// from GOMAXPROCS goroutines, the case group commit is for). Bodies are 256 bytes. Each
-// reports allocations and msgs/s.
+// store: Add (one Add per Sync batch), AddBatch64 (64 Adds per Sync batch), the two
+// with a JMS message (a body kind and five typed properties: AddTyped,
+// AddBatch64Typed), AddAck (a Sync batch with an Add, then one with its Ack) and
+// ParallelAdd (Sync batches of one Add from GOMAXPROCS goroutines, the case group
+// commit is for). Bodies are 256 bytes. Each reports allocations and msgs/s.
 func RunBenchmarks(b *testing.B, h Harness) {
-	b.Run("Add", func(b *testing.B) { benchAdd(b, h, 1) })
-	b.Run("AddBatch64", func(b *testing.B) { benchAdd(b, h, 64) })
+	b.Run("Add", func(b *testing.B) { benchAdd(b, h, 1, false) })
+	b.Run("AddBatch64", func(b *testing.B) { benchAdd(b, h, 64, false) })
+	b.Run("AddTyped", func(b *testing.B) { benchAdd(b, h, 1, true) })
+	b.Run("AddBatch64Typed", func(b *testing.B) { benchAdd(b, h, 64, true) })
 	b.Run("AddAck", func(b *testing.B) { benchAddAck(b, h) })
 	b.Run("ParallelAdd", func(b *testing.B) { benchParallelAdd(b, h) })
 }
@@ -71,10 +74,23 @@ func purge(b *testing.B, s persistence.Store, dest string) {
 	}
 }
 
-func benchAdd(b *testing.B, h Harness, perBatch int) {
+// benchProps are the typed properties of a benchmark's JMS message: five, as a JMS
+// application might set.
+var benchProps = persistence.Props{
+	persistence.IntProp("orderId", persistence.PropLong, 1234567890123),
+	persistence.IntProp("quantity", persistence.PropInt, 250),
+	persistence.DoubleProp("price", 101.25),
+	persistence.BoolProp("priority", true),
+	persistence.IntProp("region", persistence.PropShort, 44),
+}
+
+func benchAdd(b *testing.B, h Harness, perBatch int, typed bool) {
 	const q = "queue://storetest.bench.add"
 	s := benchStore(b, h)
 	m := benchMsg(q)
+	if typed {
+		m.Kind, m.Props = persistence.BodyBytes, benchProps
+	}
 	ctx := b.Context()
 	b.ReportAllocs()
 	b.SetBytes(int64(perBatch * benchBody))

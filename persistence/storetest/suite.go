@@ -18,6 +18,10 @@
 //   - Add of a (dest, seq) that is stored replaces that message, Subs included.
 //   - Headers round-trip exactly: order, repeated keys, empty values. Body round-trips
 //     byte for byte; a nil and an empty Body (or Headers) are not told apart.
+//   - The typed part round-trips exactly: Kind, and Props in order with their kinds and
+//     values (a float's and a double's bits, NaN included); a nil and an empty byte
+//     array (or Props) are not told apart. A message without a typed part reads back with Kind
+//     BodyPlain and nil Props.
 //   - An operation the store cannot apply (Add without Dest or with Seq 0, AddSub whose
 //     Dest is not a topic) makes Commit fail with a non-nil error; nothing of the batch is
 //     applied.
@@ -334,6 +338,16 @@ func requireMessage(t testing.TB, want, got *persistence.Message) {
 		}
 		if len(c.Body) == 0 {
 			c.Body = nil
+		}
+		if len(c.Props) == 0 {
+			c.Props = nil
+		} else {
+			c.Props = slices.Clone(c.Props)
+			for i := range c.Props {
+				if len(c.Props[i].Bytes) == 0 {
+					c.Props[i].Bytes = nil
+				}
+			}
 		}
 		c.Subs = nil
 		return c

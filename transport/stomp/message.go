@@ -2,10 +2,12 @@ package stomp
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/go-stomp/stomp/v3/frame"
 
 	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/internal/stompcodec"
 	"github.com/activemq-go/broker/persistence"
 )
 
@@ -22,7 +24,8 @@ func reservedSendHeader(k string) bool {
 }
 
 // messageFromSend builds the stored message from a SEND frame. The first occurrence of a
-// repeated header wins.
+// repeated header wins. Its Kind is ActiveMQ's mapping (see bodyKind); every header is a
+// string property.
 func messageFromSend(f *frame.Frame) (*persistence.Message, error) {
 	var looked int
 	return buildMessage(f, &looked)
@@ -35,12 +38,18 @@ func buildMessage(f *frame.Frame, looked *int) (*persistence.Message, error) {
 	n := f.Header.Len()
 	hs := make(persistence.Headers, 0, 2*n)
 	seen := newHeaderSet(n)
+	hasLength, msgType := false, ""
 	for i := 0; i < n; i++ {
 		k, v := f.Header.GetAt(i)
 		if seen.repeated(f.Header, i, k, looked) {
 			continue
 		}
 		switch k {
+		case "content-length":
+			hasLength = true
+			continue
+		case headerMsgType:
+			msgType = v // kept as a header too, as before
 		case "persistent":
 			m.Persistent = v == "true"
 			continue
@@ -70,7 +79,26 @@ func buildMessage(f *frame.Frame, looked *int) (*persistence.Message, error) {
 		hs = append(hs, k, v)
 	}
 	m.Headers = hs
+	m.Kind = bodyKind(hasLength, msgType)
 	return m, nil
+}
+
+// headerMsgType is ActiveMQ's SEND header that chooses the JMS type of the body.
+const headerMsgType = "amq-msg-type"
+
+// bodyKind is ActiveMQ's mapping of a SEND to a JMS message type (its
+// LegacyFrameTranslator): amq-msg-type "text" or "bytes" (any case) decides; otherwise a
+// SEND with content-length is a BytesMessage and one without a TextMessage. ActiveMQ
+// refuses another amq-msg-type value with an ERROR; this broker accepted such SENDs
+// before it kept kinds and still does, by the content-length rule.
+func bodyKind(hasLength bool, msgType string) persistence.BodyKind {
+	switch {
+	case strings.EqualFold(msgType, "text"):
+		return persistence.BodyText
+	case strings.EqualFold(msgType, "bytes"), hasLength:
+		return persistence.BodyBytes
+	}
+	return persistence.BodyText
 }
 
 // smallHeaderCount is the most headers a frame may have for repeated names to be found by
@@ -159,8 +187,25 @@ func (s *session) writeMessageFields(m *persistence.Message, dest, sub, ack stri
 	for i := 0; i+1 < len(m.Headers); i += 2 {
 		_ = w.Header(m.Headers[i], m.Headers[i+1])
 	}
+	for _, p := range m.Props {
+		writeProp(w, p)
+	}
+	// Always, whatever the Kind: ActiveMQ writes content-length for a BytesMessage only,
+	// but this broker always has, and a body with a NUL needs it.
 	_ = w.Header("content-length", smallInt(len(m.Body)))
 	return w.EndFrame(m.Body)
+}
+
+// writeProp writes a typed property as a header with its string form, as ActiveMQ's
+// STOMP converter writes a JMS property (String.valueOf). A byte array is left out:
+// ActiveMQ would write Java's identity of the array ("[B@1b6d3586"), which no client
+// can use.
+func writeProp(w *stompcodec.Writer, p persistence.Prop) {
+	if p.Kind.IsInteger() {
+		_ = w.HeaderInt(p.Name, p.Int()) // formatted in place
+	} else if s, ok := p.Text(); ok {
+		_ = w.Header(p.Name, s)
+	}
 }
 
 var smallInts = func() (t [1024]string) {

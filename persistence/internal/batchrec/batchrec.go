@@ -5,7 +5,7 @@
 // a uvarint message length) and decodes them itself; this package writes the parts the
 // two formats have in common, so they cannot drift apart.
 //
-// # Encoding, version 1
+// # Encoding, version 2
 //
 // uvarint/varint are encoding/binary's; str is a uvarint length and the bytes. An
 // operation is a u8 code and its fields:
@@ -19,13 +19,19 @@
 //
 // Codes from 7 up are the adapters' own (journal's Move). A message (AppendMessage):
 //
-//	uvarint seq, str dest, u8 flags (bit 0: persistent), u8 priority,
+//	uvarint seq, str dest, u8 flags (bit 0: persistent, bit 1: typed), u8 priority,
 //	varint expires, varint timestamp, uvarint redelivery count, str id,
 //	uvarint header string count, str × count (key, value, key, value, ...),
-//	str body, uvarint subscription count, (str clientID, str name) × count
+//	str body, [str typed part, if flags bit 1], uvarint subscription count,
+//	(str clientID, str name) × count
 //
-// This encoding is part of both adapters' on-disk formats, version 1: changing any of it
-// takes a new Version here and a new format version in both adapters.
+// The typed part is persistence.AppendTyped's encoding (the message's body kind and
+// typed properties), present only for a message that has one (Message.Typed): a message
+// without it is encoded as in version 1, byte for byte.
+//
+// Version 1 is version 2 without the flag and the typed part. This encoding is part of
+// both adapters' on-disk formats: changing any of it takes a new Version here and a new
+// format version in both adapters.
 package batchrec
 
 import (
@@ -35,7 +41,10 @@ import (
 )
 
 // Version is the version of the encoding described in the package comment.
-const Version = 1
+const Version = 2
+
+// FlagTyped is the bit of a message's flags that says the typed part follows the body.
+const FlagTyped = 1 << 1
 
 // The operation codes; the values are the format's.
 const (
@@ -68,6 +77,10 @@ func AppendMessage(b []byte, m *persistence.Message, subs []persistence.SubKey) 
 	if m.Persistent {
 		flags |= 1
 	}
+	typed := m.Typed()
+	if typed {
+		flags |= FlagTyped
+	}
 	b = append(b, flags, m.Priority)
 	b = binary.AppendVarint(b, m.Expires)
 	b = binary.AppendVarint(b, m.Timestamp)
@@ -78,6 +91,10 @@ func AppendMessage(b []byte, m *persistence.Message, subs []persistence.SubKey) 
 		b = AppendStr(b, h)
 	}
 	b = AppendBytes(b, m.Body)
+	if typed {
+		b = binary.AppendUvarint(b, uint64(persistence.TypedLen(m)))
+		b = persistence.AppendTyped(b, m)
+	}
 	b = binary.AppendUvarint(b, uint64(len(subs)))
 	for _, k := range subs {
 		b = AppendStr(b, k.ClientID)
@@ -96,6 +113,9 @@ func MessageLen(m *persistence.Message, subs []persistence.SubKey) int {
 	}
 	for _, k := range subs {
 		n += strLen(len(k.ClientID)) + strLen(len(k.Name))
+	}
+	if m.Typed() {
+		n += strLen(persistence.TypedLen(m))
 	}
 	return n
 }

@@ -34,7 +34,7 @@
 //
 // SQ_MSGS holds one row per queue message. ID, assigned at INSERT, is the FIFO order
 // across nodes (and the message's Seq); CONTAINER is the qualified destination
-// ("queue://ORDERS"); MSG is the message in pgstore's encoding (format 1, see
+// ("queue://ORDERS"); MSG is the message in pgstore's encoding (format 1 or 2, see
 // pgstore's package comment: pgstore.EncodeMessage); GROUP_ID its JMSXGroupID header;
 // EXPIRATION its Expires (ms since the epoch, 0 never); REDELIVERIES the times it was
 // given back as possibly delivered. OWNER and EPOCH are NULL while the message is
