@@ -133,7 +133,7 @@ func (r *connectRun) execute(ctx context.Context) (Result, error) {
 		switch {
 		case ctx.Err() != nil:
 			res.Stop, res.Err = StopCanceled, ctx.Err()
-		case runCtx.Err() != nil:
+		case ended(runCtx):
 			res.Stop = StopMax
 		}
 	}
@@ -168,7 +168,7 @@ func (r *connectRun) monitor(done <-chan struct{}) {
 // that fails because ctx ended is not counted.
 func (c *connector) run(ctx context.Context, n int) {
 	for range n {
-		if ctx.Err() != nil {
+		if ended(ctx) {
 			return
 		}
 		out, err := c.once(ctx)
@@ -181,7 +181,7 @@ func (c *connector) run(ctx context.Context, n int) {
 				msg := err.Error()
 				c.r.firstRefusal.CompareAndSwap(nil, &msg)
 			}
-		case ctx.Err() != nil:
+		case ended(ctx):
 			return // interrupted, not failed
 		default:
 			c.r.failed.Add(1)
@@ -191,6 +191,18 @@ func (c *connector) run(ctx context.Context, n int) {
 			}
 		}
 	}
+}
+
+// ended reports whether ctx is done or its deadline has passed: a dial that failed
+// because the deadline passed can return before the context's timer has run, while
+// ctx.Err() is still nil (seen on a busy machine: hundreds of dials failed as "i/o
+// timeout" in that moment and were counted as failed connects).
+func ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
 // once makes one connect: dial, CONNECT, CONNECTED, DISCONNECT, RECEIPT,

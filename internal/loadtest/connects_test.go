@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"net"
@@ -392,4 +393,26 @@ func BenchmarkConnects(b *testing.B) {
 		elapsed += res.Elapsed
 	}
 	b.ReportMetric(float64(done)/elapsed.Seconds(), "connects/s")
+}
+
+// lateContext is a context whose deadline has passed while its Err is still nil, as a
+// context.WithTimeout's is between its deadline and its timer's run on a busy machine.
+type lateContext struct{ context.Context }
+
+func (lateContext) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// TestConnectsAfterDeadlineNotFailed: once the run's deadline has passed, no connect
+// is tried or counted as failed, though the context's Err is not yet set.
+func TestConnectsAfterDeadlineNotFailed(t *testing.T) {
+	addr := scriptedBroker(t, func(f *frame.Frame) string {
+		if f.Command == frame.DISCONNECT {
+			return "RECEIPT\nreceipt-id:" + f.Header.Get(frame.Receipt) + "\n\n\x00"
+		}
+		return "CONNECTED\nversion:1.2\n\n\x00"
+	})
+	r, err := newConnectRun(connectOptions(addr, 100))
+	require.NoError(t, err)
+	c := &connector{r: r, w: wire{br: bufio.NewReaderSize(nil, connectReadBuffer)}}
+	c.run(lateContext{context.Background()}, 100)
+	assert.Zero(t, r.ok.Load()+r.failed.Load(), "connects made or failed after the deadline")
 }
