@@ -59,9 +59,11 @@ func ParseDurable(s string) (Durable, error) {
 // Importer puts messages into one durable subscription of the target only (the admin
 // API's POST /api/durable-subscriptions/{clientId}/{name}/messages), durably, in order,
 // dropping those whose duplicate id the subscription already took; it reports how many
-// it dropped.
+// it dropped. Holds reports whether the target has d already, on d's topic with d's
+// selector (the admin API's GET /api/durable-subscriptions).
 type Importer interface {
 	Import(ctx context.Context, d Durable, msgs []Message) (duplicates int, err error)
+	Holds(ctx context.Context, d Durable) (bool, error)
 }
 
 // Message is a message to import: its headers (the source's, but for those of its
@@ -77,8 +79,11 @@ type Message struct {
 const maxImportBatchBytes = 4 << 20
 
 // MoveDurable moves the backlog of durable subscription d: it creates the subscription
-// on the target (a STOMP subscriber with d's client-id, name and selector, gone at
-// once), then drains it on the source, connected as d's client-id (its subscriber must
+// on the target unless the target has it already (a STOMP subscriber with d's
+// client-id, name and selector, gone at once: attached to a subscription that holds
+// messages, it would be given some, and each run would count them redelivered, until
+// past maximumRedeliveries they went to the dead-letter queue), then drains it on the
+// source, connected as d's client-id (its subscriber must
 // be stopped), importing each batch into exactly that subscription and acknowledging
 // the batch on the source only once the import answered. It ends when no message came
 // for Idle; the source subscription stays, empty. The Result's Queue is d.String().
@@ -96,19 +101,14 @@ func (m *Mover) MoveDurable(ctx context.Context, d Durable, imp Importer, moved 
 	sub := stompclient.Subscription{ID: "migrate", Destination: "/topic/" + d.Topic, Ack: "client-individual",
 		Selector: d.Selector, DurableName: d.Name}
 
-	topts := m.Target.Options
-	topts.ClientID = d.ClientID
-	dst, err := stompclient.Dial(ctx, m.Target.URL, topts)
+	have, err := imp.Holds(ctx, d)
 	if err != nil {
 		return res, fmt.Errorf("target: %w", err)
 	}
-	err = dst.Subscribe(ctx, sub)
-	if err == nil {
-		err = dst.Disconnect(ctx)
-	}
-	_ = dst.Close()
-	if err != nil {
-		return res, fmt.Errorf("target: create the subscription: %w", err)
+	if !have {
+		if err := createDurable(ctx, m.Target, d, sub); err != nil {
+			return res, fmt.Errorf("target: create the subscription: %w", err)
+		}
 	}
 
 	sopts := m.Source.Options
@@ -179,6 +179,22 @@ func (m *Mover) MoveDurable(ctx context.Context, d Durable, imp Importer, moved 
 	}
 	res.Elapsed = last.Sub(start)
 	return res, nil
+}
+
+// createDurable creates durable subscription d at e: it subscribes with sub as d's
+// client-id and disconnects.
+func createDurable(ctx context.Context, e Endpoint, d Durable, sub stompclient.Subscription) error {
+	opts := e.Options
+	opts.ClientID = d.ClientID
+	c, err := stompclient.Dial(ctx, e.URL, opts)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Subscribe(ctx, sub); err != nil {
+		return err
+	}
+	return c.Disconnect(ctx)
 }
 
 // importMessage is the Message that moves m: the headers of sendHeaders, persistent

@@ -169,3 +169,51 @@ func TestMigrateDurablesFromActiveMQ(t *testing.T) {
 	migDurableDrain(t, amq, topic, feed, 0)        // the sources are empty
 	migDurableDrain(t, amq, topic, audit, 0)
 }
+
+// TestMigrateDurableAgainLeavesTargetBacklog: broker migrate --durable run again and
+// again (as after interruptions, or while the source still refuses the client-id) leaves
+// what the target's subscription already holds alone: none of it is delivered to the
+// tool, so none of it counts a redelivery, and none reaches the dead-letter queue past
+// maximumRedeliveries (6). The source here is another broker of ours.
+func TestMigrateDurableAgainLeavesTargetBacklog(t *testing.T) {
+	src := startBroker(t, brokerConfig{})
+	ours, adminURL := adminBroker(t, brokerConfig{Adapter: "kahaDB: {}"})
+	const topic, n = "MIG.AGAIN", 150
+	feed := migDurable{clientID: "mig-a1", name: "feed"}
+	ctx := ctxTimeout(t, 2*time.Minute)
+	for _, addr := range []string{src.Addr, ours.Addr} {
+		c := durableConn(t, ctx, addr, topic, feed)
+		require.NoError(t, c.Disconnect(ctx))
+		c.Close()
+	}
+	p, err := stompclient.Dial(ctx, stompURL(t, ours.Addr), stompclient.Options{})
+	require.NoError(t, err)
+	for i := range n {
+		_, err := p.Send("/topic/"+topic, hdrs("seq", strconv.Itoa(i), "persistent", "true"), []byte("m"), true)
+		require.NoError(t, err)
+	}
+	for p.Outstanding() > 0 {
+		_, err := p.AwaitReceipt(ctx)
+		require.NoError(t, err)
+	}
+	require.NoError(t, p.Disconnect(ctx))
+	p.Close()
+
+	for range 8 { // more runs than maximumRedeliveries
+		cliOK(t, "", "migrate", "--from", "stomp://"+src.Addr, "--to", "stomp://"+ours.Addr, "--admin", adminURL,
+			"--idle", "200ms", "--progress", "0", "--durable", feed.flag(topic))
+	}
+	var dests []struct {
+		Name     string `json:"name"`
+		Messages int64  `json:"messages"`
+	}
+	newAPI(t, adminURL).get("/api/destinations", &dests)
+	for _, d := range dests {
+		require.False(t, strings.Contains(d.Name, "DLQ") && d.Messages > 0, "dead-lettered: %+v", d)
+	}
+	got := migDurableDrain(t, ours.Addr, topic, feed, n)
+	for i, f := range got {
+		require.Equal(t, strconv.Itoa(i), f.Header.Get("seq"), "message %d out of order", i)
+		require.Empty(t, f.Header.Get("redelivered"), "seq %d was given to the tool", i)
+	}
+}

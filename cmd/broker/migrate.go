@@ -233,6 +233,21 @@ func (di durableImporter) Import(ctx context.Context, d migrate.Durable, msgs []
 	return res.Duplicates, nil
 }
 
+// Holds reports whether the target has d: a durable subscription of that client-id and
+// name on d's topic with d's selector.
+func (di durableImporter) Holds(ctx context.Context, d migrate.Durable) (bool, error) {
+	var ds []admin.DurableSubscription
+	if err := di.c.do(ctx, "GET", "/api/durable-subscriptions", nil, &ds); err != nil {
+		return false, err
+	}
+	for _, s := range ds {
+		if s.ClientID == d.ClientID && s.Name == d.Name {
+			return s.Topic == "/topic/"+d.Topic && s.Selector == d.Selector, nil
+		}
+	}
+	return false, nil
+}
+
 // writeSummary prints the table of the queues moved.
 func writeSummary(w io.Writer, rs []migrate.Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
