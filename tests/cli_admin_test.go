@@ -95,7 +95,7 @@ func TestCLIAdmin(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no message on /queue/adm.work")
 	}
-	require.NoError(t, sub.Unsubscribe())
+	unsubscribe(t, sub)
 	eventually(t, 10*time.Second, "the message in ActiveMQ.DLQ", func() bool {
 		return runCLI(t, "", nil, "browse", url, "/queue/ActiveMQ.DLQ").Stdout == "poison\n"
 	})
