@@ -304,7 +304,9 @@ func testStreamGroupSharesBacklog(t *testing.T, eng streamEngine) {
 	// the second takes what it gets meanwhile (go-stomp reads no RECEIPT while a
 	// MESSAGE waits).
 	joined := time.Now()
-	cb := dial(t, b.Addr, ackRoom)
+	// Its RECEIPTs may wait for the handover, which a busy machine (two suites at once)
+	// took past go-stomp's default 30 s to start.
+	cb := dial(t, b.Addr, ackRoom, stomp.ConnOpt.RcvReceiptTimeout(raceScaled(30*time.Second)))
 	subB := goSubscribe(t, cb, dest, stomp.AckClientIndividual, group...)
 	stopA, stopB := make(chan struct{}), make(chan struct{})
 	errA, errB := make(chan error, 1), make(chan error, 1)
