@@ -67,7 +67,7 @@ import (
 const DLQName = policy.SharedDLQ
 
 // DefaultMaxDestinations is Options.MaxDestinations' default.
-const DefaultMaxDestinations = registry.DefaultMaxDestinations
+const DefaultMaxDestinations = limits.DefaultMaxDestinations
 
 // DefaultDestinationGCPeriod is Options.DestinationGCPeriod's default.
 const DefaultDestinationGCPeriod = registry.DefaultDestinationGCPeriod

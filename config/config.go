@@ -43,10 +43,6 @@ const (
 	DefaultSendFailIfNoSpace = false     // as ActiveMQ: the producer is held until there is room
 	// MinUsageLimit is the smallest systemUsage.memoryUsage or storeUsage accepted.
 	MinUsageLimit = 1 << 20 // 1mb
-	// DefaultMaxDestinations bounds the destinations clients may create. ActiveMQ has
-	// no count, but its heap and a thread per queue stop it far below this; an empty
-	// destination here costs about 2.5 KB, so this bounds a runaway client to a few GB.
-	DefaultMaxDestinations = 1_000_000
 	// MinSchedulerMemoryLimit is the smallest systemUsage.schedulerMemoryLimit
 	// accepted.
 	MinSchedulerMemoryLimit = 64 << 10 // 64kb

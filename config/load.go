@@ -80,7 +80,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault(key("systemUsage", "sendFailIfNoSpace"), DefaultSendFailIfNoSpace)
 	v.SetDefault(key("systemUsage", "sendFailIfNoSpaceAfterTimeout"), time.Duration(0))
 	v.SetDefault(key("systemUsage", "maxTransactionsPerConnection"), int64(limits.DefaultMaxTransactionsPerConnection))
-	v.SetDefault(key("systemUsage", "maxDestinations"), int64(DefaultMaxDestinations))
+	v.SetDefault(key("systemUsage", "maxDestinations"), int64(limits.DefaultMaxDestinations))
 	v.SetDefault(key("systemUsage", "maxSubscriptionsPerConnection"), int64(limits.DefaultMaxSubscriptionsPerConnection))
 	v.SetDefault(key("systemUsage", "maxDurableSubscriptions"), int64(limits.DefaultMaxDurableSubscriptions))
 	v.SetDefault(key("systemUsage", "schedulerMemoryLimit"), int64(limits.DefaultSchedulerMemoryLimit))

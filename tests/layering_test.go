@@ -140,7 +140,7 @@ var allowed = map[string][]string{
 	// count against maxDestinations and the collector of inactive ones, under the lock
 	// that was broker.mu. Its Host gives it authorization and advisories' news; it asks
 	// broker/advisory, a sibling, which topics are advisories (never counted).
-	"broker/registry": {"broker/advisory", "destinations", "persistence", "internal/loglimit"},
+	"broker/registry": {"broker/advisory", "broker/limits", "destinations", "persistence", "internal/loglimit"},
 	// broker/flowcontrol is the memory and store accounting and producer flow control;
 	// its Host finds the queues and topics a SEND names.
 	"broker/flowcontrol": {"destinations", "persistence", "internal/loglimit"},

@@ -23,4 +23,9 @@ const (
 	// DefaultSchedulerMemoryLimit is how many bytes of persistent scheduled messages
 	// the scheduler keeps in memory; the later ones wait in the store. 32 MiB.
 	DefaultSchedulerMemoryLimit = 32 << 20
+	// DefaultMaxDestinations bounds the destinations clients may create (advisory
+	// topics not counted). ActiveMQ has no count, but its heap and a thread per queue
+	// stop it far below this; an empty destination here costs about 2.5 KB, so this
+	// bounds a runaway client to a few GB.
+	DefaultMaxDestinations = 1_000_000
 )

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/activemq-go/broker/broker/advisory"
+	"github.com/activemq-go/broker/broker/limits"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 )
@@ -39,7 +40,7 @@ import (
 // destination's, so none is used twice.
 
 // DefaultMaxDestinations is Config.MaxDestinations' default.
-const DefaultMaxDestinations = 1_000_000
+const DefaultMaxDestinations = limits.DefaultMaxDestinations
 
 // DefaultDestinationGCPeriod is how often the broker runs Collect by default.
 const DefaultDestinationGCPeriod = 10 * time.Second
