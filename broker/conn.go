@@ -65,8 +65,9 @@ type Conn struct {
 	kickReason string
 
 	// Owned by the connection's goroutine.
-	subs  map[string]*Subscription
-	byTag map[uint64]*Delivery
+	subs     map[string]*Subscription
+	sessions map[string]*Session
+	byTag    map[uint64]*Delivery
 	// byID finds the unacknowledged deliveries by message id, for the acks of STOMP 1.0
 	// and 1.1 (see ackindex.go); nil until the connection's first such ack.
 	byID map[string]*Delivery
@@ -218,6 +219,12 @@ func (c *Conn) Take(buf []*Delivery) []*Delivery {
 	}
 	return buf
 }
+
+// Unwritten gives back deliveries Take returned that the transport could not write (its
+// connection is failing): they go back to their destinations, not redelivered, when the
+// connection closes, as deliveries never taken do. Nothing of an auto-acknowledged one
+// is lost: it was not consumed.
+func (c *Conn) Unwritten(ds []*Delivery) { c.PushAll(ds) }
 
 // Delivered tells the broker these deliveries are written to the client. Auto-ack
 // subscriptions consider them consumed now (as ActiveMQ does at dispatch); the others

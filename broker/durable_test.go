@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/destinations"
-	"github.com/activemq-go/broker/destinations/selector"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
@@ -71,7 +70,7 @@ func TestDurableOneStoredCopy(t *testing.T) {
 
 func TestDurableSelectorAndRedeliveryAndRemoval(t *testing.T) {
 	b := newBroker(t)
-	sel, _ := selector.Parse("kind = 'a'")
+	sel := "kind = 'a'"
 	c := newClient(t, b, "cid")
 	c.subscribeReq(SubscribeRequest{ID: "s", Dest: topicName("t"), DurableName: "n", Selector: sel, Mode: AckClientIndividual})
 	c.close()

@@ -117,7 +117,7 @@ func TestBrowseCreatesNothing(t *testing.T) {
 	c := login(t, b, "app")
 	dest, err := destinations.ParseOne("/queue/RO.x")
 	require.NoError(t, err)
-	msgs, err := c.Browse(context.Background(), dest, nil, 0)
+	msgs, err := c.Browse(context.Background(), dest, "", 0)
 	require.NoError(t, err)
 	assert.Empty(t, msgs)
 	_, err = c.Subscribe(context.Background(), SubscribeRequest{ID: "s", Dest: dest, Mode: AckAuto})

@@ -107,8 +107,8 @@ func sharedAckError(err error) error {
 // subscribeShared attaches s to the shared durable subscription key of r.
 func (b *Broker) subscribeShared(ctx context.Context, r SubscribeRequest, s *Subscription, key persistence.SubKey) error {
 	sel := ""
-	if r.Selector != nil {
-		sel = r.Selector.String()
+	if s.Selector != nil {
+		sel = s.Selector.String()
 	}
 	d, err := b.shared.Subscribe(ctx, key, r.Dest.Name, sel, &s.Consumer)
 	switch {

@@ -335,3 +335,52 @@ func TestStoresLinkNoConfigLibraries(t *testing.T) {
 		}
 	}
 }
+
+// surfaceImports lists, for each wire protocol's transport, the project packages its
+// code (tests aside) may import directly: the broker's session surface, its codec, and
+// security's identity types. Nothing of destinations, durable, persistence or the
+// stream engines: a transport reaches them through the surface only (issue 22 §1).
+var surfaceImports = map[string][]string{
+	"transport":       {"broker", "transport/stomp", "internal/stompcodec", "internal/loglimit", "security"},
+	"transport/stomp": {"broker", "internal/stompcodec", "security"},
+}
+
+// TestTransportsUseTheSessionSurface fails when a transport imports, directly, more of
+// the project than surfaceImports allows it, or when a package under transport/ has
+// no entry there.
+func TestTransportsUseTheSessionSurface(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/transport/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		pkg := strings.TrimPrefix(fields[0], module+"/")
+		may, ok := surfaceImports[pkg]
+		if !ok {
+			t.Errorf("transport package %s has no entry in surfaceImports: a transport drives the broker's session surface only", pkg)
+			continue
+		}
+		checked++
+		for _, dep := range fields[1:] {
+			if !strings.HasPrefix(dep, module+"/") {
+				continue
+			}
+			d := strings.TrimPrefix(dep, module+"/")
+			found := false
+			for _, m := range may {
+				found = found || d == m
+			}
+			if !found {
+				t.Errorf("%s imports %s: a transport uses the broker's session surface (package broker), its codec and security only", pkg, d)
+			}
+		}
+	}
+	if checked < 2 {
+		t.Fatalf("only %d transport packages checked; go list output looks wrong", checked)
+	}
+}
