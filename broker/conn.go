@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/activemq-go/broker/broker/access"
 	"github.com/activemq-go/broker/broker/dedup"
 	"github.com/activemq-go/broker/broker/flowcontrol"
 	"github.com/activemq-go/broker/broker/management"
@@ -36,6 +37,12 @@ type ConnectInfo struct {
 	Connector, Version string
 }
 
+// credentials are what the security service checks of info.
+func (info ConnectInfo) credentials() security.Credentials {
+	return security.Credentials{Login: info.Login, Passcode: info.Passcode, HasLogin: info.HasLogin,
+		RemoteAddr: info.RemoteAddr, PeerCertificates: info.PeerCertificates}
+}
+
 // Conn is one client connection. See the package comment for which goroutine may call
 // what.
 type Conn struct {
@@ -45,7 +52,7 @@ type Conn struct {
 	dests      *registry.Destinations
 	quotas     *quotas
 	meter      *management.Meter
-	access     *access
+	access     *access.Control
 	flow       *flowcontrol.Control
 	ID         string
 	ClientID   string
@@ -371,7 +378,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if err := c.authorizeUse(dests, security.Write, true); err != nil {
 		return err
 	}
-	c.access.stampUser(c.subject, m)
+	c.access.StampUser(c.subject, m)
 	dests, err := c.resolveSend(dests, m)
 	if err != nil {
 		return err

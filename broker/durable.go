@@ -117,7 +117,7 @@ func (b *Broker) deleteDurable(ctx context.Context, c *Conn, r UnsubscribeReques
 	if d := b.durables.Get(key); d != nil {
 		topic = d.Topic()
 		// Removing it needs the right that made it: read on its topic.
-		if !b.access.mayRead(c.subject, true, topic) {
+		if !b.access.MayRead(c.subject, true, topic) {
 			return c.denied(security.Read, destinations.Name{Kind: destinations.Topic, Name: topic})
 		}
 	}

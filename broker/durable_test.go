@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/durable"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
@@ -174,8 +175,7 @@ func TestDurableLegacyDispatchMarkers(t *testing.T) {
 		out := map[string]uint64{}
 		for _, d := range rec.Destinations {
 			if (strings.HasPrefix(d.Name, destinations.MarkerPrefix) || strings.HasPrefix(d.Name, destinations.SubMarkerPrefix)) && d.Msgs > 0 {
-				b := &Broker{store: st}
-				hwm, err := b.readMarker(ctx, d.Name)
+				hwm, err := durable.ReadMarker(ctx, st, d.Name)
 				require.NoError(t, err)
 				out[d.Name] = hwm
 			}

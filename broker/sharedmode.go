@@ -126,12 +126,12 @@ func (b *Broker) subscribeShared(ctx context.Context, r SubscribeRequest, s *Sub
 // unsubscribeShared deletes the shared durable subscription key that r, a request of
 // c, names (see unsubscribeDurable for the styles).
 func (b *Broker) unsubscribeShared(ctx context.Context, c *Conn, r UnsubscribeRequest, key persistence.SubKey) error {
-	if b.access.authorizing() {
+	if b.access.Authorizing() {
 		topic, ok, err := b.shared.TopicOf(ctx, key)
 		if err != nil {
 			return storeError(err)
 		}
-		if ok && !b.access.mayRead(c.subject, true, topic) {
+		if ok && !b.access.MayRead(c.subject, true, topic) {
 			return c.denied(security.Read, destinations.Name{Kind: destinations.Topic, Name: topic})
 		}
 	}

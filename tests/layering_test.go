@@ -144,6 +144,9 @@ var allowed = map[string][]string{
 	// broker/flowcontrol is the memory and store accounting and producer flow control;
 	// its Host finds the queues and topics a SEND names.
 	"broker/flowcontrol": {"destinations", "persistence", "internal/loglimit"},
+	// broker/access is the broker's side of security: it asks security who a client is
+	// and what it may do, and counts the denials in broker/management's meter.
+	"broker/access": {"broker/management", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
 	// broker/ackretry writes again the auto-acknowledgements whose store write failed.
 	"broker/ackretry": {"destinations", "persistence"},
 }
