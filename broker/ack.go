@@ -27,28 +27,75 @@ func (r AckRef) String() string {
 	return r.MessageID
 }
 
-// find returns the deliveries an ACK (cumulative for client mode) or NACK covers.
-func (c *Conn) find(r AckRef, cumulative bool) (*Subscription, []*Delivery, error) {
+// SettleKind is a form in which a client settles a delivery: the forms JMS
+// acknowledges in. A session's recover is Session.Recover, a transaction's rollback
+// Conn.Abort.
+type SettleKind uint8
+
+const (
+	// SettleStandard acknowledges as the subscription's mode says: in client mode the
+	// delivery and every earlier one of its subscription (STOMP's ACK), else the one.
+	SettleStandard SettleKind = iota
+	// SettleIndividual acknowledges the delivery only, whatever the mode (OpenWire's
+	// individual ack).
+	SettleIndividual
+	// SettleCumulative acknowledges the delivery and every earlier unsettled one of its
+	// subscription, whatever the mode (OpenWire's standard ack of a range).
+	SettleCumulative
+	// SettlePoison rejects the delivery: the destination's NACK policy (the dead-letter
+	// queue by default, with Cause as its dlqDeliveryFailureCause). STOMP's NACK,
+	// OpenWire's poison ack.
+	SettlePoison
+	// SettleExpired: the client found the message expired and did not consume it; it
+	// is dead-lettered if the dead-letter strategy's processExpired says so (the
+	// default for persistent messages), else dropped. OpenWire's expired ack.
+	SettleExpired
+)
+
+// SettleRequest settles what Ref names, in the form Kind, inside transaction Tx if it
+// is not empty.
+type SettleRequest struct {
+	Ref   AckRef
+	Kind  SettleKind
+	Tx    string
+	Cause string // SettlePoison: why the client rejected it ("" for ActiveMQ's default)
+}
+
+// outcome is what the request does to the messages it settles.
+func (r SettleRequest) outcome() destinations.Outcome {
+	switch r.Kind {
+	case SettlePoison:
+		return destinations.Outcome{Rejected: true, Cause: r.Cause}
+	case SettleExpired:
+		return destinations.Outcome{Rejected: true, Expired: true}
+	}
+	return destinations.Outcome{}
+}
+
+// find returns the deliveries a settle request covers.
+func (c *Conn) find(r SettleRequest) (*Subscription, []*Delivery, error) {
 	var d *Delivery
+	ref := r.Ref
 	switch {
-	case r.HasTag:
-		d = c.byTag[r.Tag]
-	case r.SubID != "":
-		s := c.subs[r.SubID]
+	case ref.HasTag:
+		d = c.byTag[ref.Tag]
+	case ref.SubID != "":
+		s := c.subs[ref.SubID]
 		if s == nil {
-			return nil, nil, errorf(ErrUnknownSubscription, "No subscription matched: %s", r.SubID)
+			return nil, nil, errorf(ErrUnknownSubscription, "No subscription matched: %s", ref.SubID)
 		}
-		d = c.byMessageID(r.MessageID, s)
+		d = c.byMessageID(ref.MessageID, s)
 	default:
 		// STOMP 1.0 names no subscription: any of the connection's will do, as in
 		// ActiveMQ; the delivery written first is taken.
-		d = c.byMessageID(r.MessageID, nil)
+		d = c.byMessageID(ref.MessageID, nil)
 	}
 	if d == nil || d.Settled {
-		return nil, nil, errorf(ErrUnknownAck, "Unexpected ACK received for message-id [%s]", r)
+		return nil, nil, errorf(ErrUnknownAck, "Unexpected ACK received for message-id [%s]", ref)
 	}
 	s := subOf(d)
-	if !cumulative || s.Mode != AckClient {
+	cumulative := r.Kind == SettleCumulative || r.Kind == SettleStandard && s.Mode == AckClient
+	if !cumulative {
 		return s, []*Delivery{d}, nil
 	}
 	var ds []*Delivery
@@ -65,45 +112,48 @@ func (c *Conn) find(r AckRef, cumulative bool) (*Subscription, []*Delivery, erro
 }
 
 // Ack acknowledges a message (and, for a client-mode subscription, every earlier one it
-// was sent). Outside a transaction done is called once the acknowledgement is durable; a
-// client that waited for it never sees those messages again.
+// was sent): Settle with SettleStandard.
 func (c *Conn) Ack(ctx context.Context, r AckRef, tx string, done func(error)) error {
-	return c.settleRef(r, tx, true, done)
+	return c.Settle(ctx, SettleRequest{Ref: r, Kind: SettleStandard, Tx: tx}, done)
 }
 
 // Nack rejects one message; what follows is the destination's NACK policy. The default
 // is ActiveMQ's poison acknowledgement: a persistent message moves to the dead-letter
 // queue (ActiveMQ.DLQ), a non-persistent one is dropped (processNonPersistent=false).
 func (c *Conn) Nack(ctx context.Context, r AckRef, tx string, done func(error)) error {
-	return c.settleRef(r, tx, false, done)
+	return c.Settle(ctx, SettleRequest{Ref: r, Kind: SettlePoison, Tx: tx}, done)
 }
 
-func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error {
+// Settle settles the deliveries r names in the form r.Kind. Outside a transaction done
+// is called once that is durable: a client that waited for it never sees an
+// acknowledged message again.
+func (c *Conn) Settle(ctx context.Context, r SettleRequest, done func(error)) error {
 	var t *txState
-	if tx != "" {
-		if t = c.txs[tx]; t == nil {
-			return errorf(ErrUnknownTransaction, "Invalid transaction id: %s", tx)
+	if r.Tx != "" {
+		if t = c.txs[r.Tx]; t == nil {
+			return errorf(ErrUnknownTransaction, "Invalid transaction id: %s", r.Tx)
 		}
 	}
-	s, ds, err := c.find(r, ack)
+	s, ds, err := c.find(r)
 	if err != nil {
 		return err
 	}
 	shared := destinations.Claimed(ds)
 	if shared && t != nil {
-		return errorf(ErrInvalidDestination, "shared queues do not take part in transactions yet: acknowledge %s outside transaction %s", ds[0].Queue.ClientName(), tx)
+		return errorf(ErrInvalidDestination, "shared queues do not take part in transactions yet: acknowledge %s outside transaction %s", ds[0].Queue.ClientName(), r.Tx)
 	}
+	o := r.outcome()
 	s.settle(ds)
 	// The window opens at once, also inside a transaction (ActiveMQ's delivered ack), so a
 	// transacted consumer with a small prefetch keeps receiving.
 	s.Credit.Add(int32(len(ds)))
 	if t != nil {
-		t.settles = append(t.settles, txSettle{sub: s, ds: ds, ack: ack})
+		t.settles = append(t.settles, txSettle{sub: s, ds: ds, outcome: o})
 		s.kick()
 		done(nil)
 		return nil
 	}
-	if ack {
+	if !o.Rejected {
 		c.meter.Acked[c.proto].Add(int64(len(ds)))
 	}
 	if s.stream != nil {
@@ -113,19 +163,19 @@ func (c *Conn) settleRef(r AckRef, tx string, ack bool, done func(error)) error 
 	}
 	if shared {
 		s.kick()
-		c.b.settleShared(ds, ack, done)
+		c.b.settleShared(ds, !o.Rejected, done)
 		return nil
 	}
-	c.b.settle(s, ds, ack, done)
+	c.b.settle(s, ds, o, done)
 	return nil
 }
 
 // settle acknowledges (or rejects) ds, deliveries of s, in one store batch (see
 // applySettle), resumes dispatch to s, and calls done once the batch is durable and the
 // dispatch marks cover what s was given (afterMarked).
-func (b *Broker) settle(s *Subscription, ds []*Delivery, ack bool, done func(error)) {
+func (b *Broker) settle(s *Subscription, ds []*Delivery, o destinations.Outcome, done func(error)) {
 	batch := b.store.Begin()
-	onDone := b.applySettle(batch, s, ds, ack)
+	onDone := b.applySettle(batch, s, ds, o)
 	s.kick()
 	b.finish(batch, persistence.Sync, onDone, afterMarked(ds, done))
 }
@@ -166,15 +216,15 @@ func afterMarked(ds []*Delivery, done func(error)) func(error) {
 // applySettle adds the store writes that acknowledge (or reject) ds to batch and returns
 // what to do in memory once the batch is durable. A rejected (NACKed) message follows the
 // destination's NACK policy: dead-letter queue (ActiveMQ), redelivery, or discard.
-func (b *Broker) applySettle(batch persistence.Batch, s *Subscription, ds []*Delivery, ack bool) func(error) {
+func (b *Broker) applySettle(batch persistence.Batch, s *Subscription, ds []*Delivery, o destinations.Outcome) func(error) {
 	switch {
 	case s.q != nil:
-		return s.q.Settle(batch, ds, ack)
+		return s.q.Settle(batch, ds, o)
 	case s.isWildcardQueue():
 		// Deliveries from several queues: each queue settles its own.
 		var dones []func(error)
 		for q, qds := range byQueue(ds) {
-			if done := q.Settle(batch, qds, ack); done != nil {
+			if done := q.Settle(batch, qds, o); done != nil {
 				dones = append(dones, done)
 			}
 		}

@@ -14,7 +14,7 @@ type advHost struct{ b *Broker }
 func (h advHost) NewMessageID() string { return h.b.newMessageID() }
 
 func (h advHost) MayRead(c *destinations.Consumer, topic string) bool {
-	return h.b.access.mayRead(c.Owner.(*Subscription).conn.subject, true, topic)
+	return h.b.access.MayRead(c.Owner.(*Subscription).conn.subject, true, topic)
 }
 
 func newAdvisories(b *Broker) *advisory.Advisories {

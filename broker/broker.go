@@ -46,6 +46,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/activemq-go/broker/broker/access"
 	"github.com/activemq-go/broker/broker/ackretry"
 	"github.com/activemq-go/broker/broker/advisory"
 	"github.com/activemq-go/broker/broker/dedup"
@@ -172,7 +173,7 @@ type Broker struct {
 	quotas   quotas                 // what connections may hold (limits.go)
 	policies policies               // each destination's policy (policy.go)
 	flow     *flowcontrol.Control   // memory, store usage, producer flow control
-	access   access                 // authentication and authorization (security.go)
+	access   access.Control         // authentication and authorization (broker/access, security.go)
 	durables *durable.Registry
 	streams  *destinations.Streams // nil without streams
 	// shared is this node's side of shared mode (package broker/sharedmode; nil:
@@ -232,12 +233,12 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		conns:    newConnections(o.LinkStealing),
 		quotas:   newQuotas(o),
 		policies: newPolicies(o),
-		access: access{sec: o.Security, populateUserID: o.PopulateJMSXUserID,
-			principalUserID: o.UseAuthenticatedPrincipalForJMSXUserID},
+		access: access.Control{Service: o.Security, PopulateUserID: o.PopulateJMSXUserID,
+			PrincipalUserID: o.UseAuthenticatedPrincipalForJMSXUserID},
 		bg: background{done: make(chan struct{})},
 	}
 	b.counters.Init(o.Store)
-	b.access.log, b.access.meter = b.log, &b.counters
+	b.access.Log, b.access.Meter = b.log, &b.counters
 	b.acks = ackretry.New(b.store, b.log, &b.bg.wg)
 	if o.Streams != nil {
 		b.streams = destinations.NewStreams(o.Streams, b.log)
@@ -337,7 +338,7 @@ func (b *Broker) recover(ctx context.Context) error {
 	if err := b.durables.Recover(ctx, rec, b.dests.Topic); err != nil {
 		return err
 	}
-	if err := b.recoverMarkers(ctx, rec.Destinations); err != nil {
+	if err := b.durables.RecoverMarkers(ctx, rec.Destinations, b.dests.FindQueue); err != nil {
 		return err
 	}
 	if err := b.dedup.Recover(ctx, rec.Destinations); err != nil {

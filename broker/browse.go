@@ -5,7 +5,6 @@ import (
 
 	"github.com/activemq-go/broker/broker/management"
 	"github.com/activemq-go/broker/destinations"
-	"github.com/activemq-go/broker/destinations/selector"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/security"
 )
@@ -17,14 +16,19 @@ const DefaultBrowsePageSize = management.DefaultBrowsePageSize
 // Browse returns up to max messages waiting on a queue, in dispatch order, without
 // consuming them: those held in memory first, then those paged out to the store.
 // Messages dispatched to a consumer and not yet acknowledged are not included.
-func (c *Conn) Browse(ctx context.Context, d destinations.Name, sel *selector.Selector, max int) ([]*persistence.Message, error) {
+// The selector is text, as in SubscribeRequest.
+func (c *Conn) Browse(ctx context.Context, d destinations.Name, selectorText string, max int) ([]*persistence.Message, error) {
+	sel, err := parseSelector(selectorText)
+	if err != nil {
+		return nil, err
+	}
 	if max <= 0 {
 		max = DefaultBrowsePageSize
 	}
 	if err := c.authorizeUse([]destinations.Name{d}, security.Read, false); err != nil {
 		return nil, err
 	}
-	d, err := c.resolve(d, true)
+	d, err = c.resolve(d, true)
 	if err != nil {
 		return nil, err
 	}

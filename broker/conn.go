@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/activemq-go/broker/broker/access"
 	"github.com/activemq-go/broker/broker/dedup"
 	"github.com/activemq-go/broker/broker/flowcontrol"
 	"github.com/activemq-go/broker/broker/management"
@@ -36,6 +37,12 @@ type ConnectInfo struct {
 	Connector, Version string
 }
 
+// credentials are what the security service checks of info.
+func (info ConnectInfo) credentials() security.Credentials {
+	return security.Credentials{Login: info.Login, Passcode: info.Passcode, HasLogin: info.HasLogin,
+		RemoteAddr: info.RemoteAddr, PeerCertificates: info.PeerCertificates}
+}
+
 // Conn is one client connection. See the package comment for which goroutine may call
 // what.
 type Conn struct {
@@ -45,7 +52,7 @@ type Conn struct {
 	dests      *registry.Destinations
 	quotas     *quotas
 	meter      *management.Meter
-	access     *access
+	access     *access.Control
 	flow       *flowcontrol.Control
 	ID         string
 	ClientID   string
@@ -65,8 +72,9 @@ type Conn struct {
 	kickReason string
 
 	// Owned by the connection's goroutine.
-	subs  map[string]*Subscription
-	byTag map[uint64]*Delivery
+	subs     map[string]*Subscription
+	sessions map[string]*Session
+	byTag    map[uint64]*Delivery
 	// byID finds the unacknowledged deliveries by message id, for the acks of STOMP 1.0
 	// and 1.1 (see ackindex.go); nil until the connection's first such ack.
 	byID map[string]*Delivery
@@ -219,6 +227,12 @@ func (c *Conn) Take(buf []*Delivery) []*Delivery {
 	return buf
 }
 
+// Unwritten gives back deliveries Take returned that the transport could not write (its
+// connection is failing): they go back to their destinations, not redelivered, when the
+// connection closes, as deliveries never taken do. Nothing of an auto-acknowledged one
+// is lost: it was not consumed.
+func (c *Conn) Unwritten(ds []*Delivery) { c.PushAll(ds) }
+
 // Delivered tells the broker these deliveries are written to the client. Auto-ack
 // subscriptions consider them consumed now (as ActiveMQ does at dispatch); the others
 // keep them until ACK or NACK.
@@ -364,7 +378,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if err := c.authorizeUse(dests, security.Write, true); err != nil {
 		return err
 	}
-	c.access.stampUser(c.subject, m)
+	c.access.StampUser(c.subject, m)
 	dests, err := c.resolveSend(dests, m)
 	if err != nil {
 		return err

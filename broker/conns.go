@@ -65,7 +65,7 @@ func (b *Broker) newConn(subject *security.Subject, remote, connector string) *C
 }
 
 func (b *Broker) connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
-	subject, err := b.access.authenticate(ctx, info)
+	subject, err := b.access.Authenticate(ctx, info.credentials())
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func (b *Broker) connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
 	}
 	c := b.newConn(subject, info.RemoteAddr, info.Connector)
 	c.proto, c.ClientID, c.version = info.Protocol, info.ClientID, info.Version
-	if err := b.conns.add(ctx, c, b.access.authenticating(), b.log); err != nil {
+	if err := b.conns.add(ctx, c, b.access.Authenticating(), b.log); err != nil {
 		return nil, err
 	}
 	b.adviseConnected(c)
@@ -172,7 +172,7 @@ func (cs *connections) close() (open int, already bool) {
 func (b *Broker) connectInternal(ctx context.Context, sub *security.Subject, who string) (*Conn, error) {
 	if sub == nil {
 		var err error
-		if sub, err = b.access.authenticate(ctx, ConnectInfo{RemoteAddr: who}); err != nil {
+		if sub, err = b.access.Authenticate(ctx, security.Credentials{RemoteAddr: who}); err != nil {
 			return nil, err
 		}
 	}

@@ -78,7 +78,7 @@ func (b *Broker) attachDurable(ctx context.Context, r SubscribeRequest, s *Subsc
 		return b.subscribeShared(ctx, r, s, key)
 	}
 	t := b.dests.Topic(r.Dest.Name)
-	d, err := b.durables.Subscribe(ctx, key, t, r.Selector, &s.Consumer)
+	d, err := b.durables.Subscribe(ctx, key, t, s.Selector, &s.Consumer)
 	switch {
 	case errors.Is(err, durable.ErrInUse):
 		return errorf(ErrDurableInUse, "Durable consumer is in use for client: %s and subscriptionName: %s", key.ClientID, key.Name)
@@ -117,7 +117,7 @@ func (b *Broker) deleteDurable(ctx context.Context, c *Conn, r UnsubscribeReques
 	if d := b.durables.Get(key); d != nil {
 		topic = d.Topic()
 		// Removing it needs the right that made it: read on its topic.
-		if !b.access.mayRead(c.subject, true, topic) {
+		if !b.access.MayRead(c.subject, true, topic) {
 			return c.denied(security.Read, destinations.Name{Kind: destinations.Topic, Name: topic})
 		}
 	}

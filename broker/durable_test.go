@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/destinations"
-	"github.com/activemq-go/broker/destinations/selector"
+	"github.com/activemq-go/broker/durable"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
 )
@@ -71,7 +71,7 @@ func TestDurableOneStoredCopy(t *testing.T) {
 
 func TestDurableSelectorAndRedeliveryAndRemoval(t *testing.T) {
 	b := newBroker(t)
-	sel, _ := selector.Parse("kind = 'a'")
+	sel := "kind = 'a'"
 	c := newClient(t, b, "cid")
 	c.subscribeReq(SubscribeRequest{ID: "s", Dest: topicName("t"), DurableName: "n", Selector: sel, Mode: AckClientIndividual})
 	c.close()
@@ -175,8 +175,7 @@ func TestDurableLegacyDispatchMarkers(t *testing.T) {
 		out := map[string]uint64{}
 		for _, d := range rec.Destinations {
 			if (strings.HasPrefix(d.Name, destinations.MarkerPrefix) || strings.HasPrefix(d.Name, destinations.SubMarkerPrefix)) && d.Msgs > 0 {
-				b := &Broker{store: st}
-				hwm, err := b.readMarker(ctx, d.Name)
+				hwm, err := durable.ReadMarker(ctx, st, d.Name)
 				require.NoError(t, err)
 				out[d.Name] = hwm
 			}

@@ -67,7 +67,8 @@ var (
 	ErrDestinationInUse = destinations.ErrInUse
 	// ErrNoCursor: a browse page starts after a message no longer waiting.
 	ErrNoCursor = destinations.ErrNoCursor
-	// ErrInvalidSelector: a management request's selector does not parse.
+	// ErrInvalidSelector: a subscription's, browser's or management request's selector
+	// does not parse.
 	ErrInvalidSelector = management.ErrInvalidSelector
 	// ErrMemoryFull: a non-persistent message would pass a memory limit.
 	ErrMemoryFull = destinations.ErrMemoryFull

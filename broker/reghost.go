@@ -8,7 +8,7 @@ import "github.com/activemq-go/broker/destinations"
 type regHost struct{ b *Broker }
 
 func (h regHost) MayRead(c *destinations.Consumer, topic bool, name string) bool {
-	return h.b.access.mayRead(c.Owner.(*Subscription).conn.subject, topic, name)
+	return h.b.access.MayRead(c.Owner.(*Subscription).conn.subject, topic, name)
 }
 
 func (h regHost) Added(d destinations.Name, temp bool, by string, q *destinations.QueueDest, t *destinations.TopicDest) {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/activemq-go/broker/broker/access"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
@@ -69,9 +70,9 @@ func TestAuthorizationCachedDecision(t *testing.T) {
 func TestStampUser(t *testing.T) {
 	b := securedBroker(t, nil)
 	c := login(t, b, "app")
-	a := &access{sec: c.access.sec, populateUserID: true}
+	a := &access.Control{Service: c.access.Service, PopulateUserID: true}
 	m := &persistence.Message{Headers: []string{"a", "1", destinations.UserIDProperty, "evil", "b", "2", destinations.UserIDProperty, "evil2"}}
-	a.stampUser(c.subject, m)
+	a.StampUser(c.subject, m)
 	assert.Equal(t, persistence.Headers{"a", "1", "b", "2", destinations.UserIDProperty, "app"}, m.Headers)
 }
 
@@ -117,7 +118,7 @@ func TestBrowseCreatesNothing(t *testing.T) {
 	c := login(t, b, "app")
 	dest, err := destinations.ParseOne("/queue/RO.x")
 	require.NoError(t, err)
-	msgs, err := c.Browse(context.Background(), dest, nil, 0)
+	msgs, err := c.Browse(context.Background(), dest, "", 0)
 	require.NoError(t, err)
 	assert.Empty(t, msgs)
 	_, err = c.Subscribe(context.Background(), SubscribeRequest{ID: "s", Dest: dest, Mode: AckAuto})

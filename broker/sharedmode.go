@@ -107,8 +107,8 @@ func sharedAckError(err error) error {
 // subscribeShared attaches s to the shared durable subscription key of r.
 func (b *Broker) subscribeShared(ctx context.Context, r SubscribeRequest, s *Subscription, key persistence.SubKey) error {
 	sel := ""
-	if r.Selector != nil {
-		sel = r.Selector.String()
+	if s.Selector != nil {
+		sel = s.Selector.String()
 	}
 	d, err := b.shared.Subscribe(ctx, key, r.Dest.Name, sel, &s.Consumer)
 	switch {
@@ -126,12 +126,12 @@ func (b *Broker) subscribeShared(ctx context.Context, r SubscribeRequest, s *Sub
 // unsubscribeShared deletes the shared durable subscription key that r, a request of
 // c, names (see unsubscribeDurable for the styles).
 func (b *Broker) unsubscribeShared(ctx context.Context, c *Conn, r UnsubscribeRequest, key persistence.SubKey) error {
-	if b.access.authorizing() {
+	if b.access.Authorizing() {
 		topic, ok, err := b.shared.TopicOf(ctx, key)
 		if err != nil {
 			return storeError(err)
 		}
-		if ok && !b.access.mayRead(c.subject, true, topic) {
+		if ok && !b.access.MayRead(c.subject, true, topic) {
 			return c.denied(security.Read, destinations.Name{Kind: destinations.Topic, Name: topic})
 		}
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/activemq-go/broker/broker/scheduler"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/policy"
-	"github.com/activemq-go/broker/destinations/selector"
 	"github.com/activemq-go/broker/internal/vfs"
 	"github.com/activemq-go/broker/kafkalog"
 	"github.com/activemq-go/broker/persistence"
@@ -404,8 +403,7 @@ func TestStreamSelectorAndNackAndPrefetch(t *testing.T) {
 		}
 		p.sendMsg("/topic/s.sel", hdrMsg("body-"+strconv.Itoa(i), "color", color))
 	}
-	sel, err := selector.Parse("color = 'blue'")
-	require.NoError(t, err)
+	sel := "color = 'blue'"
 	c := newClient(t, e.b, "")
 	c.subscribeReq(SubscribeRequest{ID: "g", Dest: topicName("s.sel"), ConsumerGroup: "G", Mode: AckClientIndividual,
 		StreamOffset: "first", Selector: sel, Prefetch: 2})

@@ -8,7 +8,6 @@ import (
 	"github.com/activemq-go/broker/broker/registry"
 	"github.com/activemq-go/broker/broker/sharedmode"
 	"github.com/activemq-go/broker/destinations"
-	"github.com/activemq-go/broker/destinations/selector"
 	"github.com/activemq-go/broker/durable"
 	"github.com/activemq-go/broker/security"
 )
@@ -29,8 +28,10 @@ type SubscribeRequest struct {
 	Dest     destinations.Name
 	Mode     AckMode
 	Prefetch int // <= 0: the destination policy's prefetch
-	// Selector filters the messages this subscription receives; nil for all.
-	Selector *selector.Selector
+	// Selector is the JMS selector that filters the messages this subscription
+	// receives, as the client wrote it; blank for all. One that does not parse is an
+	// *Error wrapping ErrInvalidSelector.
+	Selector string
 	// Exclusive asks to be the queue's only consumer while it lives (activemq.exclusive).
 	Exclusive bool
 	// Priority: higher-priority consumers are dispatched to first (activemq.priority).
@@ -55,7 +56,8 @@ type SubscribeRequest struct {
 // it is attached, and what it was sent and has not acknowledged.
 type Subscription struct {
 	destinations.Consumer
-	conn *Conn
+	conn    *Conn
+	session *Session
 
 	q       *destinations.QueueDest
 	wq      *registry.WildQueue // a wildcard queue subscription's queues
@@ -77,8 +79,13 @@ type Delivery = destinations.Delivery
 // subOf is the subscription a delivery was made for.
 func subOf(d *Delivery) *Subscription { return d.Sub.Owner.(*Subscription) }
 
-// Subscribe adds a subscription to the connection.
+// Subscribe adds a subscription to the connection's default session (Session("")).
 func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription, error) {
+	return c.Session("").Subscribe(ctx, r)
+}
+
+// subscribe adds a subscription to the connection (see Session.Subscribe).
+func (c *Conn) subscribe(ctx context.Context, r SubscribeRequest) (*Subscription, error) {
 	if c.closed {
 		return nil, &Error{Message: "connection closed", Fatal: true, Err: ErrClosed}
 	}
@@ -86,6 +93,10 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 		return nil, errorf(ErrDuplicateSubscription, "subscription id %q is already in use on this connection", r.ID)
 	}
 	if err := c.SubscriptionRoom(0); err != nil {
+		return nil, err
+	}
+	sel, err := parseSelector(r.Selector)
+	if err != nil {
 		return nil, err
 	}
 	if err := c.authorizeUse([]destinations.Name{r.Dest}, security.Read, true); err != nil {
@@ -120,7 +131,7 @@ func (c *Conn) Subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	c.consumers++
 	s := &Subscription{conn: c, advID: c.consumers}
 	s.Consumer = destinations.Consumer{Sink: c, Owner: s, ID: r.ID, Dest: r.Dest, Mode: r.Mode, Prefetch: int32(prefetch),
-		Selector: r.Selector, Exclusive: r.Exclusive, Priority: r.Priority, NoLocal: r.NoLocal}
+		Selector: sel, Exclusive: r.Exclusive, Priority: r.Priority, NoLocal: r.NoLocal}
 	s.Credit.Store(int32(prefetch))
 	if t := stream; t != nil {
 		if err := c.subscribeStream(ctx, r, s, t); err != nil {
@@ -223,6 +234,9 @@ func (c *Conn) Unsubscribe(ctx context.Context, r UnsubscribeRequest) error {
 // unsubscribe removes s, one of c's subscriptions (see Unsubscribe).
 func (c *Conn) unsubscribe(s *Subscription) {
 	delete(c.subs, s.ID)
+	if s.session != nil {
+		delete(s.session.subs, s)
+	}
 	c.nsubs.Store(int32(len(c.subs)))
 	switch {
 	case s.durable != nil:

@@ -29,7 +29,7 @@ func (c *Conn) resolve(d destinations.Name, consume bool) (destinations.Name, er
 			return d, errorf(ErrInvalidDestination, "temporary destination %s no longer exists", d)
 		}
 		if consume && owner != c {
-			if c.access.authenticating() {
+			if c.access.Authenticating() {
 				return d, c.denied(security.Read, d)
 			}
 			return d, errorf(ErrInvalidDestination, "only the connection that created %s may consume from it", d)
@@ -54,7 +54,7 @@ func (c *Conn) rewriteReplyTo(hs []string) error {
 		if !ok {
 			return nil // kept as a plain string, as ActiveMQ does
 		}
-		if c.access.sec != nil {
+		if c.access.Service != nil {
 			// Naming one's own temporary destination creates it: it will be read.
 			if err := c.authorizeTemp(n, security.Read); err != nil {
 				return err

@@ -22,9 +22,9 @@ type txSend struct {
 }
 
 type txSettle struct {
-	sub *Subscription
-	ds  []*Delivery
-	ack bool // false: NACK
+	sub     *Subscription
+	ds      []*Delivery
+	outcome destinations.Outcome
 }
 
 // Begin opens a transaction.
@@ -65,13 +65,13 @@ func (b *Broker) commitTx(ctx context.Context, c *Conn, t *txState, done func(er
 	var settled []*Delivery
 	for _, st := range t.settles {
 		settled = append(settled, st.ds...)
-		if st.ack {
+		if !st.outcome.Rejected {
 			acked += int64(len(st.ds))
 		}
 		if st.sub.stream != nil {
 			continue // in streamsAfterCommit
 		}
-		if f := b.applySettle(batch, st.sub, st.ds, st.ack); f != nil {
+		if f := b.applySettle(batch, st.sub, st.ds, st.outcome); f != nil {
 			applies = append(applies, f)
 		}
 	}

@@ -139,19 +139,47 @@ func DeadLetterDest(s policy.DeadLetter, dest Name, sub *persistence.SubKey) Nam
 	return Name{Kind: Queue, Name: name}
 }
 
-// Settle adds the store writes that acknowledge (or reject) ds, deliveries of q, to
-// batch and returns what to do in memory once the batch is durable. A rejected (NACKed)
-// message follows the queue's NACK policy: dead-letter queue (ActiveMQ), redelivery,
-// or discard.
-func (q *QueueDest) Settle(batch persistence.Batch, ds []*Delivery, ack bool) func(error) {
-	if !ack {
+// Outcome is how a consumer settled deliveries: consumed (the zero value), or rejected
+// (see QueueDest.Settle).
+type Outcome struct {
+	// Rejected: not consumed. A poison acknowledgement (STOMP's NACK) follows the
+	// queue's NACK policy.
+	Rejected bool
+	// Expired: rejected because the client found the messages expired; they are
+	// dead-lettered if the strategy's processExpired says so, else dropped, whatever
+	// the NACK policy.
+	Expired bool
+	// Cause is a rejected message's dlqDeliveryFailureCause ("" for a poison ack's).
+	Cause string
+}
+
+// poisonCause is the dlqDeliveryFailureCause of a message a client rejected without
+// saying why.
+const poisonCause = "poison ack (NACK)"
+
+// Settle adds the store writes that settle ds, deliveries of q, as o says to batch and
+// returns what to do in memory once the batch is durable. A rejected (NACKed) message
+// follows the queue's NACK policy: dead-letter queue (ActiveMQ), redelivery, or discard.
+func (q *QueueDest) Settle(batch persistence.Batch, ds []*Delivery, o Outcome) func(error) {
+	if o.Expired {
+		q.mu.Lock()
+		q.expired += int64(len(ds))
+		q.mu.Unlock()
+		q.env.Counters.expired(len(ds))
+		return q.reject(batch, ds, expiredCause, q.policy.DeadLetter.ProcessExpired, DeadLetterExpired)
+	}
+	if o.Rejected {
 		switch q.policy.NackPolicy {
 		case policy.NackRedeliver:
 			return func(error) { q.Requeue(slices.Clone(ds), true) }
 		case policy.NackDiscard: // acknowledged like an ACK
 			q.env.Counters.discarded(DiscardNack, len(ds))
 		default: // policy.NackDLQ, or unset
-			return q.nackToDLQ(batch, ds)
+			cause := o.Cause
+			if cause == "" {
+				cause = poisonCause
+			}
+			return q.reject(batch, ds, cause, true, DeadLetterNack)
 		}
 	}
 	for _, d := range ds {
@@ -180,10 +208,12 @@ func (q *QueueDest) settled(ds []*Delivery, entries []Accepted) func(error) {
 	}
 }
 
-// nackToDLQ moves NACKed messages to the dead-letter queue in the same store batch as
-// the NACK itself, so once its receipt is out the move survives a crash. Messages the
-// dead-letter strategy drops (non-persistent, discarding) are just acknowledged.
-func (q *QueueDest) nackToDLQ(batch persistence.Batch, ds []*Delivery) func(error) {
+// reject moves rejected messages to the dead-letter queue (toDLQ) in the same store
+// batch as their acknowledgement, so once the client's answer is out the move survives
+// a crash; cause is the copies' dlqDeliveryFailureCause and why counts them. Messages
+// the dead-letter strategy drops (non-persistent, discarding), and all of them when not
+// toDLQ, are just acknowledged.
+func (q *QueueDest) reject(batch persistence.Batch, ds []*Delivery, cause string, toDLQ bool, why DeadLetterReason) func(error) {
 	strategy := q.policy.DeadLetter
 	dlq := q.deadLetterDest()
 	var dead, copies []*persistence.Message
@@ -191,15 +221,21 @@ func (q *QueueDest) nackToDLQ(batch persistence.Batch, ds []*Delivery) func(erro
 		if d.Msg.Persistent && !d.Withdrawn() {
 			q.StoreAck(batch, d.Msg)
 		}
-		if strategy.Discard || (!d.Msg.Persistent && !strategy.ProcessNonPersistent) || dlq == q.origin {
+		if !toDLQ || strategy.Discard || (!d.Msg.Persistent && !strategy.ProcessNonPersistent) || dlq == q.origin {
 			continue
 		}
 		dead = append(dead, d.Msg)
-		copies = append(copies, deadLetter(d.Msg, q.client, "poison ack (NACK)"))
+		copies = append(copies, deadLetter(d.Msg, q.client, cause))
 	}
-	q.env.Counters.deadLettered(DeadLetterNack, len(copies))
+	q.env.Counters.deadLettered(why, len(copies))
 	q.env.Counters.discarded(DiscardDeadLetterStrategy, len(ds)-len(copies))
-	return q.settled(ds, q.sendToDeadLetter(batch, dlq, dead, copies))
+	entries := q.sendToDeadLetter(batch, dlq, dead, copies)
+	if why == DeadLetterExpired && q.env.Advise != nil {
+		for _, d := range ds {
+			q.env.Advise.Expired(q.origin, d.Msg)
+		}
+	}
+	return q.settled(ds, entries)
 }
 
 // SweepExpired removes expired messages from the queue's waiting list if its policy's

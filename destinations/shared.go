@@ -357,7 +357,7 @@ func (q *QueueDest) SettleShared(ds []*Delivery, ack bool, done func(error)) {
 			if strategy.Discard || (!d.Msg.Persistent && !strategy.ProcessNonPersistent) || dlq == q.origin || dlq.Kind != Queue {
 				continue
 			}
-			c := deadLetter(d.Msg, q.client, "poison ack (NACK)")
+			c := deadLetter(d.Msg, q.client, poisonCause)
 			c.Dest = dlq.Qualified()
 			copies = append(copies, c)
 		}

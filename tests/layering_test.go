@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -144,6 +145,9 @@ var allowed = map[string][]string{
 	// broker/flowcontrol is the memory and store accounting and producer flow control;
 	// its Host finds the queues and topics a SEND names.
 	"broker/flowcontrol": {"destinations", "persistence", "internal/loglimit"},
+	// broker/access is the broker's side of security: it asks security who a client is
+	// and what it may do, and counts the denials in broker/management's meter.
+	"broker/access": {"broker/management", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
 	// broker/ackretry writes again the auto-acknowledgements whose store write failed.
 	"broker/ackretry": {"destinations", "persistence"},
 }
@@ -333,5 +337,44 @@ func TestStoresLinkNoConfigLibraries(t *testing.T) {
 		if !seen {
 			t.Errorf("adapter persistence/%s not in go list's output; the check looks wrong", name)
 		}
+	}
+}
+
+// surfaceImports lists, for each wire protocol's transport, the project packages its
+// code (tests aside) may import directly: the broker's session surface, its codec, and
+// security's identity types. Nothing of destinations, durable, persistence or the
+// stream engines: a transport reaches them through the surface only (issue 22 §1).
+var surfaceImports = map[string][]string{
+	"transport":       {"broker", "transport/stomp", "internal/stompcodec", "internal/loglimit", "security"},
+	"transport/stomp": {"broker", "internal/stompcodec", "security"},
+}
+
+// TestTransportsUseTheSessionSurface fails when a transport imports, directly, more of
+// the project than surfaceImports allows it, or when a package under transport/ has
+// no entry there.
+func TestTransportsUseTheSessionSurface(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/transport/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, ok := strings.Cut(line, " ")
+		pkg = strings.TrimPrefix(pkg, module+"/")
+		may, listed := surfaceImports[pkg]
+		if !listed {
+			t.Errorf("transport package %s has no entry in surfaceImports: a transport drives the broker's session surface only", pkg)
+			continue
+		}
+		checked++
+		for _, dep := range strings.Fields(imports) {
+			d, project := strings.CutPrefix(dep, module+"/")
+			if ok && project && !slices.Contains(may, d) {
+				t.Errorf("%s imports %s: a transport uses the broker's session surface (package broker), its codec and security only", pkg, d)
+			}
+		}
+	}
+	if checked < 2 {
+		t.Fatalf("only %d transport packages checked; go list output looks wrong", checked)
 	}
 }

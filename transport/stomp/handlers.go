@@ -14,8 +14,6 @@ import (
 	"github.com/go-stomp/stomp/v3/frame"
 
 	"github.com/activemq-go/broker/broker"
-	"github.com/activemq-go/broker/destinations"
-	"github.com/activemq-go/broker/destinations/selector"
 	"github.com/activemq-go/broker/internal/stompcodec"
 )
 
@@ -137,6 +135,7 @@ func (s *session) onConnect(ctx context.Context, f *frame.Frame) {
 		return
 	}
 	s.conn = conn
+	s.sess = conn.Session("")
 	s.version = version
 	s.w.SetVersion(version)
 	s.r.SetVersion(version)
@@ -203,7 +202,7 @@ func (s *session) onSend(ctx context.Context, f *frame.Frame, receipt string) er
 	}
 	dests, err := s.sendDestinations(destHdr)
 	if err != nil {
-		return requestError(err.Error())
+		return err
 	}
 	m, err := messageFromSend(f)
 	if err != nil {
@@ -226,11 +225,11 @@ func discard(error) {}
 
 // sendDestinations parses a SEND's destination header, reusing the last result when a
 // producer sends to the same destination again (the parsed names are only read).
-func (s *session) sendDestinations(h string) ([]destinations.Name, error) {
+func (s *session) sendDestinations(h string) ([]broker.Destination, error) {
 	if s.sendDests != nil && h == s.sendDest {
 		return s.sendDests, nil
 	}
-	dests, err := destinations.Parse(h)
+	dests, err := broker.ParseDestinations(h)
 	if err != nil {
 		return nil, err
 	}
@@ -260,9 +259,9 @@ func (s *session) onSubscribe(ctx context.Context, f *frame.Frame, receipt strin
 		}
 		id = destHdr
 	}
-	dest, err := destinations.ParseOne(destHdr)
+	dest, err := broker.ParseDestination(destHdr)
 	if err != nil {
-		return requestError(err.Error())
+		return err
 	}
 	req := broker.SubscribeRequest{ID: id, Dest: dest}
 	switch mode := f.Header.Get("ack"); mode {
@@ -287,13 +286,7 @@ func (s *session) onSubscribe(ctx context.Context, f *frame.Frame, receipt strin
 	req.DurableName, req.DurableStyle = durableName(f, id)
 	req.StreamOffset = f.Header.Get(headerStreamOffset)
 	req.ConsumerGroup = f.Header.Get(headerConsumerGroup)
-	if text, ok := f.Header.Contains("selector"); ok && strings.TrimSpace(text) != "" {
-		sel, err := selector.Parse(text)
-		if err != nil {
-			return requestError("invalid selector: " + err.Error())
-		}
-		req.Selector = sel
-	}
+	req.Selector = f.Header.Get("selector")
 	if req.Exclusive, err = boolHeader(f, "activemq.exclusive"); err != nil {
 		return err
 	}
@@ -310,7 +303,7 @@ func (s *session) onSubscribe(ctx context.Context, f *frame.Frame, receipt strin
 	if browse, _ := boolHeader(f, "browser"); browse {
 		return s.browse(ctx, req, receipt)
 	}
-	if _, err := s.conn.Subscribe(ctx, req); err != nil {
+	if _, err := s.sess.Subscribe(ctx, req); err != nil {
 		return err
 	}
 	if receipt != "" {

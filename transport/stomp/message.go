@@ -8,7 +8,6 @@ import (
 
 	"github.com/activemq-go/broker/broker"
 	"github.com/activemq-go/broker/internal/stompcodec"
-	"github.com/activemq-go/broker/persistence"
 )
 
 // Headers a client may not set on SEND (the broker sets them, or they belong to the
@@ -26,17 +25,17 @@ func reservedSendHeader(k string) bool {
 // messageFromSend builds the stored message from a SEND frame. The first occurrence of a
 // repeated header wins. Its Kind is ActiveMQ's mapping (see bodyKind); every header is a
 // string property.
-func messageFromSend(f *frame.Frame) (*persistence.Message, error) {
+func messageFromSend(f *frame.Frame) (*broker.Message, error) {
 	var looked int
 	return buildMessage(f, &looked)
 }
 
 // buildMessage is messageFromSend, adding to *looked the names compared or looked up to
 // find the repeated ones: the work that TestMessageFromSendLinearInHeaders counts.
-func buildMessage(f *frame.Frame, looked *int) (*persistence.Message, error) {
-	m := &persistence.Message{Priority: 4, Body: f.Body}
+func buildMessage(f *frame.Frame, looked *int) (*broker.Message, error) {
+	m := &broker.Message{Priority: 4, Body: f.Body}
 	n := f.Header.Len()
-	hs := make(persistence.Headers, 0, 2*n)
+	hs := make(broker.Headers, 0, 2*n)
 	seen := newHeaderSet(n)
 	hasLength, msgType := false, ""
 	for i := 0; i < n; i++ {
@@ -91,14 +90,14 @@ const headerMsgType = "amq-msg-type"
 // SEND with content-length is a BytesMessage and one without a TextMessage. ActiveMQ
 // refuses another amq-msg-type value with an ERROR; this broker accepted such SENDs
 // before it kept kinds and still does, by the content-length rule.
-func bodyKind(hasLength bool, msgType string) persistence.BodyKind {
+func bodyKind(hasLength bool, msgType string) broker.BodyKind {
 	switch {
 	case strings.EqualFold(msgType, "text"):
-		return persistence.BodyText
+		return broker.BodyText
 	case strings.EqualFold(msgType, "bytes"), hasLength:
-		return persistence.BodyBytes
+		return broker.BodyBytes
 	}
-	return persistence.BodyText
+	return broker.BodyText
 }
 
 // smallHeaderCount is the most headers a frame may have for repeated names to be found by
@@ -155,7 +154,7 @@ func (s *session) writeMessage(d *broker.Delivery) error {
 
 // writeMessageFields writes a MESSAGE; stream, if not nil, is a stream delivery whose
 // partition and offset go in the x-stream-* headers.
-func (s *session) writeMessageFields(m *persistence.Message, dest, sub, ack string, redelivered bool, count uint32, groupFirst bool, stream *broker.Delivery) error {
+func (s *session) writeMessageFields(m *broker.Message, dest, sub, ack string, redelivered bool, count uint32, groupFirst bool, stream *broker.Delivery) error {
 	w := s.w
 	if err := w.StartFrame("MESSAGE"); err != nil {
 		return err
@@ -200,7 +199,7 @@ func (s *session) writeMessageFields(m *persistence.Message, dest, sub, ack stri
 // STOMP converter writes a JMS property (String.valueOf). A byte array is left out:
 // ActiveMQ would write Java's identity of the array ("[B@1b6d3586"), which no client
 // can use.
-func writeProp(w *stompcodec.Writer, p persistence.Prop) {
+func writeProp(w *stompcodec.Writer, p broker.Prop) {
 	if p.Kind.IsInteger() {
 		_ = w.HeaderInt(p.Name, p.Int()) // formatted in place
 	} else if s, ok := p.Text(); ok {

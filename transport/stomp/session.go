@@ -29,7 +29,6 @@ import (
 	"github.com/go-stomp/stomp/v3/frame"
 
 	"github.com/activemq-go/broker/broker"
-	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/internal/stompcodec"
 )
 
@@ -93,7 +92,8 @@ type session struct {
 	r *stompcodec.Reader
 	w *stompcodec.Writer
 
-	conn    *broker.Conn // nil until CONNECT
+	conn    *broker.Conn    // nil until CONNECT
+	sess    *broker.Session // the connection's one JMS session (STOMP has no others)
 	version string
 
 	frames      chan *frame.Frame
@@ -119,7 +119,7 @@ type session struct {
 	// sendDest and sendDests are the destination header of the last SEND and its
 	// parsed names, kept for the next SEND to the same destination.
 	sendDest  string
-	sendDests []destinations.Name
+	sendDests []broker.Destination
 
 	// A SEND held by producer flow control (flowcontrol.go), the frames read behind it,
 	// and the held SEND being sent again.
@@ -381,6 +381,10 @@ func (s *session) pump() error {
 			}
 			for _, d := range s.deliveries {
 				if err := s.writeMessage(d); err != nil {
+					// The connection is failing: none of these may have reached the
+					// client. They go back to their destinations when it closes.
+					s.conn.Unwritten(s.deliveries)
+					clear(s.deliveries)
 					return err
 				}
 			}

@@ -104,3 +104,51 @@ func TestBrowseWriteErrorEndsSession(t *testing.T) {
 	require.True(t, s.closing, "the session goes on after a failed write")
 	require.Contains(t, logs.String(), "write failed")
 }
+
+// TestWriteErrorGivesDeliveriesBack: messages taken for a client whose connection fails
+// while they are written go back to the queue for another consumer when the session
+// ends, instead of staying with the dead connection until a restart.
+func TestWriteErrorGivesDeliveriesBack(t *testing.T) {
+	b, err := broker.New(context.Background(), broker.Options{Name: "t", Store: memstore.New()})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	dest, err := broker.ParseDestination("/queue/lost")
+	require.NoError(t, err)
+	conn, err := b.Connect(context.Background(), broker.ConnectInfo{})
+	require.NoError(t, err)
+	_, err = conn.Subscribe(context.Background(), broker.SubscribeRequest{ID: "s", Dest: dest, Mode: broker.AckClientIndividual})
+	require.NoError(t, err)
+	for range 5 {
+		m := &broker.Message{Body: make([]byte, 200), Priority: 4, Persistent: true}
+		require.NoError(t, conn.Send(context.Background(), []broker.Destination{dest}, m, "", func(error) {}))
+	}
+	s := &session{cfg: Config{}.withDefaults(), w: stompcodec.NewWriter(failingConn{}, 64), b: b, conn: conn,
+		version: stompcodec.V12, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s.w.SetVersion(stompcodec.V12)
+	deadline := time.Now().Add(10 * time.Second)
+	for s.pump() == nil {
+		require.True(t, time.Now().Before(deadline), "the writes never failed")
+		select {
+		case <-conn.Wake():
+		case <-time.After(time.Until(deadline)):
+		}
+	}
+	conn.Close()
+
+	other, err := b.Connect(context.Background(), broker.ConnectInfo{})
+	require.NoError(t, err)
+	defer other.Close()
+	_, err = other.Subscribe(context.Background(), broker.SubscribeRequest{ID: "s", Dest: dest, Mode: broker.AckClientIndividual})
+	require.NoError(t, err)
+	var got []*broker.Delivery
+	for len(got) < 5 {
+		select {
+		case <-other.Wake():
+		case <-time.After(time.Until(deadline)):
+			t.Fatalf("another consumer got %d of the 5 messages the failed connection was writing", len(got))
+		}
+		ds := other.Take(nil)
+		got = append(got, ds...)
+		other.Delivered(ds)
+	}
+}

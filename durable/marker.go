@@ -1,4 +1,4 @@
-package broker
+package durable
 
 import (
 	"context"
@@ -10,12 +10,14 @@ import (
 	"github.com/activemq-go/broker/persistence"
 )
 
-// Dispatch markers (see destinations/marker.go) are recovered here, where the queues and
-// durable subscriptions they belong to are known.
+// Dispatch markers (see destinations/marker.go) of queues and durable subscriptions.
 
-// recoverMarkers reads the dispatch markers among the recovered destinations into the
-// queues and durable subscriptions (recovered before), migrating legacy ones.
-func (b *Broker) recoverMarkers(ctx context.Context, dests []persistence.DestState) error {
+// RecoverMarkers reads the dispatch markers among the recovered destinations into the
+// queues (queue finds one by name, nil if there is none) and the durable subscriptions'
+// views (recovered before, by Recover), and rewrites the legacy markers of durable
+// subscriptions in the current format. Markers are recovered here, where both the
+// queues and the subscriptions are known.
+func (r *Registry) RecoverMarkers(ctx context.Context, dests []persistence.DestState, queue func(name string) *destinations.QueueDest) error {
 	type legacyMarker struct {
 		dest, key string // key: client-id + ":" + name, as once written
 		hwm       uint64
@@ -29,19 +31,19 @@ func (b *Broker) recoverMarkers(ctx context.Context, dests []persistence.DestSta
 		case strings.HasPrefix(d.Name, destinations.SubMarkerPrefix):
 			key, err := persistence.ParseSubKey(d.Name[len(destinations.SubMarkerPrefix):])
 			if err != nil {
-				b.log.Error("ignoring a dispatch marker with a bad name", slog.String("dest", d.Name), slog.Any("err", err))
+				r.env.Log.Error("ignoring a dispatch marker with a bad name", slog.String("dest", d.Name), slog.Any("err", err))
 				continue
 			}
-			if ds := b.durables.Get(key); ds != nil {
+			if ds := r.Get(key); ds != nil {
 				q = ds.View()
 			}
 		case strings.HasPrefix(d.Name, destinations.MarkerPrefix):
-			q = b.dests.FindQueue(d.Name[len(destinations.MarkerPrefix):])
+			q = queue(d.Name[len(destinations.MarkerPrefix):])
 		}
 		if (q == nil && !isLegacy) || d.Msgs == 0 {
 			continue // not a marker, the marker of something gone, or a deleted one
 		}
-		hwm, err := b.readMarker(ctx, d.Name)
+		hwm, err := ReadMarker(ctx, r.env.Store, d.Name)
 		if err != nil {
 			return err
 		}
@@ -56,17 +58,17 @@ func (b *Broker) recoverMarkers(ctx context.Context, dests []persistence.DestSta
 	if len(legacy) == 0 {
 		return nil
 	}
-	batch := b.store.Begin()
+	batch := r.env.Store.Begin()
 	migrated := map[*destinations.QueueDest]bool{}
 	purged := 0
 	for _, l := range legacy {
-		for _, ds := range b.durables.All() {
+		for _, ds := range r.All() {
 			if q, k := ds.View(), ds.Key(); !own[q] && k.ClientID+":"+k.Name == l.key {
 				q.RecoverHWM(max(q.DispatchHWM(), l.hwm))
 				migrated[q] = true
 			}
 		}
-		if b.dests.FindQueue(l.dest[len(destinations.MarkerPrefix):]) == nil {
+		if queue(l.dest[len(destinations.MarkerPrefix):]) == nil {
 			batch.Purge(l.dest)
 			purged++
 		}
@@ -79,22 +81,22 @@ func (b *Broker) recoverMarkers(ctx context.Context, dests []persistence.DestSta
 		return nil
 	}
 	if err := batch.Commit(ctx, persistence.Sync); err != nil {
-		return fmt.Errorf("broker: rewrite the dispatch markers of durable subscriptions: %w", err)
+		return fmt.Errorf("durable: rewrite the dispatch markers of durable subscriptions: %w", err)
 	}
-	b.log.Info("durable subscriptions' dispatch markers rewritten in the current format",
+	r.env.Log.Info("durable subscriptions' dispatch markers rewritten in the current format",
 		slog.Int("subscriptions", len(migrated)), slog.Int("legacyMarkersDeleted", purged))
 	return nil
 }
 
-// readMarker returns the mark stored in the marker destination dest.
-func (b *Broker) readMarker(ctx context.Context, dest string) (uint64, error) {
+// ReadMarker returns the mark stored in st's marker destination dest.
+func ReadMarker(ctx context.Context, st persistence.Store, dest string) (uint64, error) {
 	var hwm uint64
-	err := b.store.Scan(ctx, dest, 0, 1, func(m *persistence.Message) error {
+	err := st.Scan(ctx, dest, 0, 1, func(m *persistence.Message) error {
 		hwm = destinations.ParseMarker(m)
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("broker: recover %s: %w", dest, err)
+		return 0, fmt.Errorf("durable: recover %s: %w", dest, err)
 	}
 	return hwm, nil
 }
