@@ -49,6 +49,7 @@ func (m *Message) Body() ([]byte, error) {
 		return m.Content, nil
 	}
 	c := m.Content
+	limit := int64(MaxInflated)
 	if m.Type == TypeBytesMessage {
 		if len(c) == 0 {
 			return c, nil
@@ -56,15 +57,28 @@ func (m *Message) Body() ([]byte, error) {
 		if len(c) < 4 {
 			return nil, fmt.Errorf("%w: compressed body of %d bytes", ErrMalformed, len(c))
 		}
+		// The 5.17 client deflates the whole buffer behind the body (up to its capacity,
+		// zeros included); the length prefix says how much of it is the body.
+		n := int64(binary.BigEndian.Uint32(c))
+		if n > MaxInflated {
+			return nil, fmt.Errorf("%w: body of %d bytes beyond %d", ErrMalformed, n, MaxInflated)
+		}
+		limit = n
 		c = c[4:]
 	}
 	zr, err := zlib.NewReader(bytes.NewReader(c))
 	if err != nil {
 		return nil, fmt.Errorf("%w: compressed body: %v", ErrMalformed, err)
 	}
-	out, err := io.ReadAll(io.LimitReader(zr, MaxInflated+1))
+	out, err := io.ReadAll(io.LimitReader(zr, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: compressed body: %v", ErrMalformed, err)
+	}
+	if m.Type == TypeBytesMessage {
+		if int64(len(out)) < limit {
+			return nil, fmt.Errorf("%w: compressed body inflates to %d bytes, not %d", ErrMalformed, len(out), limit)
+		}
+		return out[:limit], nil
 	}
 	if len(out) > MaxInflated {
 		return nil, fmt.Errorf("%w: body inflates beyond %d bytes", ErrMalformed, MaxInflated)

@@ -22,8 +22,8 @@ type ConsumerInfo struct {
 	BrokerPath                 []BrokerID
 	// AdditionalPredicate is a broker-side filter that network bridges send; a client
 	// never does. Only nil is supported (anything else decodes as ErrUnknownType).
-	AdditionalPredicate DataStructure
-	NetworkSubscription bool
+	AdditionalPredicate  DataStructure
+	NetworkSubscription  bool
 	OptimizedAcknowledge bool
 	NoRangeAcks          bool
 	NetworkConsumerPath  []ConsumerID
