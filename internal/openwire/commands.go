@@ -162,7 +162,7 @@ func (c *BrokerInfo) marshal(e *encoder) {
 	e.str(c.BrokerURL)
 	e.bool(c.PeerBrokerInfos != nil)
 	if c.PeerBrokerInfos != nil {
-		e.i16(int16(len(c.PeerBrokerInfos)))
+		e.arrayLen(len(c.PeerBrokerInfos))
 		for _, p := range c.PeerBrokerInfos {
 			e.nested(opt(p))
 		}

@@ -69,15 +69,19 @@ func (d *decoder) need(n int) bool {
 		d.err = &FrameSizeError{Size: int64(d.pos) + int64(n), Max: d.limit}
 		return false
 	}
-	missing := d.pos + n - len(d.buf)
-	start := len(d.buf)
-	d.buf = append(d.buf, make([]byte, missing)...)
-	if _, err := io.ReadFull(d.src, d.buf[start:]); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	// Grow in bounded steps, so that a length the peer claims costs no more memory than
+	// the bytes that really arrive.
+	for len(d.buf) < d.pos+n {
+		start := len(d.buf)
+		step := min(d.pos+n-start, max(start, readStep))
+		d.buf = append(d.buf, make([]byte, step)...)
+		if _, err := io.ReadFull(d.src, d.buf[start:]); err != nil {
+			if err == io.EOF && start > 0 {
+				err = io.ErrUnexpectedEOF // io.EOF only between frames
+			}
+			d.err = err
+			return false
 		}
-		d.err = err
-		return false
 	}
 	return true
 }

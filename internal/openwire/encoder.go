@@ -197,13 +197,21 @@ func (e *encoder) throwable(t *Throwable) {
 	e.throwable(t.Cause)
 }
 
+// arrayLen writes the 16-bit length of an object array.
+func (e *encoder) arrayLen(n int) {
+	if n > math.MaxInt16 {
+		e.fail("array of %d elements too long to encode", n)
+	}
+	e.i16(int16(n))
+}
+
 // brokerIDs writes a nullable array of BrokerIds.
 func (e *encoder) brokerIDs(ids []BrokerID) {
 	e.bool(ids != nil)
 	if ids == nil {
 		return
 	}
-	e.i16(int16(len(ids)))
+	e.arrayLen(len(ids))
 	for i := range ids {
 		e.nested(&ids[i])
 	}
@@ -215,7 +223,7 @@ func (e *encoder) consumerIDs(ids []ConsumerID) {
 	if ids == nil {
 		return
 	}
-	e.i16(int16(len(ids)))
+	e.arrayLen(len(ids))
 	for i := range ids {
 		e.nested(&ids[i])
 	}

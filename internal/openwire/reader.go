@@ -76,7 +76,7 @@ func (r *Reader) Read() (Command, error) {
 	}
 	t := d.u8()
 	if d.err != nil {
-		return nil, d.err
+		return nil, d.err // io.EOF when the connection ended between frames
 	}
 	c := newDataStructure(t)
 	if c == nil {

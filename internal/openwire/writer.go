@@ -2,7 +2,9 @@ package openwire
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io"
+	"math"
 )
 
 // Writer encodes commands onto a connection. It is not safe for concurrent use; one
@@ -70,6 +72,9 @@ func (w *Writer) Encode(c Command) ([]byte, error) {
 	out = append(out, c.DataType())
 	if w.f.TightEncoding {
 		n := len(e.bits)
+		if n > math.MaxInt16 {
+			return nil, fmt.Errorf("openwire: %T has %d bytes of booleans, more than a frame can hold", c, n)
+		}
 		switch {
 		case n < 64:
 			out = append(out, byte(n))
