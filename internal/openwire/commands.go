@@ -206,7 +206,7 @@ func (c *ConnectionInfo) marshal(e *encoder) {
 	e.str(c.ClientID)
 	e.str(c.Password)
 	e.str(c.UserName)
-	e.brokerIDs(c.BrokerPath)
+	encodeArray[BrokerID](e, c.BrokerPath)
 	e.bool(c.BrokerMasterConnector)
 	e.bool(c.Manageable)
 	e.bool(c.ClientMaster)
@@ -223,7 +223,7 @@ func (c *ConnectionInfo) unmarshal(d *decoder) {
 	c.ClientID = d.str()
 	c.Password = d.str()
 	c.UserName = d.str()
-	c.BrokerPath = d.brokerIDs()
+	c.BrokerPath = decodeArray[BrokerID](d)
 	c.BrokerMasterConnector = d.bool()
 	c.Manageable = d.bool()
 	c.ClientMaster = d.bool()
@@ -248,7 +248,7 @@ func (c *ProducerInfo) marshal(e *encoder) {
 	c.BaseCommand.marshal(e)
 	e.cached(opt(c.ProducerID))
 	e.cached(opt(c.Destination))
-	e.brokerIDs(c.BrokerPath)
+	encodeArray[BrokerID](e, c.BrokerPath)
 	e.bool(c.DispatchAsync)
 	e.i32(c.WindowSize)
 }
@@ -257,7 +257,7 @@ func (c *ProducerInfo) unmarshal(d *decoder) {
 	c.BaseCommand.unmarshal(d)
 	c.ProducerID = as[*ProducerID](d, d.cached())
 	c.Destination = as[*Destination](d, d.cached())
-	c.BrokerPath = d.brokerIDs()
+	c.BrokerPath = decodeArray[BrokerID](d)
 	c.DispatchAsync = d.bool()
 	c.WindowSize = d.i32()
 }
@@ -282,7 +282,7 @@ func (c *DestinationInfo) marshal(e *encoder) {
 	e.cached(opt(c.Destination))
 	e.u8(c.OperationType)
 	e.long(c.Timeout)
-	e.brokerIDs(c.BrokerPath)
+	encodeArray[BrokerID](e, c.BrokerPath)
 }
 
 func (c *DestinationInfo) unmarshal(d *decoder) {
@@ -291,7 +291,7 @@ func (c *DestinationInfo) unmarshal(d *decoder) {
 	c.Destination = as[*Destination](d, d.cached())
 	c.OperationType = d.u8()
 	c.Timeout = d.long()
-	c.BrokerPath = d.brokerIDs()
+	c.BrokerPath = decodeArray[BrokerID](d)
 }
 
 func (c *RemoveSubscriptionInfo) marshal(e *encoder) {

@@ -116,7 +116,7 @@ func (c *ConsumerInfo) marshal(e *encoder) {
 	e.bool(c.Exclusive)
 	e.bool(c.Retroactive)
 	e.u8(c.Priority)
-	e.brokerIDs(c.BrokerPath)
+	encodeArray[BrokerID](e, c.BrokerPath)
 	if c.AdditionalPredicate != nil {
 		e.fail("AdditionalPredicate is not supported")
 	}
@@ -124,7 +124,7 @@ func (c *ConsumerInfo) marshal(e *encoder) {
 	e.bool(c.NetworkSubscription)
 	e.bool(c.OptimizedAcknowledge)
 	e.bool(c.NoRangeAcks)
-	e.consumerIDs(c.NetworkConsumerPath)
+	encodeArray[ConsumerID](e, c.NetworkConsumerPath)
 }
 
 func (c *ConsumerInfo) unmarshal(d *decoder) {
@@ -144,12 +144,12 @@ func (c *ConsumerInfo) unmarshal(d *decoder) {
 	c.Exclusive = d.bool()
 	c.Retroactive = d.bool()
 	c.Priority = d.u8()
-	c.BrokerPath = d.brokerIDs()
+	c.BrokerPath = decodeArray[BrokerID](d)
 	c.AdditionalPredicate = d.nested()
 	c.NetworkSubscription = d.bool()
 	c.OptimizedAcknowledge = d.bool()
 	c.NoRangeAcks = d.bool()
-	c.NetworkConsumerPath = d.consumerIDs()
+	c.NetworkConsumerPath = decodeArray[ConsumerID](d)
 }
 
 func (c *ConsumerControl) marshal(e *encoder) {

@@ -324,28 +324,19 @@ func (d *decoder) arrayLen() int {
 	return n
 }
 
-func (d *decoder) brokerIDs() []BrokerID {
+// decodeArray reads a nullable array of ids (BrokerIds, ConsumerIds); null elements,
+// which no client sends, are dropped.
+func decodeArray[T any, P interface {
+	*T
+	DataStructure
+}](d *decoder) []T {
 	if !d.bool() {
 		return nil
 	}
 	n := d.arrayLen()
-	ids := make([]BrokerID, 0, n)
+	ids := make([]T, 0, n)
 	for i := 0; i < n && d.err == nil; i++ {
-		if p := as[*BrokerID](d, d.nested()); p != nil {
-			ids = append(ids, *p)
-		}
-	}
-	return ids
-}
-
-func (d *decoder) consumerIDs() []ConsumerID {
-	if !d.bool() {
-		return nil
-	}
-	n := d.arrayLen()
-	ids := make([]ConsumerID, 0, n)
-	for i := 0; i < n && d.err == nil; i++ {
-		if p := as[*ConsumerID](d, d.nested()); p != nil {
+		if p := as[P](d, d.nested()); p != nil {
 			ids = append(ids, *p)
 		}
 	}

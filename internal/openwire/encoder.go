@@ -205,27 +205,18 @@ func (e *encoder) arrayLen(n int) {
 	e.i16(int16(n))
 }
 
-// brokerIDs writes a nullable array of BrokerIds.
-func (e *encoder) brokerIDs(ids []BrokerID) {
+// encodeArray writes a nullable array of ids (BrokerIds, ConsumerIds) as nested objects.
+func encodeArray[T any, P interface {
+	*T
+	marshaler
+}](e *encoder, ids []T) {
 	e.bool(ids != nil)
 	if ids == nil {
 		return
 	}
 	e.arrayLen(len(ids))
 	for i := range ids {
-		e.nested(&ids[i])
-	}
-}
-
-// consumerIDs writes a nullable array of ConsumerIds.
-func (e *encoder) consumerIDs(ids []ConsumerID) {
-	e.bool(ids != nil)
-	if ids == nil {
-		return
-	}
-	e.arrayLen(len(ids))
-	for i := range ids {
-		e.nested(&ids[i])
+		e.nested(P(&ids[i]))
 	}
 }
 

@@ -35,6 +35,14 @@ type Format struct {
 	MaxInactivityDurationInitialDelay int64
 }
 
+// cacheSlots is the number of marshalling cache slots per direction.
+func (f *Format) cacheSlots() int {
+	if f.CacheSize <= 0 {
+		return defaultCacheSize
+	}
+	return f.CacheSize
+}
+
 // Initial is the format both sides use until WireFormatInfo has been exchanged: loose
 // encoding, size prefix, no cache, the given version and frame limit.
 func Initial(version int, maxFrameSize int64) Format {

@@ -121,15 +121,31 @@ func (id *XATransactionID) String() string {
 }
 
 // xidForm prints an Xid part as ActiveMQ does: Arjuna's (format 131077) as its fields in
-// hexadecimal, any other as the hexadecimal of each signed byte.
+// hexadecimal (two longs, three ints; on running short, what was printed so far followed by
+// the default form), any other as the hexadecimal of each signed byte.
 func xidForm(format int32, b []byte) string {
-	if format == 131077 && len(b) >= 28 {
-		be := binary.BigEndian
-		return strconv.FormatInt(int64(be.Uint64(b)), 16) + ":" + strconv.FormatInt(int64(be.Uint64(b[8:])), 16) + ":" +
-			strconv.FormatInt(int64(int32(be.Uint32(b[16:]))), 16) + ":" + strconv.FormatInt(int64(int32(be.Uint32(b[20:]))), 16) + ":" +
-			strconv.FormatInt(int64(int32(be.Uint32(b[24:]))), 16)
-	}
 	var s strings.Builder
+	if format == 131077 {
+		widths := []int{8, 8, 4, 4, 4}
+		off := 0
+		for i, w := range widths {
+			if off+w > len(b) {
+				break
+			}
+			var v int64
+			if w == 8 {
+				v = int64(binary.BigEndian.Uint64(b[off:]))
+			} else {
+				v = int64(int32(binary.BigEndian.Uint32(b[off:])))
+			}
+			off += w
+			s.WriteString(strconv.FormatInt(v, 16))
+			if i == len(widths)-1 {
+				return s.String()
+			}
+			s.WriteByte(':')
+		}
+	}
 	for _, c := range b {
 		s.WriteString(strconv.FormatUint(uint64(uint32(int32(int8(c)))), 16))
 	}

@@ -117,6 +117,23 @@ func normalize(t testing.TB, c Command, cfg testConfig) Command {
 	return c
 }
 
+// stringForms prints what Interop.java's writeStrings prints, with the Go types.
+func stringForms() []string {
+	text := msgID(7)
+	text.TextView = "custom-7"
+	uid := make([]byte, 28)
+	for i := range uid {
+		uid[i] = byte(i * 37)
+	}
+	arjuna := &XATransactionID{FormatID: 131077, GlobalTransactionID: uid, BranchQualifier: uid[:20]}
+	return []string{
+		connID().String(), sessID().String(), consID().String(), prodID().String(), msgID(7).String(),
+		text.String(), localTx().String(), xaTx().String(), arjuna.String(), BrokerID{Value: "ID:broker-1"}.String(),
+		queue().String(), topic().String(), tempQueue().String(), tempTopic().String(),
+		Destination{Type: TypeQueue, Name: "a,b"}.String(),
+	}
+}
+
 func encodeAll(t testing.TB, cfg testConfig, cmds []Command) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -156,6 +173,11 @@ func TestJavaInterop(t *testing.T) {
 	out, err := runJava(ctx, t, "Interop.java", append([]string{dir}, names...)...).CombinedOutput()
 	require.NoError(t, err, "Interop.java: %s", out)
 
+	t.Run("String forms", func(t *testing.T) {
+		javaStrings, err := os.ReadFile(filepath.Join(dir, "strings.txt"))
+		require.NoError(t, err)
+		assert.Equal(t, strings.Split(strings.TrimSuffix(string(javaStrings), "\n"), "\n"), stringForms())
+	})
 	for _, cfg := range testConfigs() {
 		t.Run(cfg.String(), func(t *testing.T) {
 			javaBytes, err := os.ReadFile(filepath.Join(dir, "java-"+cfg.String()+".bin"))

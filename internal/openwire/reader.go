@@ -33,11 +33,7 @@ func (r *Reader) SetFormat(f Format) {
 	r.f = f
 	r.cache = nil
 	if f.Cache {
-		n := f.CacheSize
-		if n <= 0 {
-			n = defaultCacheSize
-		}
-		r.cache = make([]DataStructure, n)
+		r.cache = make([]DataStructure, f.cacheSlots())
 	}
 }
 

@@ -31,11 +31,7 @@ func (w *Writer) SetFormat(f Format) {
 	w.f = f
 	w.cache = nil
 	if f.Cache {
-		n := f.CacheSize
-		if n <= 0 {
-			n = defaultCacheSize
-		}
-		w.cache = newMarshalCache(n)
+		w.cache = newMarshalCache(f.cacheSlots())
 	}
 }
 

@@ -27,6 +27,29 @@ public class Interop {
         for (int i = 1; i < args.length; i++) {
             run(dir, args[i]);
         }
+        writeStrings(dir);
+    }
+
+    // writeStrings writes DIR/strings.txt: how ActiveMQ prints ids and destinations (the
+    // values of stringForms in interop_test.go), one a line.
+    static void writeStrings(File dir) throws Exception {
+        MessageId text = msgId(7);
+        text.setTextView("custom-7");
+        XATransactionId arjuna = new XATransactionId();
+        arjuna.setFormatId(131077);
+        byte[] uid = new byte[28];
+        for (int i = 0; i < uid.length; i++) {
+            uid[i] = (byte) (i * 37);
+        }
+        arjuna.setGlobalTransactionId(uid);
+        arjuna.setBranchQualifier(Arrays.copyOf(uid, 20)); // too short: partly Arjuna's form
+        Object[] values = {connId(), sessId(), consId(), prodId(), msgId(7), text, localTx(), xaTx(), arjuna,
+            brokerId("ID:broker-1"), queue(), topic(), tempQueue(), tempTopic(), new ActiveMQQueue("a,b")};
+        StringBuilder sb = new StringBuilder();
+        for (Object v : values) {
+            sb.append(v).append('\n');
+        }
+        Files.write(new File(dir, "strings.txt").toPath(), sb.toString().getBytes("UTF-8"));
     }
 
     static OpenWireFormat format(String cfg) {
