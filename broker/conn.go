@@ -35,6 +35,10 @@ type ConnectInfo struct {
 	// Connector names the transport connector the client came through, and Version
 	// the protocol version agreed ("1.2"): both only shown to operators.
 	Connector, Version string
+	// MessageIDs: the client names the messages it sends (OpenWire's producers assign
+	// JMSMessageID, which its applications correlate replies with), and Send keeps a
+	// Message.ID it is given; otherwise the broker names every message.
+	MessageIDs bool
 }
 
 // credentials are what the security service checks of info.
@@ -60,6 +64,7 @@ type Conn struct {
 	subject    *security.Subject // who the connection acts as; never nil
 	lastAuth   authDecision      // owned by the connection's goroutine
 	proto      Protocol
+	ownIDs     bool        // the client names its messages (ConnectInfo.MessageIDs)
 	blocked    atomic.Bool // a SEND is held by producer flow control (SetBlocked)
 
 	mu      sync.Mutex // guards out, nextTag, notices and kickReason
@@ -389,7 +394,9 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if err := c.rewriteReplyTo(m.Headers); err != nil {
 		return err
 	}
-	m.ID = c.b.newMessageID()
+	if m.ID == "" || !c.ownIDs {
+		m.ID = c.b.newMessageID()
+	}
 	if m.Timestamp == 0 {
 		m.Timestamp = start.UnixMilli()
 	}

@@ -73,7 +73,7 @@ func (b *Broker) connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
 		info.Protocol = ProtocolSTOMP
 	}
 	c := b.newConn(subject, info.RemoteAddr, info.Connector)
-	c.proto, c.ClientID, c.version = info.Protocol, info.ClientID, info.Version
+	c.proto, c.ClientID, c.version, c.ownIDs = info.Protocol, info.ClientID, info.Version, info.MessageIDs
 	if err := b.conns.add(ctx, c, b.access.Authenticating(), b.log); err != nil {
 		return nil, err
 	}

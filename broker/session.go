@@ -153,7 +153,7 @@ func (s *Subscription) takeUnsettled() []*Delivery {
 		return nil
 	}
 	s.settle(ds)
-	s.Credit.Add(int32(len(ds)))
+	s.reopen(len(ds))
 	return ds
 }
 
