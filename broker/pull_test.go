@@ -80,7 +80,9 @@ func TestNamedTemporaryDestinations(t *testing.T) {
 		_, err = other.conn.Subscribe(context.Background(), SubscribeRequest{ID: "x", Dest: remote})
 	})
 	assert.ErrorIs(t, err, ErrInvalidDestination, "only the owner consumes")
-	owner.do(func() { _, err = owner.conn.Subscribe(context.Background(), SubscribeRequest{ID: "r", Dest: remote, Mode: AckAuto}) })
+	owner.do(func() {
+		_, err = owner.conn.Subscribe(context.Background(), SubscribeRequest{ID: "r", Dest: remote, Mode: AckAuto})
+	})
 	require.NoError(t, err)
 	res := make(chan error, 1)
 	other.do(func() {
