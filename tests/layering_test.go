@@ -81,6 +81,9 @@ var allowed = map[string][]string{
 	// internal/race, for tests: whether -race is on, to scale their deadlines.
 	"internal/race": {},
 
+	// The OpenWire codec (issue 23): a leaf of the standard library, like the STOMP one.
+	"internal/openwire": {},
+
 	// security (users, groups, password hashes, the authorization map) is a leaf: the
 	// broker and transport ask it; cmd builds its Config from config's Plugins.
 	"security":        {},
