@@ -195,6 +195,21 @@ func (s *Subscription) Grant(n int32) {
 	s.kick()
 }
 
+// Revoke takes back n units of credit Grant gave if the subscription still has them
+// (nothing was sent on them meanwhile), and reports whether it did: a MessagePull that
+// timed out.
+func (s *Subscription) Revoke(n int32) bool {
+	for {
+		c := s.Credit.Load()
+		if c < n {
+			return false
+		}
+		if s.Credit.CompareAndSwap(c, c-n) {
+			return true
+		}
+	}
+}
+
 // reopen gives back (or, negative, takes back) the credit of n deliveries settled (or
 // unsettled): the window of a prefetch subscription moves; a pull subscription's credit
 // comes from Grant only.
