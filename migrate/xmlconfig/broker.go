@@ -255,6 +255,10 @@ var connectorOptions = map[string]bool{
 	"transport.defaultheartbeat": true,
 }
 
+// openWireOptions are the options only OpenWire connectors take.
+var openWireOptions = map[string]bool{"wireformat.maxinactivityduration": true,
+	"wireformat.maxinactivitydurationinitaldelay": true, "wireformat.maxinactivitydurationinitialdelay": true}
+
 var tlsOptions = map[string]bool{"transport.needclientauth": true, "needclientauth": true,
 	"transport.wantclientauth": true, "wantclientauth": true}
 
@@ -282,12 +286,15 @@ func (c *conv) connectors(n *node) {
 		case "stomp+ssl", "stomp+nio+ssl", "wss":
 			tls = true
 		case "ws":
+		case "tcp", "nio":
+		case "ssl", "nio+ssl":
+			tls = true
 		default:
 			label := name
 			if label == "" {
 				label = raw
 			}
-			c.report(k, Unsupported, fmt.Sprintf("%s (%s): only STOMP is spoken (stomp, stomp+ssl, ws, wss); clients of this protocol will not connect", label, scheme))
+			c.report(k, Unsupported, fmt.Sprintf("%s (%s): STOMP (stomp, stomp+ssl, ws, wss) and OpenWire (tcp, nio, ssl) are spoken; clients of this protocol will not connect", label, scheme))
 			continue
 		}
 		hostport, query, _ := strings.Cut(rest, "?")
@@ -298,7 +305,8 @@ func (c *conv) connectors(n *node) {
 			}
 			key, _, _ := strings.Cut(opt, "=")
 			lk := strings.ToLower(key)
-			if connectorOptions[lk] || tls && tlsOptions[lk] || (scheme == "ws" || scheme == "wss") && lk == "allowedorigins" {
+			if connectorOptions[lk] || tls && tlsOptions[lk] || (scheme == "ws" || scheme == "wss") && lk == "allowedorigins" ||
+				openWireOptions[lk] && (scheme == "tcp" || scheme == "nio" || scheme == "ssl" || scheme == "nio+ssl") {
 				kept = append(kept, opt)
 			} else {
 				dropped = append(dropped, key)
