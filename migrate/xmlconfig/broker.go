@@ -81,8 +81,10 @@ func (c *conv) convertBroker(b *node) error {
 			c.report(k, Unsupported, "no counterpart")
 		}
 	}
-	if !c.hasConnector {
-		c.top.set("transportConnectors", []any{map[string]any{"name": "stomp", "uri": "stomp://0.0.0.0:61613"}})
+	if !c.hasSTOMP {
+		list, _ := c.top.get("transportConnectors")
+		connectors, _ := list.([]any)
+		c.top.set("transportConnectors", append(connectors, map[string]any{"name": "stomp", "uri": "stomp://0.0.0.0:61613"}))
 		c.res.Items = append(c.res.Items, Item{Line: b.line, Element: b.path() + "/transportConnectors", Status: Differs,
 			Note: "no STOMP connector in the file: one named stomp on stomp://0.0.0.0:61613 is written"})
 	}
@@ -320,7 +322,7 @@ func (c *conv) connectors(n *node) {
 			name = scheme
 		}
 		list = append(list, map[string]any{"name": name, "uri": u})
-		c.hasConnector = true
+		c.hasSTOMP = c.hasSTOMP || !strings.HasPrefix(scheme, "tcp") && !strings.HasPrefix(scheme, "nio") && !strings.HasPrefix(scheme, "ssl")
 		if tls {
 			c.tlsConnector = k
 		}
