@@ -260,7 +260,16 @@ func fromMessage(m *broker.Message, dest string) (*ow.Message, error) {
 		Expiration: m.Expires, Timestamp: m.Timestamp, Destination: fromClientName(dest),
 	}
 	out.ProducerID = out.MessageID.ProducerID
-	switch m.Kind {
+	kind := m.Kind
+	if kind == broker.BodyPlain && len(m.Body) > 0 {
+		kind = broker.BodyText // a body without a kind: the broker's own messages (advisories)
+	}
+	if v, _ := m.Headers.Get("transformation"); v == advisoryTransformation {
+		if ds := advisoryData(m.Body); ds != nil {
+			out.DataStructure, kind = ds, broker.BodyPlain
+		}
+	}
+	switch kind {
 	case broker.BodyText:
 		out.Type = ow.TypeTextMessage
 		out.SetText(string(m.Body), false)
