@@ -39,6 +39,12 @@ type ConnectInfo struct {
 	// JMSMessageID, which its applications correlate replies with), and Send keeps a
 	// Message.ID it is given; otherwise the broker names every message.
 	MessageIDs bool
+	// Resumes names the client's own connection, which it opens again after a network
+	// failure (OpenWire's failover transport reconnects with the same connection id):
+	// a connection that resumes one still holding its client-id takes the client-id
+	// over, as a stolen link does, rather than waiting for the old one's inactivity
+	// timeout. Empty: none.
+	Resumes string
 }
 
 // credentials are what the security service checks of info.
@@ -65,6 +71,7 @@ type Conn struct {
 	lastAuth   authDecision      // owned by the connection's goroutine
 	proto      Protocol
 	ownIDs     bool        // the client names its messages (ConnectInfo.MessageIDs)
+	resume     string      // ConnectInfo.Resumes
 	blocked    atomic.Bool // a SEND is held by producer flow control (SetBlocked)
 
 	mu      sync.Mutex // guards out, nextTag, notices and kickReason

@@ -103,3 +103,25 @@ func TestNamedTemporaryDestinations(t *testing.T) {
 	})
 	assert.ErrorIs(t, err, ErrInvalidDestination, "deleted")
 }
+
+// TestResumedConnectionTakesClientID: a client that opens its own connection again
+// (OpenWire's failover transport, same connection id) takes its client-id over from
+// the connection the broker still holds; another connection with the client-id is
+// refused as before.
+func TestResumedConnectionTakesClientID(t *testing.T) {
+	b := newBroker(t)
+	old, err := b.Connect(context.Background(), ConnectInfo{ClientID: "app", Resumes: "ID:host-1-2-1:1"})
+	require.NoError(t, err)
+	_, err = b.Connect(context.Background(), ConnectInfo{ClientID: "app", Resumes: "ID:other-1"})
+	require.ErrorIs(t, err, ErrClientIDInUse)
+	closed := make(chan struct{})
+	go func() {
+		<-old.Kicked()
+		old.Close() // what the old connection's transport does when kicked
+		close(closed)
+	}()
+	again, err := b.Connect(context.Background(), ConnectInfo{ClientID: "app", Resumes: "ID:host-1-2-1:1"})
+	require.NoError(t, err)
+	defer again.Close()
+	<-closed
+}

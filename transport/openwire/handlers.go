@@ -148,6 +148,7 @@ func (c *conn) onConnection(ctx context.Context, info *ow.ConnectionInfo) {
 		RemoteAddr: c.nc.RemoteAddr().String(), PeerCertificates: peerCertificates(c.nc),
 		Protocol: broker.ProtocolOpenWire, Connector: c.cfg.Connector,
 		Version: "openwire/" + strconv.Itoa(c.w.Format().Version), MessageIDs: true,
+		Resumes: connectionID(info),
 	})
 	if errors.Is(err, broker.ErrLoginThrottled) {
 		// Too many failed logins from this address wait out their delay: no answer.
@@ -160,11 +161,16 @@ func (c *conn) onConnection(ctx context.Context, info *ow.ConnectionInfo) {
 		c.closing = true
 		return
 	}
-	c.bc, c.clientID = bc, info.ClientID
-	if info.ConnectionID != nil {
-		c.connID = info.ConnectionID.Value
-	}
+	c.bc, c.clientID, c.connID = bc, info.ClientID, connectionID(info)
 	c.respond(info, nil)
+}
+
+// connectionID is the client's id of its connection ("" if it sent none).
+func connectionID(info *ow.ConnectionInfo) string {
+	if info.ConnectionID == nil {
+		return ""
+	}
+	return info.ConnectionID.Value
 }
 
 // peerCertificates returns the client's verified TLS certificate chain, leaf first, or
