@@ -102,6 +102,13 @@ func requireActiveMQ(t testing.TB) {
 // JVM is killed when the test ends; its output is in the test's log if the test failed.
 func startActiveMQ(t testing.TB, xml string) (stompAddr string) {
 	t.Helper()
+	return startActiveMQInstance(t, xml).StompAddr
+}
+
+// startActiveMQInstance is startActiveMQ returning the instance: its OpenWire address
+// too (OpenWireAddr, when the XML has amqOpenWirePort) and its output.
+func startActiveMQInstance(t testing.TB, xml string) *activeMQ {
+	t.Helper()
 	requireActiveMQ(t)
 	a, err := launchActiveMQ(xml)
 	if err != nil {
@@ -116,7 +123,7 @@ func startActiveMQ(t testing.TB, xml string) (stompAddr string) {
 			t.Error(err)
 		}
 	})
-	return a.StompAddr
+	return a
 }
 
 // sharedAMQs are the ActiveMQ instances shared by the tests of this binary, by their

@@ -24,7 +24,7 @@ import (
 func TestOpenWireScheduled(t *testing.T) {
 	forEachOWTarget(t, func(t *testing.T, tg owTarget, b owBroker) {
 		dest := owName(t, "scheduled")
-		r := b.run(t, "scheduled", "dest="+dest, "delay=500")
+		r := b.run(t, "scheduled", "dest="+dest, "delay=1000")
 		assertOW(t, r, map[string]string{
 			"order":                    "now,delayed",
 			"delayed_not_before_delay": "true",

@@ -175,6 +175,8 @@ func owName(t testing.TB, what string) string {
 type owBroker struct {
 	URL   string // the client's broker URL: tcp://127.0.0.1:PORT
 	Stomp string // the same broker's STOMP address, for the interop tests
+	// Output is what the broker logged so far, shown when a test fails.
+	Output func() string
 }
 
 // owTarget is a broker the OpenWire tests hold to ActiveMQ's behaviour, with what is
@@ -224,7 +226,7 @@ func owTargets() []owTarget {
 		name: "activemq",
 		start: func(t testing.TB) owBroker {
 			a := sharedActiveMQ(t, amqOpenWireXML)
-			return owBroker{URL: "tcp://" + a.OpenWireAddr, Stomp: a.StompAddr}
+			return owBroker{URL: "tcp://" + a.OpenWireAddr, Stomp: a.StompAddr, Output: a.Output}
 		},
 		brokerName: "ow-e2e",
 		xa:         "committed",
@@ -234,7 +236,15 @@ func owTargets() []owTarget {
 // forEachOWTarget runs f as a subtest per target, with the target's broker.
 func forEachOWTarget(t *testing.T, f func(t *testing.T, tg owTarget, b owBroker)) {
 	for _, tg := range owTargets() {
-		t.Run(tg.name, func(t *testing.T) { f(t, tg, tg.start(t)) })
+		t.Run(tg.name, func(t *testing.T) {
+			b := tg.start(t)
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("%s's output so far:\n%s", tg.name, b.Output())
+				}
+			})
+			f(t, tg, b)
+		})
 	}
 }
 
