@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // The OpenWire tests drive a broker with ActiveMQ's own Java client (5.17, Debian's
@@ -189,6 +191,10 @@ type owTarget struct {
 	// xa is what the xa scenario prints first: "committed" where XA transactions work,
 	// "refused" where the broker refuses them with an exception.
 	xa string
+	// stompAdds are the headers the target's STOMP MESSAGE frames carry beyond
+	// ActiveMQ's (ours: the delivery count, the group headers, and content-length on
+	// every frame; README's "Differences from ActiveMQ").
+	stompAdds []string
 }
 
 // owUser and owPassword log a client in on every target (a user of the broker's
@@ -230,7 +236,42 @@ func owTargets() []owTarget {
 		},
 		brokerName: "ow-e2e",
 		xa:         "committed",
+	}, {
+		name: "ours",
+		start: func(t testing.TB) owBroker {
+			b := startOpenWireBroker(t)
+			return owBroker{URL: "tcp://" + b.OpenWireAddr(), Stomp: b.Addr, Output: b.Log}
+		},
+		brokerName: "ow-e2e",
+		xa:         "refused",
+		stompAdds:  []string{"JMSXDeliveryCount", "redelivery-count", "JMSXGroupID", "JMSXGroupSeq", "JMSXGroupFirstForConsumer", "content-length"},
 	}}
+}
+
+// ourOpenWireYAML is our broker configured as amqOpenWireXML configures ActiveMQ.
+const ourOpenWireYAML = `broker:
+  brokerName: ow-e2e
+  dataDirectory: %s
+  populateJMSXUserID: true
+persistenceAdapter:
+  memory: {}
+transportConnectors:
+  - {name: stomp, uri: "stomp://127.0.0.1:0"}
+  - {name: openwire, uri: "tcp://127.0.0.1:0"}
+plugins:
+  simpleAuthentication:
+    anonymousAccessAllowed: true
+    users:
+      - {username: ` + owUser + `, password: ` + owPassword + `, groups: [users]}
+`
+
+// startOpenWireBroker starts our broker for the OpenWire tests (ourOpenWireYAML).
+func startOpenWireBroker(t testing.TB) *brokerProc {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "broker.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(ourOpenWireYAML, filepath.Join(dir, "data"))), 0o644))
+	return startBrokerFile(t, path, filepath.Join(dir, "data"))
 }
 
 // forEachOWTarget runs f as a subtest per target, with the target's broker.

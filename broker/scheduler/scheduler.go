@@ -202,6 +202,25 @@ func (s *Scheduler) Wants(m *persistence.Message) bool {
 	return false
 }
 
+// withoutScheduling removes the scheduling headers and properties from a delivered copy,
+// as ActiveMQ does: its consumers see scheduledJobId, not what made it.
+func withoutScheduling(m *persistence.Message) {
+	hs := m.Headers[:0]
+	for i := 0; i+1 < len(m.Headers); i += 2 {
+		if !isScheduling(m.Headers[i]) {
+			hs = append(hs, m.Headers[i], m.Headers[i+1])
+		}
+	}
+	m.Headers = hs
+	ps := m.Props[:0]
+	for _, p := range m.Props {
+		if !isScheduling(p.Name) {
+			ps = append(ps, p)
+		}
+	}
+	m.Props = ps
+}
+
 func isScheduling(name string) bool {
 	switch name {
 	case HeaderDelay, HeaderPeriod, HeaderRepeat, HeaderCron:
@@ -386,6 +405,7 @@ func (s *Scheduler) fire() {
 // If that batch fails, j is tried again after jobRetryDelay: the store still has it.
 func (s *Scheduler) deliver(j *Job) {
 	m := j.msg.Clone()
+	withoutScheduling(m)
 	m.ID = s.host.NewMessageID()
 	m.Timestamp = time.Now().UnixMilli()
 	m.Seq, m.Dest = 0, ""

@@ -155,6 +155,10 @@ func cutNumber(s string, sep byte) (string, int64, bool) {
 	return s[:i], n, true
 }
 
+// headerOriginalDestination is where a dead-lettered message was sent (ActiveMQ's
+// originalDestination field), in the STOMP form.
+const headerOriginalDestination = "original-destination"
+
 // bodyKinds maps OpenWire's message types to the broker's body kinds.
 var bodyKinds = map[byte]broker.BodyKind{
 	ow.TypeMessage:       broker.BodyPlain,
@@ -315,6 +319,11 @@ func fromMessage(m *broker.Message, dest string) (*ow.Message, error) {
 		case broker.HeaderUserID:
 			out.UserID = v
 			continue
+		case headerOriginalDestination:
+			if d := fromClientName(v); d != nil {
+				out.OriginalDestination = d
+				continue
+			}
 		}
 		if props == nil {
 			props = make(map[string]any, len(hs)/2+len(m.Props))
