@@ -146,7 +146,7 @@ func (c *Conn) Settle(ctx context.Context, r SettleRequest, done func(error)) er
 	s.settle(ds)
 	// The window opens at once, also inside a transaction (ActiveMQ's delivered ack), so a
 	// transacted consumer with a small prefetch keeps receiving.
-	s.Credit.Add(int32(len(ds)))
+	s.reopen(len(ds))
 	if t != nil {
 		t.settles = append(t.settles, txSettle{sub: s, ds: ds, outcome: o})
 		s.kick()

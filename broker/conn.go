@@ -35,6 +35,16 @@ type ConnectInfo struct {
 	// Connector names the transport connector the client came through, and Version
 	// the protocol version agreed ("1.2"): both only shown to operators.
 	Connector, Version string
+	// MessageIDs: the client names the messages it sends (OpenWire's producers assign
+	// JMSMessageID, which its applications correlate replies with), and Send keeps a
+	// Message.ID it is given; otherwise the broker names every message.
+	MessageIDs bool
+	// Resumes names the client's own connection, which it opens again after a network
+	// failure (OpenWire's failover transport reconnects with the same connection id):
+	// a connection that resumes one still holding its client-id takes the client-id
+	// over, as a stolen link does, rather than waiting for the old one's inactivity
+	// timeout. Empty: none.
+	Resumes string
 }
 
 // credentials are what the security service checks of info.
@@ -60,6 +70,8 @@ type Conn struct {
 	subject    *security.Subject // who the connection acts as; never nil
 	lastAuth   authDecision      // owned by the connection's goroutine
 	proto      Protocol
+	ownIDs     bool        // the client names its messages (ConnectInfo.MessageIDs)
+	resume     string      // ConnectInfo.Resumes
 	blocked    atomic.Bool // a SEND is held by producer flow control (SetBlocked)
 
 	mu      sync.Mutex // guards out, nextTag, notices and kickReason
@@ -389,7 +401,9 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if err := c.rewriteReplyTo(m.Headers); err != nil {
 		return err
 	}
-	m.ID = c.b.newMessageID()
+	if m.ID == "" || !c.ownIDs {
+		m.ID = c.b.newMessageID()
+	}
 	if m.Timestamp == 0 {
 		m.Timestamp = start.UnixMilli()
 	}

@@ -73,7 +73,8 @@ func (b *Broker) connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
 		info.Protocol = ProtocolSTOMP
 	}
 	c := b.newConn(subject, info.RemoteAddr, info.Connector)
-	c.proto, c.ClientID, c.version = info.Protocol, info.ClientID, info.Version
+	c.proto, c.ClientID, c.version, c.ownIDs = info.Protocol, info.ClientID, info.Version, info.MessageIDs
+	c.resume = info.Resumes
 	if err := b.conns.add(ctx, c, b.access.Authenticating(), b.log); err != nil {
 		return nil, err
 	}
@@ -95,7 +96,8 @@ func (cs *connections) add(ctx context.Context, c *Conn, authenticating bool, lo
 			if authenticating && old.subject.User != c.subject.User {
 				return &Error{Message: "Client: " + id + " is already connected as another user", Fatal: true, Err: ErrClientIDInUse}
 			}
-			if !cs.linkStealing {
+			resumes := c.resume != "" && c.resume == old.resume
+			if !cs.linkStealing && !resumes {
 				return &Error{Message: "Client: " + id + " already connected from " + old.RemoteAddr +
 					" (a dead connection is dropped once its heart-beats stop; allowLinkStealing: true lets a new connection take over)",
 					Fatal: true, Err: ErrClientIDInUse}

@@ -18,6 +18,7 @@ type Protocol = management.Protocol
 const (
 	ProtocolSTOMP          = management.ProtocolSTOMP          // STOMP over TCP or TLS
 	ProtocolSTOMPWebSocket = management.ProtocolSTOMPWebSocket // STOMP over WebSocket
+	ProtocolOpenWire       = management.ProtocolOpenWire       // OpenWire over TCP or TLS
 )
 
 // RejectReason is why a connection was refused.

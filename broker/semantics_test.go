@@ -258,7 +258,7 @@ func TestExpiredMessagesAreNeverDelivered(t *testing.T) {
 	d := dlq.recv()
 	assert.Equal(t, "old", string(d.Msg.Body))
 	v, _ := d.Msg.Headers.Get("dlqDeliveryFailureCause")
-	assert.Equal(t, "expired", v)
+	assert.Equal(t, "java.lang.Throwable: Message Expired. Expiration:"+strconv.FormatInt(past, 10), v, "ActiveMQ's words")
 }
 
 func TestDefaultTimeToLiveAndSweep(t *testing.T) {

@@ -42,6 +42,46 @@ type Headers = persistence.Headers
 // Prop is one typed property of a message.
 type Prop = persistence.Prop
 
+// PropKind is the JMS type of a typed property.
+type PropKind = persistence.PropKind
+
+// The typed properties' kinds (string properties are Headers).
+const (
+	PropBool   = persistence.PropBool
+	PropByte   = persistence.PropByte
+	PropShort  = persistence.PropShort
+	PropInt    = persistence.PropInt
+	PropLong   = persistence.PropLong
+	PropFloat  = persistence.PropFloat
+	PropDouble = persistence.PropDouble
+	PropBytes  = persistence.PropBytes
+)
+
+// BoolProp returns a boolean property.
+func BoolProp(name string, v bool) Prop { return persistence.BoolProp(name, v) }
+
+// IntProp returns an integer property of kind k (PropByte, PropShort, PropInt, PropLong).
+func IntProp(name string, k PropKind, v int64) Prop { return persistence.IntProp(name, k, v) }
+
+// FloatProp returns a float (32-bit) property.
+func FloatProp(name string, v float32) Prop { return persistence.FloatProp(name, v) }
+
+// DoubleProp returns a double property.
+func DoubleProp(name string, v float64) Prop { return persistence.DoubleProp(name, v) }
+
+// BytesProp returns a byte array property; it keeps v.
+func BytesProp(name string, v []byte) Prop { return persistence.BytesProp(name, v) }
+
+// The well-known headers JMS's header fields travel in, whatever the protocol.
+const (
+	HeaderCorrelationID = persistence.HeaderCorrelationID
+	HeaderReplyTo       = persistence.HeaderReplyTo
+	HeaderType          = persistence.HeaderType
+	HeaderGroupID       = persistence.HeaderGroupID
+	HeaderGroupSeq      = persistence.HeaderGroupSeq
+	HeaderUserID        = destinations.UserIDProperty
+)
+
 // BodyKind is the JMS message type of a body.
 type BodyKind = persistence.BodyKind
 
@@ -153,7 +193,7 @@ func (s *Subscription) takeUnsettled() []*Delivery {
 		return nil
 	}
 	s.settle(ds)
-	s.Credit.Add(int32(len(ds)))
+	s.reopen(len(ds))
 	return ds
 }
 

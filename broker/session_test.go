@@ -69,8 +69,8 @@ func TestSettleForms(t *testing.T) {
 }
 
 // TestSettlePoisonAndExpired: a poison ack dead-letters with the client's cause; an
-// expired ack dead-letters with cause "expired" and counts as expired, whatever the NACK
-// policy.
+// expired ack dead-letters with ActiveMQ's cause ("Message Expired. Expiration:<ms>")
+// and counts as expired, whatever the NACK policy.
 func TestSettlePoisonAndExpired(t *testing.T) {
 	b := newBroker(t)
 	c := newClient(t, b, "")
@@ -89,7 +89,8 @@ func TestSettlePoisonAndExpired(t *testing.T) {
 		v, _ := d.Msg.Headers.Get("dlqDeliveryFailureCause")
 		causes[string(d.Msg.Body)] = v
 	}
-	assert.Equal(t, map[string]string{"poisoned": "java.lang.Throwable: listener threw", "stale": "expired"}, causes)
+	assert.Equal(t, map[string]string{"poisoned": "java.lang.Throwable: listener threw",
+		"stale": "java.lang.Throwable: Message Expired. Expiration:0"}, causes)
 	st, _ := b.QueueStats("p")
 	assert.Equal(t, 0, st.InFlight+st.Pending)
 	assert.Equal(t, int64(1), st.Expired, "the expired ack counts as an expiry")

@@ -28,6 +28,9 @@ type SubscribeRequest struct {
 	Dest     destinations.Name
 	Mode     AckMode
 	Prefetch int // <= 0: the destination policy's prefetch
+	// Pull: the subscription gets credit only from Subscription.Grant (OpenWire's
+	// consumers with prefetch 0, which ask for each message with MessagePull).
+	Pull bool
 	// Selector is the JMS selector that filters the messages this subscription
 	// receives, as the client wrote it; blank for all. One that does not parse is an
 	// *Error wrapping ErrInvalidSelector.
@@ -58,6 +61,7 @@ type Subscription struct {
 	destinations.Consumer
 	conn    *Conn
 	session *Session
+	pull    bool // credit only from Grant (SubscribeRequest.Pull)
 
 	q       *destinations.QueueDest
 	wq      *registry.WildQueue // a wildcard queue subscription's queues
@@ -128,11 +132,17 @@ func (c *Conn) subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 			prefetch = p.DurableTopicPrefetch
 		}
 	}
+	if r.Pull {
+		prefetch = 1 // what a pull holds at most, for the slow-consumer checks
+	}
 	c.consumers++
 	s := &Subscription{conn: c, advID: c.consumers}
 	s.Consumer = destinations.Consumer{Sink: c, Owner: s, ID: r.ID, Dest: r.Dest, Mode: r.Mode, Prefetch: int32(prefetch),
 		Selector: sel, Exclusive: r.Exclusive, Priority: r.Priority, NoLocal: r.NoLocal}
 	s.Credit.Store(int32(prefetch))
+	if s.pull = r.Pull; s.pull {
+		s.Credit.Store(0)
+	}
 	if t := stream; t != nil {
 		if err := c.subscribeStream(ctx, r, s, t); err != nil {
 			return nil, err
@@ -176,6 +186,37 @@ func (c *Conn) subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	}
 	c.b.adviseSubscribed(s)
 	return s, nil
+}
+
+// Grant gives the subscription n more credit (n more messages it may be sent unsettled)
+// and resumes dispatch to it: a pull consumer's MessagePull.
+func (s *Subscription) Grant(n int32) {
+	s.Credit.Add(n)
+	s.kick()
+}
+
+// Revoke takes back n units of credit Grant gave if the subscription still has them
+// (nothing was sent on them meanwhile), and reports whether it did: a MessagePull that
+// timed out.
+func (s *Subscription) Revoke(n int32) bool {
+	for {
+		c := s.Credit.Load()
+		if c < n {
+			return false
+		}
+		if s.Credit.CompareAndSwap(c, c-n) {
+			return true
+		}
+	}
+}
+
+// reopen gives back (or, negative, takes back) the credit of n deliveries settled (or
+// unsettled): the window of a prefetch subscription moves; a pull subscription's credit
+// comes from Grant only.
+func (s *Subscription) reopen(n int) {
+	if !s.pull {
+		s.Credit.Add(int32(n))
+	}
 }
 
 // SubscriptionRoom reports an error if the connection, with others more subscriptions

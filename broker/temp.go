@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"slices"
+
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/security"
 )
@@ -67,6 +69,49 @@ func (c *Conn) rewriteReplyTo(hs []string) error {
 		hs[i+1] = destinations.Name{Kind: n.Kind, Name: real.Name, Remote: true}.String()
 		return nil
 	}
+	return nil
+}
+
+// CreateTemp creates the temporary destination d (Kind TempQueue or TempTopic) under
+// the name its client gave it, unique across the broker: OpenWire's DestinationInfo,
+// whose clients name temporary destinations after their connection id. Other
+// connections reach it as d with Remote set; only this one consumes from it, and it
+// goes with this connection or DeleteTemp.
+func (c *Conn) CreateTemp(d Destination) error {
+	if d.Kind != destinations.TempQueue && d.Kind != destinations.TempTopic {
+		return errorf(ErrInvalidDestination, "not a temporary destination: %s", d)
+	}
+	if c.access.Service != nil {
+		if err := c.authorizeTemp(d, security.Admin); err != nil {
+			return err
+		}
+	}
+	real, created, err := c.dests.TempNamed(c, d)
+	if err != nil {
+		return err
+	}
+	if created {
+		c.temps = append(c.temps, real)
+	} else if c.dests.TempOwner(d.Kind.IsTopic(), d.Name) != c {
+		return errorf(ErrInvalidDestination, "temporary destination %s belongs to another connection", d)
+	}
+	return nil
+}
+
+// DeleteTemp deletes the connection's temporary destination d (as CreateTemp took it)
+// with its messages; one with consumers is refused, as ActiveMQ refuses it.
+func (c *Conn) DeleteTemp(d Destination) error {
+	i := slices.IndexFunc(c.temps, func(n destinations.Name) bool { return n.Name == d.Name && n.Kind.IsTopic() == d.Kind.IsTopic() })
+	if i < 0 {
+		return errorf(ErrInvalidDestination, "no temporary destination %s of this connection", d)
+	}
+	for _, s := range c.subs {
+		if s.Dest.Name == d.Name && s.Dest.Kind.IsTopic() == d.Kind.IsTopic() {
+			return errorf(ErrDestinationInUse, "Cannot delete a temporary destination that is in use: %s", d)
+		}
+	}
+	c.dests.DropTemps([]destinations.Name{c.temps[i]})
+	c.temps = slices.Delete(c.temps, i, i+1)
 	return nil
 }
 

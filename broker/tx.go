@@ -174,7 +174,7 @@ func (c *Conn) Abort(tx string) error {
 		s := st.sub
 		if c.subs[s.ID] == s {
 			s.unsettle(st.ds)
-			s.Credit.Add(-int32(len(st.ds)))
+			s.reopen(-len(st.ds))
 			continue
 		}
 		requeueEach(st.ds)

@@ -27,6 +27,13 @@ const (
 	DefaultConnectTimeout  = 30 * time.Second
 	DefaultHeartBeatGrace  = 1.5
 
+	// An OpenWire connector's defaults are ActiveMQ's for OpenWire: frames up to
+	// 100 MiB, a connection silent for 30 s dropped, that check starting 10 s after
+	// the handshake.
+	DefaultOpenWireMaxFrameSize              = 104857600
+	DefaultMaxInactivityDuration             = 30 * time.Second
+	DefaultMaxInactivityDurationInitialDelay = 10 * time.Second
+
 	// DefaultSchedulerSupport differs from ActiveMQ (false) on purpose: STOMP
 	// clients use AMQ_SCHEDULED_* headers without touching activemq.xml, and a
 	// broker that silently delivers a delayed message at once surprises them.
@@ -271,9 +278,19 @@ type Connector struct {
 	Name string
 	// URI is the uri as written, for logs.
 	URI string
-	// Scheme is the protocol: "stomp" for every accepted scheme (the "+nio"
-	// variants are accepted and normalised); TLS and WebSocket say how it is carried.
+	// Scheme is the protocol: "openwire" for tcp, nio, ssl and nio+ssl (ActiveMQ's
+	// own protocol, its Java client's), "stomp" for the others (the "+nio" variants
+	// are accepted and normalised); TLS and WebSocket say how it is carried.
 	Scheme string
+	// OpenWire is true for tcp, nio, ssl and nio+ssl: the connector speaks OpenWire.
+	OpenWire bool
+	// MaxInactivityDuration is how long an OpenWire connection may stay silent
+	// before it is dropped (wireFormat.maxInactivityDuration, ms; default 30 s; 0:
+	// never), and MaxInactivityInitialDelay how long after the handshake that check
+	// starts (wireFormat.maxInactivityDurationInitalDelay, ActiveMQ's spelling;
+	// default 10 s).
+	MaxInactivityDuration     time.Duration
+	MaxInactivityInitialDelay time.Duration
 	// TLS is true for stomp+ssl, stomp+nio+ssl and wss: the connector serves
 	// TLS 1.2 or later with the sslContext section's certificate.
 	TLS bool

@@ -14,10 +14,11 @@ import (
 	"github.com/activemq-go/broker/internal/setting"
 )
 
-// transportKind is how a connector scheme carries STOMP.
+// transportKind is the protocol of a connector scheme and how it is carried.
 type transportKind struct {
 	tls       bool // TLS, with the certificate of the sslContext section
 	webSocket bool // STOMP over WebSocket (an HTTP upgrade)
+	openWire  bool // OpenWire, ActiveMQ's own protocol (its Java client)
 }
 
 // schemes maps each accepted connector URI scheme to how it carries STOMP. The
@@ -30,16 +31,17 @@ var schemes = map[string]transportKind{
 	"stomp+nio+ssl": {tls: true},
 	"ws":            {webSocket: true},
 	"wss":           {tls: true, webSocket: true},
+	"tcp":           {openWire: true},
+	"nio":           {openWire: true},
+	"ssl":           {tls: true, openWire: true},
+	"nio+ssl":       {tls: true, openWire: true},
 }
 
-const schemesAllowed = "stomp, stomp+nio, stomp+ssl, stomp+nio+ssl, ws, wss"
+const schemesAllowed = "stomp, stomp+nio, stomp+ssl, stomp+nio+ssl, ws, wss (STOMP); tcp, nio, ssl, nio+ssl (OpenWire)"
 
 // schemeHints explain schemes that a migrated activemq.xml often carries.
 var schemeHints = map[string]string{
-	"tcp":  "tcp:// is ActiveMQ's OpenWire, which this broker does not speak; STOMP clients use stomp://",
-	"nio":  "nio:// is ActiveMQ's OpenWire, which this broker does not speak; STOMP clients use stomp://",
-	"ssl":  "ssl:// is ActiveMQ's OpenWire over TLS, which this broker does not speak; STOMP clients use stomp+ssl://",
-	"auto": "auto:// detects OpenWire, AMQP and MQTT too; use stomp://",
+	"auto": "auto:// detects OpenWire, AMQP and MQTT too; use stomp:// for STOMP and tcp:// for OpenWire",
 }
 
 // connectorOption is one query option of a connector URI.
@@ -75,6 +77,16 @@ var connectorOptions = []connectorOption{
 	{[]string{"wireFormat.maxHeaderLength", "maxHeaderLength"}, func(c *Connector, v string) *Error {
 		n, err := sizeOption(v, 1, math.MaxInt32)
 		c.MaxHeaderLength = int(n)
+		return err
+	}},
+	{[]string{"wireFormat.maxInactivityDuration", "maxInactivityDuration"}, func(c *Connector, v string) *Error {
+		d, err := durationOption(v)
+		c.MaxInactivityDuration = d
+		return err
+	}},
+	{[]string{"wireFormat.maxInactivityDurationInitalDelay", "wireFormat.maxInactivityDurationInitialDelay", "maxInactivityDurationInitalDelay"}, func(c *Connector, v string) *Error {
+		d, err := durationOption(v)
+		c.MaxInactivityInitialDelay = d
 		return err
 	}},
 	{[]string{"transport.connectAttemptTimeout", "connectTimeout"}, func(c *Connector, v string) *Error {
@@ -229,7 +241,11 @@ func parseConnectorURI(raw string) (Connector, *Error) {
 		}
 		return fail(problem, schemesAllowed)
 	}
-	c.Scheme, c.TLS, c.WebSocket = "stomp", scheme.tls, scheme.webSocket
+	c.Scheme, c.TLS, c.WebSocket, c.OpenWire = "stomp", scheme.tls, scheme.webSocket, scheme.openWire
+	if c.OpenWire {
+		c.Scheme, c.MaxFrameSize = "openwire", DefaultOpenWireMaxFrameSize
+		c.MaxInactivityDuration, c.MaxInactivityInitialDelay = DefaultMaxInactivityDuration, DefaultMaxInactivityDurationInitialDelay
+	}
 	if u.User != nil {
 		return fail("a connector URI takes no user or password; configure users in the broker", uriAllowed)
 	}

@@ -78,6 +78,31 @@ func TestParseConnectorURITransports(t *testing.T) {
 	}
 }
 
+// TestParseOpenWireConnectors: ActiveMQ's OpenWire schemes make OpenWire connectors,
+// with ActiveMQ's OpenWire defaults and its URI options.
+func TestParseOpenWireConnectors(t *testing.T) {
+	for _, tt := range []struct {
+		uri string
+		tls bool
+	}{{"tcp://h:1", false}, {"nio://h:1", false}, {"ssl://h:1", true}, {"nio+ssl://h:1", true}} {
+		got, err := parseConnectorURI(tt.uri)
+		require.Nil(t, err, "%s: %v", tt.uri, err)
+		assert.True(t, got.OpenWire, tt.uri)
+		assert.Equal(t, "openwire", got.Scheme, tt.uri)
+		assert.Equal(t, tt.tls, got.TLS, tt.uri)
+		assert.Equal(t, int64(DefaultOpenWireMaxFrameSize), got.MaxFrameSize, tt.uri)
+		assert.Equal(t, DefaultMaxInactivityDuration, got.MaxInactivityDuration, tt.uri)
+		assert.Equal(t, DefaultMaxInactivityDurationInitialDelay, got.MaxInactivityInitialDelay, tt.uri)
+	}
+	got, err := parseConnectorURI("tcp://0.0.0.0:61616?maximumConnections=50&wireFormat.maxFrameSize=1048576" +
+		"&wireFormat.maxInactivityDuration=5000&wireFormat.maxInactivityDurationInitalDelay=2000")
+	require.Nil(t, err)
+	assert.Equal(t, 50, got.MaxConnections)
+	assert.Equal(t, int64(1<<20), got.MaxFrameSize)
+	assert.Equal(t, 5*time.Second, got.MaxInactivityDuration)
+	assert.Equal(t, 2*time.Second, got.MaxInactivityInitialDelay)
+}
+
 func TestSuggestOption(t *testing.T) {
 	assert.Equal(t, "wireFormat.maxFrameSize", suggestOption("transport.maxFrameSize"))
 	assert.Equal(t, "transport.hbGracePeriodMultiplier", suggestOption("wireFormat.hbGracePeriodMultiplier"))

@@ -162,7 +162,7 @@ func TestEnvValuesAreValidated(t *testing.T) {
 	}{
 		{"BROKER_BROKER_PERSISTENT=perhaps", "broker.persistent", "not a boolean (set by environment variable BROKER_BROKER_PERSISTENT)", "true, false"},
 		{"BROKER_BROKER_BROKERNAME=", "broker.brokerName", "must not be empty (set by environment variable BROKER_BROKER_BROKERNAME)", ""},
-		{"BROKER_TRANSPORTCONNECTORS_0_URI=tcp://h:1", "transportConnectors[0].uri", "(set by environment variable BROKER_TRANSPORTCONNECTORS_0_URI)", "stomp, stomp+nio"},
+		{"BROKER_TRANSPORTCONNECTORS_0_URI=amqp://h:1", "transportConnectors[0].uri", "(set by environment variable BROKER_TRANSPORTCONNECTORS_0_URI)", "stomp, stomp+nio"},
 		{"BROKER_TRANSPORTCONNECTORS_1_URI=stomp://h:2", "transportConnectors[1].name", "missing connector name (set by environment variable BROKER_TRANSPORTCONNECTORS_1_URI)", ""},
 		{"BROKER_PERSISTENCEADAPTER_KAHADB_DIRECTORY=/d", "persistenceAdapter", "found 2: memory, kahaDB", adapterList},
 	}

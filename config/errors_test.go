@@ -19,9 +19,11 @@ const (
 	adapterList = "memory, kahaDB, bbolt, jdbc, kafkaLog"
 	optionList  = "maximumConnections, maxConnections, wireFormat.maxFrameSize, maxFrameSize, " +
 		"wireFormat.maxDataLength, wireFormat.maxHeaders, maxHeaders, wireFormat.maxHeaderLength, maxHeaderLength, " +
+		"wireFormat.maxInactivityDuration, maxInactivityDuration, wireFormat.maxInactivityDurationInitalDelay, " +
+		"wireFormat.maxInactivityDurationInitialDelay, maxInactivityDurationInitalDelay, " +
 		"transport.connectAttemptTimeout, connectTimeout, transport.hbGracePeriodMultiplier, hbGracePeriodMultiplier, " +
 		"transport.needClientAuth, needClientAuth, transport.wantClientAuth, wantClientAuth, transport.defaultHeartBeat, allowedOrigins"
-	schemeList = "stomp, stomp+nio, stomp+ssl, stomp+nio+ssl, ws, wss"
+	schemeList = "stomp, stomp+nio, stomp+ssl, stomp+nio+ssl, ws, wss (STOMP); tcp, nio, ssl, nio+ssl (OpenWire)"
 )
 
 // connector wraps a URI in a one-connector file.
@@ -84,8 +86,7 @@ func TestParseErrors(t *testing.T) {
 		{"malformed uri, opaque", connector("stomp:61613"), uriKey, "malformed URI", "scheme://host:port", ""},
 		{"malformed uri, no host", connector("stomp://"), uriKey, "malformed URI", "scheme://host:port", ""},
 		{"malformed uri, bad escape", connector("stomp://h:1?maxHeaders=%zz"), uriKey, "malformed query option", "option=value", ""},
-		{"openwire scheme", connector("tcp://0.0.0.0:61616?maximumConnections=1000"), uriKey, "OpenWire", schemeList, ""},
-		{"openwire tls scheme", connector("ssl://0.0.0.0:61617"), uriKey, "use stomp+ssl://", schemeList, ""},
+		{"auto scheme", connector("auto://0.0.0.0:61616"), uriKey, "tcp:// for OpenWire", schemeList, ""},
 		{"unknown scheme", connector("amqp://0.0.0.0:5672"), uriKey, `unknown scheme "amqp"`, schemeList, ""},
 		{"client auth on plain stomp", connector("stomp://h:1?transport.needClientAuth=true"), uriKey, "TLS connectors only", "stomp+ssl://", ""},
 		{"client auth on ws", connector("ws://h:1?wantClientAuth=true"), uriKey, "TLS connectors only", "wss://", ""},

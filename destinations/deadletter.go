@@ -3,6 +3,7 @@ package destinations
 import (
 	"log/slog"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/activemq-go/broker/destinations/policy"
@@ -23,7 +24,8 @@ func (q *QueueDest) expire(es []*Entry) {
 	q.retire(es, expiredCause, q.policy.DeadLetter.ProcessExpired, DeadLetterExpired)
 }
 
-// expiredCause is the dlqDeliveryFailureCause of a message that expired.
+// expiredCause stands for the dlqDeliveryFailureCause of a message that expired
+// (deadLetter writes it as ActiveMQ does, with the expiry time).
 const expiredCause = "expired"
 
 // retire takes entries that left q (already out of its pending list) to the
@@ -107,6 +109,10 @@ func (q *QueueDest) sendToDeadLetter(batch persistence.Batch, dlq Name, dead, co
 // and the reason as headers, no expiry, persistent (a dead-letter copy is kept, also of
 // a non-persistent message).
 func deadLetter(m *persistence.Message, from, reason string) *persistence.Message {
+	if reason == expiredCause {
+		// ActiveMQ's words, which its clients show.
+		reason = "java.lang.Throwable: Message Expired. Expiration:" + strconv.FormatInt(m.Expires, 10)
+	}
 	c := m.Clone()
 	c.Headers = append(c.Headers, "original-destination", from, "dlqDeliveryFailureCause", reason)
 	c.Subs = nil

@@ -18,14 +18,18 @@ import (
 // The tests that hold our broker to ActiveMQ's behaviour run the real ActiveMQ 5.17 of
 // Debian's package activemq (.ci/run installs it; it pulls a Java 17 runtime) as a child
 // process of the test binary: a JVM started as Debian's /usr/bin/activemq starts it, on a
-// temporary base directory, with the test's activemq.xml and a STOMP connector on a free
-// loopback port. ActiveMQ needs no other connector: no OpenWire, and useJmx="false" opens
-// no JMX port.
+// temporary base directory, with the test's activemq.xml, a STOMP connector on a free
+// loopback port and, when the XML asks for one (amqOpenWirePort), an OpenWire connector on
+// another (the tests of ActiveMQ's own Java client, openwire_harness_test.go);
+// useJmx="false" opens no JMX port.
 
 const (
 	// amqStompPort is the placeholder of the STOMP port in the XML given to
 	// startActiveMQ: <transportConnector uri="stomp://127.0.0.1:@STOMP_PORT@"/>.
 	amqStompPort = "@STOMP_PORT@"
+	// amqOpenWirePort is the placeholder of the OpenWire port, optional:
+	// <transportConnector uri="tcp://127.0.0.1:@OPENWIRE_PORT@"/>.
+	amqOpenWirePort = "@OPENWIRE_PORT@"
 
 	amqHome = "/usr/share/activemq"
 	amqJar  = amqHome + "/bin/activemq.jar"
@@ -59,8 +63,9 @@ appender.console.layout.pattern = %d{HH:mm:ss.SSS} %-5p [%t] %c{1} - %m%n
 
 // activeMQ is one ActiveMQ JVM started by the tests.
 type activeMQ struct {
-	StompAddr string
-	Started   time.Duration // from exec to a STOMP port that answers a CONNECT
+	StompAddr    string
+	OpenWireAddr string        // "" unless the XML has amqOpenWirePort
+	Started      time.Duration // from exec to a STOMP port that answers a CONNECT
 
 	cmd    *exec.Cmd
 	base   string
@@ -97,6 +102,13 @@ func requireActiveMQ(t testing.TB) {
 // JVM is killed when the test ends; its output is in the test's log if the test failed.
 func startActiveMQ(t testing.TB, xml string) (stompAddr string) {
 	t.Helper()
+	return startActiveMQInstance(t, xml).StompAddr
+}
+
+// startActiveMQInstance is startActiveMQ returning the instance: its OpenWire address
+// too (OpenWireAddr, when the XML has amqOpenWirePort) and its output.
+func startActiveMQInstance(t testing.TB, xml string) *activeMQ {
+	t.Helper()
 	requireActiveMQ(t)
 	a, err := launchActiveMQ(xml)
 	if err != nil {
@@ -111,7 +123,7 @@ func startActiveMQ(t testing.TB, xml string) (stompAddr string) {
 			t.Error(err)
 		}
 	})
-	return a.StompAddr
+	return a
 }
 
 // sharedAMQs are the ActiveMQ instances shared by the tests of this binary, by their
@@ -186,6 +198,16 @@ func launchActiveMQOnce(xml string) (*activeMQ, error) {
 		return nil, err
 	}
 	a := &activeMQ{StompAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), base: base, exited: make(chan struct{})}
+	xml = strings.ReplaceAll(xml, amqStompPort, strconv.Itoa(port))
+	if strings.Contains(xml, amqOpenWirePort) {
+		owPort, err := freeLoopbackPort()
+		if err != nil {
+			_ = os.RemoveAll(base)
+			return nil, err
+		}
+		a.OpenWireAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(owPort))
+		xml = strings.ReplaceAll(xml, amqOpenWirePort, strconv.Itoa(owPort))
+	}
 	conf, data, tmp := filepath.Join(base, "conf"), filepath.Join(base, "data"), filepath.Join(base, "tmp")
 	optional := filepath.Join(base, "lib", "optional")
 	for _, d := range []string{conf, data, tmp, optional} {
@@ -203,7 +225,7 @@ func launchActiveMQOnce(xml string) (*activeMQ, error) {
 		}
 	}
 	files := map[string]string{
-		"activemq.xml":      strings.ReplaceAll(xml, amqStompPort, strconv.Itoa(port)),
+		"activemq.xml":      xml,
 		"log4j2.properties": amqLog4j2,
 	}
 	for name, content := range files {
@@ -255,6 +277,11 @@ func launchActiveMQOnce(xml string) (*activeMQ, error) {
 	deadline := began.Add(amqStartTimeout)
 	for {
 		err := stompAnswers(a.StompAddr, time.Until(deadline))
+		if err == nil && a.OpenWireAddr != "" {
+			// The connectors start one after the other: the OpenWire port is ready
+			// when it accepts a connection too.
+			err = tcpAccepts(a.OpenWireAddr, time.Until(deadline))
+		}
 		if err == nil {
 			a.Started = time.Since(began)
 			return a, nil
@@ -323,6 +350,15 @@ func stompAnswers(addr string, within time.Duration) error {
 		return nil
 	}
 	return fmt.Errorf("answer to CONNECT: %q", cmd)
+}
+
+// tcpAccepts connects to addr and closes the connection.
+func tcpAccepts(addr string, within time.Duration) error {
+	nc, err := net.DialTimeout("tcp", addr, min(max(within, time.Millisecond), 2*time.Second))
+	if err != nil {
+		return err
+	}
+	return nc.Close()
 }
 
 // freeLoopbackPort returns a TCP port on 127.0.0.1 that was free a moment ago.

@@ -39,10 +39,11 @@ func TestConfigImportSecurityExample(t *testing.T) {
 	path, report := importConfig(t, src)
 	assert.Contains(t, report, "ACTIVEMQ_PASSWORD (was ${activemq.password})")
 	assert.Contains(t, report, "GUEST_PASSWORD (was ${guest.password})")
-	assert.Contains(t, report, "openwire (tcp): only STOMP is spoken")
+	assert.Contains(t, report, "no STOMP connector in the file")
 
+	// The file's openwire connector comes first, then the STOMP one the import adds.
 	b := startBrokerFile(t, path, t.TempDir(), "ACTIVEMQ_PASSWORD=sys-secret", "GUEST_PASSWORD=guest-secret",
-		"BROKER_TRANSPORTCONNECTORS_0_URI=stomp://127.0.0.1:0")
+		"BROKER_TRANSPORTCONNECTORS_0_URI=tcp://127.0.0.1:0", "BROKER_TRANSPORTCONNECTORS_1_URI=stomp://127.0.0.1:0")
 
 	// user (group users) may use USERS.> but not FOO, which is admins' only.
 	raw := dialRaw(t, b.Addr)

@@ -143,6 +143,26 @@ type brokerProc struct {
 	exited chan struct{}
 	err    error
 	addrCh chan string // the address of the "listening" line
+	owCh   chan string // the address of an OpenWire connector's "listening" line
+	owAddr string
+}
+
+// OpenWireAddr waits up to 30 s for the broker's OpenWire connector's "listening" line
+// and returns its address.
+func (p *brokerProc) OpenWireAddr() string {
+	p.t.Helper()
+	if p.owAddr != "" {
+		return p.owAddr
+	}
+	select {
+	case p.owAddr = <-p.owCh:
+		return p.owAddr
+	case <-p.exited:
+		p.t.Fatalf("broker exited before listening: %v\n%s", p.err, p.Log())
+	case <-time.After(30 * time.Second):
+		p.t.Fatalf("no OpenWire connector listening within 30 s\n%s", p.Log())
+	}
+	return ""
 }
 
 // brokerConfig is what a test may change in the generated configuration.
@@ -157,7 +177,10 @@ type brokerConfig struct {
 	Plain bool
 }
 
-var listenRE = regexp.MustCompile(`msg=listening connector=\S+ addr=(\S+)`)
+var listenRE = regexp.MustCompile(`msg=listening connector=\S+ addr=(\S+) transport=(?:tcp|tls|ws|wss)\b`)
+
+// openWireListenRE finds the address of an OpenWire connector in the log.
+var openWireListenRE = regexp.MustCompile(`msg=listening connector=\S+ addr=(\S+) transport=openwire`)
 
 // startBroker runs the real binary and waits until it listens. The broker is stopped with
 // SIGTERM at the end of the test, which must make it exit 0.
@@ -221,7 +244,7 @@ func spawnBrokerFile(t testing.TB, path, dataDir string, env ...string) *brokerP
 
 func spawnBrokerBin(t testing.TB, bin, path, dataDir string, env ...string) *brokerProc {
 	t.Helper()
-	p := &brokerProc{t: t, DataDir: dataDir, Config: path, exited: make(chan struct{}), addrCh: make(chan string, 1)}
+	p := &brokerProc{t: t, DataDir: dataDir, Config: path, exited: make(chan struct{}), addrCh: make(chan string, 1), owCh: make(chan string, 1)}
 	p.cmd = exec.Command(bin, "serve", "--config", path)
 	p.cmd.Env = append(os.Environ(), adminOff(t, path, env)...)
 	stderr, err := p.cmd.StderrPipe()
@@ -238,6 +261,12 @@ func spawnBrokerBin(t testing.TB, bin, path, dataDir string, env ...string) *bro
 			if m := listenRE.FindStringSubmatch(line); m != nil {
 				select {
 				case p.addrCh <- m[1]:
+				default:
+				}
+			}
+			if m := openWireListenRE.FindStringSubmatch(line); m != nil {
+				select {
+				case p.owCh <- m[1]:
 				default:
 				}
 			}

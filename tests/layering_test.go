@@ -75,7 +75,8 @@ var allowed = map[string][]string{
 	// The STOMP frame codec: a leaf the transport and the client tools both import.
 	"internal/stompcodec": {},
 	"transport/stomp":     {"internal/stompcodec", "broker", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
-	"transport":           {"transport/stomp", "internal/stompcodec", "broker", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
+	"transport/openwire":  {"internal/openwire", "broker", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
+	"transport":           {"transport/stomp", "transport/openwire", "internal/stompcodec", "internal/openwire", "broker", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
 	"internal/pgtest":     {},
 	"internal/loadtest":   {},
 	// internal/race, for tests: whether -race is on, to scale their deadlines.
@@ -348,8 +349,9 @@ func TestStoresLinkNoConfigLibraries(t *testing.T) {
 // security's identity types. Nothing of destinations, durable, persistence or the
 // stream engines: a transport reaches them through the surface only (issue 22 §1).
 var surfaceImports = map[string][]string{
-	"transport":       {"broker", "transport/stomp", "internal/stompcodec", "internal/loglimit", "security"},
-	"transport/stomp": {"broker", "internal/stompcodec", "security"},
+	"transport":          {"broker", "transport/stomp", "transport/openwire", "internal/stompcodec", "internal/loglimit", "security"},
+	"transport/stomp":    {"broker", "internal/stompcodec", "security"},
+	"transport/openwire": {"broker", "internal/openwire", "security"},
 }
 
 // TestTransportsUseTheSessionSurface fails when a transport imports, directly, more of

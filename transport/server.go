@@ -21,6 +21,7 @@ import (
 	"github.com/activemq-go/broker/broker"
 	"github.com/activemq-go/broker/internal/loglimit"
 	"github.com/activemq-go/broker/internal/stompcodec"
+	"github.com/activemq-go/broker/transport/openwire"
 	"github.com/activemq-go/broker/transport/stomp"
 )
 
@@ -30,6 +31,9 @@ type Connector struct {
 	Addr           string // host:port
 	MaxConnections int    // default 1000
 	Session        stomp.Config
+	// OpenWire, when set, makes the connector speak OpenWire (ActiveMQ's own
+	// protocol, tcp:// and ssl://) with these settings instead of STOMP.
+	OpenWire *openwire.Config
 	// TLS, when set, makes the connector serve TLS with this configuration
 	// (stomp+ssl, wss).
 	TLS *tls.Config
@@ -130,6 +134,14 @@ func (s *Server) Listen(cs []Connector) error {
 			c.Session.Protocol = broker.ProtocolSTOMPWebSocket
 		}
 		c.Session.Connector = c.Name
+		if c.OpenWire != nil {
+			ow := *c.OpenWire
+			ow.Connector = c.Name
+			if ow.Logger == nil {
+				ow.Logger = s.log
+			}
+			c.OpenWire = &ow
+		}
 		opened = append(opened, &listener{c: c, ln: ln})
 	}
 	if s.Bound != nil {
@@ -156,6 +168,10 @@ func (s *Server) Listen(cs []Connector) error {
 // transportName names how the connector carries STOMP, for the log.
 func (l *listener) transportName() string {
 	switch {
+	case l.c.OpenWire != nil && l.c.TLS != nil:
+		return "openwire+tls"
+	case l.c.OpenWire != nil:
+		return "openwire"
 	case l.c.WebSocket && l.c.TLS != nil:
 		return "wss"
 	case l.c.WebSocket:
@@ -213,15 +229,34 @@ func (s *Server) serveConn(l *listener, nc net.Conn) {
 		return
 	}
 	defer l.release()
+	if l.c.OpenWire != nil {
+		cfg := *l.c.OpenWire
+		cfg.BrokerURL = l.scheme() + "://" + l.ln.Addr().String()
+		openwire.Serve(s.ctx, nc, s.b, cfg)
+		return
+	}
 	stomp.Serve(s.ctx, nc, s.b, l.c.Session)
 }
 
-// refuse tells a client over the connection limit why, then closes.
+// scheme is how the connector's address is written in a URI (BrokerInfo's).
+func (l *listener) scheme() string {
+	if l.c.TLS != nil {
+		return "ssl"
+	}
+	return "tcp"
+}
+
+// refuse tells a client over the connection limit why, then closes. An OpenWire
+// client is not told (ActiveMQ closes the socket): its failover transport tries again.
 func (s *Server) refuse(l *listener, nc net.Conn) {
 	s.b.CountRejected(broker.RejectLimit)
 	s.log.Warn("connection refused: maximum connections reached",
 		slog.String("connector", l.c.Name), slog.Int("maxConnections", l.c.MaxConnections),
 		slog.String("remote", nc.RemoteAddr().String()))
+	if l.c.OpenWire != nil {
+		_ = nc.Close()
+		return
+	}
 	_ = nc.SetDeadline(time.Now().Add(time.Second))
 	w := stompcodec.NewWriter(nc, 512)
 	w.SetFrameEOL(!l.c.Session.NoFrameEOL)

@@ -24,12 +24,16 @@ type Protocol uint8
 const (
 	ProtocolSTOMP          Protocol = iota // STOMP over TCP or TLS
 	ProtocolSTOMPWebSocket                 // STOMP over WebSocket
+	ProtocolOpenWire                       // OpenWire (ActiveMQ's own client) over TCP or TLS
 	NumProtocols
 )
 
 func (p Protocol) String() string {
-	if p == ProtocolSTOMPWebSocket {
+	switch p {
+	case ProtocolSTOMPWebSocket:
 		return "stomp_ws"
+	case ProtocolOpenWire:
+		return "openwire"
 	}
 	return "stomp"
 }

@@ -35,8 +35,20 @@ func (r *Destinations) OwnsTemp(owner destinations.Sink, d destinations.Name) bo
 // whether it did: then the owner drops it with DropTemps. Creating one counts against
 // MaxDestinations.
 func (r *Destinations) Temp(owner destinations.Sink, d destinations.Name) (destinations.Name, bool, error) {
+	return r.temp(owner, d, owner.ConnectionID()+":"+d.Name)
+}
+
+// TempNamed is Temp for a temporary destination whose client already gave it a name
+// unique across the broker (d.Name; OpenWire's clients name theirs after their
+// connection id): it is kept under that name.
+func (r *Destinations) TempNamed(owner destinations.Sink, d destinations.Name) (destinations.Name, bool, error) {
+	d.Remote = false // its name, as its owner's clients show it
+	return r.temp(owner, d, d.Name)
+}
+
+func (r *Destinations) temp(owner destinations.Sink, d destinations.Name, name string) (destinations.Name, bool, error) {
 	topic := d.Kind == destinations.TempTopic
-	real := destinations.Name{Kind: destinations.Queue, Name: owner.ConnectionID() + ":" + d.Name}
+	real := destinations.Name{Kind: destinations.Queue, Name: name}
 	if topic {
 		real.Kind = destinations.Topic
 	}

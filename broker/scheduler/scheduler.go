@@ -186,21 +186,56 @@ func New(c Config) *Scheduler {
 		reserved: map[uint64]struct{}{}, deleting: map[uint64]struct{}{}, starting: true}
 }
 
-// Wants reports whether m asks for scheduled delivery.
+// Wants reports whether m asks for scheduled delivery: a scheduling header (STOMP's,
+// text) or typed property (OpenWire's, a long or an int).
 func (s *Scheduler) Wants(m *persistence.Message) bool {
 	for i := 0; i+1 < len(m.Headers); i += 2 {
-		switch m.Headers[i] {
-		case HeaderDelay, HeaderPeriod, HeaderRepeat, HeaderCron:
+		if isScheduling(m.Headers[i]) {
+			return true
+		}
+	}
+	for _, p := range m.Props {
+		if isScheduling(p.Name) {
 			return true
 		}
 	}
 	return false
 }
 
+// withoutScheduling removes the scheduling headers and properties from a delivered copy,
+// as ActiveMQ does: its consumers see scheduledJobId, not what made it.
+func withoutScheduling(m *persistence.Message) {
+	hs := m.Headers[:0]
+	for i := 0; i+1 < len(m.Headers); i += 2 {
+		if !isScheduling(m.Headers[i]) {
+			hs = append(hs, m.Headers[i], m.Headers[i+1])
+		}
+	}
+	m.Headers = hs
+	ps := m.Props[:0]
+	for _, p := range m.Props {
+		if !isScheduling(p.Name) {
+			ps = append(ps, p)
+		}
+	}
+	m.Props = ps
+}
+
+func isScheduling(name string) bool {
+	switch name {
+	case HeaderDelay, HeaderPeriod, HeaderRepeat, HeaderCron:
+		return true
+	}
+	return false
+}
+
 func headerInt(m *persistence.Message, name string) (int64, error) {
-	v, ok := m.Headers.Get(name)
+	p, v, ok := m.Property(name)
 	if !ok {
 		return 0, nil
+	}
+	if p.Kind.IsInteger() {
+		v = strconv.FormatInt(p.Int(), 10)
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 	if err != nil || n < 0 || n > maxDue {
@@ -223,7 +258,7 @@ func (s *Scheduler) Check(m *persistence.Message) error {
 
 // parse reads and checks the scheduling headers of m.
 func (s *Scheduler) parse(m *persistence.Message) (schedule, error) {
-	if _, ok := m.Headers.Get(HeaderCron); ok {
+	if _, _, ok := m.Property(HeaderCron); ok {
 		return schedule{}, &destinations.Error{Message: "AMQ_SCHEDULED_CRON is not supported; use AMQ_SCHEDULED_DELAY, AMQ_SCHEDULED_PERIOD and AMQ_SCHEDULED_REPEAT", Err: destinations.ErrInvalidDestination}
 	}
 	var sc schedule
@@ -370,6 +405,7 @@ func (s *Scheduler) fire() {
 // If that batch fails, j is tried again after jobRetryDelay: the store still has it.
 func (s *Scheduler) deliver(j *Job) {
 	m := j.msg.Clone()
+	withoutScheduling(m)
 	m.ID = s.host.NewMessageID()
 	m.Timestamp = time.Now().UnixMilli()
 	m.Seq, m.Dest = 0, ""

@@ -168,3 +168,20 @@ func TestCheckRefuses(t *testing.T) {
 	assert.NoError(t, s.Check(&persistence.Message{Headers: persistence.Headers{HeaderDelay, "10"}}))
 	assert.False(t, s.Wants(&persistence.Message{Headers: persistence.Headers{"x", "y"}}))
 }
+
+// OpenWire's clients set the scheduling properties as typed longs and ints: they are
+// read as the STOMP headers are.
+func TestTypedSchedulingProperties(t *testing.T) {
+	s := New(Config{})
+	m := &persistence.Message{Props: persistence.Props{
+		persistence.IntProp(HeaderDelay, persistence.PropLong, 1500),
+		persistence.IntProp(HeaderRepeat, persistence.PropInt, 2),
+		persistence.IntProp(HeaderPeriod, persistence.PropLong, 100),
+	}}
+	require.True(t, s.Wants(m))
+	sc, err := s.parse(m)
+	require.NoError(t, err)
+	assert.Equal(t, schedule{delay: 1500, period: 100, repeat: 2}, sc)
+	neg := &persistence.Message{Props: persistence.Props{persistence.IntProp(HeaderDelay, persistence.PropLong, -5)}}
+	assert.ErrorIs(t, s.Check(neg), destinations.ErrInvalidDestination)
+}

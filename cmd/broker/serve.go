@@ -31,6 +31,7 @@ import (
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/security"
 	"github.com/activemq-go/broker/transport"
+	"github.com/activemq-go/broker/transport/openwire"
 	"github.com/activemq-go/broker/transport/stomp"
 )
 
@@ -367,6 +368,19 @@ func connectors(cfg *config.Config, log *slog.Logger) ([]transport.Connector, er
 				Logger:           log,
 			},
 		})
+		if c.OpenWire {
+			inactivity := c.MaxInactivityDuration
+			if inactivity == 0 {
+				inactivity = -1 // maxInactivityDuration=0: never dropped for silence
+			}
+			out[len(out)-1].OpenWire = &openwire.Config{
+				MaxFrameSize:          c.MaxFrameSize,
+				MaxInactivityDuration: inactivity,
+				InitialDelay:          c.MaxInactivityInitialDelay,
+				ConnectTimeout:        c.ConnectTimeout,
+				Logger:                log,
+			}
+		}
 		if c.TLS {
 			tc := cfg.SSLContext.ServerTLS(c.ClientAuth)
 			if tc == nil {

@@ -81,8 +81,10 @@ func (c *conv) convertBroker(b *node) error {
 			c.report(k, Unsupported, "no counterpart")
 		}
 	}
-	if !c.hasConnector {
-		c.top.set("transportConnectors", []any{map[string]any{"name": "stomp", "uri": "stomp://0.0.0.0:61613"}})
+	if !c.hasSTOMP {
+		list, _ := c.top.get("transportConnectors")
+		connectors, _ := list.([]any)
+		c.top.set("transportConnectors", append(connectors, map[string]any{"name": "stomp", "uri": "stomp://0.0.0.0:61613"}))
 		c.res.Items = append(c.res.Items, Item{Line: b.line, Element: b.path() + "/transportConnectors", Status: Differs,
 			Note: "no STOMP connector in the file: one named stomp on stomp://0.0.0.0:61613 is written"})
 	}
@@ -255,6 +257,10 @@ var connectorOptions = map[string]bool{
 	"transport.defaultheartbeat": true,
 }
 
+// openWireOptions are the options only OpenWire connectors take.
+var openWireOptions = map[string]bool{"wireformat.maxinactivityduration": true,
+	"wireformat.maxinactivitydurationinitaldelay": true, "wireformat.maxinactivitydurationinitialdelay": true}
+
 var tlsOptions = map[string]bool{"transport.needclientauth": true, "needclientauth": true,
 	"transport.wantclientauth": true, "wantclientauth": true}
 
@@ -282,12 +288,15 @@ func (c *conv) connectors(n *node) {
 		case "stomp+ssl", "stomp+nio+ssl", "wss":
 			tls = true
 		case "ws":
+		case "tcp", "nio":
+		case "ssl", "nio+ssl":
+			tls = true
 		default:
 			label := name
 			if label == "" {
 				label = raw
 			}
-			c.report(k, Unsupported, fmt.Sprintf("%s (%s): only STOMP is spoken (stomp, stomp+ssl, ws, wss); clients of this protocol will not connect", label, scheme))
+			c.report(k, Unsupported, fmt.Sprintf("%s (%s): STOMP (stomp, stomp+ssl, ws, wss) and OpenWire (tcp, nio, ssl) are spoken; clients of this protocol will not connect", label, scheme))
 			continue
 		}
 		hostport, query, _ := strings.Cut(rest, "?")
@@ -298,7 +307,8 @@ func (c *conv) connectors(n *node) {
 			}
 			key, _, _ := strings.Cut(opt, "=")
 			lk := strings.ToLower(key)
-			if connectorOptions[lk] || tls && tlsOptions[lk] || (scheme == "ws" || scheme == "wss") && lk == "allowedorigins" {
+			if connectorOptions[lk] || tls && tlsOptions[lk] || (scheme == "ws" || scheme == "wss") && lk == "allowedorigins" ||
+				openWireOptions[lk] && (scheme == "tcp" || scheme == "nio" || scheme == "ssl" || scheme == "nio+ssl") {
 				kept = append(kept, opt)
 			} else {
 				dropped = append(dropped, key)
@@ -312,7 +322,7 @@ func (c *conv) connectors(n *node) {
 			name = scheme
 		}
 		list = append(list, map[string]any{"name": name, "uri": u})
-		c.hasConnector = true
+		c.hasSTOMP = c.hasSTOMP || !strings.HasPrefix(scheme, "tcp") && !strings.HasPrefix(scheme, "nio") && !strings.HasPrefix(scheme, "ssl")
 		if tls {
 			c.tlsConnector = k
 		}

@@ -56,7 +56,7 @@ type conv struct {
 	beans    map[string]*node
 
 	reported     map[*node]Status // elements with a report line
-	hasConnector bool
+	hasSTOMP     bool
 	tlsConnector *node // a converted TLS connector, nil for none
 	err          error // the first value that cannot be converted safely
 }

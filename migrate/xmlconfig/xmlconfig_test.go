@@ -208,12 +208,14 @@ func TestConvertMappings(t *testing.T) {
 				<transportConnector name="mqtt" uri="mqtt://0.0.0.0:1883"/>
 				<transportConnector name="auto" uri="auto://0.0.0.0:5671"/>
 			</transportConnectors>`),
-			want: want{"transportConnectors.0.name": "stomp",
-				"transportConnectors.0.uri": "stomp://0.0.0.0:61613?maximumConnections=1000&wireFormat.maxFrameSize=104857600",
-				"transportConnectors.1.uri": "stomp+nio://127.0.0.1:61614", "broker.allowLinkStealing": true,
-				"transportConnectors.2.uri": "ws://0.0.0.0:61619?allowedOrigins=*.example.com"},
-			absent: []string{"transportConnectors.3"},
-			report: []string{"openwire (tcp): only STOMP", "amqp (amqp)", "mqtt (mqtt)", "auto (auto)",
+			want: want{"transportConnectors.0.name": "openwire",
+				"transportConnectors.0.uri":  "tcp://0.0.0.0:61616?maximumConnections=1000",
+				"transportConnectors.1.name": "stomp",
+				"transportConnectors.1.uri":  "stomp://0.0.0.0:61613?maximumConnections=1000&wireFormat.maxFrameSize=104857600",
+				"transportConnectors.2.uri":  "stomp+nio://127.0.0.1:61614", "broker.allowLinkStealing": true,
+				"transportConnectors.3.uri": "ws://0.0.0.0:61619?allowedOrigins=*.example.com"},
+			absent: []string{"transportConnectors.4"},
+			report: []string{"amqp (amqp)", "mqtt (mqtt)", "auto (auto)",
 				"dropped: transport.closeAsync", "dropped: needClientAuth"},
 		},
 		{

@@ -189,10 +189,17 @@ func (s *session) writeMessageFields(m *broker.Message, dest, sub, ack string, r
 	for _, p := range m.Props {
 		writeProp(w, p)
 	}
+	body := m.Body
+	switch m.Kind {
+	case broker.BodyMap, broker.BodyStream, broker.BodyObject:
+		// As ActiveMQ: these JMS bodies need a transformation STOMP clients do not
+		// ask for here, and reach them empty.
+		body = nil
+	}
 	// Always, whatever the Kind: ActiveMQ writes content-length for a BytesMessage only,
 	// but this broker always has, and a body with a NUL needs it.
-	_ = w.Header("content-length", smallInt(len(m.Body)))
-	return w.EndFrame(m.Body)
+	_ = w.Header("content-length", smallInt(len(body)))
+	return w.EndFrame(body)
 }
 
 // writeProp writes a typed property as a header with its string form, as ActiveMQ's

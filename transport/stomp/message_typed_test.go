@@ -3,6 +3,7 @@ package stomp
 import (
 	"bytes"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -82,7 +83,7 @@ func TestWriteMessageKindUnchanged(t *testing.T) {
 // with its string form, as ActiveMQ writes a JMS property (String.valueOf), after the
 // string headers; a byte array is left out.
 func TestWriteMessageTypedProperties(t *testing.T) {
-	m := &persistence.Message{ID: "ID:1", Priority: 4, Timestamp: 1700000000123, Kind: persistence.BodyMap,
+	m := &persistence.Message{ID: "ID:1", Priority: 4, Timestamp: 1700000000123, Kind: persistence.BodyBytes,
 		Headers: persistence.Headers{"s", "v"}, Body: []byte("hi"),
 		Props: persistence.Props{
 			persistence.BoolProp("flag", true),
@@ -107,4 +108,17 @@ func TestWriteMessageTypedProperties(t *testing.T) {
 	v, ok := f.Header.Contains("f")
 	require.True(t, ok)
 	require.Equal(t, "1.1", v)
+}
+
+// TestWriteMessageJMSBodies: map, stream and object bodies (OpenWire's encodings) reach a
+// STOMP client empty, as ActiveMQ sends them without a transformation; text and bytes
+// bodies as they are.
+func TestWriteMessageJMSBodies(t *testing.T) {
+	for kind, want := range map[persistence.BodyKind]string{
+		persistence.BodyMap: "", persistence.BodyStream: "", persistence.BodyObject: "",
+		persistence.BodyText: "body", persistence.BodyBytes: "body",
+	} {
+		got := writeTestMessage(t, &persistence.Message{ID: "ID:1", Priority: 4, Kind: kind, Body: []byte("body")})
+		require.True(t, strings.HasSuffix(got, "content-length:"+strconv.Itoa(len(want))+"\n\n"+want+"\x00\n"), "%s: %q", kind, got)
+	}
 }

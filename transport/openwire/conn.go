@@ -1,0 +1,422 @@
+// Package openwire is the OpenWire session: it turns the commands of ActiveMQ's own
+// client (ActiveMQConnectionFactory, tcp://, ssl://) into calls on the broker's session
+// surface and writes dispatches, responses and keep-alives back. The command codec is
+// the leaf internal/openwire; listening and connection limits are in package transport.
+//
+// Each connection has two goroutines, as STOMP's do: a reader that only decodes
+// commands (with the frame limit checked before anything is allocated), and the
+// owner, which handles them, writes everything and is the only goroutine that touches
+// the connection's state. A command the broker answers later (a synchronous send, a
+// commit, an acknowledgement that waits for the store) gets its Response once the
+// broker's callback ran, queued for the owner to write.
+//
+// Errors follow ActiveMQ: a request that fails gets an ExceptionResponse naming the Java
+// exception the client throws (JMSException, InvalidDestinationException,
+// JMSSecurityException, InvalidClientIDException, ...), and the connection stays; a
+// malformed or oversized command, a failed handshake or a missed inactivity deadline
+// ends the connection, with a ConnectionError first when the client can still read it.
+package openwire
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/activemq-go/broker/broker"
+	ow "github.com/activemq-go/broker/internal/openwire"
+)
+
+// Config holds an OpenWire connector's per-connection settings.
+type Config struct {
+	// MaxFrameSize bounds every command read (wireFormat.maxFrameSize; ActiveMQ's
+	// default 100 MiB); a larger one ends the connection before it is read.
+	MaxFrameSize int64
+	// MaxInactivityDuration is how long the connection may stay silent before it is
+	// dropped (wireFormat.maxInactivityDuration; default 30 s, negative: never), and
+	// InitialDelay how long that check waits after the handshake (default 10 s). The
+	// client's own offer lowers them.
+	MaxInactivityDuration time.Duration
+	InitialDelay          time.Duration
+	// ConnectTimeout bounds the handshake: the client's WireFormatInfo and
+	// ConnectionInfo (default 30 s).
+	ConnectTimeout time.Duration
+	WriteTimeout   time.Duration // a client that takes no data for this long is dropped; default 60s
+	Logger         *slog.Logger
+	Connector      string // the transport connector's name, shown to operators
+	// BrokerURL is what BrokerInfo tells the client it connected to.
+	BrokerURL string
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxFrameSize <= 0 {
+		c.MaxFrameSize = 100 << 20
+	}
+	if c.MaxInactivityDuration == 0 {
+		c.MaxInactivityDuration = 30 * time.Second
+	}
+	if c.InitialDelay <= 0 {
+		c.InitialDelay = 10 * time.Second
+	}
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = 30 * time.Second
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 60 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// conn is one OpenWire connection.
+type conn struct {
+	cfg Config
+	nc  net.Conn
+	b   *broker.Broker
+	log *slog.Logger
+
+	bw *bufio.Writer
+	r  *ow.Reader
+	w  *ow.Writer
+
+	bc       *broker.Conn // nil until ConnectionInfo
+	clientID string
+	connID   string // the client's connection id
+
+	cmds    chan ow.Command
+	readErr chan error
+
+	// Answers to commands the broker completes later, written by the owner.
+	mu    sync.Mutex
+	ready []ow.Command
+
+	sessions  map[string]*broker.Session
+	consumers map[string]*consumer // by the client's consumer id
+	bySub     map[string]*consumer // by the ids of their subscriptions
+	producers map[string]*producer
+	pulls     []*pull // MessagePulls waiting with a timeout
+
+	// A send held by producer flow control and the commands read behind it.
+	held   *heldSend
+	behind []ow.Command
+
+	txErr      error // the outcome of the last TransactionInfo (onTransaction)
+	deliveries []*broker.Delivery
+	lastWrite  time.Time
+	lastRead   time.Time
+	closing    bool
+}
+
+// consumer is a client consumer: its subscriptions (one per destination it names: a
+// composite destination has several) and what the client calls it.
+type consumer struct {
+	id      *ow.ConsumerID
+	session string
+	subs    []*broker.Subscription
+	sent    uint64 // messages dispatched to it
+	// delivered counts the messages the client reported delivered to its application
+	// (delivered acks) that the broker has not seen settled: credit given ahead of the
+	// acknowledgement, as ActiveMQ's prefetch extension does for transacted consumers,
+	// taken back as they are settled.
+	delivered int32
+	pull      bool
+	browser   bool
+}
+
+// producer is a client producer: its window, if it asked for ProducerAcks.
+type producer struct {
+	id     *ow.ProducerID
+	window int32
+}
+
+// pull is a MessagePull still waiting for a message, until its deadline.
+type pull struct {
+	c        *consumer
+	deadline time.Time
+	sent     uint64 // the consumer's dispatch count when it was granted
+}
+
+// heldSend is a send that producer flow control holds until retry is closed.
+type heldSend struct {
+	m     *ow.Message
+	retry <-chan struct{}
+}
+
+// Serve runs one OpenWire connection until it ends or ctx is done; it closes nc.
+func Serve(ctx context.Context, nc net.Conn, b *broker.Broker, cfg Config) {
+	cfg = cfg.withDefaults()
+	c := &conn{
+		cfg: cfg, nc: nc, b: b, log: cfg.Logger.With(slog.String("remote", nc.RemoteAddr().String())),
+		bw:        bufio.NewWriterSize(nc, 32<<10),
+		cmds:      make(chan ow.Command, 64),
+		readErr:   make(chan error, 1),
+		sessions:  map[string]*broker.Session{},
+		consumers: map[string]*consumer{},
+		bySub:     map[string]*consumer{},
+		producers: map[string]*producer{},
+	}
+	defer c.shutdown()
+	if err := c.handshake(); err != nil {
+		c.log.Debug("openwire handshake failed", slog.Any("err", err))
+		if c.bc == nil {
+			c.b.CountRejected(broker.RejectProtocol)
+		}
+		return
+	}
+	go c.read()
+	c.loop(ctx)
+}
+
+// handshake exchanges WireFormatInfo (ours first, as ActiveMQ's broker does), agrees on
+// the format, and sends BrokerInfo. The client's ConnectionInfo follows as a command.
+func (c *conn) handshake() error {
+	initial := ow.Initial(ow.Version, c.cfg.MaxFrameSize)
+	c.r = ow.NewReader(bufio.NewReaderSize(c.nc, 32<<10), initial)
+	c.w = ow.NewWriter(c.bw, initial)
+	inactivity := c.cfg.MaxInactivityDuration
+	if inactivity < 0 {
+		inactivity = 0
+	}
+	ours := ow.NewWireFormatInfo(ow.Format{
+		Version: ow.Version, TightEncoding: true, Cache: true, CacheSize: 1024, TCPNoDelay: true,
+		MaxFrameSize: c.cfg.MaxFrameSize, MaxInactivityDuration: inactivity.Milliseconds(),
+		MaxInactivityDurationInitialDelay: c.cfg.InitialDelay.Milliseconds(),
+	})
+	_ = c.nc.SetDeadline(time.Now().Add(c.cfg.ConnectTimeout))
+	if err := c.write(ours); err != nil {
+		return err
+	}
+	if err := c.bw.Flush(); err != nil {
+		return err
+	}
+	cmd, err := c.r.Read()
+	if err != nil {
+		return err
+	}
+	theirs, ok := cmd.(*ow.WireFormatInfo)
+	if !ok {
+		return errors.New("the first command is not WireFormatInfo")
+	}
+	f, err := ow.Negotiate(ours, theirs)
+	if err != nil {
+		return err
+	}
+	c.r.SetFormat(f)
+	c.w.SetFormat(f)
+	if tc, ok := c.nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(f.TCPNoDelay)
+	}
+	c.cfg.MaxInactivityDuration = time.Duration(f.MaxInactivityDuration) * time.Millisecond
+	name := c.b.Name()
+	if err := c.write(&ow.BrokerInfo{BrokerID: &ow.BrokerID{Value: "ID:" + name}, BrokerName: name, BrokerURL: c.cfg.BrokerURL}); err != nil {
+		return err
+	}
+	if err := c.bw.Flush(); err != nil {
+		return err
+	}
+	_ = c.nc.SetWriteDeadline(time.Time{}) // the read deadline stays for ConnectionInfo
+	return nil
+}
+
+// read decodes commands for the owner until the connection fails. The first, the
+// client's ConnectionInfo, is read under the handshake's deadline; the later ones under
+// the inactivity check's.
+func (c *conn) read() {
+	for first := true; ; first = false {
+		if !first {
+			if d := c.cfg.MaxInactivityDuration; d > 0 {
+				_ = c.nc.SetReadDeadline(time.Now().Add(d))
+			} else {
+				_ = c.nc.SetReadDeadline(time.Time{})
+			}
+		}
+		cmd, err := c.r.Read()
+		if err != nil {
+			c.readErr <- err
+			return
+		}
+		c.cmds <- cmd
+	}
+}
+
+// loop is the owner: it handles commands, writes dispatches and answers, and keeps the
+// connection alive, until the connection ends.
+func (c *conn) loop(ctx context.Context) {
+	tick := time.NewTicker(c.tickEvery())
+	defer tick.Stop()
+	var wake <-chan struct{}
+	var kicked <-chan struct{}
+	for !c.closing {
+		if c.bc != nil {
+			wake, kicked = c.bc.Wake(), c.bc.Kicked()
+		}
+		var retry <-chan struct{}
+		if c.held != nil {
+			retry = c.held.retry
+		}
+		select {
+		case cmd := <-c.cmds:
+			c.lastRead = time.Now()
+			if c.held != nil {
+				c.behind = append(c.behind, cmd)
+			} else {
+				c.handle(ctx, cmd)
+			}
+		case <-retry:
+			c.retryHeld(ctx)
+		case <-wake:
+		case err := <-c.readErr:
+			c.readFailed(err)
+			return
+		case <-kicked:
+			c.connectionError("javax.jms.JMSException", c.bc.KickReason())
+			return
+		case now := <-tick.C:
+			c.keepAlive(now)
+			c.expirePulls(now)
+		case <-ctx.Done():
+			return
+		}
+		if len(c.pulls) > 0 {
+			c.expirePulls(time.Now())
+		}
+		if err := c.pump(); err != nil {
+			c.log.Debug("openwire write failed", slog.Any("err", err))
+			return
+		}
+	}
+}
+
+// tickEvery is how often the owner checks keep-alives and pulls' deadlines.
+func (c *conn) tickEvery() time.Duration {
+	if d := c.cfg.MaxInactivityDuration; d > 0 && d/3 < time.Second {
+		return max(d/3, 10*time.Millisecond)
+	}
+	return 100 * time.Millisecond
+}
+
+// keepAlive writes a KeepAliveInfo when nothing was written for a third of the
+// inactivity duration, as ActiveMQ's inactivity monitor does.
+func (c *conn) keepAlive(now time.Time) {
+	if d := c.cfg.MaxInactivityDuration; d > 0 && now.Sub(c.lastWrite) >= d/3 {
+		_ = c.write(&ow.KeepAliveInfo{})
+	}
+}
+
+func (c *conn) readFailed(err error) {
+	var tooBig *ow.FrameSizeError
+	switch {
+	case errors.As(err, &tooBig):
+		c.log.Warn("openwire command over the connector's maxFrameSize: connection closed",
+			slog.Int64("size", tooBig.Size), slog.Int64("maxFrameSize", tooBig.Max))
+		c.connectionError("java.io.IOException", "Frame size of "+itoa(tooBig.Size)+" larger than max allowed "+itoa(tooBig.Max))
+	case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
+	case isTimeout(err):
+		c.log.Info("openwire client inactive past maxInactivityDuration: connection closed",
+			slog.Duration("maxInactivityDuration", c.cfg.MaxInactivityDuration))
+	case errors.Is(err, ow.ErrMalformed) || errors.Is(err, ow.ErrUnknownType):
+		c.log.Warn("malformed openwire command: connection closed", slog.Any("err", err))
+		c.connectionError("java.io.IOException", err.Error())
+	default:
+		c.log.Debug("openwire read failed", slog.Any("err", err))
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// connectionError tells the client why its connection ends.
+func (c *conn) connectionError(class, msg string) {
+	ce := &ow.ConnectionError{Exception: &ow.Throwable{Class: class, Message: msg}}
+	if c.connID != "" {
+		ce.ConnectionID = &ow.ConnectionID{Value: c.connID}
+	}
+	_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+	if c.write(ce) == nil {
+		_ = c.bw.Flush()
+	}
+	c.closing = true
+}
+
+// write encodes one command into the buffer.
+func (c *conn) write(cmd ow.Command) error {
+	c.lastWrite = time.Now()
+	return c.w.Write(cmd)
+}
+
+// answer queues cmd from any goroutine for the owner to write.
+func (c *conn) answer(cmd ow.Command) {
+	c.mu.Lock()
+	c.ready = append(c.ready, cmd)
+	c.mu.Unlock()
+	if c.bc != nil {
+		c.bc.Poke()
+	}
+}
+
+// pump writes the answers that are ready and the deliveries waiting, then flushes.
+func (c *conn) pump() error {
+	c.mu.Lock()
+	ready := c.ready
+	c.ready = nil
+	c.mu.Unlock()
+	for _, cmd := range ready {
+		if err := c.write(cmd); err != nil {
+			return err
+		}
+	}
+	if c.bc != nil && !c.closing {
+		for range 16 {
+			c.deliveries = c.bc.Take(c.deliveries)
+			if len(c.deliveries) == 0 {
+				break
+			}
+			for _, d := range c.deliveries {
+				if err := c.dispatch(d); err != nil {
+					c.bc.Unwritten(c.deliveries)
+					clear(c.deliveries)
+					return err
+				}
+			}
+			c.bc.Delivered(c.deliveries)
+			clear(c.deliveries)
+		}
+		for _, e := range c.bc.TakeNotices() {
+			c.log.Debug("broker notice for an openwire client", slog.String("message", e.Message))
+		}
+	}
+	if c.bw.Buffered() > 0 {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+		return c.bw.Flush()
+	}
+	return nil
+}
+
+// shutdown closes the broker connection (what the client held unacknowledged goes
+// back) and the socket.
+func (c *conn) shutdown() {
+	if c.bc != nil {
+		c.bc.Close()
+	}
+	_ = c.nc.Close()
+	// The reader ends with the socket; drain what it may still hand over.
+	go func() {
+		for {
+			select {
+			case <-c.cmds:
+			case <-c.readErr:
+				return
+			case <-time.After(time.Minute):
+				return
+			}
+		}
+	}()
+}

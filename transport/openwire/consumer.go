@@ -1,0 +1,212 @@
+package openwire
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/activemq-go/broker/broker"
+	ow "github.com/activemq-go/broker/internal/openwire"
+)
+
+// Consumers: registration, dispatch, acknowledgement and pulls.
+
+// onConsumer registers a consumer: a subscription of its session for each destination
+// it names (a queue browser is answered at once instead).
+func (c *conn) onConsumer(ctx context.Context, info *ow.ConsumerInfo) error {
+	dests, err := toDestinations(info.Destination)
+	if err != nil {
+		return &broker.Error{Message: err.Error(), Err: broker.ErrInvalidDestination}
+	}
+	id := info.ConsumerID.String()
+	if c.consumers[id] != nil {
+		return &broker.Error{Message: "consumer " + id + " already exists", Err: broker.ErrDuplicateSubscription}
+	}
+	sid := ow.SessionID{ConnectionID: info.ConsumerID.ConnectionID, Value: info.ConsumerID.SessionID}.String()
+	cons := &consumer{id: info.ConsumerID, session: sid, pull: info.PrefetchSize == 0, browser: info.Browser}
+	if info.Browser {
+		c.respond(info, nil)
+		c.browse(ctx, cons, dests, info.Selector)
+		return errAnswered
+	}
+	sess := c.session(sid)
+	for i, d := range dests {
+		req := broker.SubscribeRequest{
+			ID: id, Dest: d, Mode: broker.AckClientIndividual, Prefetch: int(info.PrefetchSize), Pull: cons.pull,
+			Selector: info.Selector, NoLocal: info.NoLocal, Exclusive: info.Exclusive, Priority: int(info.Priority),
+		}
+		if i > 0 {
+			req.ID = id + "#" + strconv.Itoa(i)
+		}
+		if info.SubscriptionName != "" {
+			req.DurableName, req.DurableStyle = info.SubscriptionName, broker.DurableActiveMQ
+		}
+		sub, err := sess.Subscribe(ctx, req)
+		if err != nil {
+			for _, s := range cons.subs {
+				_ = c.bc.Unsubscribe(ctx, broker.UnsubscribeRequest{ID: s.ID})
+			}
+			return err
+		}
+		cons.subs = append(cons.subs, sub)
+		c.bySub[req.ID] = cons
+	}
+	c.consumers[id] = cons
+	return nil
+}
+
+// browse dispatches what the queues wait with, then the empty dispatch that ends a
+// browse; nothing is consumed.
+func (c *conn) browse(ctx context.Context, cons *consumer, dests []broker.Destination, selector string) {
+	for _, d := range dests {
+		msgs, err := c.bc.Browse(ctx, d, selector, 0)
+		if err != nil {
+			c.log.Debug("openwire browse failed", "err", err)
+			break
+		}
+		for _, m := range msgs {
+			wm, err := fromMessage(m, d.String())
+			if err != nil {
+				continue
+			}
+			wm.RedeliveryCounter = int32(m.RedeliveryCount)
+			_ = c.write(&ow.MessageDispatch{ConsumerID: cons.id, Destination: wm.Destination, Message: wm, RedeliveryCounter: wm.RedeliveryCounter})
+		}
+	}
+	_ = c.write(&ow.MessageDispatch{ConsumerID: cons.id, Destination: fromDestination(dests[0])})
+}
+
+// dispatch writes one delivery to its consumer.
+func (c *conn) dispatch(d *broker.Delivery) error {
+	cons := c.bySub[d.Sub.ID]
+	if cons == nil {
+		return nil // its consumer was removed meanwhile: the broker took the message back
+	}
+	m, err := fromMessage(d.Msg, d.Destination)
+	if err != nil {
+		c.log.Warn("openwire: a message could not be encoded for the client", "id", d.Msg.ID, "err", err)
+		m = &ow.Message{Type: ow.TypeMessage, MessageID: wireMessageID(d.Msg.ID), Destination: fromClientName(d.Destination)}
+	}
+	redeliveries := int32(d.DeliveryCount) - 1
+	if d.Redelivered && redeliveries < 1 {
+		redeliveries = 1
+	}
+	m.RedeliveryCounter = redeliveries
+	m.JMSXGroupFirstForConsumer = d.GroupFirst
+	cons.sent++
+	return c.write(&ow.MessageDispatch{ConsumerID: cons.id, Destination: m.Destination, Message: m, RedeliveryCounter: redeliveries})
+}
+
+// onAck settles what a MessageAck names, in its form; one the client waits for is
+// answered once the broker has it.
+func (c *conn) onAck(ctx context.Context, a *ow.MessageAck) {
+	done := c.completion(a)
+	cons := c.consumers[a.ConsumerID.String()]
+	if cons == nil || cons.browser {
+		done(nil) // a browser's, or a consumer's already removed: nothing is held for it
+		return
+	}
+	tx := txKey(a.TransactionID)
+	switch a.AckType {
+	case ow.AckDelivered:
+		// Delivered to the application, not yet acknowledged (a transacted session's
+		// messages before COMMIT): the window opens by as many, as ActiveMQ extends
+		// the prefetch, and closes again as they are settled.
+		if !cons.pull && a.MessageCount > 0 {
+			cons.delivered += a.MessageCount
+			cons.subs[0].Grant(a.MessageCount)
+		}
+		done(nil)
+		return
+	case ow.AckRedelivered:
+		done(nil) // the client redelivers on its own; the count travels with the message
+		return
+	}
+	kind := broker.SettleIndividual
+	switch a.AckType {
+	case ow.AckStandard:
+		kind = broker.SettleCumulative
+	case ow.AckPoison:
+		kind = broker.SettlePoison
+	case ow.AckExpired:
+		kind = broker.SettleExpired
+	}
+	req := broker.SettleRequest{Kind: kind, Tx: tx}
+	if a.AckType == ow.AckPoison && a.PoisonCause != nil {
+		req.Cause = a.PoisonCause.Error()
+	}
+	last := messageID(a.LastMessageID)
+	// A range other than a standard ack's names its first message too.
+	var refs []string
+	if kind != broker.SettleCumulative && a.FirstMessageID != nil && messageID(a.FirstMessageID) != last {
+		refs = append(refs, messageID(a.FirstMessageID))
+	}
+	refs = append(refs, last)
+	var err error
+	for i, ref := range refs {
+		cb := func(error) {}
+		if i == len(refs)-1 {
+			cb = done
+		}
+		if err = c.settle(ctx, cons, ref, req, cb); err != nil {
+			break
+		}
+	}
+	if err != nil {
+		done(err)
+		return
+	}
+	if take := min(cons.delivered, max(a.MessageCount, 1)); take > 0 && kind == broker.SettleCumulative {
+		cons.delivered -= take
+		cons.subs[0].Grant(-take)
+	}
+}
+
+// settle settles message id of one of cons's subscriptions.
+func (c *conn) settle(ctx context.Context, cons *consumer, id string, req broker.SettleRequest, done func(error)) error {
+	var err error
+	for _, sub := range cons.subs {
+		req.Ref = broker.AckRef{MessageID: id, SubID: sub.ID}
+		if err = c.bc.Settle(ctx, req, done); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// onPull gives a pull consumer (prefetch 0) credit for one message. With a timeout
+// (ms; -1: none at all, receiveNoWait) a pull that finds nothing gets the empty
+// dispatch that ends the client's wait; 0 waits as long as it takes.
+func (c *conn) onPull(p *ow.MessagePull) error {
+	cons := c.consumers[p.ConsumerID.String()]
+	if cons == nil || !cons.pull {
+		return nil
+	}
+	cons.subs[0].Grant(1)
+	if p.Timeout == 0 {
+		return nil
+	}
+	wait := time.Duration(max(p.Timeout, 0)) * time.Millisecond
+	c.pulls = append(c.pulls, &pull{c: cons, deadline: time.Now().Add(wait), sent: cons.sent})
+	return nil
+}
+
+// expirePulls ends the pulls whose deadline passed with nothing sent: their credit is
+// taken back and the client is sent the empty dispatch. A pull whose credit was taken
+// by a message on its way is left to that message.
+func (c *conn) expirePulls(now time.Time) {
+	kept := c.pulls[:0]
+	for _, p := range c.pulls {
+		switch {
+		case p.c.sent > p.sent:
+		case now.Before(p.deadline):
+			kept = append(kept, p)
+		case p.c.subs[0].Revoke(1):
+			_ = c.write(&ow.MessageDispatch{ConsumerID: p.c.id, Destination: fromDestination(p.c.subs[0].Dest)})
+		default:
+			kept = append(kept, p) // a message took the credit: it is being written
+		}
+	}
+	clear(c.pulls[len(kept):])
+	c.pulls = kept
+}

@@ -1,0 +1,367 @@
+package openwire
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"github.com/activemq-go/broker/broker"
+	ow "github.com/activemq-go/broker/internal/openwire"
+)
+
+// handle processes one client command.
+func (c *conn) handle(ctx context.Context, cmd ow.Command) {
+	if c.bc == nil {
+		info, ok := cmd.(*ow.ConnectionInfo)
+		if !ok {
+			c.log.Debug("openwire command before ConnectionInfo", slog.String("type", typeName(cmd)))
+			c.b.CountRejected(broker.RejectProtocol)
+			c.connectionError("java.lang.IllegalStateException", "expected ConnectionInfo, got "+typeName(cmd))
+			return
+		}
+		c.onConnection(ctx, info)
+		return
+	}
+	var err error
+	switch cmd := cmd.(type) {
+	case *ow.Message:
+		c.onMessage(ctx, cmd)
+		return
+	case *ow.MessageAck:
+		c.onAck(ctx, cmd)
+		return
+	case *ow.MessagePull:
+		err = c.onPull(cmd)
+	case *ow.SessionInfo:
+		c.session(cmd.SessionID.String())
+	case *ow.ConsumerInfo:
+		err = c.onConsumer(ctx, cmd)
+	case *ow.ProducerInfo:
+		c.producers[cmd.ProducerID.String()] = &producer{id: cmd.ProducerID, window: cmd.WindowSize}
+	case *ow.TransactionInfo:
+		if c.onTransaction(ctx, cmd) {
+			return
+		}
+		err = c.txErr
+	case *ow.RemoveInfo:
+		err = c.onRemove(ctx, cmd)
+	case *ow.DestinationInfo:
+		err = c.onDestination(cmd)
+	case *ow.RemoveSubscriptionInfo:
+		err = c.bc.Unsubscribe(ctx, broker.UnsubscribeRequest{DurableName: cmd.SubscriptionName, DurableStyle: broker.DurableActiveMQ})
+	case *ow.KeepAliveInfo:
+		if cmd.ResponseRequired {
+			_ = c.write(&ow.KeepAliveInfo{})
+		}
+		return
+	case *ow.ShutdownInfo:
+		c.closing = true
+		return
+	case *ow.ConnectionInfo:
+		err = &broker.Error{Message: "the connection is already open", Err: errAlreadyConnected}
+	case *ow.FlushCommand, *ow.ControlCommand, *ow.ConsumerControl, *ow.ProducerAck, *ow.WireFormatInfo, *ow.BrokerInfo:
+		// Nothing for a broker to do.
+	default:
+		err = &broker.Error{Message: "unsupported command " + typeName(cmd)}
+	}
+	if err != errAnswered {
+		c.respond(cmd, err)
+	}
+}
+
+// errAnswered: the handler answered the command itself.
+var errAnswered = errors.New("openwire: answered")
+
+var errAlreadyConnected = errors.New("openwire: already connected")
+
+// respond answers cmd, if it asked for an answer: a Response, or an ExceptionResponse
+// for err. An error nobody waits for is logged.
+func (c *conn) respond(cmd ow.Command, err error) {
+	req, ok := cmd.(ow.Request)
+	if !ok || !req.Base().ResponseRequired {
+		if err != nil {
+			c.log.Debug("openwire request failed", slog.String("type", typeName(cmd)), slog.Any("err", err))
+		}
+		return
+	}
+	_ = c.write(response(req.Base().CommandID, err))
+}
+
+// response is the answer to the command id: a Response, or an ExceptionResponse for err.
+func response(id int32, err error) ow.Command {
+	if err == nil {
+		return &ow.Response{CorrelationID: id}
+	}
+	return &ow.ExceptionResponse{Response: ow.Response{CorrelationID: id}, Exception: exception(err)}
+}
+
+// completion returns the callback of a request the broker completes later: it queues
+// the answer if cmd asked for one.
+func (c *conn) completion(cmd ow.Command) func(error) {
+	req, ok := cmd.(ow.Request)
+	if !ok || !req.Base().ResponseRequired {
+		return func(err error) {
+			if err != nil {
+				c.log.Debug("openwire request failed", slog.String("type", typeName(cmd)), slog.Any("err", err))
+			}
+		}
+	}
+	id := req.Base().CommandID
+	return func(err error) { c.answer(response(id, err)) }
+}
+
+// exception is the Java exception the client throws for err, as ActiveMQ names them.
+func exception(err error) *ow.Throwable {
+	class := "javax.jms.JMSException"
+	switch {
+	case errors.Is(err, broker.ErrNotAuthenticated), errors.Is(err, broker.ErrNotAuthorized):
+		class = "java.lang.SecurityException"
+	case errors.Is(err, broker.ErrClientIDInUse):
+		class = "javax.jms.InvalidClientIDException"
+	case errors.Is(err, broker.ErrInvalidDestination):
+		class = "javax.jms.InvalidDestinationException"
+	case errors.Is(err, broker.ErrInvalidSelector):
+		class = "javax.jms.InvalidSelectorException"
+	case errors.Is(err, broker.ErrMemoryFull), errors.Is(err, broker.ErrStoreFull),
+		errors.Is(err, broker.ErrTooManyDestinations), errors.Is(err, broker.ErrTooManySubscriptions),
+		errors.Is(err, broker.ErrTooManyTransactions), errors.Is(err, broker.ErrTooManyDurableSubscriptions):
+		class = "javax.jms.ResourceAllocationException"
+	case errors.Is(err, errXA):
+		class = "javax.transaction.xa.XAException"
+	}
+	msg := err.Error()
+	var be *broker.Error
+	if errors.As(err, &be) {
+		msg = be.Message
+	}
+	return &ow.Throwable{Class: class, Message: msg}
+}
+
+// onConnection opens the broker connection for the client's ConnectionInfo.
+func (c *conn) onConnection(ctx context.Context, info *ow.ConnectionInfo) {
+	bc, err := c.b.Connect(ctx, broker.ConnectInfo{
+		ClientID: info.ClientID, Login: info.UserName, HasLogin: info.UserName != "", Passcode: info.Password,
+		RemoteAddr: c.nc.RemoteAddr().String(), PeerCertificates: peerCertificates(c.nc),
+		Protocol: broker.ProtocolOpenWire, Connector: c.cfg.Connector,
+		Version: "openwire/" + strconv.Itoa(c.w.Format().Version), MessageIDs: true,
+		Resumes: connectionID(info),
+	})
+	if errors.Is(err, broker.ErrLoginThrottled) {
+		// Too many failed logins from this address wait out their delay: no answer.
+		c.closing = true
+		return
+	}
+	if err != nil {
+		c.respond(info, err)
+		_ = c.bw.Flush()
+		c.closing = true
+		return
+	}
+	c.bc, c.clientID, c.connID = bc, info.ClientID, connectionID(info)
+	c.respond(info, nil)
+}
+
+// connectionID is the client's id of its connection ("" if it sent none).
+func connectionID(info *ow.ConnectionInfo) string {
+	if info.ConnectionID == nil {
+		return ""
+	}
+	return info.ConnectionID.Value
+}
+
+// peerCertificates returns the client's verified TLS certificate chain, leaf first, or
+// nil.
+func peerCertificates(nc net.Conn) []*x509.Certificate {
+	tc, ok := nc.(*tls.Conn)
+	if !ok {
+		return nil
+	}
+	st := tc.ConnectionState()
+	if len(st.VerifiedChains) == 0 {
+		return nil
+	}
+	return st.VerifiedChains[0]
+}
+
+// session returns the broker session of the client's session id.
+func (c *conn) session(id string) *broker.Session {
+	s := c.sessions[id]
+	if s == nil {
+		s = c.bc.Session(id)
+		c.sessions[id] = s
+	}
+	return s
+}
+
+// onMessage sends a producer's message. A synchronous send (ResponseRequired) is
+// answered once the broker has it (stored, for a persistent one); an asynchronous one
+// of a producer with a window gets its ProducerAck then.
+func (c *conn) onMessage(ctx context.Context, m *ow.Message) {
+	dests, err := toDestinations(m.Destination)
+	if err != nil {
+		c.respond(m, &broker.Error{Message: err.Error(), Err: broker.ErrInvalidDestination})
+		return
+	}
+	msg, err := toMessage(m)
+	if err != nil {
+		c.respond(m, &broker.Error{Message: err.Error()})
+		return
+	}
+	done := c.completion(m)
+	if !m.ResponseRequired && m.ProducerID != nil {
+		if p := c.producers[m.ProducerID.String()]; p != nil && p.window > 0 {
+			ack := &ow.ProducerAck{ProducerID: m.ProducerID, Size: wireSize(m)}
+			failed := done
+			done = func(err error) {
+				failed(err)
+				c.answer(ack)
+			}
+		}
+	}
+	err = c.bc.Send(ctx, dests, msg, txKey(m.TransactionID), done)
+	var be *broker.Error
+	if errors.As(err, &be) && be.Retry != nil {
+		c.held = &heldSend{m: m, retry: be.Retry}
+		return
+	}
+	if err != nil {
+		done(err)
+	}
+}
+
+// retryHeld sends the held message again now that flow control may let it through,
+// then handles the commands read behind it, in order.
+func (c *conn) retryHeld(ctx context.Context) {
+	h := c.held
+	c.held = nil
+	c.onMessage(ctx, h.m)
+	for len(c.behind) > 0 && c.held == nil && !c.closing {
+		cmd := c.behind[0]
+		c.behind = c.behind[1:]
+		c.handle(ctx, cmd)
+	}
+}
+
+// wireSize is the size ActiveMQ counts a message at against a producer window
+// (Message.getSize(): a minimum of 1 KiB plus its body and properties).
+func wireSize(m *ow.Message) int32 {
+	return int32(1024 + len(m.Content) + len(m.MarshalledProperties))
+}
+
+// txKey names a transaction for the broker; "" for none.
+func txKey(id ow.TransactionID) string {
+	if id == nil {
+		return ""
+	}
+	return id.String()
+}
+
+var errXA = errors.New("openwire: XA transactions are not supported")
+
+// onTransaction begins, commits or rolls back a local transaction. It reports whether
+// the answer is left to a completion (a commit waits for the store); otherwise c.txErr
+// is the outcome.
+func (c *conn) onTransaction(ctx context.Context, t *ow.TransactionInfo) bool {
+	c.txErr = nil
+	if _, xa := t.TransactionID.(*ow.XATransactionID); xa {
+		c.txErr = &broker.Error{Message: "XA transactions are not supported by this broker: use local (transacted session) transactions", Err: errXA}
+		return false
+	}
+	id := txKey(t.TransactionID)
+	switch t.Type {
+	case ow.TxBegin:
+		c.txErr = c.bc.Begin(id)
+	case ow.TxCommitOnePhase:
+		if err := c.bc.Commit(ctx, id, c.completion(t)); err != nil {
+			c.txErr = err
+			return false
+		}
+		return true
+	case ow.TxRollback:
+		c.txErr = c.bc.Abort(id)
+	case ow.TxEnd:
+	default:
+		c.txErr = &broker.Error{Message: "transaction operation " + strconv.Itoa(int(t.Type)) + " is XA's, which this broker does not support", Err: errXA}
+	}
+	return false
+}
+
+// onRemove closes a consumer, session, producer or the connection.
+func (c *conn) onRemove(ctx context.Context, r *ow.RemoveInfo) error {
+	switch id := r.ObjectID.(type) {
+	case *ow.ConsumerID:
+		cons := c.consumers[id.String()]
+		if cons == nil {
+			return nil
+		}
+		c.dropConsumer(cons)
+		for _, sub := range cons.subs {
+			if err := c.bc.Unsubscribe(ctx, broker.UnsubscribeRequest{ID: sub.ID}); err != nil {
+				return err
+			}
+		}
+	case *ow.SessionID:
+		sid := id.String()
+		if s := c.sessions[sid]; s != nil {
+			for _, cons := range c.consumers {
+				if cons.session == sid {
+					c.dropConsumer(cons)
+				}
+			}
+			s.Close()
+			delete(c.sessions, sid)
+		}
+	case *ow.ProducerID:
+		delete(c.producers, id.String())
+	case *ow.ConnectionID:
+		// The broker connection ends now (what the client held goes back); the socket
+		// stays for the client's ShutdownInfo, which follows, as with ActiveMQ.
+		c.bc.Close()
+	}
+	return nil
+}
+
+// dropConsumer forgets a consumer and its waiting pulls.
+func (c *conn) dropConsumer(cons *consumer) {
+	delete(c.consumers, cons.id.String())
+	for _, s := range cons.subs {
+		delete(c.bySub, s.ID)
+	}
+	kept := c.pulls[:0]
+	for _, p := range c.pulls {
+		if p.c != cons {
+			kept = append(kept, p)
+		}
+	}
+	c.pulls = kept
+}
+
+// onDestination creates or deletes a temporary destination; other destinations need no
+// creating (the first use creates them).
+func (c *conn) onDestination(d *ow.DestinationInfo) error {
+	if d.Destination == nil || !d.Destination.IsTemporary() {
+		return nil
+	}
+	bd, err := toDestination(d.Destination)
+	if err != nil {
+		return &broker.Error{Message: err.Error(), Err: broker.ErrInvalidDestination}
+	}
+	bd.Remote = false
+	if d.OperationType == ow.DestRemove {
+		return c.bc.DeleteTemp(bd)
+	}
+	return c.bc.CreateTemp(bd)
+}
+
+func typeName(cmd ow.Command) string {
+	if cmd == nil {
+		return "nil"
+	}
+	return strconv.Itoa(int(cmd.DataType()))
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
