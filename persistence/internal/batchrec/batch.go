@@ -44,7 +44,7 @@ type Adapter[O any] struct {
 // starts a record in a buffer (the adapter's framing); invalid is the adapter's
 // sentinel for an invalid operation; add appends the adapter's framing of an Add of m
 // naming subs (see CheckAdd) to rec, and returns the record and the adapter's own
-// fields of the operation (Batch fills in its Op).
+// fields of the operation, its Op left zero (Batch fills it in).
 func NewAdapter[O any, P Embeds[O]](start func(buf []byte) []byte, invalid error,
 	add func(rec []byte, m *persistence.Message, subs []persistence.SubKey) ([]byte, O)) Adapter[O] {
 	return Adapter[O]{start: start, invalid: invalid, add: add, core: func(o *O) *Op { return P(o).core() }}
@@ -93,7 +93,8 @@ func (b *Batch[O]) Add(m *persistence.Message) {
 	var o O
 	b.Rec, o = b.a.add(b.Record(), m, subs)
 	b.Ops = append(b.Ops, o)
-	*b.a.core(&b.Ops[len(b.Ops)-1]) = Op{Kind: OpAdd, Dest: m.Dest, Seq: m.Seq, Subs: subs}
+	c := b.a.core(&b.Ops[len(b.Ops)-1]) // zero: set the fields of an Add alone
+	c.Kind, c.Dest, c.Seq, c.Subs = OpAdd, m.Dest, m.Seq, subs
 }
 
 // push appends the operation o to Ops, in place (an adapter's operation is large).
