@@ -12,25 +12,19 @@ import (
 // with Async once it is written and visible. CommitCancelable returns nil when the store
 // was opened with StoreBeforeDispatch.
 
-// recAdapter is how batchrec.Batch frames records and makes ops for this store.
-var recAdapter = batchrec.Adapter[op]{
-	Start:   newRecord,
-	Invalid: ErrInvalid,
-	Op: func(o batchrec.Op) op {
-		return op{kind: o.Kind, dest: o.Dest, seq: o.Seq, key: o.Key, info: o.Info}
-	},
-	Add: func(rec []byte, m *persistence.Message, subs []persistence.SubKey) ([]byte, op) {
+// recAdapter is how batchrec.Batch frames this store's records: an Add is the message
+// with its checksum, at msgOff of the record (see appendAdd).
+var recAdapter = batchrec.NewAdapter(newRecord, ErrInvalid,
+	func(rec []byte, m *persistence.Message, subs []persistence.SubKey) ([]byte, op) {
 		rec, off := appendAdd(rec, m, subs)
-		return rec, op{kind: batchrec.OpAdd, dest: m.Dest, seq: m.Seq, subs: subs, msgOff: off,
-			loc: loc{n: uint32(len(rec)) - off, body: uint32(len(m.Body))}}
-	},
-}
+		return rec, op{msgOff: off, loc: loc{n: uint32(len(rec)) - off, body: uint32(len(m.Body))}}
+	})
 
 // recordMove records in b a compactor's copy of the encoded message raw of (dest, seq),
 // now at old.
 func recordMove(b *batchrec.Batch[op], dest string, seq uint64, old loc, raw []byte) {
 	var off uint32
 	b.Rec, off = appendMove(b.Record(), old.seg, old.off, raw)
-	b.Ops = append(b.Ops, op{kind: opMove, dest: dest, seq: seq, oldSeg: old.seg, oldOff: old.off,
+	b.Ops = append(b.Ops, op{Op: batchrec.Op{Kind: opMove, Dest: dest, Seq: seq}, oldSeg: old.seg, oldOff: old.off,
 		msgOff: off, loc: loc{n: uint32(len(raw)), body: old.body}})
 }

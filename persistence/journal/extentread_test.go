@@ -63,14 +63,14 @@ func TestDrainVariedSizes(t *testing.T) {
 	var body int64
 	for seq := uint64(1); seq <= n; seq++ {
 		l := loc{seg: 1 + uint32(seq/50_000), off: uint32(16 + seq*64), n: uint32(40 + seq%97), body: uint32(10 + seq%97)}
-		x.apply(&op{kind: batchrec.OpAdd, dest: "queue://v", seq: seq, loc: l, msgOff: 16})
+		x.apply(&op{Op: batchrec.Op{Kind: batchrec.OpAdd, Dest: "queue://v", Seq: seq}, loc: l, msgOff: 16})
 		body += int64(l.body)
 	}
 	d := x.dests["queue://v"]
 	require.Len(t, d.ext, 5)
 	require.Equal(t, body, d.bytes)
 	for seq := uint64(1); seq <= n; seq++ {
-		x.apply(&op{kind: batchrec.OpAck, dest: "queue://v", seq: seq})
+		x.apply(&op{Op: batchrec.Op{Kind: batchrec.OpAck, Dest: "queue://v", Seq: seq}})
 		body -= int64(10 + seq%97)
 		if seq%10_007 == 0 {
 			require.Equal(t, body, d.bytes)

@@ -311,21 +311,21 @@ func (x *index) unstore(d *destination, l loc) {
 // apply runs one operation. Replaying the journal runs the same code as committing, so
 // the index after a restart is the index before it.
 func (x *index) apply(o *op) {
-	switch o.kind {
+	switch o.Kind {
 	case batchrec.OpAdd:
 		x.add(o)
 	case batchrec.OpAck:
-		if d := x.dests[o.dest]; d != nil {
-			x.drop(d, o.seq)
+		if d := x.dests[o.Dest]; d != nil {
+			x.drop(d, o.Seq)
 		}
 	case batchrec.OpAckSub:
-		x.ackSub(o.key, o.seq)
+		x.ackSub(o.Key, o.Seq)
 	case batchrec.OpAddSub:
-		x.addSub(o.info)
+		x.addSub(o.Info)
 	case batchrec.OpRemoveSub:
-		x.removeSub(o.key)
+		x.removeSub(o.Key)
 	case batchrec.OpPurge:
-		if d := x.dests[o.dest]; d != nil {
+		if d := x.dests[o.Dest]; d != nil {
 			x.purge(d)
 		}
 	case opMove:
@@ -337,17 +337,17 @@ func (x *index) apply(o *op) {
 // none of whose Subs names a subscription of its topic is not kept; it still counts for
 // LastSeq.
 func (x *index) add(o *op) {
-	d := x.destination(o.dest)
+	d := x.destination(o.Dest)
 	d.added = true
-	d.lastSeq = max(d.lastSeq, o.seq)
-	x.drop(d, o.seq)
-	fresh, _ := d.noteRecord(o.loc.seg, o.seq, false)
+	d.lastSeq = max(d.lastSeq, o.Seq)
+	x.drop(d, o.Seq)
+	fresh, _ := d.noteRecord(o.loc.seg, o.Seq, false)
 	if d.topic {
 		owed := false
-		for _, k := range o.subs {
+		for _, k := range o.Subs {
 			for _, sub := range d.subs {
-				if sub.info.Key == k && !sub.pending.Contains(o.seq) {
-					sub.pending.Put(o.seq)
+				if sub.info.Key == k && !sub.pending.Contains(o.Seq) {
+					sub.pending.Put(o.Seq)
 					owed = true
 				}
 			}
@@ -356,7 +356,7 @@ func (x *index) add(o *op) {
 			return
 		}
 	}
-	x.store(d, o.seq, o.loc, o.loc.off-o.msgOff, fresh, false)
+	x.store(d, o.Seq, o.loc, o.loc.off-o.msgOff, fresh, false)
 }
 
 // drop deletes the message seq of d, for every subscription.
@@ -476,21 +476,21 @@ func (x *index) removeSub(key persistence.SubKey) {
 // its seq in the extent's segment, and no record is ever appended to a segment the
 // compactor copies from, so for it the segment is enough to tell.
 func (x *index) move(o *op) {
-	d := x.destination(o.dest)
-	fresh, movable := d.noteRecord(o.loc.seg, o.seq, true)
+	d := x.destination(o.Dest)
+	fresh, movable := d.noteRecord(o.loc.seg, o.Seq, true)
 	var old loc
-	if e := d.extentOf(o.seq); e != nil {
+	if e := d.extentOf(o.Seq); e != nil {
 		if e.seg != o.oldSeg {
 			return
 		}
-		old, _ = x.unplace(d, o.seq)
-	} else if l, ok := d.log.Get(o.seq); ok {
+		old, _ = x.unplace(d, o.Seq)
+	} else if l, ok := d.log.Get(o.Seq); ok {
 		if l.seg != o.oldSeg || l.off != o.oldOff {
 			return
 		}
-		old, _ = d.log.Remove(o.seq)
+		old, _ = d.log.Remove(o.Seq)
 	} else {
-		r, p, e, ok, err := d.runFind(o.seq, &x.rbuf)
+		r, p, e, ok, err := d.runFind(o.Seq, &x.rbuf)
 		if err != nil {
 			x.reportRunErr(err)
 		}
@@ -503,7 +503,7 @@ func (x *index) move(o *op) {
 	x.unstore(d, old)
 	l := o.loc
 	l.n, l.body = old.n, old.body
-	x.store(d, o.seq, l, o.loc.off-o.msgOff, fresh, movable)
+	x.store(d, o.Seq, l, o.loc.off-o.msgOff, fresh, movable)
 }
 
 // pendingKeys appends the subscriptions of d that still owe seq.

@@ -63,18 +63,18 @@ func (x *modelIndex) seg(id uint32) *segStats {
 }
 
 func (x *modelIndex) apply(o *op) {
-	switch o.kind {
+	switch o.Kind {
 	case batchrec.OpAdd:
-		d := x.destination(o.dest)
+		d := x.destination(o.Dest)
 		d.added = true
-		d.lastSeq = max(d.lastSeq, o.seq)
-		x.drop(d, o.seq)
+		d.lastSeq = max(d.lastSeq, o.Seq)
+		x.drop(d, o.Seq)
 		if d.topic {
 			owed := false
-			for _, k := range o.subs {
+			for _, k := range o.Subs {
 				for _, sub := range d.subs {
-					if sub.info.Key == k && !sub.pending.Contains(o.seq) {
-						sub.pending.Put(o.seq, struct{}{})
+					if sub.info.Key == k && !sub.pending.Contains(o.Seq) {
+						sub.pending.Put(o.Seq, struct{}{})
 						owed = true
 					}
 				}
@@ -83,38 +83,38 @@ func (x *modelIndex) apply(o *op) {
 				return
 			}
 		}
-		d.log.Put(o.seq, o.loc)
+		d.log.Put(o.Seq, o.loc)
 		d.msgs++
 		d.bytes += int64(o.loc.body)
 		st := x.seg(o.loc.seg)
 		st.msgs++
 		st.bytes += int64(o.loc.n)
 	case batchrec.OpAck:
-		if d := x.dests[o.dest]; d != nil {
-			x.drop(d, o.seq)
+		if d := x.dests[o.Dest]; d != nil {
+			x.drop(d, o.Seq)
 		}
 	case batchrec.OpAckSub:
-		if sub := x.subs[o.key]; sub != nil {
-			if _, ok := sub.pending.Remove(o.seq); ok && !sub.dest.owed(o.seq) {
-				x.drop(sub.dest, o.seq)
+		if sub := x.subs[o.Key]; sub != nil {
+			if _, ok := sub.pending.Remove(o.Seq); ok && !sub.dest.owed(o.Seq) {
+				x.drop(sub.dest, o.Seq)
 			}
 		}
 	case batchrec.OpAddSub:
-		if old := x.subs[o.info.Key]; old != nil {
-			if old.info.Dest == o.info.Dest {
-				old.info = o.info
+		if old := x.subs[o.Info.Key]; old != nil {
+			if old.info.Dest == o.Info.Dest {
+				old.info = o.Info
 				return
 			}
-			x.removeSub(o.info.Key)
+			x.removeSub(o.Info.Key)
 		}
-		d := x.destination(o.info.Dest)
-		sub := &modelSub{info: o.info, dest: d}
+		d := x.destination(o.Info.Dest)
+		sub := &modelSub{info: o.Info, dest: d}
 		d.subs = append(d.subs, sub)
-		x.subs[o.info.Key] = sub
+		x.subs[o.Info.Key] = sub
 	case batchrec.OpRemoveSub:
-		x.removeSub(o.key)
+		x.removeSub(o.Key)
 	case batchrec.OpPurge:
-		if d := x.dests[o.dest]; d != nil {
+		if d := x.dests[o.Dest]; d != nil {
 			d.log.After(0, func(_ uint64, l *loc) bool {
 				st := x.seg(l.seg)
 				st.msgs--
@@ -128,11 +128,11 @@ func (x *modelIndex) apply(o *op) {
 			d.msgs, d.bytes = 0, 0
 		}
 	case opMove:
-		d := x.dests[o.dest]
+		d := x.dests[o.Dest]
 		if d == nil {
 			return
 		}
-		l := d.log.Ptr(o.seq)
+		l := d.log.Ptr(o.Seq)
 		if l == nil || l.seg != o.oldSeg || l.off != o.oldOff {
 			return
 		}
@@ -349,7 +349,7 @@ func (j *simJournal) batch(m *modelIndex) []op {
 		if rng.IntN(10) == 0 {
 			hdr = uint32(20 + rng.IntN(40))
 		}
-		ops = append(ops, op{kind: batchrec.OpAdd, dest: dest, seq: seq, subs: subs, loc: loc{n: body + hdr, body: body}})
+		ops = append(ops, op{Op: batchrec.Op{Kind: batchrec.OpAdd, Dest: dest, Seq: seq, Subs: subs}, loc: loc{n: body + hdr, body: body}})
 	}
 	liveOf := func(dest string) []uint64 {
 		var seqs []uint64
@@ -381,9 +381,9 @@ func (j *simJournal) batch(m *modelIndex) []op {
 				if rng.IntN(5) == 0 {
 					k = rng.IntN(len(seqs))
 				}
-				ops = append(ops, op{kind: batchrec.OpAck, dest: q, seq: seqs[k]})
+				ops = append(ops, op{Op: batchrec.Op{Kind: batchrec.OpAck, Dest: q, Seq: seqs[k]}})
 			default: // not stored, or never
-				ops = append(ops, op{kind: batchrec.OpAck, dest: q, seq: uint64(rng.IntN(int(j.next[q]) + 10))})
+				ops = append(ops, op{Op: batchrec.Op{Kind: batchrec.OpAck, Dest: q, Seq: uint64(rng.IntN(int(j.next[q]) + 10))}})
 			}
 		case r < 63:
 			q := simQueues[rng.IntN(2)]
@@ -409,24 +409,24 @@ func (j *simJournal) batch(m *modelIndex) []op {
 			if sub := m.subs[k]; sub != nil && sub.pending.Len() > 0 {
 				var p []uint64
 				sub.pending.After(0, func(seq uint64, _ *struct{}) bool { p = append(p, seq); return len(p) < 5 })
-				ops = append(ops, op{kind: batchrec.OpAckSub, key: k, seq: p[rng.IntN(len(p))]})
+				ops = append(ops, op{Op: batchrec.Op{Kind: batchrec.OpAckSub, Key: k, Seq: p[rng.IntN(len(p))]}})
 			} else {
-				ops = append(ops, op{kind: batchrec.OpAckSub, key: k, seq: uint64(rng.IntN(100))})
+				ops = append(ops, op{Op: batchrec.Op{Kind: batchrec.OpAckSub, Key: k, Seq: uint64(rng.IntN(100))}})
 			}
 		case r < 86:
 			add(simSched, uint64(1+rng.IntN(1<<16))<<8)
 		case r < 88:
 			if seqs := liveOf(simSched); len(seqs) > 0 {
-				ops = append(ops, op{kind: batchrec.OpAck, dest: simSched, seq: seqs[rng.IntN(len(seqs))]})
+				ops = append(ops, op{Op: batchrec.Op{Kind: batchrec.OpAck, Dest: simSched, Seq: seqs[rng.IntN(len(seqs))]}})
 			}
 		case r < 89:
-			ops = append(ops, op{kind: batchrec.OpPurge, dest: simQueues[rng.IntN(2)]})
+			ops = append(ops, op{Op: batchrec.Op{Kind: batchrec.OpPurge, Dest: simQueues[rng.IntN(2)]}})
 		case r < 91:
 			k := simSubs[rng.IntN(2)]
 			if rng.IntN(2) == 0 {
-				ops = append(ops, op{kind: batchrec.OpRemoveSub, key: k})
+				ops = append(ops, op{Op: batchrec.Op{Kind: batchrec.OpRemoveSub, Key: k}})
 			} else {
-				ops = append(ops, op{kind: batchrec.OpAddSub, info: persistence.SubInfo{Key: k, Dest: simTopic, Created: int64(rng.IntN(9))}})
+				ops = append(ops, op{Op: batchrec.Op{Kind: batchrec.OpAddSub, Info: persistence.SubInfo{Key: k, Dest: simTopic, Created: int64(rng.IntN(9))}}})
 			}
 		case r < 95: // the compactor: copy the live messages of an older segment forward
 			seg := uint32(1 + rng.IntN(int(j.seg)))
@@ -444,7 +444,7 @@ func (j *simJournal) batch(m *modelIndex) []op {
 			}
 			slices.SortFunc(live, func(a, b record) int { return cmp.Compare(a.l.off, b.l.off) })
 			for _, rc := range live[:min(len(live), 40)] {
-				ops = append(ops, op{kind: opMove, dest: rc.dest, seq: rc.seq, oldSeg: rc.l.seg, oldOff: rc.l.off,
+				ops = append(ops, op{Op: batchrec.Op{Kind: opMove, Dest: rc.dest, Seq: rc.seq}, oldSeg: rc.l.seg, oldOff: rc.l.off,
 					loc: loc{n: rc.l.n, body: rc.l.body}})
 			}
 		default: // copies of random messages, live or not
@@ -456,7 +456,7 @@ func (j *simJournal) batch(m *modelIndex) []op {
 				if rc.l.seg == j.seg {
 					continue
 				}
-				o := op{kind: opMove, dest: rc.dest, seq: rc.seq, oldSeg: rc.l.seg, oldOff: rc.l.off,
+				o := op{Op: batchrec.Op{Kind: opMove, Dest: rc.dest, Seq: rc.seq}, oldSeg: rc.l.seg, oldOff: rc.l.off,
 					loc: loc{n: rc.l.n, body: rc.l.body}}
 				if d := m.dests[rc.dest]; d != nil && rng.IntN(4) > 0 {
 					if l, ok := d.log.Get(rc.seq); ok && l.seg != j.seg {
@@ -477,7 +477,7 @@ func (j *simJournal) batch(m *modelIndex) []op {
 	size := uint32(16)
 	for i := range ops {
 		size += 8
-		if o := &ops[i]; o.kind == batchrec.OpAdd || o.kind == opMove {
+		if o := &ops[i]; o.Kind == batchrec.OpAdd || o.Kind == opMove {
 			o.msgOff = size
 			size += o.loc.n
 		}
@@ -487,11 +487,11 @@ func (j *simJournal) batch(m *modelIndex) []op {
 	}
 	rec := j.off
 	for i := range ops {
-		if o := &ops[i]; o.kind == batchrec.OpAdd || o.kind == opMove {
+		if o := &ops[i]; o.Kind == batchrec.OpAdd || o.Kind == opMove {
 			o.loc.seg, o.loc.off = j.seg, rec+o.msgOff
-			rc := record{dest: o.dest, seq: o.seq, l: o.loc, rec: rec}
+			rc := record{dest: o.Dest, seq: o.Seq, l: o.loc, rec: rec}
 			j.records = append(j.records, rc)
-			k := recordKey{o.dest, j.seg, o.seq}
+			k := recordKey{o.Dest, j.seg, o.Seq}
 			j.bySeq[k] = append(j.bySeq[k], rc)
 			j.recOf[o.loc] = rec
 		}

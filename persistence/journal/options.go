@@ -3,7 +3,6 @@ package journal
 import (
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/activemq-go/broker/internal/vfs"
@@ -43,8 +42,8 @@ func (s SyncStrategy) String() string { return syncNames.String(logshell.Policy(
 // Defaults, as KahaDB's.
 const (
 	DefaultMaxFileLength      = 32 << 20
-	DefaultSyncInterval       = time.Second
-	DefaultCheckpointInterval = 5 * time.Second
+	DefaultSyncInterval       = logshell.DefaultSyncInterval
+	DefaultCheckpointInterval = logshell.DefaultCheckpointInterval
 	DefaultCleanupInterval    = 30 * time.Second
 	// DefaultCompactLiveRatio: a sealed segment with less than this fraction of its bytes
 	// still live is rewritten by the compactor.
@@ -86,28 +85,23 @@ type Options struct {
 	spillMin int
 }
 
-// withDefaults fills in the defaults and checks the ranges.
-func (o Options) withDefaults() (Options, error) {
-	if o.Dir == "" {
-		return o, fmt.Errorf("%w: Dir is empty", ErrOption)
-	}
+// options is how the shell's option rules read the kahaDB block and Options.
+var options = logshell.OptionSpec[Options]{
+	Block: "kahaDB", ErrOption: ErrOption, Policies: syncNames,
+	Segment: logshell.SizeRule{Field: "MaxFileLength", Default: DefaultMaxFileLength, Min: MinFileLength, Max: MaxFileLength},
+	Fields:  (*Options).fields, Check: (*Options).check,
+}
+
+// fields points the shell's option rules at the options it knows.
+func (o *Options) fields() logshell.Fields {
+	return logshell.Fields{Dir: &o.Dir, SegmentSize: &o.MaxFileLength, Policy: logshell.Policy(o.SyncStrategy),
+		Interval: &o.SyncInterval, CheckpointInterval: &o.CheckpointInterval, Logger: &o.Logger}
+}
+
+// check fills in the defaults of the journal's own options and checks them.
+func (o *Options) check() error {
 	if o.FS == nil {
 		o.FS = vfs.OS
-	}
-	if o.MaxFileLength == 0 {
-		o.MaxFileLength = DefaultMaxFileLength
-	}
-	if o.MaxFileLength < MinFileLength || o.MaxFileLength > MaxFileLength {
-		return o, fmt.Errorf("%w: MaxFileLength %d outside [%d, %d]", ErrOption, o.MaxFileLength, MinFileLength, MaxFileLength)
-	}
-	if err := syncNames.Check(logshell.Policy(o.SyncStrategy), ErrOption); err != nil {
-		return o, err
-	}
-	if o.SyncInterval <= 0 {
-		o.SyncInterval = DefaultSyncInterval
-	}
-	if o.CheckpointInterval == 0 {
-		o.CheckpointInterval = DefaultCheckpointInterval
 	}
 	if o.CleanupInterval == 0 {
 		o.CleanupInterval = DefaultCleanupInterval
@@ -116,20 +110,14 @@ func (o Options) withDefaults() (Options, error) {
 		o.CompactLiveRatio = DefaultCompactLiveRatio
 	}
 	if o.CompactLiveRatio >= 1 {
-		return o, fmt.Errorf("%w: CompactLiveRatio %v must be below 1", ErrOption, o.CompactLiveRatio)
+		return fmt.Errorf("%w: CompactLiveRatio %v must be below 1", ErrOption, o.CompactLiveRatio)
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	return o, nil
+	return nil
 }
-
-// keyPath is the configuration path of the adapter's block, for error messages.
-const keyPath = "persistenceAdapter.kahaDB"
 
 // optionKeys are the keys of the kahaDB block.
 var optionKeys = []optparse.Key[Options]{
-	optparse.DirectoryKey("a directory path (default <dataDirectory>/kahadb)", func(o *Options) *string { return &o.Dir }),
+	options.DirectoryKey(),
 	optparse.SizeKey("journalMaxFileLength", "a size from 64kb to 2gb, e.g. 32mb (a number is bytes)", 64<<10, MaxFileLength,
 		"not a valid journal file length", func(o *Options) *int64 { return &o.MaxFileLength }),
 	logshell.PolicyKey("journalDiskSyncStrategy", &syncNames, func(o *Options, p logshell.Policy) { o.SyncStrategy = SyncStrategy(p) }),
@@ -148,13 +136,4 @@ func durationKey(name string, field func(*Options) *time.Duration) optparse.Key[
 // case-insensitively (viper lower-cases them); an unknown key or a bad value is a
 // *setting.Error naming the key, the value and what is allowed, wrapping ErrOption.
 // The directory defaults to <DataDirectory>/kahadb.
-func ParseOptions(p persistence.Options) (Options, error) {
-	o := Options{Dir: filepath.Join(p.DataDirectory, "kahadb"), Logger: p.Logger}
-	if p.DataDirectory == "" {
-		o.Dir = filepath.Join("data", "kahadb")
-	}
-	if err := optparse.Apply(&o, p.Raw, optionKeys, optparse.SettingError(keyPath, ErrOption)); err != nil {
-		return Options{}, err
-	}
-	return o, nil
-}
+func ParseOptions(p persistence.Options) (Options, error) { return options.Parse(p, optionKeys) }

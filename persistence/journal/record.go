@@ -51,19 +51,15 @@ func (e *corruptError) Unwrap() error { return ErrCorrupt }
 
 func wrapCorrupt(what string) error { return &corruptError{what} }
 
-// op is one operation of a batch, decoded (or as recorded by Batch). For Add and Move the
-// message itself is only in the record bytes, at msgOff from the start of the record;
-// loc tells where it is in the journal once the record has a place.
+// op is one operation of a batch, decoded (or as recorded by Batch): batchrec's Op
+// (a Move's Dest and Seq are its message's) and where the message is. For Add and Move
+// the message itself is only in the record bytes, at msgOff from the start of the
+// record; loc tells where it is in the journal once the record has a place.
 type op struct {
-	kind   opKind
-	dest   string               // Add, Ack, Purge, Move
-	seq    uint64               // Add, Ack, AckSub, Move
-	key    persistence.SubKey   // AckSub, RemoveSub
-	info   persistence.SubInfo  // AddSub
-	subs   []persistence.SubKey // Add of a topic message: the Subs it named
-	msgOff uint32               // Add, Move
-	loc    loc                  // Add, Move: the message's place (seg, off, n, body)
-	oldSeg uint32               // Move: where the message was
+	batchrec.Op
+	msgOff uint32 // Add, Move
+	loc    loc    // Add, Move: the message's place (seg, off, n, body)
+	oldSeg uint32 // Move: where the message was
 	oldOff uint32
 }
 
@@ -409,10 +405,10 @@ func decodeBatch(payload []byte, in interner, ops []op) ([]op, error) {
 	ops = ops[:0]
 	for i := uint32(0); i < n && !d.bad; i++ {
 		var o op
-		o.kind = opKind(d.byte())
-		switch o.kind {
+		o.Kind = d.byte()
+		switch o.Kind {
 		case batchrec.OpAdd, opMove:
-			if o.kind == opMove {
+			if o.Kind == opMove {
 				o.oldSeg, o.oldOff = d.u32(), d.u32()
 			}
 			size := int(d.u32())
@@ -425,38 +421,38 @@ func decodeBatch(payload []byte, in interner, ops []op) ([]op, error) {
 			if err != nil {
 				return ops, err
 			}
-			o.dest, o.seq = in.get(mm.dest), mm.seq
+			o.Dest, o.Seq = in.get(mm.dest), mm.seq
 			o.msgOff = uint32(frameHeaderSize + off)
 			o.loc = loc{n: uint32(size), body: uint32(mm.body)}
-			if o.kind == batchrec.OpAdd && len(mm.subs) > 1 {
+			if o.Kind == batchrec.OpAdd && len(mm.subs) > 1 {
 				err := eachSub(mm.subs, func(c, nm []byte) {
-					o.subs = append(o.subs, persistence.SubKey{ClientID: in.get(c), Name: in.get(nm)})
+					o.Subs = append(o.Subs, persistence.SubKey{ClientID: in.get(c), Name: in.get(nm)})
 				})
 				if err != nil {
 					return ops, err
 				}
 			}
 		case batchrec.OpAck:
-			o.dest, o.seq = in.get(d.bytes()), d.uvarint()
+			o.Dest, o.Seq = in.get(d.bytes()), d.uvarint()
 		case batchrec.OpAckSub:
-			o.key = persistence.SubKey{ClientID: in.get(d.bytes()), Name: in.get(d.bytes())}
-			o.seq = d.uvarint()
+			o.Key = persistence.SubKey{ClientID: in.get(d.bytes()), Name: in.get(d.bytes())}
+			o.Seq = d.uvarint()
 		case batchrec.OpAddSub:
-			o.info.Key = persistence.SubKey{ClientID: in.get(d.bytes()), Name: in.get(d.bytes())}
-			o.info.Dest = in.get(d.bytes())
-			o.info.Selector = string(d.bytes())
-			o.info.Created = d.varint()
+			o.Info.Key = persistence.SubKey{ClientID: in.get(d.bytes()), Name: in.get(d.bytes())}
+			o.Info.Dest = in.get(d.bytes())
+			o.Info.Selector = string(d.bytes())
+			o.Info.Created = d.varint()
 		case batchrec.OpRemoveSub:
-			o.key = persistence.SubKey{ClientID: in.get(d.bytes()), Name: in.get(d.bytes())}
+			o.Key = persistence.SubKey{ClientID: in.get(d.bytes()), Name: in.get(d.bytes())}
 		case batchrec.OpPurge:
-			o.dest = in.get(d.bytes())
+			o.Dest = in.get(d.bytes())
 		default:
 			return ops, wrapCorrupt("unknown operation")
 		}
 		if d.bad {
 			break
 		}
-		if (o.kind == batchrec.OpAdd || o.kind == opMove) && (o.seq == 0 || o.seq > maxSeq || o.dest == "") {
+		if (o.Kind == batchrec.OpAdd || o.Kind == opMove) && (o.Seq == 0 || o.Seq > maxSeq || o.Dest == "") {
 			return ops, wrapCorrupt("invalid message in record")
 		}
 		ops = append(ops, o)

@@ -62,10 +62,10 @@ func TestRecordVersionTyped(t *testing.T) {
 		ops, err := decodeBatch(payload, interner{}, nil)
 		require.NoError(t, err)
 		require.Len(t, ops, 1)
-		require.Equal(t, "topic://t", ops[0].dest)
+		require.Equal(t, "topic://t", ops[0].Dest)
 		require.EqualValues(t, 1, ops[0].loc.body)
-		if ops[0].kind == batchrec.OpAdd {
-			require.Equal(t, typedMessage().Subs, ops[0].subs)
+		if ops[0].Kind == batchrec.OpAdd {
+			require.Equal(t, typedMessage().Subs, ops[0].Subs)
 		}
 		m := persistence.Message{Kind: persistence.BodyText, Props: persistence.Props{{Name: "stale"}}}
 		require.NoError(t, decodeMessage(rec[ops[0].msgOff:ops[0].msgOff+ops[0].loc.n], &m, nil))
@@ -106,12 +106,12 @@ func TestRecordRoundTrip(t *testing.T) {
 	kinds := []opKind{batchrec.OpAdd, batchrec.OpAdd, batchrec.OpAck, batchrec.OpAckSub, batchrec.OpAddSub, batchrec.OpRemoveSub, batchrec.OpPurge}
 	require.Len(t, ops, len(kinds))
 	for i, k := range kinds {
-		require.Equal(t, k, ops[i].kind, "op %d", i)
+		require.Equal(t, k, ops[i].Kind, "op %d", i)
 	}
-	require.Equal(t, "queue://q", ops[0].dest)
+	require.Equal(t, "queue://q", ops[0].Dest)
 	require.EqualValues(t, 5, ops[0].loc.body)
-	require.Equal(t, []persistence.SubKey{{ClientID: "c", Name: "n"}, {ClientID: "ä:b"}, {ClientID: "c", Name: "n"}}, ops[1].subs)
-	require.Equal(t, persistence.SubInfo{Key: persistence.SubKey{ClientID: "ä:b"}, Dest: "topic://t", Selector: "x = 'y'", Created: -5}, ops[4].info)
+	require.Equal(t, []persistence.SubKey{{ClientID: "c", Name: "n"}, {ClientID: "ä:b"}, {ClientID: "c", Name: "n"}}, ops[1].Subs)
+	require.Equal(t, persistence.SubInfo{Key: persistence.SubKey{ClientID: "ä:b"}, Dest: "topic://t", Selector: "x = 'y'", Created: -5}, ops[4].Info)
 
 	var m persistence.Message
 	raw := recs[0][ops[0].msgOff : ops[0].msgOff+ops[0].loc.n]
@@ -123,7 +123,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	ops, err = decodeBatch(payload, interner{}, nil)
 	require.NoError(t, err)
-	require.Equal(t, op{kind: opMove, dest: "queue://q", seq: 3, oldSeg: 2, oldOff: 64, msgOff: ops[0].msgOff,
+	require.Equal(t, op{Op: batchrec.Op{Kind: opMove, Dest: "queue://q", Seq: 3}, oldSeg: 2, oldOff: 64, msgOff: ops[0].msgOff,
 		loc: loc{n: ops[0].loc.n, body: 1}}, ops[0])
 }
 
@@ -169,14 +169,14 @@ func FuzzRecordDecode(f *testing.F) {
 			ops, err = decodeBatch(payload, in, ops)
 			if err == nil {
 				for _, o := range ops {
-					if o.kind != batchrec.OpAdd && o.kind != opMove {
+					if o.Kind != batchrec.OpAdd && o.Kind != opMove {
 						continue
 					}
 					raw := data[p+int(o.msgOff) : p+int(o.msgOff)+int(o.loc.n)]
 					var m persistence.Message
 					require.NoError(t, decodeMessage(raw, &m, nil), "a message that passed peekMessage decodes")
-					require.Equal(t, o.seq, m.Seq)
-					require.Equal(t, o.dest, m.Dest)
+					require.Equal(t, o.Seq, m.Seq)
+					require.Equal(t, o.Dest, m.Dest)
 					require.Len(t, m.Body, int(o.loc.body))
 				}
 			}

@@ -278,7 +278,7 @@ func (r *replayer) replay(seg *segment, off int64, last bool) error {
 			base := uint32(off) + uint32(p)
 			for i := range r.ops {
 				o := &r.ops[i]
-				if o.kind == batchrec.OpAdd || o.kind == opMove {
+				if o.Kind == batchrec.OpAdd || o.Kind == opMove {
 					o.loc.seg, o.loc.off = seg.id, base+o.msgOff
 				}
 				s.idx.apply(o)

@@ -215,7 +215,7 @@ func TestFlippedByteInOlderSegment(t *testing.T) {
 	require.NoError(t, err)
 	ops, err := decodeBatch(payload, interner{}, nil)
 	require.NoError(t, err)
-	lostSeq := ops[0].seq
+	lostSeq := ops[0].Seq
 	data[second+frameHeaderSize+100] ^= 0x40
 	require.NoError(t, crashed.WriteFile(path, data))
 

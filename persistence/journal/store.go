@@ -75,7 +75,7 @@ func (s *Store) SetSyncObserver(fn func(time.Duration)) {
 // Open opens (creating it if needed) the journal in o.Dir, recovers its index and starts
 // the writer and the background checkpointer.
 func Open(ctx context.Context, o Options) (*Store, error) {
-	o, err := logshell.Prepare(ctx, o.withDefaults)
+	o, err := options.Prepare(ctx, o)
 	if err != nil {
 		return nil, err
 	}

@@ -73,7 +73,7 @@ func (w *writer) Add(r *request) error {
 	}
 	base := uint32(w.size) + uint32(len(w.buf))
 	for i := range r.Ops {
-		if o := &r.Ops[i]; o.kind == batchrec.OpAdd || o.kind == opMove {
+		if o := &r.Ops[i]; o.Kind == batchrec.OpAdd || o.Kind == opMove {
 			o.loc.seg, o.loc.off = w.active.id, base+o.msgOff
 		}
 	}

@@ -14,15 +14,10 @@ import (
 // CommitCancelable returns nil when the store was opened with StoreBeforeDispatch; a
 // batch withdrawn before the writer took it is never appended.
 
-// recAdapter is how batchrec.Batch frames records and makes ops for this store.
-var recAdapter = batchrec.Adapter[op]{
-	Start:   newRecord,
-	Invalid: ErrInvalid,
-	Op: func(o batchrec.Op) op {
-		return op{kind: o.Kind, dest: o.Dest, seq: o.Seq, key: o.Key, info: o.Info}
-	},
-	Add: func(rec []byte, m *persistence.Message, subs []persistence.SubKey) ([]byte, op) {
+// recAdapter is how batchrec.Batch frames this store's records: an Add is the
+// length-prefixed message at pos of the record (see appendAdd).
+var recAdapter = batchrec.NewAdapter(newRecord, ErrInvalid,
+	func(rec []byte, m *persistence.Message, subs []persistence.SubKey) ([]byte, op) {
 		rec, pos := appendAdd(rec, m, subs)
-		return rec, op{kind: batchrec.OpAdd, dest: m.Dest, seq: m.Seq, subs: subs, pos: pos, body: uint32(len(m.Body))}
-	},
-}
+		return rec, op{pos: pos, body: uint32(len(m.Body))}
+	})

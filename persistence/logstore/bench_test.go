@@ -92,3 +92,7 @@ func BenchmarkScan(b *testing.B) {
 		b.ReportMetric(float64(b.N*n)/sec, "msgs/s")
 	}
 }
+
+// BenchmarkBatchRecord: the CPU a batch spends recording an Add and an Ack before the
+// writer takes it (shelltest.RecordLoop).
+func BenchmarkBatchRecord(b *testing.B) { shelltest.RecordLoop(b, &recAdapter) }

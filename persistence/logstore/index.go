@@ -109,23 +109,23 @@ func (x *index) applyRecord(off int64, ops []op) {
 
 // apply runs one operation of the record at off.
 func (x *index) apply(off int64, o *op) {
-	switch o.kind {
+	switch o.Kind {
 	case batchrec.OpAdd:
 		x.add(off, o)
 	case batchrec.OpAck:
-		if d := x.dests[o.dest]; d != nil {
-			if l := d.log.Get(o.seq); l != nil {
-				x.drop(d, o.seq, *l)
+		if d := x.dests[o.Dest]; d != nil {
+			if l := d.log.Get(o.Seq); l != nil {
+				x.drop(d, o.Seq, *l)
 			}
 		}
 	case batchrec.OpAckSub:
-		x.ackSub(o.key, o.seq)
+		x.ackSub(o.Key, o.Seq)
 	case batchrec.OpAddSub:
-		x.addSub(off, o.info)
+		x.addSub(off, o.Info)
 	case batchrec.OpRemoveSub:
-		x.removeSub(o.key)
+		x.removeSub(o.Key)
 	case batchrec.OpPurge:
-		if d := x.dests[o.dest]; d != nil {
+		if d := x.dests[o.Dest]; d != nil {
 			x.purge(d)
 		}
 	}
@@ -135,15 +135,15 @@ func (x *index) apply(off int64, o *op) {
 // whose Subs names a subscription of its topic is not kept (it owes nothing to anyone);
 // it still counts for LastSeq.
 func (x *index) add(off int64, o *op) {
-	d := x.destination(o.dest)
+	d := x.destination(o.Dest)
 	d.added = true
-	d.lastSeq = max(d.lastSeq, o.seq)
-	if old := d.log.Get(o.seq); old != nil {
-		x.drop(d, o.seq, *old)
+	d.lastSeq = max(d.lastSeq, o.Seq)
+	if old := d.log.Get(o.Seq); old != nil {
+		x.drop(d, o.Seq, *old)
 	}
 	if d.topic {
 		var owed []*subscription
-		for _, k := range o.subs {
+		for _, k := range o.Subs {
 			if s := d.subs[k]; s != nil && !slices.Contains(owed, s) {
 				owed = append(owed, s)
 			}
@@ -152,11 +152,11 @@ func (x *index) add(off int64, o *op) {
 			return
 		}
 		for _, s := range owed {
-			s.pending.Put(o.seq, struct{}{})
+			s.pending.Put(o.Seq, struct{}{})
 		}
-		d.owed[o.seq] = owed
+		d.owed[o.Seq] = owed
 	}
-	d.log.Put(o.seq, msgLoc{off: off, pos: o.pos, bodyBytes: o.body})
+	d.log.Put(o.Seq, msgLoc{off: off, pos: o.pos, bodyBytes: o.body})
 	x.pins.pin(off)
 	d.msgs++
 	d.bytes += int64(o.body)

@@ -1,10 +1,7 @@
 package logstore
 
 import (
-	"fmt"
 	"log/slog"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/activemq-go/broker/internal/vfs"
@@ -46,8 +43,8 @@ const (
 	// given back a whole segment at a time, so it is also how much acknowledged data
 	// may stay on disk.
 	DefaultSegmentBytes       = 64 << 20
-	DefaultFlushInterval      = time.Second
-	DefaultCheckpointInterval = 5 * time.Second
+	DefaultFlushInterval      = logshell.DefaultSyncInterval
+	DefaultCheckpointInterval = logshell.DefaultCheckpointInterval
 	// MinSegmentBytes and MaxSegmentBytes bound SegmentBytes (the configuration file
 	// allows from 64kb; tests use tiny segments).
 	MinSegmentBytes = 4 << 10
@@ -78,41 +75,30 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// withDefaults fills in the defaults and checks the ranges.
-func (o Options) withDefaults() (Options, error) {
-	if strings.TrimSpace(o.Dir) == "" {
-		return o, fmt.Errorf("%w: Dir is empty", ErrOption)
-	}
+// options is how the shell's option rules read the kafkaLog block and Options.
+var options = logshell.OptionSpec[Options]{
+	Block: "kafkaLog", ErrOption: ErrOption, Policies: flushNames,
+	Segment: logshell.SizeRule{Field: "SegmentBytes", Default: DefaultSegmentBytes, Min: MinSegmentBytes, Max: MaxSegmentBytes},
+	Fields:  (*Options).fields, Check: (*Options).check,
+}
+
+// fields points the shell's option rules at the options it knows.
+func (o *Options) fields() logshell.Fields {
+	return logshell.Fields{Dir: &o.Dir, SegmentSize: &o.SegmentBytes, Policy: logshell.Policy(o.Flush),
+		Interval: &o.FlushInterval, CheckpointInterval: &o.CheckpointInterval, Logger: &o.Logger}
+}
+
+// check fills in the one option that is not the shell's, the file system.
+func (o *Options) check() error {
 	if o.FS == nil {
 		o.FS = vfs.OS
 	}
-	if err := flushNames.Check(logshell.Policy(o.Flush), ErrOption); err != nil {
-		return o, err
-	}
-	if o.FlushInterval <= 0 {
-		o.FlushInterval = DefaultFlushInterval
-	}
-	if o.SegmentBytes == 0 {
-		o.SegmentBytes = DefaultSegmentBytes
-	}
-	if o.SegmentBytes < MinSegmentBytes || o.SegmentBytes > MaxSegmentBytes {
-		return o, fmt.Errorf("%w: SegmentBytes %d outside [%d, %d]", ErrOption, o.SegmentBytes, MinSegmentBytes, MaxSegmentBytes)
-	}
-	if o.CheckpointInterval == 0 {
-		o.CheckpointInterval = DefaultCheckpointInterval
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	return o, nil
+	return nil
 }
-
-// keyPath is the configuration path of the adapter's block, for error messages.
-const keyPath = "persistenceAdapter.kafkaLog"
 
 // optionKeys are the keys of the kafkaLog block.
 var optionKeys = []optparse.Key[Options]{
-	optparse.DirectoryKey("a directory path (default <dataDirectory>/kafkalog)", func(o *Options) *string { return &o.Dir }),
+	options.DirectoryKey(),
 	logshell.PolicyKey("flush", &flushNames, func(o *Options, p logshell.Policy) { o.Flush = FlushPolicy(p) }),
 	optparse.DurationKey("flushInterval", func(o *Options) *time.Duration { return &o.FlushInterval }, ""),
 	optparse.SizeKey("segmentBytes", "a size from 64kb to 1gb, e.g. 64mb (a number is bytes)", 64<<10, MaxSegmentBytes,
@@ -126,14 +112,4 @@ var optionKeys = []optparse.Key[Options]{
 // set from the environment) or YAML scalars. An unknown key or a bad value is a
 // *setting.Error naming the key, the value and what is allowed, wrapping ErrOption. The
 // directory defaults to <DataDirectory>/kafkalog.
-func ParseOptions(p persistence.Options) (Options, error) {
-	dir := p.DataDirectory
-	if dir == "" {
-		dir = "data"
-	}
-	o := Options{Dir: filepath.Join(dir, "kafkalog"), Logger: p.Logger}
-	if err := optparse.Apply(&o, p.Raw, optionKeys, optparse.SettingError(keyPath, ErrOption)); err != nil {
-		return Options{}, err
-	}
-	return o, nil
-}
+func ParseOptions(p persistence.Options) (Options, error) { return options.Parse(p, optionKeys) }

@@ -20,19 +20,12 @@ const (
 // Store contract promises).
 const maxSeq = math.MaxInt64
 
-// opKind is the kind of one operation of a batch record: batchrec's codes
-// (batchrec.OpAdd, ...), the values the format's.
-type opKind = byte
-
 // op is one decoded operation: what the batch recorded and what replay decodes, so one
-// apply serves both (TestRecordRoundTrip holds them equal).
+// apply serves both (TestRecordRoundTrip holds them equal): batchrec's Op, whose Kind
+// is one of batchrec's codes (batchrec.OpAdd, ...), the values the format's, and where
+// an Add's message is.
 type op struct {
-	kind opKind
-	dest string              // Add, Ack, Purge
-	seq  uint64              // Add, Ack, AckSub
-	key  persistence.SubKey  // AckSub, RemoveSub
-	info persistence.SubInfo // AddSub
-	subs []persistence.SubKey
+	batchrec.Op
 	// Add: where the length-prefixed message starts in the record value (messageAt reads
 	// it), and its body length (for Stats without reading the message back).
 	pos, body uint32
@@ -158,28 +151,28 @@ func decodeRecord(v []byte, ops []op) ([]op, error) {
 	}
 	r := reader{b: v, off: 1}
 	for r.err == nil && r.off < len(v) {
-		o := op{kind: opKind(r.byte())}
-		switch o.kind {
+		o := op{Op: batchrec.Op{Kind: r.byte()}}
+		switch o.Kind {
 		case batchrec.OpAdd:
 			o.pos = uint32(r.off)
 			if msg := r.bytes(); r.err == nil {
 				r.err = decodeAddOp(msg, &o)
 			}
 		case batchrec.OpAck:
-			o.dest, o.seq = r.str(), r.uvarint()
+			o.Dest, o.Seq = r.str(), r.uvarint()
 		case batchrec.OpAckSub:
-			o.key = persistence.SubKey{ClientID: r.str(), Name: r.str()}
-			o.seq = r.uvarint()
+			o.Key = persistence.SubKey{ClientID: r.str(), Name: r.str()}
+			o.Seq = r.uvarint()
 		case batchrec.OpAddSub:
-			o.info.Key = persistence.SubKey{ClientID: r.str(), Name: r.str()}
-			o.info.Dest, o.info.Selector = r.str(), r.str()
-			o.info.Created = r.varint()
+			o.Info.Key = persistence.SubKey{ClientID: r.str(), Name: r.str()}
+			o.Info.Dest, o.Info.Selector = r.str(), r.str()
+			o.Info.Created = r.varint()
 		case batchrec.OpRemoveSub:
-			o.key = persistence.SubKey{ClientID: r.str(), Name: r.str()}
+			o.Key = persistence.SubKey{ClientID: r.str(), Name: r.str()}
 		case batchrec.OpPurge:
-			o.dest = r.str()
+			o.Dest = r.str()
 		default:
-			r.fail(fmt.Sprintf("unknown operation %d", o.kind))
+			r.fail(fmt.Sprintf("unknown operation %d", o.Kind))
 		}
 		if r.err == nil {
 			ops = append(ops, o)
@@ -202,8 +195,8 @@ func messageAt(v []byte, pos uint32) ([]byte, error) {
 // subscriptions) without copying its headers or body.
 func decodeAddOp(msg []byte, o *op) error {
 	r := reader{b: msg}
-	o.seq = r.uvarint()
-	o.dest = r.str()
+	o.Seq = r.uvarint()
+	o.Dest = r.str()
 	flags := r.byte()
 	r.byte()
 	r.varint()
@@ -222,12 +215,12 @@ func decodeAddOp(msg []byte, o *op) error {
 			}
 		}
 	}
-	o.subs = r.subKeys()
+	o.Subs = r.subKeys()
 	if r.err == nil && r.off != len(msg) {
 		r.fail("trailing bytes after a message")
 	}
-	if r.err == nil && (o.dest == "" || o.seq == 0 || o.seq > maxSeq) {
-		r.fail(fmt.Sprintf("message without dest or seq (%q, %d)", o.dest, o.seq))
+	if r.err == nil && (o.Dest == "" || o.Seq == 0 || o.Seq > maxSeq) {
+		r.fail(fmt.Sprintf("message without dest or seq (%q, %d)", o.Dest, o.Seq))
 	}
 	if r.err != nil {
 		return fmt.Errorf("add: %w", r.err)

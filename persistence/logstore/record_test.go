@@ -54,7 +54,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		b.Purge("queue://ü")
 	})
 	require.Len(t, want, 8)
-	require.Nil(t, want[3].subs, "the subscriptions of a queue message are not kept")
+	require.Nil(t, want[3].Subs, "the subscriptions of a queue message are not kept")
 	got, err := decodeRecord(rec, nil)
 	require.NoError(t, err)
 	require.Equal(t, want, got)
@@ -101,7 +101,7 @@ func TestRecordTypedPart(t *testing.T) {
 	got, err := decodeRecord(rec, nil)
 	require.NoError(t, err)
 	require.Equal(t, want, got)
-	require.Equal(t, typed.Subs, got[1].subs)
+	require.Equal(t, typed.Subs, got[1].Subs)
 	require.EqualValues(t, 1, got[1].body)
 	dec := persistence.Message{Kind: persistence.BodyText, Props: persistence.Props{{Name: "stale"}}}
 	msg, err := messageAt(rec, got[0].pos)
@@ -171,15 +171,15 @@ func FuzzDecodeRecord(f *testing.F) {
 			return
 		}
 		for _, o := range ops {
-			if o.kind != batchrec.OpAdd {
+			if o.Kind != batchrec.OpAdd {
 				continue
 			}
 			msg, err := messageAt(data, o.pos)
 			require.NoError(t, err)
 			var m persistence.Message
-			require.NoError(t, decodeMessage(msg, &m, o.dest), "decodeAddOp accepted it")
-			require.Equal(t, o.seq, m.Seq)
-			require.Equal(t, o.dest, m.Dest)
+			require.NoError(t, decodeMessage(msg, &m, o.Dest), "decodeAddOp accepted it")
+			require.Equal(t, o.Seq, m.Seq)
+			require.Equal(t, o.Dest, m.Dest)
 			require.Equal(t, int(o.body), len(m.Body))
 		}
 	})

@@ -78,7 +78,7 @@ func (s *Store) Recovery() RecoveryInfo { return s.recovery }
 // checkpoint and the log after the low-water mark, and starts the writer and the
 // background checkpointer.
 func Open(ctx context.Context, o Options) (*Store, error) {
-	o, err := logshell.Prepare(ctx, o.withDefaults)
+	o, err := options.Prepare(ctx, o)
 	if err != nil {
 		return nil, err
 	}

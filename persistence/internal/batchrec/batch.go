@@ -8,25 +8,46 @@ import (
 	"github.com/activemq-go/broker/persistence/internal/groupcommit"
 )
 
-// Op is an operation other than Add as Batch recorded it; an Adapter turns it into the
-// adapter's own decoded operation. Only the fields of its Kind are set.
+// Op is an operation as Batch recorded it, or as replay decoded it: what every
+// adapter's decoded operation holds. An adapter's operation type embeds Op and adds
+// where the message is in its record; Batch fills in the Op. Only the fields of its
+// Kind are set.
 type Op struct {
 	Kind byte
-	Dest string              // Ack, Purge
-	Seq  uint64              // Ack, AckSub
-	Key  persistence.SubKey  // AckSub, RemoveSub
-	Info persistence.SubInfo // AddSub
+	Dest string               // Add, Ack, Purge (and an adapter's own kinds)
+	Seq  uint64               // Add, Ack, AckSub
+	Key  persistence.SubKey   // AckSub, RemoveSub
+	Info persistence.SubInfo  // AddSub
+	Subs []persistence.SubKey // Add of a topic message: the subscriptions it names
 }
 
-// Adapter is what Batch needs of the adapter using it. Make it a package-level variable:
-// Batch keeps a pointer to it.
+// core returns o: through it, Batch reaches the Op an adapter's operation embeds.
+func (o *Op) core() *Op { return o }
+
+// Embeds is satisfied by a pointer to an adapter's operation type O that embeds Op.
+type Embeds[O any] interface {
+	*O
+	core() *Op
+}
+
+// Adapter is what Batch needs of the adapter using it: how it frames records and the
+// Add of a message (see NewAdapter). Make it a package-level variable: Batch keeps a
+// pointer to it.
 type Adapter[O any] struct {
-	Start   func(buf []byte) []byte // starts a record in buf (the adapter's framing)
-	Op      func(Op) O              // the adapter's decoded operation for o
-	Invalid error                   // the adapter's sentinel for an invalid operation
-	// Add appends the adapter's framing of an Add of m naming subs (see CheckAdd) to
-	// rec, and returns the record and the decoded operation.
-	Add func(rec []byte, m *persistence.Message, subs []persistence.SubKey) ([]byte, O)
+	start   func(buf []byte) []byte
+	invalid error
+	add     func(rec []byte, m *persistence.Message, subs []persistence.SubKey) ([]byte, O)
+	core    func(*O) *Op
+}
+
+// NewAdapter returns the Adapter of an adapter whose operation type O embeds Op. start
+// starts a record in a buffer (the adapter's framing); invalid is the adapter's
+// sentinel for an invalid operation; add appends the adapter's framing of an Add of m
+// naming subs (see CheckAdd) to rec, and returns the record and the adapter's own
+// fields of the operation, its Op left zero (Batch fills it in).
+func NewAdapter[O any, P Embeds[O]](start func(buf []byte) []byte, invalid error,
+	add func(rec []byte, m *persistence.Message, subs []persistence.SubKey) ([]byte, O)) Adapter[O] {
+	return Adapter[O]{start: start, invalid: invalid, add: add, core: func(o *O) *Op { return P(o).core() }}
 }
 
 // Compile-time guards: a Batch is a persistence.Batch with the AsyncBatch and
@@ -41,7 +62,7 @@ var (
 // is encoded into the record as it is recorded (see the package comment), so Add
 // copies the message once, straight into the bytes that will be written, and kept,
 // decoded, in Ops, which the writer applies to the index once the record is written.
-// Add's framing is the adapter's (Adapter.Add); the commit methods are
+// Add's framing is the adapter's (NewAdapter's add); the commit methods are
 // groupcommit.Batch's.
 //
 // A Batch is used by one goroutine at a time. Once committed or rolled back it is done:
@@ -58,10 +79,10 @@ func (b *Batch[O]) Init(q *groupcommit.Queue[O], a *Adapter[O]) {
 }
 
 // Invalidf records the first invalid operation with the adapter's sentinel.
-func (b *Batch[O]) Invalidf(format string, args ...any) { b.Invalid(b.a.Invalid, format, args...) }
+func (b *Batch[O]) Invalidf(format string, args ...any) { b.Invalid(b.a.invalid, format, args...) }
 
 // Record returns the record buffer, starting it on first use.
-func (b *Batch[O]) Record() []byte { return b.Buf(b.a.Start) }
+func (b *Batch[O]) Record() []byte { return b.Buf(b.a.start) }
 
 // Add encodes m into the batch: the caller may reuse m as soon as Add returns.
 func (b *Batch[O]) Add(m *persistence.Message) {
@@ -70,15 +91,24 @@ func (b *Batch[O]) Add(m *persistence.Message) {
 		return
 	}
 	var o O
-	b.Rec, o = b.a.Add(b.Record(), m, subs)
+	b.Rec, o = b.a.add(b.Record(), m, subs)
 	b.Ops = append(b.Ops, o)
+	c := b.a.core(&b.Ops[len(b.Ops)-1]) // zero: set the fields of an Add alone
+	c.Kind, c.Dest, c.Seq, c.Subs = OpAdd, m.Dest, m.Seq, subs
+}
+
+// push appends the operation o to Ops, in place (an adapter's operation is large).
+func (b *Batch[O]) push(o Op) {
+	var zero O
+	b.Ops = append(b.Ops, zero)
+	*b.a.core(&b.Ops[len(b.Ops)-1]) = o
 }
 
 // Ack records the deletion of a message.
 func (b *Batch[O]) Ack(dest string, seq uint64) {
 	if !b.Ended {
 		b.Rec = AppendAck(b.Record(), dest, seq)
-		b.Ops = append(b.Ops, b.a.Op(Op{Kind: OpAck, Dest: dest, Seq: seq}))
+		b.push(Op{Kind: OpAck, Dest: dest, Seq: seq})
 	}
 }
 
@@ -86,7 +116,7 @@ func (b *Batch[O]) Ack(dest string, seq uint64) {
 func (b *Batch[O]) AckSub(sub persistence.SubKey, seq uint64) {
 	if !b.Ended {
 		b.Rec = AppendAckSub(b.Record(), sub, seq)
-		b.Ops = append(b.Ops, b.a.Op(Op{Kind: OpAckSub, Key: sub, Seq: seq}))
+		b.push(Op{Kind: OpAckSub, Key: sub, Seq: seq})
 	}
 }
 
@@ -98,7 +128,7 @@ func (b *Batch[O]) AddSub(info persistence.SubInfo) {
 	}
 	if !b.Ended {
 		b.Rec = AppendAddSub(b.Record(), info)
-		b.Ops = append(b.Ops, b.a.Op(Op{Kind: OpAddSub, Info: info}))
+		b.push(Op{Kind: OpAddSub, Info: info})
 	}
 }
 
@@ -106,7 +136,7 @@ func (b *Batch[O]) AddSub(info persistence.SubInfo) {
 func (b *Batch[O]) RemoveSub(sub persistence.SubKey) {
 	if !b.Ended {
 		b.Rec = AppendRemoveSub(b.Record(), sub)
-		b.Ops = append(b.Ops, b.a.Op(Op{Kind: OpRemoveSub, Key: sub}))
+		b.push(Op{Kind: OpRemoveSub, Key: sub})
 	}
 }
 
@@ -114,7 +144,7 @@ func (b *Batch[O]) RemoveSub(sub persistence.SubKey) {
 func (b *Batch[O]) Purge(dest string) {
 	if !b.Ended {
 		b.Rec = AppendPurge(b.Record(), dest)
-		b.Ops = append(b.Ops, b.a.Op(Op{Kind: OpPurge, Dest: dest}))
+		b.push(Op{Kind: OpPurge, Dest: dest})
 	}
 }
 

@@ -120,16 +120,6 @@ func Register[T any, S Store](name string, parse func(persistence.Options) (T, e
 	})
 }
 
-// Prepare is the first step of an adapter's Open: it fails for a done ctx, else fills
-// in the options' defaults and checks them (withDefaults, the adapter's).
-func Prepare[T any](ctx context.Context, withDefaults func() (T, error)) (T, error) {
-	if err := ctx.Err(); err != nil {
-		var zero T
-		return zero, err
-	}
-	return withDefaults()
-}
-
 // Init sets the shell up to record batches: Begin works, and Commit once Start ran.
 // callbacks runs the Done callbacks of asynchronous commits (nil in tests that only
 // record).

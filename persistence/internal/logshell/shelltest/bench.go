@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/activemq-go/broker/persistence"
+	"github.com/activemq-go/broker/persistence/internal/batchrec"
+	"github.com/activemq-go/broker/persistence/internal/groupcommit"
+	"github.com/activemq-go/broker/persistence/storetest"
 )
 
 // AppendLoop is the loop of a one-producer append benchmark on s: each op adds m (its
@@ -46,4 +49,28 @@ func AppendLoop(b *testing.B, s persistence.Store, m *persistence.Message, dur p
 		bt.(persistence.AsyncBatch).CommitAsync(dur, done)
 	}
 	wg.Wait()
+}
+
+// RecordLoop is the loop of a benchmark of an adapter's batch recording alone, the CPU
+// a batch spends before the writer takes it: each op records into a batch of its own
+// (through a, as the adapter's Begin records) the Add of a queue message (storetest's
+// BenchMessage) and the Ack of the one before, then rolls it back, so nothing is
+// written. It reports allocations.
+func RecordLoop[O any](b *testing.B, a *batchrec.Adapter[O]) {
+	q := groupcommit.New[O](groupcommit.Config{})
+	m := storetest.BenchMessage()
+	m.Dest = "queue://bench"
+	b.ReportAllocs()
+	b.SetBytes(int64(len(m.Body)))
+	for b.Loop() {
+		m.Seq++
+		bt := new(batchrec.Batch[O])
+		bt.Init(q, a)
+		bt.Add(m)
+		bt.Ack(m.Dest, m.Seq-1)
+		if bt.Len() != 2 {
+			b.Fatalf("recorded %d operations, want 2", bt.Len())
+		}
+		bt.Rollback()
+	}
 }
