@@ -88,8 +88,6 @@ type conn struct {
 	bc       *broker.Conn // nil until ConnectionInfo
 	clientID string
 	connID   string // the client's connection id
-	// faultTolerant: a failover: client, which said so (ConnectionControl) on a reconnect.
-	faultTolerant bool
 
 	cmds    chan ow.Command
 	readErr chan error

@@ -16,10 +16,10 @@ import (
 // handle processes one client command.
 func (c *conn) handle(ctx context.Context, cmd ow.Command) {
 	if c.bc == nil {
-		if cc, ok := cmd.(*ow.ConnectionControl); ok {
+		if _, ok := cmd.(*ow.ConnectionControl); ok {
 			// A failover: client's first command on a reconnect, before it replays its
-			// ConnectionInfo (FailoverTransport.restoreTransport): it is fault tolerant.
-			c.faultTolerant = c.faultTolerant || cc.FaultTolerant
+			// ConnectionInfo (FailoverTransport.restoreTransport, "fault tolerant"):
+			// nothing for the broker to do, as later.
 			return
 		}
 		info, ok := cmd.(*ow.ConnectionInfo)
@@ -69,11 +69,9 @@ func (c *conn) handle(ctx context.Context, cmd ow.Command) {
 		return
 	case *ow.ConnectionInfo:
 		err = &broker.Error{Message: "the connection is already open", Err: errAlreadyConnected}
-	case *ow.ConnectionControl:
-		c.faultTolerant = c.faultTolerant || cmd.FaultTolerant
 	case *ow.ConsumerControl:
 		c.onConsumerControl(cmd)
-	case *ow.FlushCommand, *ow.ControlCommand, *ow.ProducerAck, *ow.WireFormatInfo, *ow.BrokerInfo:
+	case *ow.FlushCommand, *ow.ControlCommand, *ow.ConnectionControl, *ow.ProducerAck, *ow.WireFormatInfo, *ow.BrokerInfo:
 		// Nothing for a broker to do.
 	default:
 		err = &broker.Error{Message: "unsupported command " + typeName(cmd)}
