@@ -210,6 +210,26 @@ func (s *Subscription) Revoke(n int32) bool {
 	}
 }
 
+// SetPrefetch gives a pull subscription (SubscribeRequest.Pull) a prefetch window of n
+// messages instead, and reports whether it did (a subscription that has a window
+// keeps it). OpenWire's failover: client resubscribes its consumers with prefetch 0
+// after a reconnect and restores their prefetch with a ConsumerControl once it has
+// dealt with what it held (ActiveMQ's ConnectionStateTracker). The window is capped at
+// the destination policy's maxPrefetch, and counts the messages written and not yet
+// settled; one on its way to the connection when it is called took a pull's credit and
+// comes on top. It is called on the connection's goroutine.
+func (s *Subscription) SetPrefetch(n int32) bool {
+	if !s.pull || n <= 0 {
+		return false
+	}
+	p := s.conn.b.policyFor(s.Dest.Kind, s.Dest.Name)
+	n = min(n, int32(max(p.MaxPrefetch, 1)))
+	s.pull = false
+	s.Credit.Store(n - int32(len(s.dispatched)-s.acked))
+	s.kick()
+	return true
+}
+
 // reopen gives back (or, negative, takes back) the credit of n deliveries settled (or
 // unsettled): the window of a prefetch subscription moves; a pull subscription's credit
 // comes from Grant only.

@@ -174,6 +174,22 @@ func (c *conn) settle(ctx context.Context, cons *consumer, id string, req broker
 	return err
 }
 
+// onConsumerControl restores the prefetch of a consumer a failover: client
+// resubscribed with prefetch 0 (in pull mode, until then) after a reconnect: the client
+// sends its real prefetch once it has dealt with what it held. Its MessagePulls still
+// waiting are done: their credit is part of the window.
+func (c *conn) onConsumerControl(cc *ow.ConsumerControl) {
+	cons := c.consumers[cc.ConsumerID.String()]
+	if cons == nil || !cons.pull || cc.Prefetch <= 0 {
+		return
+	}
+	for _, sub := range cons.subs {
+		sub.SetPrefetch(cc.Prefetch)
+	}
+	cons.pull = false
+	c.dropPulls(cons)
+}
+
 // onPull gives a pull consumer (prefetch 0) credit for one message. With a timeout
 // (ms; -1: none at all, receiveNoWait) a pull that finds nothing gets the empty
 // dispatch that ends the client's wait; 0 waits as long as it takes.

@@ -16,6 +16,12 @@ import (
 // handle processes one client command.
 func (c *conn) handle(ctx context.Context, cmd ow.Command) {
 	if c.bc == nil {
+		if _, ok := cmd.(*ow.ConnectionControl); ok {
+			// A failover: client's first command on a reconnect, before it replays its
+			// ConnectionInfo (FailoverTransport.restoreTransport, "fault tolerant"):
+			// nothing for the broker to do, as later.
+			return
+		}
 		info, ok := cmd.(*ow.ConnectionInfo)
 		if !ok {
 			c.log.Debug("openwire command before ConnectionInfo", slog.String("type", typeName(cmd)))
@@ -63,7 +69,9 @@ func (c *conn) handle(ctx context.Context, cmd ow.Command) {
 		return
 	case *ow.ConnectionInfo:
 		err = &broker.Error{Message: "the connection is already open", Err: errAlreadyConnected}
-	case *ow.FlushCommand, *ow.ControlCommand, *ow.ConsumerControl, *ow.ProducerAck, *ow.WireFormatInfo, *ow.BrokerInfo:
+	case *ow.ConsumerControl:
+		c.onConsumerControl(cmd)
+	case *ow.FlushCommand, *ow.ControlCommand, *ow.ConnectionControl, *ow.ProducerAck, *ow.WireFormatInfo, *ow.BrokerInfo:
 		// Nothing for a broker to do.
 	default:
 		err = &broker.Error{Message: "unsupported command " + typeName(cmd)}
@@ -331,6 +339,11 @@ func (c *conn) dropConsumer(cons *consumer) {
 	for _, s := range cons.subs {
 		delete(c.bySub, s.ID)
 	}
+	c.dropPulls(cons)
+}
+
+// dropPulls forgets the waiting pulls of cons.
+func (c *conn) dropPulls(cons *consumer) {
 	kept := c.pulls[:0]
 	for _, p := range c.pulls {
 		if p.c != cons {

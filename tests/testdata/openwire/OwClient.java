@@ -1,6 +1,6 @@
 // OwClient drives a broker through ActiveMQ's own Java client (OpenWire, JMS 1.1), one
 // scenario per subcommand, for the end-to-end tests of tests/openwire_*_test.go; its
-// scenarios are here and in OwFeatures.java (compiled together with javac):
+// scenarios are here, in OwFeatures.java and in OwFailover.java (compiled together with javac):
 //
 //   java -cp CLASSES:JARS OwClient SCENARIO BROKER_URL [key=value ...]
 //
@@ -33,7 +33,8 @@ import org.apache.activemq.command.ActiveMQMessage;
 public class OwClient {
     static final Set<String> SCENARIOS = Set.of("connect", "kinds", "send-kinds", "dump", "prefetch", "acks", "poison",
             "expired", "tx", "xa", "temp", "durable", "browser", "nolocal", "selectors", "exclusive", "groups", "scheduled",
-            "userid", "flow", "advisory", "sync-count", "drain", "load");
+            "userid", "flow", "advisory", "sync-count", "drain", "load",
+            "failover-flow", "drain-count", "failover-tx");
     static String url;
     static final Map<String, List<String>> opts = new HashMap<>();
     static long timeout; // a receive that must get a message
@@ -67,7 +68,14 @@ public class OwClient {
         try {
             return OwClient.class.getDeclaredMethod(name);
         } catch (NoSuchMethodException e) {
-            return OwFeatures.class.getDeclaredMethod(name);
+            for (Class<?> c : List.of(OwFeatures.class, OwFailover.class)) {
+                try {
+                    return c.getDeclaredMethod(name);
+                } catch (NoSuchMethodException again) {
+                    // the next class
+                }
+            }
+            throw e;
         }
     }
 
