@@ -146,11 +146,19 @@ func parseOW(out string) owResult {
 // results; a failed run fails the test with its stdout and stderr.
 func runOW(t testing.TB, url, scenario string, opts ...string) owResult {
 	t.Helper()
+	return runOWJVM(t, nil, url, scenario, opts...)
+}
+
+// runOWJVM is runOW with more options for the JVM (-Dkey=value: the client's TLS
+// trust and key stores).
+func runOWJVM(t testing.TB, jvm []string, url, scenario string, opts ...string) owResult {
+	t.Helper()
 	cp := owClasspath(t)
 	ctx, cancel := context.WithTimeout(context.Background(), owRunTimeout)
 	defer cancel()
 	// The JIT's first tier and the serial collector: a short client run starts faster.
-	args := append([]string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", cp, "OwClient", scenario, url}, opts...)
+	args := append([]string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"}, jvm...)
+	args = append(append(args, "-cp", cp, "OwClient", scenario, url), opts...)
 	cmd := exec.CommandContext(ctx, javaBinary(), args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -106,6 +106,10 @@ type conn struct {
 	held   *heldSend
 	behind []ow.Command
 
+	// monitorFrom is when the inactivity check starts: the handshake's end plus the
+	// agreed initial delay, before which the client sends no keep-alives.
+	monitorFrom time.Time
+
 	txErr      error // the outcome of the last TransactionInfo (onTransaction)
 	deliveries []*broker.Delivery
 	lastWrite  time.Time
@@ -163,7 +167,14 @@ func Serve(ctx context.Context, nc net.Conn, b *broker.Broker, cfg Config) {
 	}
 	defer c.shutdown()
 	if err := c.handshake(); err != nil {
-		c.log.Debug("openwire handshake failed", slog.Any("err", err))
+		switch {
+		case isTimeout(err):
+			c.log.Info("closing connection: no WireFormatInfo in time", slog.Duration("timeout", c.cfg.ConnectTimeout))
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed):
+			c.log.Debug("openwire handshake failed", slog.Any("err", err))
+		default:
+			c.log.Info("closing connection: openwire handshake failed", slog.Any("err", err))
+		}
 		if c.bc == nil {
 			c.b.CountRejected(broker.RejectProtocol)
 		}
@@ -213,6 +224,9 @@ func (c *conn) handshake() error {
 		_ = tc.SetNoDelay(f.TCPNoDelay)
 	}
 	c.cfg.MaxInactivityDuration = time.Duration(f.MaxInactivityDuration) * time.Millisecond
+	// As ActiveMQ's inactivity monitor, on both sides, the check starts after the
+	// initial delay: the client's keep-alives only then.
+	c.monitorFrom = time.Now().Add(time.Duration(f.MaxInactivityDurationInitialDelay) * time.Millisecond)
 	name := c.b.Name()
 	if err := c.write(&ow.BrokerInfo{BrokerID: &ow.BrokerID{Value: "ID:" + name}, BrokerName: name, BrokerURL: c.cfg.BrokerURL}); err != nil {
 		return err
@@ -226,12 +240,12 @@ func (c *conn) handshake() error {
 
 // read decodes commands for the owner until the connection fails. The first, the
 // client's ConnectionInfo, is read under the handshake's deadline; the later ones under
-// the inactivity check's.
+// the inactivity check's, which allows the initial delay first.
 func (c *conn) read() {
 	for first := true; ; first = false {
 		if !first {
 			if d := c.cfg.MaxInactivityDuration; d > 0 {
-				_ = c.nc.SetReadDeadline(time.Now().Add(d))
+				_ = c.nc.SetReadDeadline(later(time.Now(), c.monitorFrom).Add(d))
 			} else {
 				_ = c.nc.SetReadDeadline(time.Time{})
 			}
@@ -317,6 +331,8 @@ func (c *conn) readFailed(err error) {
 			slog.Int64("size", tooBig.Size), slog.Int64("maxFrameSize", tooBig.Max))
 		c.connectionError("java.io.IOException", "Frame size of "+itoa(tooBig.Size)+" larger than max allowed "+itoa(tooBig.Max))
 	case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
+	case isTimeout(err) && c.bc == nil:
+		c.log.Info("closing connection: no ConnectionInfo in time", slog.Duration("timeout", c.cfg.ConnectTimeout))
 	case isTimeout(err):
 		c.log.Info("openwire client inactive past maxInactivityDuration: connection closed",
 			slog.Duration("maxInactivityDuration", c.cfg.MaxInactivityDuration))
@@ -326,6 +342,13 @@ func (c *conn) readFailed(err error) {
 	default:
 		c.log.Debug("openwire read failed", slog.Any("err", err))
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func isTimeout(err error) bool {

@@ -33,7 +33,7 @@ import org.apache.activemq.command.ActiveMQMessage;
 public class OwClient {
     static final Set<String> SCENARIOS = Set.of("connect", "kinds", "send-kinds", "dump", "prefetch", "acks", "poison",
             "expired", "tx", "xa", "temp", "durable", "browser", "nolocal", "selectors", "exclusive", "groups", "scheduled",
-            "userid", "flow", "advisory", "sync-count", "drain", "load");
+            "userid", "flow", "advisory", "sync-count", "drain", "load", "secure", "big", "idle");
     static String url;
     static final Map<String, List<String>> opts = new HashMap<>();
     static long timeout; // a receive that must get a message
@@ -67,7 +67,11 @@ public class OwClient {
         try {
             return OwClient.class.getDeclaredMethod(name);
         } catch (NoSuchMethodException e) {
-            return OwFeatures.class.getDeclaredMethod(name);
+            try {
+                return OwFeatures.class.getDeclaredMethod(name);
+            } catch (NoSuchMethodException e2) {
+                return OwEdges.class.getDeclaredMethod(name);
+            }
         }
     }
 
