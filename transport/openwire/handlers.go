@@ -147,7 +147,7 @@ func (c *conn) onConnection(ctx context.Context, info *ow.ConnectionInfo) {
 		ClientID: info.ClientID, Login: info.UserName, HasLogin: info.UserName != "", Passcode: info.Password,
 		RemoteAddr: c.nc.RemoteAddr().String(), PeerCertificates: peerCertificates(c.nc),
 		Protocol: broker.ProtocolOpenWire, Connector: c.cfg.Connector,
-		Version: "openwire/" + strconv.Itoa(c.w.Format().Version), MessageIDs: true,
+		Version: strconv.Itoa(c.w.Format().Version), MessageIDs: true,
 		Resumes: connectionID(info),
 	})
 	if errors.Is(err, broker.ErrLoginThrottled) {

@@ -33,7 +33,7 @@ import org.apache.activemq.command.ActiveMQMessage;
 public class OwClient {
     static final Set<String> SCENARIOS = Set.of("connect", "kinds", "send-kinds", "dump", "prefetch", "acks", "poison",
             "expired", "tx", "xa", "temp", "durable", "browser", "nolocal", "selectors", "exclusive", "groups", "scheduled",
-            "userid", "flow", "advisory", "sync-count", "drain", "load", "secure", "big", "idle");
+            "userid", "flow", "advisory", "sync-count", "drain", "load", "secure", "big", "idle", "hold");
     static String url;
     static final Map<String, List<String>> opts = new HashMap<>();
     static long timeout; // a receive that must get a message

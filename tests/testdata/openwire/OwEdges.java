@@ -80,4 +80,20 @@ class OwEdges extends OwClient {
         } catch (JMSException closedAlready) {
         }
     }
+
+    // hold opens a connection (client id: client) with a consumer and a producer of
+    // dest, sends and receives one message, then holds it all open until a message
+    // comes on dest.release (at most hold ms): what operators see of a client.
+    static void hold() throws Exception {
+        ActiveMQConnection c = open(url, opt("client", "ow-hold"));
+        Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
+        Queue q = s.createQueue(dest());
+        MessageConsumer cons = s.createConsumer(q);
+        MessageProducer p = s.createProducer(q);
+        p.send(s.createTextMessage("held"));
+        out("received", body(cons.receive(timeout)));
+        MessageConsumer release = s.createConsumer(s.createQueue(dest() + ".release"));
+        out("released", release.receive(num("hold", 60000)) != null);
+        c.close();
+    }
 }
