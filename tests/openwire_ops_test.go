@@ -124,3 +124,43 @@ func TestOpenWireOperations(t *testing.T) {
 		return removed["ActiveMQ.Advisory.Connection"] && removed["ActiveMQ.Advisory.Consumer.Queue."+q]
 	})
 }
+
+// TestOpenWireProducerAdvisories: a STOMP subscriber of ActiveMQ.Advisory.Producer.Queue.Q
+// hears an OpenWire client's producer of Q come (ProducerInfo, producerCount 1) and go
+// (RemoveInfo, producerCount 0); one that subscribes while it is there hears it first.
+func TestOpenWireProducerAdvisories(t *testing.T) {
+	forEachOWTarget(t, func(t *testing.T, tg owTarget, b owBroker) {
+		q := owName(t, "q")
+		topic := "/topic/ActiveMQ.Advisory.Producer.Queue." + q
+		first, _ := advConnect(t, b.Stomp)
+		subscribeReceipted(t, first, "1", topic)
+		wait := startOW(t, nil, b.URL, "hold", "dest="+q, "client="+owName(t, "client"))
+		added := nextAdvisory(t, first)
+		t.Logf("%s: %s\n%s", tg.name, added.f.Header, added.f.Body)
+		assert.Equal(t, "ProducerInfo", added.Command)
+		assert.Equal(t, "1", added.Header("producerCount"))
+		assert.Equal(t, q, added.String("destination.string"))
+		assert.Equal(t, "ActiveMQQueue", added.String("destination.@class"))
+
+		late, _ := advConnect(t, b.Stomp)
+		fenceTopic := "/topic/" + owName(t, "fence")
+		subscribeReceipted(t, late, "fence", fenceTopic)
+		var replayed []advisory
+		for _, f := range subscribeReceipted(t, late, "1", topic) {
+			replayed = append(replayed, parseAdvisory(t, f))
+		}
+		replayed = append(replayed, fence(t, late, fenceTopic, 1)...)
+		require.Len(t, replayed, 1)
+		assert.Equal(t, added.Fields, replayed[0].Fields)
+
+		release := dial(t, b.Stomp)
+		require.NoError(t, release.Send("/queue/"+q+".release", "text/plain", []byte("release"), stomp.SendOpt.Receipt))
+		assert.Equal(t, "true", wait().get("released"))
+		removed := nextAdvisory(t, first)
+		t.Logf("%s: %s\n%s", tg.name, removed.f.Header, removed.f.Body)
+		assert.Equal(t, "RemoveInfo", removed.Command)
+		assert.Equal(t, "0", removed.Header("producerCount"))
+		assert.Equal(t, "ProducerId", removed.String("objectId.@class"))
+		assert.Equal(t, added.Field("producerId.connectionId"), removed.Field("objectId.connectionId"))
+	})
+}
