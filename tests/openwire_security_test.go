@@ -97,6 +97,7 @@ func TestOpenWireCertificateUsers(t *testing.T) {
 	r := runOWJVM(t, append(trust, javaKeyStore(t, known)...), url, "secure", "allowed=USERS."+owName(t, "cert"), "denied=FOO")
 	assert.Equal(t, "ok", r.get("connect"))
 	assert.Equal(t, "allowed/certuser", r.get("received"))
+	assert.Equal(t, "JMSSecurityException: User certuser is not authorized to write to: queue://FOO", r.get("denied_producer"))
 	assert.Equal(t, "JMSSecurityException: User certuser is not authorized to write to: queue://FOO", r.get("denied"))
 	assert.Equal(t, "after-denied/certuser", r.get("after_denied"))
 	assert.Equal(t, "ok", r.get("temp"))
@@ -112,7 +113,8 @@ const owTempRights = "read: users, write: users, admin: users"
 // TestOpenWireSecurity: with the users and authorization entries of the security
 // expectations (plus tempDestination rights for users), ActiveMQ's client against
 // ActiveMQ 5.17 and against ours: a wrong password is a JMSSecurityException at
-// connect; a send the entries deny throws and the connection carries on; a temporary
+// connect; a producer and a send the entries deny throw (the producer when it is
+// made) and the connection carries on; a temporary
 // queue is created only by a group the tempDestination rights name.
 func TestOpenWireSecurity(t *testing.T) {
 	pw := secPasswords()
@@ -147,6 +149,7 @@ func TestOpenWireSecurity(t *testing.T) {
 			r = runOW(t, url, "secure", "user=user", "password="+pw["user"], "allowed=USERS."+owName(t, "q"), "denied=FOO")
 			assert.Equal(t, "ok", r.get("connect"))
 			assert.Equal(t, "allowed/user", r.get("received"))
+			assert.Equal(t, "JMSSecurityException: User user is not authorized to write to: queue://FOO", r.get("denied_producer"))
 			assert.Equal(t, "JMSSecurityException: User user is not authorized to write to: queue://FOO", r.get("denied"))
 			assert.Equal(t, "after-denied/user", r.get("after_denied"))
 			assert.Equal(t, "ok", r.get("temp"))

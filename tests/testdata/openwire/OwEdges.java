@@ -10,9 +10,9 @@ import org.apache.activemq.ActiveMQConnection;
 class OwEdges extends OwClient {
     // secure connects with the options' user and password (or a certificate: the JVM's
     // key store), then: a round trip on allowed (default dest), a send to denied if
-    // given and a round trip after it, and a round trip on a temporary queue. It prints
-    // connect (ok or the exception), received (body/JMSXUserID), denied, after_denied,
-    // temp.
+    // given (its producer made, then a send) and a round trip after it, and a round
+    // trip on a temporary queue. It prints connect (ok or the exception), received
+    // (body/JMSXUserID), denied_producer, denied, after_denied, temp.
     static void secure() throws Exception {
         ActiveMQConnection c;
         try {
@@ -27,6 +27,7 @@ class OwEdges extends OwClient {
         out("received", roundTrip(s, s.createQueue(allowed), "allowed"));
         String denied = opt("denied", null);
         if (denied != null) {
+            attempt("denied_producer", () -> s.createProducer(s.createQueue(denied)).close());
             attempt("denied", () -> sendTexts(s, s.createQueue(denied), "denied"));
             out("after_denied", roundTrip(s, s.createQueue(allowed), "after-denied"));
         }
