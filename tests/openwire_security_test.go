@@ -11,9 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	ow "github.com/activemq-go/broker/internal/openwire"
 )
 
 // OpenWire over TLS and OpenWire's security: ActiveMQ's own client with a trust store
@@ -55,10 +58,12 @@ func javaKeyStore(t testing.TB, c tls.Certificate) []string {
 }
 
 // TestOpenWireTLS: ssl:// and nio+ssl:// connectors serve ActiveMQ's client with the
-// sslContext certificate, which the client verifies against its trust store.
+// sslContext certificate, which the client verifies against its trust store; a
+// plain-text OpenWire client on the TLS port is dropped and counted as a failed TLS
+// handshake, as a STOMP one is.
 func TestOpenWireTLS(t *testing.T) {
 	pki := newTestPKI(t)
-	b := startSecBroker(t, secBroker{Open: true, Extra: pki.sslContextYAML(false), Connectors: []string{
+	b := startSecBroker(t, secBroker{Open: true, Extra: pki.sslContextYAML(false), Env: []string{adminEnv}, Connectors: []string{
 		"stomp", "stomp://127.0.0.1:0", "ssl", "ssl://127.0.0.1:0", "nio-ssl", "nio+ssl://127.0.0.1:0",
 	}})
 	trust := pki.javaTrustStore(t)
@@ -70,6 +75,19 @@ func TestOpenWireTLS(t *testing.T) {
 		})
 	}
 	assert.Contains(t, b.Log(), "transport=openwire+tls")
+
+	plain := dialOWRaw(t, b.connectorAddr("ssl"))
+	plain.write(ow.NewWireFormatInfo(ow.Format{Version: ow.Version}))
+	plain.expectClosed(raceScaled(20 * time.Second))
+	a := newAPI(t, "http://"+statsAddr(t, b))
+	eventually(t, 10*time.Second, "the failed TLS handshake counted", func() bool {
+		_, metrics, _ := a.call("GET", "/metrics", "")
+		n, _ := metricSum(string(metrics), "broker_connections_rejected_total", "reason", "tls")
+		return n == 1
+	})
+	_, metrics, _ := a.call("GET", "/metrics", "")
+	n, _ := metricSum(string(metrics), "broker_connections_rejected_total", "reason", "protocol")
+	assert.Zero(t, n, "a failed TLS handshake counted as a protocol failure")
 }
 
 // TestOpenWireCertificateUsers: on ssl:// with needClientAuth, the certificateUsers

@@ -20,6 +20,7 @@ package openwire
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -167,21 +168,35 @@ func Serve(ctx context.Context, nc net.Conn, b *broker.Broker, cfg Config) {
 	}
 	defer c.shutdown()
 	if err := c.handshake(); err != nil {
-		switch {
-		case isTimeout(err):
-			c.log.Info("closing connection: no WireFormatInfo in time", slog.Duration("timeout", c.cfg.ConnectTimeout))
-		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed):
-			c.log.Debug("openwire handshake failed", slog.Any("err", err))
-		default:
-			c.log.Info("closing connection: openwire handshake failed", slog.Any("err", err))
-		}
-		if c.bc == nil {
-			c.b.CountRejected(broker.RejectProtocol)
-		}
+		c.handshakeFailed(err)
 		return
 	}
 	go c.read()
 	c.loop(ctx)
+}
+
+// handshakeFailed logs and counts a connection that ended in its handshake, as STOMP's
+// sessions count theirs: a failed TLS handshake (a plain-text client on ssl://), or no
+// valid WireFormatInfo in time. A client that leaves without a word is not counted.
+func (c *conn) handshakeFailed(err error) {
+	quiet := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
+	if tc, ok := c.nc.(*tls.Conn); ok && !tc.ConnectionState().HandshakeComplete {
+		c.log.Debug("openwire TLS handshake failed", slog.Any("err", err))
+		if !errors.Is(err, io.EOF) {
+			c.b.CountRejected(broker.RejectTLS)
+		}
+		return
+	}
+	switch {
+	case quiet:
+		c.log.Debug("openwire handshake failed", slog.Any("err", err))
+		return
+	case isTimeout(err):
+		c.log.Info("closing connection: no WireFormatInfo in time", slog.Duration("timeout", c.cfg.ConnectTimeout))
+	default:
+		c.log.Info("closing connection: openwire handshake failed", slog.Any("err", err))
+	}
+	c.b.CountRejected(broker.RejectProtocol)
 }
 
 // handshake exchanges WireFormatInfo (ours first, as ActiveMQ's broker does), agrees on
