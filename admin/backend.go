@@ -98,8 +98,9 @@ type Connection struct {
 	ClientID      string    `json:"client_id,omitempty"`
 	User          string    `json:"user,omitempty"`
 	Remote        string    `json:"remote"`
+	Protocol      string    `json:"protocol"` // stomp, stomp_ws or openwire (the metrics' label)
 	Connector     string    `json:"connector,omitempty"`
-	Version       string    `json:"version,omitempty"`
+	Version       string    `json:"version,omitempty"` // the protocol's version agreed
 	ConnectedAt   time.Time `json:"connected_at"`
 	Subscriptions int       `json:"subscriptions"`
 }

@@ -351,7 +351,7 @@ func (bb *BrokerBackend) Connections() []Connection {
 	cs := bb.m.Connections()
 	out := make([]Connection, len(cs))
 	for i, c := range cs {
-		out[i] = Connection{ID: c.ID, ClientID: c.ClientID, User: c.User, Remote: c.RemoteAddr, Connector: c.Connector,
+		out[i] = Connection{ID: c.ID, ClientID: c.ClientID, User: c.User, Remote: c.RemoteAddr, Protocol: c.Protocol.String(), Connector: c.Connector,
 			Version: c.Version, ConnectedAt: c.ConnectedAt, Subscriptions: c.Subscriptions}
 	}
 	return out

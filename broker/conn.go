@@ -70,9 +70,10 @@ type Conn struct {
 	subject    *security.Subject // who the connection acts as; never nil
 	lastAuth   authDecision      // owned by the connection's goroutine
 	proto      Protocol
-	ownIDs     bool        // the client names its messages (ConnectInfo.MessageIDs)
-	resume     string      // ConnectInfo.Resumes
-	blocked    atomic.Bool // a SEND is held by producer flow control (SetBlocked)
+	ownIDs     bool                // the client names its messages (ConnectInfo.MessageIDs)
+	resume     string              // ConnectInfo.Resumes
+	blocked    atomic.Bool         // a SEND is held by producer flow control (SetBlocked)
+	producers  map[ProducerID]bool // an OpenWire client's producers of one destination (producers.go)
 
 	mu      sync.Mutex // guards out, nextTag, notices and kickReason
 	out     []*Delivery

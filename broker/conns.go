@@ -202,7 +202,7 @@ func (cs *connections) list() []management.ConnectionInfo {
 		if !c.internal {
 			out = append(out, management.ConnectionInfo{
 				ID: c.ID, ClientID: c.ClientID, User: c.subject.User, RemoteAddr: c.RemoteAddr,
-				Connector: c.connector, Version: c.version, ConnectedAt: c.connectedAt,
+				Protocol: c.proto, Connector: c.connector, Version: c.version, ConnectedAt: c.connectedAt,
 				Subscriptions: int(c.nsubs.Load()), Received: c.received.Load(), Delivered: c.delivered.Load(),
 			})
 		}

@@ -146,22 +146,43 @@ func parseOW(out string) owResult {
 // results; a failed run fails the test with its stdout and stderr.
 func runOW(t testing.TB, url, scenario string, opts ...string) owResult {
 	t.Helper()
+	return runOWJVM(t, nil, url, scenario, opts...)
+}
+
+// runOWJVM is runOW with more options for the JVM (-Dkey=value: the client's TLS
+// trust and key stores).
+func runOWJVM(t testing.TB, jvm []string, url, scenario string, opts ...string) owResult {
+	t.Helper()
+	return startOW(t, jvm, url, scenario, opts...)()
+}
+
+// startOW starts scenario as runOWJVM runs it and returns at once; wait, called from
+// the test's goroutine, waits for its end and returns its results.
+func startOW(t testing.TB, jvm []string, url, scenario string, opts ...string) (wait func() owResult) {
+	t.Helper()
 	cp := owClasspath(t)
 	ctx, cancel := context.WithTimeout(context.Background(), owRunTimeout)
-	defer cancel()
+	t.Cleanup(cancel)
 	// The JIT's first tier and the serial collector: a short client run starts faster.
-	args := append([]string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", cp, "OwClient", scenario, url}, opts...)
+	args := append([]string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"}, jvm...)
+	args = append(append(args, "-cp", cp, "OwClient", scenario, url), opts...)
 	cmd := exec.CommandContext(ctx, javaBinary(), args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	began := time.Now()
-	err := cmd.Run()
-	if err != nil {
-		t.Fatalf("OwClient %s %s %v: %v after %.1fs\nstdout:\n%s\nstderr:\n%s", scenario, url, opts, err, time.Since(began).Seconds(), stdout.String(), stderr.String())
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("OwClient %s: %v", scenario, err)
 	}
-	r := parseOW(stdout.String())
-	t.Logf("OwClient %s (%.1fs):\n%s", scenario, time.Since(began).Seconds(), strings.TrimRight(r.stdout, "\n"))
-	return r
+	return func() owResult {
+		t.Helper()
+		defer cancel()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("OwClient %s %s %v: %v after %.1fs\nstdout:\n%s\nstderr:\n%s", scenario, url, opts, err, time.Since(began).Seconds(), stdout.String(), stderr.String())
+		}
+		r := parseOW(stdout.String())
+		t.Logf("OwClient %s (%.1fs):\n%s", scenario, time.Since(began).Seconds(), strings.TrimRight(r.stdout, "\n"))
+		return r
+	}
 }
 
 // owSeq numbers the destinations of the OpenWire tests: a shared ActiveMQ outlives a

@@ -97,10 +97,10 @@ func seed(f *fakeBackend) {
 	}
 
 	f.conns = []admin.Connection{
-		{ID: "ID:broker-eu-1-1714561200000-c41", ClientID: "order-service-1", User: "orders", Remote: "10.20.1.14:51122", Connector: "stomp", Version: "1.2", ConnectedAt: now.Add(-(26*time.Hour + 4*time.Minute)), Subscriptions: 1},
-		{ID: "ID:broker-eu-1-1714561200000-c42", ClientID: "order-service-2", User: "orders", Remote: "10.20.1.15:40318", Connector: "stomp", Version: "1.2", ConnectedAt: now.Add(-(26*time.Hour + 3*time.Minute)), Subscriptions: 1},
-		{ID: "ID:broker-eu-1-1714561200000-c57", ClientID: "pricing-cache", User: "pricing", Remote: "10.20.3.2:38801", Connector: "stomp+ssl", Version: "1.2", ConnectedAt: now.Add(-(5*time.Hour + 41*time.Minute)), Subscriptions: 2},
-		{ID: "ID:broker-eu-1-1714561200000-c63", User: "dashboard", Remote: "192.0.2.44:61002", Connector: "ws", Version: "1.1", ConnectedAt: now.Add(-(12 * time.Minute)), Subscriptions: 3},
+		{ID: "ID:broker-eu-1-1714561200000-c41", ClientID: "order-service-1", User: "orders", Remote: "10.20.1.14:51122", Protocol: "stomp", Connector: "stomp", Version: "1.2", ConnectedAt: now.Add(-(26*time.Hour + 4*time.Minute)), Subscriptions: 1},
+		{ID: "ID:broker-eu-1-1714561200000-c42", ClientID: "order-service-2", User: "orders", Remote: "10.20.1.15:40318", Protocol: "stomp", Connector: "stomp", Version: "1.2", ConnectedAt: now.Add(-(26*time.Hour + 3*time.Minute)), Subscriptions: 1},
+		{ID: "ID:broker-eu-1-1714561200000-c57", ClientID: "pricing-cache", User: "pricing", Remote: "10.20.3.2:38801", Protocol: "stomp", Connector: "stomp+ssl", Version: "1.2", ConnectedAt: now.Add(-(5*time.Hour + 41*time.Minute)), Subscriptions: 2},
+		{ID: "ID:broker-eu-1-1714561200000-c63", User: "dashboard", Remote: "192.0.2.44:61002", Protocol: "stomp_ws", Connector: "ws", Version: "1.1", ConnectedAt: now.Add(-(12 * time.Minute)), Subscriptions: 3},
 	}
 
 	f.streams["/queue/events"] = admin.Stream{

@@ -102,8 +102,11 @@ func rightVerb(r security.Rights) string {
 // queue://X"); it is counted, and logged once a minute with the number held back.
 func (a *Control) Denied(user, conn, remote string, r security.Rights, d destinations.Name) error {
 	what := d.Qualified()
-	if d.Kind == destinations.TempQueue || d.Kind == destinations.TempTopic {
-		what = d.String()
+	switch d.Kind { // ActiveMQ's names of temporary destinations, as an OpenWire client knows them
+	case destinations.TempQueue:
+		what = "temp-queue://" + d.Name
+	case destinations.TempTopic:
+		what = "temp-topic://" + d.Name
 	}
 	op := management.OpSubscribe
 	switch r {

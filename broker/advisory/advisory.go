@@ -7,6 +7,9 @@
 //	ActiveMQ.Advisory.Consumer.Topic.<name>    (RemoveInfo, also when the slow-consumer strategy aborts
 //	                                           it; RemoveSubscriptionInfo for a deleted durable
 //	                                           subscription), header consumerCount
+//	ActiveMQ.Advisory.Producer.Queue.<name>    a producer of the destination added (ProducerInfo) or
+//	ActiveMQ.Advisory.Producer.Topic.<name>    removed (RemoveInfo, also when its connection closes),
+//	                                           header producerCount: OpenWire's (producers.go)
 //	ActiveMQ.Advisory.Queue, .Topic,           a destination created (DestinationInfo, operationType 0)
 //	.TempQueue, .TempTopic                     or removed (operationType 1)
 //	ActiveMQ.Advisory.Expired.Queue.<name>,    a message expired (the message, without its body),
@@ -18,9 +21,10 @@
 //	                                           advisoryForSlowConsumers, off by default as in
 //	                                           ActiveMQ; ConsumerInfo, header consumerId)
 //
-// The Producer topics get nothing, as from ActiveMQ: its STOMP transport registers one
-// producer per connection, without a destination, and such a producer is not announced
-// (anonymousProducerAdvisorySupport is off by default), so no STOMP SEND ever is.
+// The Producer topics hear of OpenWire clients' producers only, as from ActiveMQ: its
+// STOMP transport registers one producer per connection, without a destination, and
+// such a producer is not announced (anonymousProducerAdvisorySupport is off by
+// default), so no STOMP SEND ever is.
 //
 // Every advisory is a non-persistent topic message with the headers type:Advisory,
 // originBrokerName, originBrokerId, originBrokerURL and transformation:jms-advisory-json,
@@ -30,7 +34,8 @@
 // As in ActiveMQ, a new subscription first gets what is already there: one of
 // ActiveMQ.Advisory.Connection the open connections; one of .Queue, .Topic (each for
 // its own kind) the existing destinations, of .TempQueue or .TempTopic the temporary
-// ones; one under ActiveMQ.Advisory.Consumer. (a wildcard too) the existing consumers.
+// ones; one under ActiveMQ.Advisory.Consumer. (a wildcard too) the existing consumers,
+// one under ActiveMQ.Advisory.Producer. the existing producers.
 // Consumers of advisory topics are not announced.
 //
 // Advisory topics are topics like others for authorization: subscribing needs read on
@@ -152,6 +157,7 @@ type Advisories struct {
 	// What replays tell of, each with its place in the order of events.
 	conns     map[string]connEntry                     // by Conn.ID
 	consumers map[*destinations.Consumer]consumerEntry // but those of advisory topics
+	producers map[producerKey]producerEntry            // of one destination each
 	dests     map[destinations.Name]*dest              // by resolved name (Kind Queue or Topic)
 }
 
@@ -190,6 +196,7 @@ func New(c Config) *Advisories {
 		id:        c.ID,
 		conns:     map[string]connEntry{},
 		consumers: map[*destinations.Consumer]consumerEntry{},
+		producers: map[producerKey]producerEntry{},
 		dests:     map[destinations.Name]*dest{},
 	}
 }

@@ -26,6 +26,7 @@ func (a *Advisories) Disconnected(id string) {
 		return
 	}
 	delete(a.conns, id)
+	a.producersGoneLocked(id)
 	a.publishLocked(connectionTopic, nil, func() (any, []string) { return removeConnectionJSON(id), nil })
 }
 
@@ -211,4 +212,5 @@ func (a *Advisories) replayLocked(s *Consumer) {
 			a.consumerLocked(a.consumers[c].c, s, false)
 		}
 	}
+	a.replayProducersLocked(s)
 }

@@ -180,7 +180,8 @@ func (m *Manager) MemoryUsage() (used, limit int64) { return m.c.Memory.Used() }
 // ConnectionInfo describes one client connection.
 type ConnectionInfo struct {
 	ID, ClientID, User, RemoteAddr string
-	Connector, Version             string
+	Protocol                       Protocol
+	Connector, Version             string // Version: the protocol's version agreed
 	ConnectedAt                    time.Time
 	Subscriptions                  int
 	Received, Delivered            int64

@@ -20,6 +20,7 @@ package openwire
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -106,6 +107,10 @@ type conn struct {
 	held   *heldSend
 	behind []ow.Command
 
+	// monitorFrom is when the inactivity check starts: the handshake's end plus the
+	// agreed initial delay, before which the client sends no keep-alives.
+	monitorFrom time.Time
+
 	txErr      error // the outcome of the last TransactionInfo (onTransaction)
 	deliveries []*broker.Delivery
 	lastWrite  time.Time
@@ -163,14 +168,35 @@ func Serve(ctx context.Context, nc net.Conn, b *broker.Broker, cfg Config) {
 	}
 	defer c.shutdown()
 	if err := c.handshake(); err != nil {
-		c.log.Debug("openwire handshake failed", slog.Any("err", err))
-		if c.bc == nil {
-			c.b.CountRejected(broker.RejectProtocol)
-		}
+		c.handshakeFailed(err)
 		return
 	}
 	go c.read()
 	c.loop(ctx)
+}
+
+// handshakeFailed logs and counts a connection that ended in its handshake, as STOMP's
+// sessions count theirs: a failed TLS handshake (a plain-text client on ssl://), or no
+// valid WireFormatInfo in time. A client that leaves without a word is not counted.
+func (c *conn) handshakeFailed(err error) {
+	quiet := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
+	if tc, ok := c.nc.(*tls.Conn); ok && !tc.ConnectionState().HandshakeComplete {
+		c.log.Debug("openwire TLS handshake failed", slog.Any("err", err))
+		if !errors.Is(err, io.EOF) {
+			c.b.CountRejected(broker.RejectTLS)
+		}
+		return
+	}
+	switch {
+	case quiet:
+		c.log.Debug("openwire handshake failed", slog.Any("err", err))
+		return
+	case isTimeout(err):
+		c.log.Info("closing connection: no WireFormatInfo in time", slog.Duration("timeout", c.cfg.ConnectTimeout))
+	default:
+		c.log.Info("closing connection: openwire handshake failed", slog.Any("err", err))
+	}
+	c.b.CountRejected(broker.RejectProtocol)
 }
 
 // handshake exchanges WireFormatInfo (ours first, as ActiveMQ's broker does), agrees on
@@ -213,6 +239,9 @@ func (c *conn) handshake() error {
 		_ = tc.SetNoDelay(f.TCPNoDelay)
 	}
 	c.cfg.MaxInactivityDuration = time.Duration(f.MaxInactivityDuration) * time.Millisecond
+	// As ActiveMQ's inactivity monitor, on both sides, the check starts after the
+	// initial delay: the client's keep-alives only then.
+	c.monitorFrom = time.Now().Add(time.Duration(f.MaxInactivityDurationInitialDelay) * time.Millisecond)
 	name := c.b.Name()
 	if err := c.write(&ow.BrokerInfo{BrokerID: &ow.BrokerID{Value: "ID:" + name}, BrokerName: name, BrokerURL: c.cfg.BrokerURL}); err != nil {
 		return err
@@ -226,12 +255,12 @@ func (c *conn) handshake() error {
 
 // read decodes commands for the owner until the connection fails. The first, the
 // client's ConnectionInfo, is read under the handshake's deadline; the later ones under
-// the inactivity check's.
+// the inactivity check's, which allows the initial delay first.
 func (c *conn) read() {
 	for first := true; ; first = false {
 		if !first {
 			if d := c.cfg.MaxInactivityDuration; d > 0 {
-				_ = c.nc.SetReadDeadline(time.Now().Add(d))
+				_ = c.nc.SetReadDeadline(later(time.Now(), c.monitorFrom).Add(d))
 			} else {
 				_ = c.nc.SetReadDeadline(time.Time{})
 			}
@@ -317,6 +346,8 @@ func (c *conn) readFailed(err error) {
 			slog.Int64("size", tooBig.Size), slog.Int64("maxFrameSize", tooBig.Max))
 		c.connectionError("java.io.IOException", "Frame size of "+itoa(tooBig.Size)+" larger than max allowed "+itoa(tooBig.Max))
 	case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
+	case isTimeout(err) && c.bc == nil:
+		c.log.Info("closing connection: no ConnectionInfo in time", slog.Duration("timeout", c.cfg.ConnectTimeout))
 	case isTimeout(err):
 		c.log.Info("openwire client inactive past maxInactivityDuration: connection closed",
 			slog.Duration("maxInactivityDuration", c.cfg.MaxInactivityDuration))
@@ -326,6 +357,13 @@ func (c *conn) readFailed(err error) {
 	default:
 		c.log.Debug("openwire read failed", slog.Any("err", err))
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func isTimeout(err error) bool {

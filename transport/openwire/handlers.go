@@ -47,7 +47,7 @@ func (c *conn) handle(ctx context.Context, cmd ow.Command) {
 	case *ow.ConsumerInfo:
 		err = c.onConsumer(ctx, cmd)
 	case *ow.ProducerInfo:
-		c.producers[cmd.ProducerID.String()] = &producer{id: cmd.ProducerID, window: cmd.WindowSize}
+		err = c.onProducer(cmd)
 	case *ow.TransactionInfo:
 		if c.onTransaction(ctx, cmd) {
 			return
@@ -155,7 +155,7 @@ func (c *conn) onConnection(ctx context.Context, info *ow.ConnectionInfo) {
 		ClientID: info.ClientID, Login: info.UserName, HasLogin: info.UserName != "", Passcode: info.Password,
 		RemoteAddr: c.nc.RemoteAddr().String(), PeerCertificates: peerCertificates(c.nc),
 		Protocol: broker.ProtocolOpenWire, Connector: c.cfg.Connector,
-		Version: "openwire/" + strconv.Itoa(c.w.Format().Version), MessageIDs: true,
+		Version: strconv.Itoa(c.w.Format().Version), MessageIDs: true,
 		Resumes: connectionID(info),
 	})
 	if errors.Is(err, broker.ErrLoginThrottled) {
@@ -320,17 +320,55 @@ func (c *conn) onRemove(ctx context.Context, r *ow.RemoveInfo) error {
 					c.dropConsumer(cons)
 				}
 			}
+			for _, p := range c.producers {
+				if p.id.SessionID == id.Value && p.id.ConnectionID == id.ConnectionID {
+					c.dropProducer(p.id)
+				}
+			}
 			s.Close()
 			delete(c.sessions, sid)
 		}
 	case *ow.ProducerID:
-		delete(c.producers, id.String())
+		c.dropProducer(id)
 	case *ow.ConnectionID:
 		// The broker connection ends now (what the client held goes back); the socket
 		// stays for the client's ShutdownInfo, which follows, as with ActiveMQ.
 		c.bc.Close()
 	}
 	return nil
+}
+
+// onProducer registers a producer: with the broker, which authorizes and announces a
+// producer of one destination, and here, for its window.
+func (c *conn) onProducer(p *ow.ProducerInfo) error {
+	if p.ProducerID == nil {
+		return &broker.Error{Message: "ProducerInfo without a producer id"}
+	}
+	var dest *broker.Destination
+	if p.Destination != nil {
+		ds, err := toDestinations(p.Destination)
+		if err != nil {
+			return &broker.Error{Message: err.Error(), Err: broker.ErrInvalidDestination}
+		}
+		if len(ds) == 1 { // a composite destination's producer is announced by nobody
+			dest = &ds[0]
+		}
+	}
+	if err := c.bc.AddProducer(producerID(p.ProducerID), dest, p.WindowSize); err != nil {
+		return err
+	}
+	c.producers[p.ProducerID.String()] = &producer{id: p.ProducerID, window: p.WindowSize}
+	return nil
+}
+
+// dropProducer forgets a producer, here and with the broker.
+func (c *conn) dropProducer(id *ow.ProducerID) {
+	delete(c.producers, id.String())
+	c.bc.RemoveProducer(producerID(id))
+}
+
+func producerID(id *ow.ProducerID) broker.ProducerID {
+	return broker.ProducerID{Session: id.SessionID, Value: id.Value}
 }
 
 // dropConsumer forgets a consumer and its waiting pulls.

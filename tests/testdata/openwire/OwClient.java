@@ -34,7 +34,7 @@ public class OwClient {
     static final Set<String> SCENARIOS = Set.of("connect", "kinds", "send-kinds", "dump", "prefetch", "acks", "poison",
             "expired", "tx", "xa", "temp", "durable", "browser", "nolocal", "selectors", "exclusive", "groups", "scheduled",
             "userid", "flow", "advisory", "sync-count", "drain", "load",
-            "failover-flow", "drain-count", "failover-tx");
+            "failover-flow", "drain-count", "failover-tx", "secure", "big", "idle", "hold");
     static String url;
     static final Map<String, List<String>> opts = new HashMap<>();
     static long timeout; // a receive that must get a message
@@ -68,7 +68,7 @@ public class OwClient {
         try {
             return OwClient.class.getDeclaredMethod(name);
         } catch (NoSuchMethodException e) {
-            for (Class<?> c : List.of(OwFeatures.class, OwFailover.class)) {
+            for (Class<?> c : List.of(OwFeatures.class, OwFailover.class, OwEdges.class)) {
                 try {
                     return c.getDeclaredMethod(name);
                 } catch (NoSuchMethodException again) {

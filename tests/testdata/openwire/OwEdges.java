@@ -1,0 +1,100 @@
+// The scenarios of OwClient about the edges of a connection: security (credentials,
+// authorization, certificates over ssl://, temporary destinations), a command over the
+// connector's frame limit, and a connection that stays silent. One class with OwClient
+// (which finds a scenario's method here too).
+
+import java.util.Arrays;
+import javax.jms.*;
+import org.apache.activemq.ActiveMQConnection;
+
+class OwEdges extends OwClient {
+    // secure connects with the options' user and password (or a certificate: the JVM's
+    // key store), then: a round trip on allowed (default dest), a send to denied if
+    // given (its producer made, then a send) and a round trip after it, and a round
+    // trip on a temporary queue. It prints connect (ok or the exception), received
+    // (body/JMSXUserID), denied_producer, denied, after_denied, temp.
+    static void secure() throws Exception {
+        ActiveMQConnection c;
+        try {
+            c = open();
+        } catch (JMSException e) {
+            out("connect", e.getClass().getName() + ": " + e.getMessage());
+            return;
+        }
+        out("connect", "ok");
+        Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
+        String allowed = opt("allowed", dest());
+        out("received", roundTrip(s, s.createQueue(allowed), "allowed"));
+        String denied = opt("denied", null);
+        if (denied != null) {
+            attempt("denied_producer", () -> s.createProducer(s.createQueue(denied)).close());
+            attempt("denied", () -> sendTexts(s, s.createQueue(denied), "denied"));
+            out("after_denied", roundTrip(s, s.createQueue(allowed), "after-denied"));
+        }
+        attempt("temp", () -> {
+            TemporaryQueue tq = s.createTemporaryQueue();
+            String got = roundTrip(s, tq, "temporary");
+            if (!got.startsWith("temporary/")) throw new JMSException("the temporary queue gave " + got);
+            tq.delete();
+        });
+        c.close();
+    }
+
+    // roundTrip sends body to d and receives it there: body/JMSXUserID, or "none".
+    static String roundTrip(Session s, Destination d, String body) throws JMSException {
+        MessageConsumer cons = s.createConsumer(d);
+        sendTexts(s, d, body);
+        Message m = cons.receive(timeout);
+        cons.close();
+        return m == null ? "none" : body(m) + "/" + m.getStringProperty("JMSXUserID");
+    }
+
+    // big sends "before", then a text message of size characters, then "after", each a
+    // synchronous send, and prints the outcome of the last two (big, after): the
+    // connector's frame limit ends the connection at the big one.
+    static void big() throws Exception {
+        ActiveMQConnection c = open();
+        Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
+        Queue q = s.createQueue(dest());
+        sendTexts(s, q, "before");
+        char[] body = new char[(int) num("size", 1 << 20)];
+        Arrays.fill(body, 'x');
+        attempt("big", () -> sendTexts(s, q, new String(body)));
+        attempt("after", () -> sendTexts(s, q, "after"));
+        try {
+            c.close();
+        } catch (JMSException closedAlready) {
+        }
+    }
+
+    // idle opens a consumer, stays silent for idle ms (the scenario's subject is time:
+    // the client's inactivity monitor keeps the connection alive, or not), then does a
+    // round trip: received (body/JMSXUserID or none).
+    static void idle() throws Exception {
+        ActiveMQConnection c = open();
+        Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
+        Queue q = s.createQueue(dest());
+        Thread.sleep(num("idle", 3000));
+        attempt("after_idle", () -> out("received", roundTrip(s, q, "after-idle")));
+        try {
+            c.close();
+        } catch (JMSException closedAlready) {
+        }
+    }
+
+    // hold opens a connection (client id: client) with a consumer and a producer of
+    // dest, sends and receives one message, then holds it all open until a message
+    // comes on dest.release (at most hold ms): what operators see of a client.
+    static void hold() throws Exception {
+        ActiveMQConnection c = open(url, opt("client", "ow-hold"));
+        Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
+        Queue q = s.createQueue(dest());
+        MessageConsumer cons = s.createConsumer(q);
+        MessageProducer p = s.createProducer(q);
+        p.send(s.createTextMessage("held"));
+        out("received", body(cons.receive(timeout)));
+        MessageConsumer release = s.createConsumer(s.createQueue(dest() + ".release"));
+        out("released", release.receive(num("hold", 60000)) != null);
+        c.close();
+    }
+}
