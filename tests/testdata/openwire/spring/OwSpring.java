@@ -1,0 +1,199 @@
+// OwSpring drives a broker through Spring's JMS support (Debian's libspring-jms-java,
+// Spring 4.3) over ActiveMQ's own client, as Spring applications use it: a JmsTemplate
+// and DefaultMessageListenerContainers over an ActiveMQConnectionFactory, itself plain
+// or wrapped in Spring's CachingConnectionFactory (option factory=plain|caching). It is
+// compiled on its own, after OwClient (whose entry point, options and output it uses),
+// with the Spring jars on the class path:
+//
+//   java -cp CLASSES:SPRING_CLASSES:JARS OwSpring SCENARIO BROKER_URL [key=value ...]
+//
+// Waits are bounded: the template's receive timeout, latches with a timeout.
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import javax.jms.*;
+import org.apache.activemq.ActiveMQConnectionFactory;
+import org.springframework.jms.connection.CachingConnectionFactory;
+import org.springframework.jms.core.JmsTemplate;
+import org.springframework.jms.listener.DefaultMessageListenerContainer;
+import org.springframework.jms.listener.adapter.MessageListenerAdapter;
+
+class OwSpring extends OwClient {
+    static final Set<String> SPRING_SCENARIOS = Set.of("spring-template", "spring-container");
+
+    public static void main(String[] args) throws Exception {
+        run(args, SPRING_SCENARIOS, OwSpring.class);
+    }
+
+    // factory is the scenario's connection factory: ActiveMQ's for the broker URL (with
+    // query options q added), wrapped in a CachingConnectionFactory with factory=caching.
+    static ConnectionFactory factory(String q) {
+        ActiveMQConnectionFactory amq = new ActiveMQConnectionFactory(q.isEmpty() ? url : withOpts(url, q));
+        amq.setTrustedPackages(List.of("java.util", "java.lang"));
+        switch (opt("factory", "plain")) {
+            case "plain":
+                return amq;
+            case "caching":
+                CachingConnectionFactory c = new CachingConnectionFactory(amq);
+                c.setSessionCacheSize(4);
+                return c;
+            default:
+                throw new IllegalArgumentException("factory=" + opt("factory", ""));
+        }
+    }
+
+    static void close(ConnectionFactory f) {
+        if (f instanceof CachingConnectionFactory) ((CachingConnectionFactory) f).destroy();
+    }
+
+    // container is a started session-transacted listener container of concurrency 2
+    // on queue q.
+    static DefaultMessageListenerContainer container(ConnectionFactory f, String q, Object listener) {
+        DefaultMessageListenerContainer c = new DefaultMessageListenerContainer();
+        c.setConnectionFactory(f);
+        c.setDestinationName(q);
+        c.setSessionTransacted(true);
+        c.setConcurrency("2");
+        c.setMessageListener(listener);
+        // A listener's exception is part of the scenario: counted, not logged.
+        c.setErrorHandler(e -> {});
+        c.afterPropertiesSet();
+        c.start();
+        return c;
+    }
+
+    static void stop(DefaultMessageListenerContainer c) {
+        c.stop();
+        c.destroy();
+    }
+
+    // Responder answers a request (through MessageListenerAdapter, which sends the
+    // return value to the request's JMSReplyTo).
+    public static class Responder {
+        public String handleMessage(String text) {
+            return "re:" + text;
+        }
+    }
+
+    // describe is what receiveAndConvert returned: its type and value.
+    static String describe(Object o) {
+        if (o == null) return "null";
+        if (o instanceof byte[]) return "byte[]:" + Arrays.toString((byte[]) o);
+        if (o instanceof Map) return "Map:" + new TreeMap<>((Map<?, ?>) o);
+        return o.getClass().getSimpleName() + ":" + o;
+    }
+
+    // ---- scenarios
+
+    // springTemplate: convertAndSend of a String, a Map, a byte[] and a Serializable
+    // (one with a post-processor setting a header and a property), receiveAndConvert of
+    // each; then sendAndReceive (a temporary reply queue per request) against a listener
+    // container answering through a MessageListenerAdapter.
+    static void springTemplate() throws Exception {
+        ConnectionFactory f = factory("");
+        JmsTemplate t = new JmsTemplate(f);
+        t.setReceiveTimeout(timeout);
+        String q = dest();
+        Map<String, Object> map = new LinkedHashMap<>();
+        map.put("i", 7);
+        map.put("s", "seven");
+        map.put("b", true);
+        t.convertAndSend(q, "hello");
+        t.convertAndSend(q, map);
+        t.convertAndSend(q, new byte[] {1, 2, 3});
+        t.convertAndSend(q, new ArrayList<>(List.of("x", "y")), m -> {
+            m.setJMSCorrelationID("corr-1");
+            m.setStringProperty("origin", "spring");
+            return m;
+        });
+        for (int i = 0; i < 4; i++) out("convert.got", describe(t.receiveAndConvert(q)));
+        // The post-processed message, received whole.
+        t.convertAndSend(q, "headers", m -> {
+            m.setJMSCorrelationID("corr-2");
+            m.setStringProperty("origin", "spring");
+            return m;
+        });
+        Message h = t.receive(q);
+        out("convert.headers", body(h) + " corr=" + h.getJMSCorrelationID() + " origin=" + h.getStringProperty("origin"));
+        t.setReceiveTimeout(num("empty_wait", 500));
+        out("convert.after", describe(t.receiveAndConvert(q)));
+        t.setReceiveTimeout(timeout);
+
+        String rq = dest() + ".requests";
+        DefaultMessageListenerContainer responder = container(f, rq, new MessageListenerAdapter(new Responder()));
+        for (int i = 1; i <= 3; i++) {
+            Message[] request = new Message[1];
+            String text = "ping" + i;
+            Message reply = t.sendAndReceive(rq, s -> request[0] = s.createTextMessage(text));
+            if (reply == null) throw new java.lang.IllegalStateException("no reply to " + text + " within " + timeout + " ms");
+            out("reply", body(reply));
+            out("reply.correlated", request[0].getJMSMessageID().equals(reply.getJMSCorrelationID()));
+            out("reply.to_temp_queue", request[0].getJMSReplyTo() instanceof TemporaryQueue);
+        }
+        stop(responder);
+        // Before anything is counted as left: a CachingConnectionFactory's cached
+        // consumers hold their prefetched messages until it is destroyed.
+        close(f);
+        out("requests.left", left(rq));
+    }
+
+    // springContainer: n messages to a queue a session-transacted container of
+    // concurrency 2 consumes; its listener throws on the first delivery of every
+    // fail_every-th, which rolls it back to be redelivered. With prefetch 1 the first
+    // listener call waits for a second consumer's, so both are in flight at once.
+    static void springContainer() throws Exception {
+        int n = (int) num("n", 12), failEvery = (int) num("fail_every", 4);
+        ConnectionFactory f = factory("jms.prefetchPolicy.queuePrefetch=1");
+        String q = dest();
+        Map<String, List<String>> deliveries = new ConcurrentHashMap<>();
+        Set<String> threads = ConcurrentHashMap.newKeySet();
+        CountDownLatch two = new CountDownLatch(2), done = new CountDownLatch(n);
+        List<String> failed = java.util.Collections.synchronizedList(new ArrayList<>());
+        MessageListener listener = m -> {
+            try {
+                String b = body(m);
+                if (threads.add(Thread.currentThread().getName())) two.countDown();
+                two.await(timeout, TimeUnit.MILLISECONDS);
+                deliveries.computeIfAbsent(b, k -> java.util.Collections.synchronizedList(new ArrayList<>()))
+                        .add(m.getJMSRedelivered() + "/" + m.getObjectProperty("JMSXDeliveryCount"));
+                if (Integer.parseInt(b.substring(1)) % failEvery == 0 && !m.getJMSRedelivered()) {
+                    failed.add(b);
+                    throw new java.lang.IllegalStateException("listener fails " + b + " on its first delivery");
+                }
+                done.countDown();
+            } catch (JMSException | InterruptedException e) {
+                throw new RuntimeException(e);
+            }
+        };
+        DefaultMessageListenerContainer c = container(f, q, listener);
+        JmsTemplate t = new JmsTemplate(f);
+        for (String b : names("m", n)) t.convertAndSend(q, b);
+        boolean all = done.await(timeout * 3, TimeUnit.MILLISECONDS);
+        stop(c);
+        out("container.all_processed", all);
+        out("container.concurrent", 2 - two.getCount());
+        java.util.Collections.sort(failed, (a, b) -> Integer.compare(Integer.parseInt(a.substring(1)), Integer.parseInt(b.substring(1))));
+        out("container.failed", String.join(",", failed));
+        // Each message's deliveries: redelivered/JMSXDeliveryCount, in order.
+        for (String b : names("m", n)) out("container.deliveries." + b, String.join(",", deliveries.getOrDefault(b, List.of())));
+        close(f);
+        out("container.left", left(q));
+    }
+
+    // left is what queue q holds, received by a plain session of the client's own.
+    static String left(String q) throws JMSException {
+        Connection conn = open();
+        Session s = conn.createSession(false, Session.AUTO_ACKNOWLEDGE);
+        String r = bodies(left(s, s.createQueue(q)));
+        conn.close();
+        return r;
+    }
+}
