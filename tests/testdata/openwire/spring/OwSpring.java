@@ -22,6 +22,7 @@ import java.util.concurrent.TimeUnit;
 import javax.jms.*;
 import org.apache.activemq.ActiveMQConnectionFactory;
 import org.springframework.jms.connection.CachingConnectionFactory;
+import org.springframework.jms.connection.JmsTransactionManager;
 import org.springframework.jms.core.JmsTemplate;
 import org.springframework.jms.listener.DefaultMessageListenerContainer;
 import org.springframework.jms.listener.adapter.MessageListenerAdapter;
@@ -55,12 +56,16 @@ class OwSpring extends OwClient {
     }
 
     // container is a started session-transacted listener container of concurrency 2
-    // on queue q.
+    // on queue q; option cache (none, connection, session, consumer) sets its cache
+    // level, txmanager=true gives it a JmsTransactionManager (whose default cache level
+    // is none: a consumer per receive).
     static DefaultMessageListenerContainer container(ConnectionFactory f, String q, Object listener) {
         DefaultMessageListenerContainer c = new DefaultMessageListenerContainer();
         c.setConnectionFactory(f);
         c.setDestinationName(q);
         c.setSessionTransacted(true);
+        if (opt("txmanager", "false").equals("true")) c.setTransactionManager(new JmsTransactionManager(f));
+        if (opts.containsKey("cache")) c.setCacheLevelName("CACHE_" + opt("cache", "").toUpperCase());
         c.setConcurrency("2");
         c.setMessageListener(listener);
         // A listener's exception is part of the scenario: counted, not logged.
