@@ -123,3 +123,15 @@ func springContainerWant(n, failEvery int) map[string]string {
 	want["container.failed"] = strings.Join(failed, ",")
 	return want
 }
+
+// TestOpenWireSpringDurable: a listener container's durable topic subscription (client
+// id on the container, or on the CachingConnectionFactory) gets what a pub/sub
+// JmsTemplate sends; a new container of the same client id and subscription name gets
+// what was sent while none ran; the subscription is deleted after.
+func TestOpenWireSpringDurable(t *testing.T) {
+	forEachSpringFactory(t, func(t *testing.T, b owBroker, factory string) {
+		r := b.runSpring(t, "spring-durable", "factory="+factory, "client="+owName(t, "client"))
+		assert.Equal(t, []string{"t1,t2", "t3,t4"}, r.all("durable.got"))
+		assertOW(t, r, map[string]string{"durable.extra": "", "durable.unsubscribe": "ok"})
+	})
+}

@@ -28,7 +28,7 @@ import org.springframework.jms.listener.DefaultMessageListenerContainer;
 import org.springframework.jms.listener.adapter.MessageListenerAdapter;
 
 class OwSpring extends OwClient {
-    static final Set<String> SPRING_SCENARIOS = Set.of("spring-template", "spring-container");
+    static final Set<String> SPRING_SCENARIOS = Set.of("spring-template", "spring-container", "spring-durable");
 
     public static void main(String[] args) throws Exception {
         run(args, SPRING_SCENARIOS, OwSpring.class);
@@ -191,6 +191,75 @@ class OwSpring extends OwClient {
         for (String b : names("m", n)) out("container.deliveries." + b, String.join(",", deliveries.getOrDefault(b, List.of())));
         close(f);
         out("container.left", left(q));
+    }
+
+    // springDurable: a container's durable subscription (client id and subscription
+    // name) to a topic a pub/sub JmsTemplate sends to gets what is sent while it runs;
+    // shut down, it misses nothing sent meanwhile: a new container of the same client id
+    // and name gets that; then the subscription is deleted.
+    static void springDurable() throws Exception {
+        String client = opt("client", "ow-spring-durable"), name = "sub";
+        ConnectionFactory f = factory("");
+        if (f instanceof CachingConnectionFactory) ((CachingConnectionFactory) f).setClientId(client);
+        JmsTemplate t = new JmsTemplate(f);
+        t.setPubSubDomain(true);
+        java.util.concurrent.BlockingQueue<String> got = new java.util.concurrent.LinkedBlockingQueue<>();
+        MessageListener listener = m -> {
+            try {
+                got.add(body(m));
+            } catch (JMSException e) {
+                throw new RuntimeException(e);
+            }
+        };
+        for (String[] round : new String[][] {{"t1", "t2"}, {"t3", "t4"}}) {
+            DefaultMessageListenerContainer c = new DefaultMessageListenerContainer();
+            c.setConnectionFactory(f);
+            if (!(f instanceof CachingConnectionFactory)) c.setClientId(client);
+            c.setDestinationName(dest());
+            c.setPubSubDomain(true);
+            c.setSubscriptionDurable(true);
+            c.setDurableSubscriptionName(name);
+            c.setSessionTransacted(true);
+            c.setMessageListener(listener);
+            c.afterPropertiesSet();
+            if (round[0].equals("t1")) {
+                c.start();
+                awaitTrue(c::isRegisteredWithDestination, "the durable subscription");
+                for (String b : round) t.convertAndSend(dest(), b);
+            } else {
+                // Sent while no container runs; the subscription keeps them.
+                for (String b : round) t.convertAndSend(dest(), b);
+                c.start();
+            }
+            List<String> roundGot = new ArrayList<>();
+            for (String b : round) {
+                String m = got.poll(timeout, TimeUnit.MILLISECONDS);
+                if (m == null) throw new java.lang.IllegalStateException("no " + b + " within " + timeout + " ms after " + roundGot);
+                roundGot.add(m);
+            }
+            out("durable.got", String.join(",", roundGot));
+            stop(c);
+        }
+        out("durable.extra", String.join(",", got)); // none twice
+        close(f); // its shared connection holds the client id
+        Connection conn = open(url, client);
+        Session s = conn.createSession(false, Session.AUTO_ACKNOWLEDGE);
+        attempt("durable.unsubscribe", () -> s.unsubscribe(name));
+        conn.close();
+    }
+
+    interface Condition {
+        boolean holds() throws Exception;
+    }
+
+    // awaitTrue waits for cond, checking it every 10 ms up to the receive timeout (for
+    // a state that no event announces: a container's consumer being registered).
+    static void awaitTrue(Condition cond, String what) throws Exception {
+        long deadline = System.currentTimeMillis() + timeout;
+        while (!cond.holds()) {
+            if (System.currentTimeMillis() > deadline) throw new java.lang.IllegalStateException("no " + what + " within " + timeout + " ms");
+            Thread.sleep(10);
+        }
     }
 
     // left is what queue q holds, received by a plain session of the client's own.
