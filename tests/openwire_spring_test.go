@@ -95,7 +95,7 @@ func TestOpenWireSpringJmsTemplate(t *testing.T) {
 func TestOpenWireSpringListenerContainer(t *testing.T) {
 	const n, failEvery = 12, 4
 	forEachSpringFactory(t, func(t *testing.T, b owBroker, factory string) {
-		for _, variant := range []string{"cache=consumer", "cache=none", "txmanager=true"} {
+		for _, variant := range []string{"cache=consumer", "cache=none", "txmanager=true", "ack=client", "concurrency=1-4"} {
 			t.Run(variant, func(t *testing.T) {
 				r := b.runSpring(t, "spring-container", "factory="+factory, variant, fmt.Sprint("n=", n), fmt.Sprint("fail_every=", failEvery))
 				assertOW(t, r, springContainerWant(n, failEvery))

@@ -56,17 +56,22 @@ class OwSpring extends OwClient {
     }
 
     // container is a started session-transacted listener container of concurrency 2
-    // on queue q; option cache (none, connection, session, consumer) sets its cache
+    // on queue q (option concurrency: another, "1-4" scales from 1 to 4 consumers;
+    // ack=client: a client-acknowledged one instead of transacted); option cache (none, connection, session, consumer) sets its cache
     // level, txmanager=true gives it a JmsTransactionManager (whose default cache level
     // is none: a consumer per receive).
     static DefaultMessageListenerContainer container(ConnectionFactory f, String q, Object listener) {
         DefaultMessageListenerContainer c = new DefaultMessageListenerContainer();
         c.setConnectionFactory(f);
         c.setDestinationName(q);
-        c.setSessionTransacted(true);
+        if (opt("ack", "transacted").equals("client")) {
+            c.setSessionAcknowledgeMode(Session.CLIENT_ACKNOWLEDGE); // a listener's exception: Session.recover
+        } else {
+            c.setSessionTransacted(true);
+        }
         if (opt("txmanager", "false").equals("true")) c.setTransactionManager(new JmsTransactionManager(f));
         if (opts.containsKey("cache")) c.setCacheLevelName("CACHE_" + opt("cache", "").toUpperCase());
-        c.setConcurrency("2");
+        c.setConcurrency(opt("concurrency", "2"));
         c.setMessageListener(listener);
         // A listener's exception is part of the scenario: counted, not logged.
         c.setErrorHandler(e -> {});
