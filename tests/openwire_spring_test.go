@@ -69,7 +69,9 @@ func forEachSpringFactory(t *testing.T, f func(t *testing.T, b owBroker, factory
 // TestOpenWireSpringJmsTemplate: JmsTemplate's convertAndSend and receiveAndConvert
 // carry a String, a Map, a byte[] and a Serializable as text, map, bytes and object
 // messages (a post-processor's header and property with them), receiveAndConvert of an
-// empty queue returns null after its timeout; sendAndReceive gets each reply, correlated
+// empty queue returns null after its timeout; an explicit QoS (priority, delivery mode,
+// time to live) reaches the consumer; browse sees what a selected receive then takes out
+// of order; sendAndReceive gets each reply, correlated
 // to its request, on a temporary queue of its own, from a listener container answering
 // through a MessageListenerAdapter; nothing is left on the request queue.
 func TestOpenWireSpringJmsTemplate(t *testing.T) {
@@ -79,6 +81,10 @@ func TestOpenWireSpringJmsTemplate(t *testing.T) {
 		assertOW(t, r, map[string]string{
 			"convert.headers": "headers corr=corr-2 origin=spring",
 			"convert.after":   "null",
+			"qos":             "qos prio=7 persistent=false expires=true",
+			"browse":          "sel-a,sel-b",
+			"selected":        "String:sel-b",
+			"selected.rest":   "String:sel-a",
 			"requests.left":   "",
 		})
 		assert.Equal(t, []string{"re:ping1", "re:ping2", "re:ping3"}, r.all("reply"), "reply")

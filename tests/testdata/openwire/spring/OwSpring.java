@@ -137,6 +137,33 @@ class OwSpring extends OwClient {
         out("convert.after", describe(t.receiveAndConvert(q)));
         t.setReceiveTimeout(timeout);
 
+        // Explicit QoS: priority, delivery mode and time to live on every send.
+        JmsTemplate qos = new JmsTemplate(f);
+        qos.setExplicitQosEnabled(true);
+        qos.setPriority(7);
+        qos.setDeliveryPersistent(false);
+        qos.setTimeToLive(600000);
+        qos.convertAndSend(q, "qos");
+        Message h2 = t.receive(q);
+        out("qos", body(h2) + " prio=" + h2.getJMSPriority() + " persistent=" + (h2.getJMSDeliveryMode() == DeliveryMode.PERSISTENT)
+                + " expires=" + (h2.getJMSExpiration() > System.currentTimeMillis()));
+
+        // A browse, then a selected receive takes the second message before the first
+        // (on a queue of their own: a CachingConnectionFactory's cached consumer of q
+        // holds what it prefetched of q, as it does with ActiveMQ).
+        String sq = dest() + ".selected";
+        for (String k : new String[] {"a", "b"}) t.convertAndSend(sq, "sel-" + k, m -> {
+            m.setStringProperty("k", k);
+            return m;
+        });
+        out("browse", t.browse(sq, (session, browser) -> {
+            List<String> seen = new ArrayList<>();
+            for (java.util.Enumeration<?> e = browser.getEnumeration(); e.hasMoreElements();) seen.add(body((Message) e.nextElement()));
+            return String.join(",", seen);
+        }));
+        out("selected", describe(t.receiveSelectedAndConvert(sq, "k = 'b'")));
+        out("selected.rest", describe(t.receiveAndConvert(sq)));
+
         String rq = dest() + ".requests";
         DefaultMessageListenerContainer responder = container(f, rq, new MessageListenerAdapter(new Responder()));
         for (int i = 1; i <= 3; i++) {
