@@ -141,3 +141,23 @@ func TestOpenWireSpringDurable(t *testing.T) {
 		assertOW(t, r, map[string]string{"durable.extra": "", "durable.unsubscribe": "ok"})
 	})
 }
+
+// TestOpenWireSpringPoison: a message a session-transacted container's listener always
+// fails on is redelivered up to the client's maximumRedeliveries (2) and then goes to
+// ActiveMQ.DLQ by the client's poison ack, with a consumer kept (cache consumer) or one
+// per receive (cache none); the messages beside it are processed; nothing is left.
+func TestOpenWireSpringPoison(t *testing.T) {
+	forEachSpringFactory(t, func(t *testing.T, b owBroker, factory string) {
+		for _, cache := range []string{"consumer", "none"} {
+			t.Run(cache, func(t *testing.T) {
+				r := b.runSpring(t, "spring-poison", "factory="+factory, "cache="+cache, "run="+owName(t, "run"))
+				assertOW(t, r, map[string]string{
+					"poison.good_processed": "true",
+					"poison.dlq":            "bad",
+					"poison.deliveries":     "false/1,true/2,true/3",
+					"poison.left":           "",
+				})
+			})
+		}
+	})
+}

@@ -28,7 +28,7 @@ import org.springframework.jms.listener.DefaultMessageListenerContainer;
 import org.springframework.jms.listener.adapter.MessageListenerAdapter;
 
 class OwSpring extends OwClient {
-    static final Set<String> SPRING_SCENARIOS = Set.of("spring-template", "spring-container", "spring-durable");
+    static final Set<String> SPRING_SCENARIOS = Set.of("spring-template", "spring-container", "spring-durable", "spring-poison");
 
     public static void main(String[] args) throws Exception {
         run(args, SPRING_SCENARIOS, OwSpring.class);
@@ -223,6 +223,43 @@ class OwSpring extends OwClient {
         for (String b : names("m", n)) out("container.deliveries." + b, String.join(",", deliveries.getOrDefault(b, List.of())));
         close(f);
         out("container.left", left(q));
+    }
+
+    // springPoison: a message whose listener always throws is rolled back until the
+    // client's redelivery policy (maximumRedeliveries=max, no delay) gives up on it and
+    // its poison ack sends it to ActiveMQ.DLQ; the messages beside it are processed.
+    static void springPoison() throws Exception {
+        String run = opt("run", "r"), q = dest();
+        ConnectionFactory f = factory("jms.redeliveryPolicy.maximumRedeliveries=" + opt("max", "2")
+                + "&jms.redeliveryPolicy.initialRedeliveryDelay=0&jms.redeliveryPolicy.redeliveryDelay=0");
+        List<String> bad = java.util.Collections.synchronizedList(new ArrayList<>());
+        CountDownLatch good = new CountDownLatch(2);
+        DefaultMessageListenerContainer c = container(f, q, (MessageListener) m -> {
+            try {
+                if (body(m).equals("bad")) {
+                    bad.add(m.getJMSRedelivered() + "/" + m.getObjectProperty("JMSXDeliveryCount"));
+                    throw new java.lang.IllegalStateException("listener always fails bad");
+                }
+                good.countDown();
+            } catch (JMSException e) {
+                throw new RuntimeException(e);
+            }
+        });
+        JmsTemplate t = new JmsTemplate(f);
+        t.convertAndSend(q, "bad", m -> {
+            m.setStringProperty("run", run);
+            return m;
+        });
+        t.convertAndSend(q, "good1");
+        t.convertAndSend(q, "good2");
+        out("poison.good_processed", good.await(timeout, TimeUnit.MILLISECONDS));
+        t.setReceiveTimeout(timeout);
+        Message d = t.receiveSelected("ActiveMQ.DLQ", "run = '" + run + "'");
+        stop(c);
+        close(f);
+        out("poison.dlq", d == null ? "none" : body(d));
+        out("poison.deliveries", String.join(",", bad));
+        out("poison.left", left(q));
     }
 
     // springDurable: a container's durable subscription (client id and subscription
