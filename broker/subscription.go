@@ -269,6 +269,14 @@ type UnsubscribeRequest struct {
 	// of DurableStyle (see there for what happens to ID's subscription).
 	DurableName  string
 	DurableStyle DurableStyle
+	// Delivered, when not nil, says which of the subscription's unacknowledged queue
+	// messages its client gave its application (OpenWire's lastDeliveredSequenceId):
+	// those dispatched up to and including the delivery of tag *Delivered. The ones
+	// after it, or all when no unacknowledged delivery has that tag (0: none was
+	// given), were only prefetched: they go back as never delivered, neither flagged
+	// redelivered nor counted, as ActiveMQ's broker gives them back. Nil: all were
+	// given to the application.
+	Delivered *uint64
 }
 
 // Unsubscribe removes a subscription. Its queue messages that were dispatched and not
@@ -288,8 +296,23 @@ func (c *Conn) Unsubscribe(ctx context.Context, r UnsubscribeRequest) error {
 	if s == nil {
 		return errorf(ErrUnknownSubscription, "No subscription matched: %s", r.ID)
 	}
+	if r.Delivered != nil {
+		s.prefetchedAfter(*r.Delivered)
+	}
 	c.unsubscribe(s)
 	return nil
+}
+
+// prefetchedAfter marks the unacknowledged deliveries of s dispatched after the one of
+// tag last (all of them if none has that tag) as never written: the client holds them
+// unseen (see UnsubscribeRequest.Delivered). s.dispatched is in tag order.
+func (s *Subscription) prefetchedAfter(last uint64) {
+	through := slices.IndexFunc(s.dispatched, func(d *Delivery) bool { return !d.Settled && d.Tag == last })
+	for _, d := range s.dispatched[through+1:] {
+		if !d.Settled && d.Queue != nil {
+			d.Written = false
+		}
+	}
 }
 
 // unsubscribe removes s, one of c's subscriptions (see Unsubscribe).

@@ -44,10 +44,39 @@ const (
 
 // owCompiled is OwClient compiled once per test binary, into a directory removed when
 // the tests end.
-var owCompiled struct {
+var owCompiled javaBuild
+
+// javaBuild is Java sources compiled once per test binary.
+type javaBuild struct {
 	once sync.Once
 	dir  string
 	err  error
+}
+
+// compile compiles sources (a glob) with the class path cp on first use, into a
+// directory removed when the tests end, and returns that directory.
+func (b *javaBuild) compile(sources string, cp []string) (string, error) {
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "owclient-")
+		if err != nil {
+			b.err = err
+			return
+		}
+		onExit(func() { _ = os.RemoveAll(dir) })
+		files, err := filepath.Glob(sources)
+		if err != nil || len(files) == 0 {
+			b.err = fmt.Errorf("no Java sources %s (%v)", sources, err)
+			return
+		}
+		args := append([]string{"-d", dir, "-cp", strings.Join(cp, ":")}, files...)
+		out, err := exec.Command(javacBinary(), args...).CombinedOutput()
+		if err != nil {
+			b.err = fmt.Errorf("compiling %s: %w\n%s", sources, err, out)
+			return
+		}
+		b.dir = dir
+	})
+	return b.dir, b.err
 }
 
 // javacBinary is Debian's javac of Java 17 (beside its java), else javac on PATH.
@@ -78,30 +107,11 @@ func owClasspath(t testing.TB) string {
 			t.Fatalf("%s is missing: install Debian's package activemq (it pulls the client's jars; .ci/run does)", jar)
 		}
 	}
-	owCompiled.once.Do(func() {
-		dir, err := os.MkdirTemp("", "owclient-")
-		if err != nil {
-			owCompiled.err = err
-			return
-		}
-		onExit(func() { _ = os.RemoveAll(dir) })
-		sources, err := filepath.Glob(owSources)
-		if err != nil || len(sources) == 0 {
-			owCompiled.err = fmt.Errorf("no Java sources %s (%v)", owSources, err)
-			return
-		}
-		args := append([]string{"-d", dir, "-cp", strings.Join(owJars, ":")}, sources...)
-		out, err := exec.Command(javacBinary(), args...).CombinedOutput()
-		if err != nil {
-			owCompiled.err = fmt.Errorf("compiling %s: %w\n%s", owSources, err, out)
-			return
-		}
-		owCompiled.dir = dir
-	})
-	if owCompiled.err != nil {
-		t.Fatal(owCompiled.err)
+	dir, err := owCompiled.compile(owSources, owJars)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return owCompiled.dir + ":" + strings.Join(owJars, ":")
+	return dir + ":" + strings.Join(owJars, ":")
 }
 
 // owResult is what one scenario printed: its key=value lines, by key in order.
@@ -160,27 +170,41 @@ func runOWJVM(t testing.TB, jvm []string, url, scenario string, opts ...string) 
 // the test's goroutine, waits for its end and returns its results.
 func startOW(t testing.TB, jvm []string, url, scenario string, opts ...string) (wait func() owResult) {
 	t.Helper()
-	cp := owClasspath(t)
+	return startJavaOW(t, jvm, owClasspath(t), "OwClient", url, scenario, opts...)
+}
+
+// runJavaOW runs scenario of the Java program main (OwClient or a program on its
+// entry point) with the class path cp.
+func runJavaOW(t testing.TB, cp, main, url, scenario string, opts ...string) owResult {
+	t.Helper()
+	return startJavaOW(t, nil, cp, main, url, scenario, opts...)()
+}
+
+// startJavaOW starts scenario of the Java program main with the class path cp and the
+// JVM options jvm, and returns at once; wait, called from the test's goroutine, waits
+// for its end and returns its results.
+func startJavaOW(t testing.TB, jvm []string, cp, main, url, scenario string, opts ...string) (wait func() owResult) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), owRunTimeout)
 	t.Cleanup(cancel)
 	// The JIT's first tier and the serial collector: a short client run starts faster.
 	args := append([]string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"}, jvm...)
-	args = append(append(args, "-cp", cp, "OwClient", scenario, url), opts...)
+	args = append(append(args, "-cp", cp, main, scenario, url), opts...)
 	cmd := exec.CommandContext(ctx, javaBinary(), args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	began := time.Now()
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("OwClient %s: %v", scenario, err)
+		t.Fatalf("%s %s: %v", main, scenario, err)
 	}
 	return func() owResult {
 		t.Helper()
 		defer cancel()
 		if err := cmd.Wait(); err != nil {
-			t.Fatalf("OwClient %s %s %v: %v after %.1fs\nstdout:\n%s\nstderr:\n%s", scenario, url, opts, err, time.Since(began).Seconds(), stdout.String(), stderr.String())
+			t.Fatalf("%s %s %s %v: %v after %.1fs\nstdout:\n%s\nstderr:\n%s", main, scenario, url, opts, err, time.Since(began).Seconds(), stdout.String(), stderr.String())
 		}
 		r := parseOW(stdout.String())
-		t.Logf("OwClient %s (%.1fs):\n%s", scenario, time.Since(began).Seconds(), strings.TrimRight(r.stdout, "\n"))
+		t.Logf("%s %s (%.1fs):\n%s", main, scenario, time.Since(began).Seconds(), strings.TrimRight(r.stdout, "\n"))
 		return r
 	}
 }

@@ -109,9 +109,19 @@ type FlushCommand struct{ BaseCommand }
 // *ConnectionID, *SessionID, *ConsumerID or *ProducerID).
 type RemoveInfo struct {
 	BaseCommand
-	ObjectID                DataStructure
+	ObjectID DataStructure
+	// LastDeliveredSequenceID is the broker sequence id of the last message the client
+	// gave its application (LastDeliveredUnset if none, LastDeliveredUnknown when it
+	// cannot tell).
 	LastDeliveredSequenceID int64
 }
+
+// The RemoveInfo.LastDeliveredSequenceID of a client that delivered nothing, and of one
+// that cannot tell (ActiveMQ's broker then counts everything unacknowledged delivered).
+const (
+	LastDeliveredUnset   = -1
+	LastDeliveredUnknown = -2
+)
 
 // ControlCommand carries a broker control string.
 type ControlCommand struct {

@@ -92,6 +92,9 @@ func (c *conn) dispatch(d *broker.Delivery) error {
 		redeliveries = 1
 	}
 	m.RedeliveryCounter = redeliveries
+	// The delivery's tag, which the client reports back as the last message it gave its
+	// application when it removes the consumer (removeConsumer).
+	m.MessageID.BrokerSequenceID = int64(d.Tag)
 	m.JMSXGroupFirstForConsumer = d.GroupFirst
 	cons.sent++
 	return c.write(&ow.MessageDispatch{ConsumerID: cons.id, Destination: m.Destination, Message: m, RedeliveryCounter: redeliveries})

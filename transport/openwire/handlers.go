@@ -306,18 +306,17 @@ func (c *conn) onRemove(ctx context.Context, r *ow.RemoveInfo) error {
 		if cons == nil {
 			return nil
 		}
-		c.dropConsumer(cons)
-		for _, sub := range cons.subs {
-			if err := c.bc.Unsubscribe(ctx, broker.UnsubscribeRequest{ID: sub.ID}); err != nil {
-				return err
-			}
-		}
+		return c.removeConsumer(ctx, cons, r.LastDeliveredSequenceID)
 	case *ow.SessionID:
 		sid := id.String()
 		if s := c.sessions[sid]; s != nil {
+			// The session's consumers, with what its client says it delivered of them
+			// (the highest of its consumers'), then whatever the session still holds.
 			for _, cons := range c.consumers {
 				if cons.session == sid {
-					c.dropConsumer(cons)
+					if err := c.removeConsumer(ctx, cons, r.LastDeliveredSequenceID); err != nil {
+						return err
+					}
 				}
 			}
 			for _, p := range c.producers {
@@ -369,6 +368,27 @@ func (c *conn) dropProducer(id *ow.ProducerID) {
 
 func producerID(id *ow.ProducerID) broker.ProducerID {
 	return broker.ProducerID{Session: id.SessionID, Value: id.Value}
+}
+
+// removeConsumer removes cons and its subscriptions. What they hold unacknowledged goes
+// back to its queues; of that, what was dispatched after the message of broker sequence
+// id lastDelivered (the client's last given to its application: a delivery tag, see
+// dispatch) the client only prefetched, and it goes back as never delivered, as
+// ActiveMQ's broker reads a RemoveInfo's lastDeliveredSequenceId.
+func (c *conn) removeConsumer(ctx context.Context, cons *consumer, lastDelivered int64) error {
+	c.dropConsumer(cons)
+	req := broker.UnsubscribeRequest{}
+	if lastDelivered != ow.LastDeliveredUnknown {
+		tag := uint64(max(lastDelivered, 0)) // unset (-1): nothing was delivered
+		req.Delivered = &tag
+	}
+	for _, sub := range cons.subs {
+		req.ID = sub.ID
+		if err := c.bc.Unsubscribe(ctx, req); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dropConsumer forgets a consumer and its waiting pulls.

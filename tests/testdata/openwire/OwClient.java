@@ -40,6 +40,12 @@ public class OwClient {
     static long timeout; // a receive that must get a message
 
     public static void main(String[] args) throws Exception {
+        run(args, SCENARIOS, OwClient.class, OwFeatures.class, OwFailover.class, OwEdges.class);
+    }
+
+    // run runs the scenario args[0], one of scenarios: the method of that name (in
+    // camel case) of the first of classes that has one (OwSpring's main runs its own).
+    static void run(String[] args, Set<String> scenarios, Class<?>... classes) throws Exception {
         if (args.length < 2) {
             System.err.println("usage: OwClient SCENARIO BROKER_URL [key=value ...]");
             System.exit(2);
@@ -53,8 +59,8 @@ public class OwClient {
         // The scenario "sync-count" is the method syncCount().
         String method = Pattern.compile("-(.)").matcher(args[0]).replaceAll(m -> m.group(1).toUpperCase());
         try {
-            if (!SCENARIOS.contains(args[0])) throw new IllegalArgumentException("unknown scenario " + args[0]);
-            scenario(method).invoke(null);
+            if (!scenarios.contains(args[0])) throw new IllegalArgumentException("unknown scenario " + args[0]);
+            scenario(method, classes).invoke(null);
         } catch (Throwable e) {
             (e instanceof InvocationTargetException ? e.getCause() : e).printStackTrace();
             System.out.flush();
@@ -64,19 +70,15 @@ public class OwClient {
         System.exit(0); // the client's non-daemon threads must not hold the JVM
     }
 
-    static java.lang.reflect.Method scenario(String name) throws NoSuchMethodException {
-        try {
-            return OwClient.class.getDeclaredMethod(name);
-        } catch (NoSuchMethodException e) {
-            for (Class<?> c : List.of(OwFeatures.class, OwFailover.class, OwEdges.class)) {
-                try {
-                    return c.getDeclaredMethod(name);
-                } catch (NoSuchMethodException again) {
-                    // the next class
-                }
+    static java.lang.reflect.Method scenario(String name, Class<?>... classes) throws NoSuchMethodException {
+        for (Class<?> c : classes) {
+            try {
+                return c.getDeclaredMethod(name);
+            } catch (NoSuchMethodException e) {
+                // the next class's, if it has one
             }
-            throw e;
         }
+        throw new NoSuchMethodException(name);
     }
 
     // ---- options, output, connections
