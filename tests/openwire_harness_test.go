@@ -310,12 +310,14 @@ plugins:
       - {username: ` + owUser + `, password: ` + owPassword + `, groups: [users]}
 `
 
-// startOpenWireBroker starts our broker for the OpenWire tests (ourOpenWireYAML).
-func startOpenWireBroker(t testing.TB) *brokerProc {
+// startOpenWireBroker starts our broker for the OpenWire tests (ourOpenWireYAML, and
+// extra YAML after it).
+func startOpenWireBroker(t testing.TB, extra ...string) *brokerProc {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "broker.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(ourOpenWireYAML, filepath.Join(dir, "data"))), 0o644))
+	cfg := fmt.Sprintf(ourOpenWireYAML, filepath.Join(dir, "data")) + strings.Join(extra, "")
+	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o644))
 	return startBrokerFile(t, path, filepath.Join(dir, "data"))
 }
 

@@ -104,8 +104,10 @@ type conn struct {
 	pulls     []*pull // MessagePulls waiting with a timeout
 
 	// A send held by producer flow control and the commands read behind it.
-	held   *heldSend
-	behind []ow.Command
+	held       *heldSend
+	retrying   *heldSend // the held send being sent again
+	behind     []ow.Command
+	heldLogged time.Time
 
 	// monitorFrom is when the inactivity check starts: the handshake's end plus the
 	// agreed initial delay, before which the client sends no keep-alives.
@@ -145,12 +147,6 @@ type pull struct {
 	c        *consumer
 	deadline time.Time
 	sent     uint64 // the consumer's dispatch count when it was granted
-}
-
-// heldSend is a send that producer flow control holds until retry is closed.
-type heldSend struct {
-	m     *ow.Message
-	retry <-chan struct{}
 }
 
 // Serve runs one OpenWire connection until it ends or ctx is done; it closes nc.
@@ -285,12 +281,13 @@ func (c *conn) loop(ctx context.Context) {
 		if c.bc != nil {
 			wake, kicked = c.bc.Wake(), c.bc.Kicked()
 		}
-		var retry <-chan struct{}
-		if c.held != nil {
-			retry = c.held.retry
+		retry, expire := c.heldWake()
+		cmds := c.cmds
+		if !c.reading() {
+			cmds = nil // the reader waits, and TCP holds the client back
 		}
 		select {
-		case cmd := <-c.cmds:
+		case cmd := <-cmds:
 			c.lastRead = time.Now()
 			if c.held != nil {
 				c.behind = append(c.behind, cmd)
@@ -298,6 +295,8 @@ func (c *conn) loop(ctx context.Context) {
 				c.handle(ctx, cmd)
 			}
 		case <-retry:
+			c.retryHeld(ctx)
+		case <-expire:
 			c.retryHeld(ctx)
 		case <-wake:
 		case err := <-c.readErr:

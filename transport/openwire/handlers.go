@@ -231,26 +231,8 @@ func (c *conn) onMessage(ctx context.Context, m *ow.Message) {
 		}
 	}
 	err = c.bc.Send(ctx, dests, msg, txKey(m.TransactionID), done)
-	var be *broker.Error
-	if errors.As(err, &be) && be.Retry != nil {
-		c.held = &heldSend{m: m, retry: be.Retry}
-		return
-	}
-	if err != nil {
+	if err != nil && !c.hold(m, err) {
 		done(err)
-	}
-}
-
-// retryHeld sends the held message again now that flow control may let it through,
-// then handles the commands read behind it, in order.
-func (c *conn) retryHeld(ctx context.Context) {
-	h := c.held
-	c.held = nil
-	c.onMessage(ctx, h.m)
-	for len(c.behind) > 0 && c.held == nil && !c.closing {
-		cmd := c.behind[0]
-		c.behind = c.behind[1:]
-		c.handle(ctx, cmd)
 	}
 }
 

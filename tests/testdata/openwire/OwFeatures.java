@@ -256,8 +256,10 @@ class OwFeatures extends OwClient {
             ActiveMQConnection c = open();
             Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
             MessageProducer p = s.createProducer(s.createQueue(dest()));
-            p.setDeliveryMode(DeliveryMode.PERSISTENT);
-            for (; sent < n; sent++) p.send(s.createTextMessage("s" + sent));
+            boolean persistent = Boolean.parseBoolean(opt("persistent", "true"));
+            p.setDeliveryMode(persistent ? DeliveryMode.PERSISTENT : DeliveryMode.NON_PERSISTENT);
+            String pad = "x".repeat((int) num("size", 0));
+            for (; sent < n; sent++) p.send(s.createTextMessage("s" + sent + pad));
             c.close();
         } catch (JMSException e) {
             out("error", e);
