@@ -100,11 +100,17 @@ func (id MessageID) String() string {
 		}
 		return "ID:" + id.TextView
 	}
-	p := "null"
-	if id.ProducerID != nil {
-		p = id.ProducerID.String()
+	if id.ProducerID == nil {
+		return "null:" + strconv.FormatInt(id.ProducerSequenceID, 10)
 	}
-	return p + ":" + strconv.FormatInt(id.ProducerSequenceID, 10)
+	// One allocation: a message id is made for every message and every ack.
+	p := id.ProducerID
+	var buf [96]byte
+	b := append(buf[:0], p.ConnectionID...)
+	b = strconv.AppendInt(append(b, ':'), p.SessionID, 10)
+	b = strconv.AppendInt(append(b, ':'), p.Value, 10)
+	b = strconv.AppendInt(append(b, ':'), id.ProducerSequenceID, 10)
+	return string(b)
 }
 
 func (id *LocalTransactionID) String() string {

@@ -97,14 +97,22 @@ type conn struct {
 	ready []ow.Command
 
 	sessions  map[string]*broker.Session
-	consumers map[string]*consumer // by the client's consumer id
-	bySub     map[string]*consumer // by the ids of their subscriptions
-	producers map[string]*producer
+	consumers map[ow.ConsumerID]*consumer // by the client's consumer id
+	bySub     map[string]*consumer        // by the ids of their subscriptions
+	producers map[ow.ProducerID]*producer
 	pulls     []*pull // MessagePulls waiting with a timeout
 
 	// A send held by producer flow control and the commands read behind it.
 	held   *heldSend
 	behind []ow.Command
+
+	// What dispatches reuse (convert.go): the dispatch and message being written and
+	// their properties, and the producer ids and destinations messages name (they repeat).
+	out           wireMessage
+	md            ow.MessageDispatch
+	props         ow.PropertyEncoder
+	wireProducers map[ow.ProducerID]*ow.ProducerID
+	wireDests     map[string]*ow.Destination
 
 	txErr      error // the outcome of the last TransactionInfo (onTransaction)
 	deliveries []*broker.Delivery
@@ -157,9 +165,9 @@ func Serve(ctx context.Context, nc net.Conn, b *broker.Broker, cfg Config) {
 		cmds:      make(chan ow.Command, 64),
 		readErr:   make(chan error, 1),
 		sessions:  map[string]*broker.Session{},
-		consumers: map[string]*consumer{},
+		consumers: map[ow.ConsumerID]*consumer{},
 		bySub:     map[string]*consumer{},
-		producers: map[string]*producer{},
+		producers: map[ow.ProducerID]*producer{},
 	}
 	defer c.shutdown()
 	if err := c.handshake(); err != nil {
@@ -263,11 +271,8 @@ func (c *conn) loop(ctx context.Context) {
 		select {
 		case cmd := <-c.cmds:
 			c.lastRead = time.Now()
-			if c.held != nil {
-				c.behind = append(c.behind, cmd)
-			} else {
-				c.handle(ctx, cmd)
-			}
+			c.take(ctx, cmd)
+			c.takeReady(ctx)
 		case <-retry:
 			c.retryHeld(ctx)
 		case <-wake:
@@ -288,6 +293,32 @@ func (c *conn) loop(ctx context.Context) {
 		}
 		if err := c.pump(); err != nil {
 			c.log.Debug("openwire write failed", slog.Any("err", err))
+			return
+		}
+	}
+}
+
+// maxBurst bounds the commands handled between two writes of what they answer.
+const maxBurst = 64
+
+// take handles a command read, or keeps it behind a send that flow control holds.
+func (c *conn) take(ctx context.Context, cmd ow.Command) {
+	if c.held != nil {
+		c.behind = append(c.behind, cmd)
+		return
+	}
+	c.handle(ctx, cmd)
+}
+
+// takeReady handles the commands already read (up to maxBurst), so that what a burst of
+// them answers or lets through (a consumer's acks free its prefetch) goes out in one
+// write rather than one write per command.
+func (c *conn) takeReady(ctx context.Context) {
+	for n := 1; n < maxBurst && !c.closing; n++ {
+		select {
+		case cmd := <-c.cmds:
+			c.take(ctx, cmd)
+		default:
 			return
 		}
 	}

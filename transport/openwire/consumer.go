@@ -19,7 +19,7 @@ func (c *conn) onConsumer(ctx context.Context, info *ow.ConsumerInfo) error {
 		return &broker.Error{Message: err.Error(), Err: broker.ErrInvalidDestination}
 	}
 	id := info.ConsumerID.String()
-	if c.consumers[id] != nil {
+	if c.consumers[*info.ConsumerID] != nil {
 		return &broker.Error{Message: "consumer " + id + " already exists", Err: broker.ErrDuplicateSubscription}
 	}
 	sid := ow.SessionID{ConnectionID: info.ConsumerID.ConnectionID, Value: info.ConsumerID.SessionID}.String()
@@ -51,7 +51,7 @@ func (c *conn) onConsumer(ctx context.Context, info *ow.ConsumerInfo) error {
 		cons.subs = append(cons.subs, sub)
 		c.bySub[req.ID] = cons
 	}
-	c.consumers[id] = cons
+	c.consumers[*info.ConsumerID] = cons
 	return nil
 }
 
@@ -65,7 +65,7 @@ func (c *conn) browse(ctx context.Context, cons *consumer, dests []broker.Destin
 			break
 		}
 		for _, m := range msgs {
-			wm, err := fromMessage(m, d.String())
+			wm, err := c.fromMessage(m, d.String())
 			if err != nil {
 				continue
 			}
@@ -82,7 +82,7 @@ func (c *conn) dispatch(d *broker.Delivery) error {
 	if cons == nil {
 		return nil // its consumer was removed meanwhile: the broker took the message back
 	}
-	m, err := fromMessage(d.Msg, d.Destination)
+	m, err := c.fromMessage(d.Msg, d.Destination)
 	if err != nil {
 		c.log.Warn("openwire: a message could not be encoded for the client", "id", d.Msg.ID, "err", err)
 		m = &ow.Message{Type: ow.TypeMessage, MessageID: wireMessageID(d.Msg.ID), Destination: fromClientName(d.Destination)}
@@ -94,14 +94,17 @@ func (c *conn) dispatch(d *broker.Delivery) error {
 	m.RedeliveryCounter = redeliveries
 	m.JMSXGroupFirstForConsumer = d.GroupFirst
 	cons.sent++
-	return c.write(&ow.MessageDispatch{ConsumerID: cons.id, Destination: m.Destination, Message: m, RedeliveryCounter: redeliveries})
+	c.md = ow.MessageDispatch{ConsumerID: cons.id, Destination: m.Destination, Message: m, RedeliveryCounter: redeliveries}
+	err = c.write(&c.md)
+	c.md = ow.MessageDispatch{}
+	return err
 }
 
 // onAck settles what a MessageAck names, in its form; one the client waits for is
 // answered once the broker has it.
 func (c *conn) onAck(ctx context.Context, a *ow.MessageAck) {
 	done := c.completion(a)
-	cons := c.consumers[a.ConsumerID.String()]
+	cons := c.consumerOf(a.ConsumerID)
 	if cons == nil || cons.browser {
 		done(nil) // a browser's, or a consumer's already removed: nothing is held for it
 		return
@@ -162,6 +165,14 @@ func (c *conn) onAck(ctx context.Context, a *ow.MessageAck) {
 	}
 }
 
+// consumerOf is the client's consumer id, nil if it has none of that id.
+func (c *conn) consumerOf(id *ow.ConsumerID) *consumer {
+	if id == nil {
+		return nil
+	}
+	return c.consumers[*id]
+}
+
 // settle settles message id of one of cons's subscriptions.
 func (c *conn) settle(ctx context.Context, cons *consumer, id string, req broker.SettleRequest, done func(error)) error {
 	var err error
@@ -178,7 +189,7 @@ func (c *conn) settle(ctx context.Context, cons *consumer, id string, req broker
 // (ms; -1: none at all, receiveNoWait) a pull that finds nothing gets the empty
 // dispatch that ends the client's wait; 0 waits as long as it takes.
 func (c *conn) onPull(p *ow.MessagePull) error {
-	cons := c.consumers[p.ConsumerID.String()]
+	cons := c.consumerOf(p.ConsumerID)
 	if cons == nil || !cons.pull {
 		return nil
 	}

@@ -76,10 +76,10 @@ func benchStored(tb testing.TB) *broker.Message {
 // BenchmarkFromMessage: a delivered message to the client's form.
 func BenchmarkFromMessage(b *testing.B) {
 	m := benchStored(b)
-	_ = &conn{}
+	c := &conn{}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := fromMessage(m, "/queue/BENCH.q"); err != nil {
+		if _, err := c.fromMessage(m, "/queue/BENCH.q"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -93,7 +93,7 @@ func BenchmarkDispatchEncode(b *testing.B) {
 	cid := &ow.ConsumerID{ConnectionID: benchConn, SessionID: 1, Value: 1}
 	b.ReportAllocs()
 	for b.Loop() {
-		wm, err := fromMessage(m, "/queue/BENCH.q")
+		wm, err := c.fromMessage(m, "/queue/BENCH.q")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -41,7 +41,9 @@ func (c *conn) handle(ctx context.Context, cmd ow.Command) {
 	case *ow.ConsumerInfo:
 		err = c.onConsumer(ctx, cmd)
 	case *ow.ProducerInfo:
-		c.producers[cmd.ProducerID.String()] = &producer{id: cmd.ProducerID, window: cmd.WindowSize}
+		if cmd.ProducerID != nil {
+			c.producers[*cmd.ProducerID] = &producer{id: cmd.ProducerID, window: cmd.WindowSize}
+		}
 	case *ow.TransactionInfo:
 		if c.onTransaction(ctx, cmd) {
 			return
@@ -213,7 +215,7 @@ func (c *conn) onMessage(ctx context.Context, m *ow.Message) {
 	}
 	done := c.completion(m)
 	if !m.ResponseRequired && m.ProducerID != nil {
-		if p := c.producers[m.ProducerID.String()]; p != nil && p.window > 0 {
+		if p := c.producers[*m.ProducerID]; p != nil && p.window > 0 {
 			ack := &ow.ProducerAck{ProducerID: m.ProducerID, Size: wireSize(m)}
 			failed := done
 			done = func(err error) {
@@ -294,7 +296,7 @@ func (c *conn) onTransaction(ctx context.Context, t *ow.TransactionInfo) bool {
 func (c *conn) onRemove(ctx context.Context, r *ow.RemoveInfo) error {
 	switch id := r.ObjectID.(type) {
 	case *ow.ConsumerID:
-		cons := c.consumers[id.String()]
+		cons := c.consumerOf(id)
 		if cons == nil {
 			return nil
 		}
@@ -316,7 +318,7 @@ func (c *conn) onRemove(ctx context.Context, r *ow.RemoveInfo) error {
 			delete(c.sessions, sid)
 		}
 	case *ow.ProducerID:
-		delete(c.producers, id.String())
+		delete(c.producers, *id)
 	case *ow.ConnectionID:
 		// The broker connection ends now (what the client held goes back); the socket
 		// stays for the client's ShutdownInfo, which follows, as with ActiveMQ.
@@ -327,7 +329,7 @@ func (c *conn) onRemove(ctx context.Context, r *ow.RemoveInfo) error {
 
 // dropConsumer forgets a consumer and its waiting pulls.
 func (c *conn) dropConsumer(cons *consumer) {
-	delete(c.consumers, cons.id.String())
+	delete(c.consumers, *cons.id)
 	for _, s := range cons.subs {
 		delete(c.bySub, s.ID)
 	}
