@@ -116,8 +116,7 @@ type conn struct {
 
 	txErr      error // the outcome of the last TransactionInfo (onTransaction)
 	deliveries []*broker.Delivery
-	lastWrite  time.Time
-	lastRead   time.Time
+	lastWrite  time.Time // when pump last flushed
 	closing    bool
 }
 
@@ -228,6 +227,7 @@ func (c *conn) handshake() error {
 	if err := c.bw.Flush(); err != nil {
 		return err
 	}
+	c.lastWrite = time.Now()
 	_ = c.nc.SetWriteDeadline(time.Time{}) // the read deadline stays for ConnectionInfo
 	return nil
 }
@@ -270,7 +270,6 @@ func (c *conn) loop(ctx context.Context) {
 		}
 		select {
 		case cmd := <-c.cmds:
-			c.lastRead = time.Now()
 			c.take(ctx, cmd)
 			c.takeReady(ctx)
 		case <-retry:
@@ -379,7 +378,6 @@ func (c *conn) connectionError(class, msg string) {
 
 // write encodes one command into the buffer.
 func (c *conn) write(cmd ow.Command) error {
-	c.lastWrite = time.Now()
 	return c.w.Write(cmd)
 }
 
@@ -425,7 +423,8 @@ func (c *conn) pump() error {
 		}
 	}
 	if c.bw.Buffered() > 0 {
-		_ = c.nc.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+		c.lastWrite = time.Now()
+		_ = c.nc.SetWriteDeadline(c.lastWrite.Add(c.cfg.WriteTimeout))
 		return c.bw.Flush()
 	}
 	return nil
