@@ -97,7 +97,8 @@ func BenchmarkDispatchEncode(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := c.w.Write(&ow.MessageDispatch{ConsumerID: cid, Destination: wm.Destination, Message: wm}); err != nil {
+		c.md = ow.MessageDispatch{ConsumerID: cid, Destination: wm.Destination, Message: wm} // as dispatch does
+		if err := c.w.Write(&c.md); err != nil {
 			b.Fatal(err)
 		}
 	}
