@@ -14,6 +14,9 @@ import (
 // onConsumer registers a consumer: a subscription of its session for each destination
 // it names (a queue browser is answered at once instead).
 func (c *conn) onConsumer(ctx context.Context, info *ow.ConsumerInfo) error {
+	if info.ConsumerID == nil {
+		return errNoID("ConsumerInfo", "consumer")
+	}
 	dests, err := toDestinations(info.Destination)
 	if err != nil {
 		return &broker.Error{Message: err.Error(), Err: broker.ErrInvalidDestination}

@@ -37,6 +37,10 @@ func (c *conn) handle(ctx context.Context, cmd ow.Command) {
 	case *ow.MessagePull:
 		err = c.onPull(cmd)
 	case *ow.SessionInfo:
+		if cmd.SessionID == nil {
+			err = errNoID("SessionInfo", "session")
+			break
+		}
 		c.session(cmd.SessionID.String())
 	case *ow.ConsumerInfo:
 		err = c.onConsumer(ctx, cmd)
@@ -79,6 +83,12 @@ func (c *conn) handle(ctx context.Context, cmd ow.Command) {
 var errAnswered = errors.New("openwire: answered")
 
 var errAlreadyConnected = errors.New("openwire: already connected")
+
+// errNoID answers a command without the id it is about (the codec lets a null id
+// through; Java's client never sends one).
+func errNoID(command, what string) error {
+	return &broker.Error{Message: command + " without a " + what + " id"}
+}
 
 // respond answers cmd, if it asked for an answer: a Response, or an ExceptionResponse
 // for err. An error nobody waits for is logged.
