@@ -77,3 +77,33 @@ func TestPropertyEncoder(t *testing.T) {
 	_, err = e.Finish()
 	assert.ErrorContains(t, err, "too long")
 }
+
+// TestTextBytes: a text body read as bytes and written from bytes is the text Text and
+// SetText read and write, ASCII or not (NUL, accents, a supplementary character), null
+// and empty; plain ASCII is read in place.
+func TestTextBytes(t *testing.T) {
+	for _, text := range []string{"", "plain ascii", "nul\x00inside", "é and 😀"} {
+		var m Message
+		m.SetText(text, false)
+		b, ok, err := m.TextBytes()
+		require.NoError(t, err)
+		assert.True(t, ok)
+		assert.Equal(t, text, string(b))
+		assert.Equal(t, m.Content, AppendText(nil, []byte(text)), "%q encoded as SetText does", text)
+		if plainASCII([]byte(text)) && text != "" {
+			assert.Same(t, &m.Content[4], &b[0], "read in place")
+		}
+		m.SetText(text, true) // compressed
+		b, _, err = m.TextBytes()
+		require.NoError(t, err)
+		assert.Equal(t, text, string(b))
+	}
+	null := Message{Content: []byte{0xFF, 0xFF, 0xFF, 0xFF}}
+	b, ok, err := null.TextBytes()
+	assert.NoError(t, err)
+	assert.False(t, ok)
+	assert.Nil(t, b)
+	bad := Message{Content: []byte{0, 0, 0, 2, 0xC0, 0x41}}
+	_, _, err = bad.TextBytes()
+	assert.ErrorIs(t, err, ErrMalformed)
+}

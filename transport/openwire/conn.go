@@ -106,11 +106,13 @@ type conn struct {
 	held   *heldSend
 	behind []ow.Command
 
-	// What dispatches reuse (convert.go): the dispatch and message being written and
-	// their properties, and the producer ids and destinations messages name (they repeat).
+	// What dispatches reuse (convert.go): the dispatch and message being written, their
+	// properties and text, and the producer ids and destinations messages name (they
+	// repeat).
 	out           wireMessage
 	md            ow.MessageDispatch
 	props         ow.PropertyEncoder
+	text          []byte
 	wireProducers map[ow.ProducerID]*ow.ProducerID
 	wireDests     map[string]*ow.Destination
 

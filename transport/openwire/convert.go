@@ -227,11 +227,11 @@ func toMessage(m *ow.Message) (*broker.Message, error) {
 	switch kind {
 	case broker.BodyPlain:
 	case broker.BodyText:
-		text, _, err := m.Text()
+		text, _, err := m.TextBytes()
 		if err != nil {
 			return nil, fmt.Errorf("text body: %w", err)
 		}
-		out.Body = []byte(text)
+		out.Body = text
 	default:
 		body, err := m.Body()
 		if err != nil {
@@ -389,8 +389,8 @@ type wireMessage struct {
 }
 
 // fromMessage is the OpenWire message of a broker message delivered from dest (its
-// STOMP form). It is the connection's own (c.out), valid until the next call: it is
-// for writing at once.
+// STOMP form). It is the connection's own (c.out, a text body in c.text), valid until
+// the next call: it is for writing at once.
 func (c *conn) fromMessage(m *broker.Message, dest string) (*ow.Message, error) {
 	c.out = wireMessage{}
 	out := &c.out.Message
@@ -410,7 +410,11 @@ func (c *conn) fromMessage(m *broker.Message, dest string) (*ow.Message, error) 
 	switch kind {
 	case broker.BodyText:
 		out.Type = ow.TypeTextMessage
-		out.SetText(string(m.Body), false)
+		if cap(c.text) > 64<<10 {
+			c.text = nil // a large text once does not stay
+		}
+		c.text = ow.AppendText(c.text[:0], m.Body)
+		out.Content = c.text
 	case broker.BodyBytes:
 		out.Type = ow.TypeBytesMessage
 		out.SetBody(m.Body, false)

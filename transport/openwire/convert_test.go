@@ -100,22 +100,44 @@ func TestRepeatedWireName(t *testing.T) {
 	assert.Equal(t, []broker.Prop{broker.IntProp("k", broker.PropInt, 7)}, []broker.Prop(bm.Props))
 }
 
+// TestTextRoundTrip: a TextMessage's text reaches the broker as its UTF-8 and comes back
+// as it was sent, ASCII or not.
+func TestTextRoundTrip(t *testing.T) {
+	c := &conn{}
+	for _, text := range []string{"plain", "nul\x00é 😀", ""} {
+		m := benchWire(t, "text")
+		m.SetText(text, false)
+		bm, err := toMessage(m)
+		require.NoError(t, err)
+		assert.Equal(t, text, string(bm.Body))
+		got, err := c.fromMessage(bm, "/queue/q")
+		require.NoError(t, err)
+		back, ok, err := got.Text()
+		require.NoError(t, err)
+		assert.True(t, ok)
+		assert.Equal(t, text, back)
+	}
+}
+
 // TestDispatchAllocations counts the allocations of turning a delivered message into
 // the client's form and encoding its MessageDispatch: the connection reuses the message,
-// its properties' buffer, producer ids and destinations, so none in the steady state.
+// its properties' and text's buffers, producer ids and destinations, so none in the
+// steady state.
 func TestDispatchAllocations(t *testing.T) {
-	m := benchStored(t)
-	c := &conn{w: ow.NewWriter(io.Discard, benchFormat)}
-	cid := &ow.ConsumerID{ConnectionID: benchConn, SessionID: 1, Value: 1}
-	n := testing.AllocsPerRun(100, func() {
-		wm, err := c.fromMessage(m, "/queue/BENCH.q")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.md = ow.MessageDispatch{ConsumerID: cid, Destination: wm.Destination, Message: wm}
-		if err := c.w.Write(&c.md); err != nil {
-			t.Fatal(err)
-		}
-	})
-	assert.Zero(t, n)
+	for _, kind := range benchKinds {
+		m := benchStored(t, kind)
+		c := &conn{w: ow.NewWriter(io.Discard, benchFormat)}
+		cid := &ow.ConsumerID{ConnectionID: benchConn, SessionID: 1, Value: 1}
+		n := testing.AllocsPerRun(100, func() {
+			wm, err := c.fromMessage(m, "/queue/BENCH.q")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.md = ow.MessageDispatch{ConsumerID: cid, Destination: wm.Destination, Message: wm}
+			if err := c.w.Write(&c.md); err != nil {
+				t.Fatal(err)
+			}
+		})
+		assert.Zero(t, n, kind)
+	}
 }
