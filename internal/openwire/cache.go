@@ -14,23 +14,23 @@ const (
 )
 
 type marshalCache struct {
-	slots []any
-	index map[any]int16
+	slots []cacheKey // the zero key: a free slot
+	index map[cacheKey]int16
 	next  int
 	evict int
 }
 
 func newMarshalCache(size int) *marshalCache {
-	return &marshalCache{slots: make([]any, size), index: make(map[any]int16)}
+	return &marshalCache{slots: make([]cacheKey, size), index: make(map[cacheKey]int16)}
 }
 
 // sweep frees slots before a frame is encoded.
 func (c *marshalCache) sweep() {
 	for len(c.index) > len(c.slots)-cacheFreeSpace && len(c.index) > 0 {
-		if k := c.slots[c.evict]; k != nil {
+		if k := c.slots[c.evict]; k.typ != 0 {
 			delete(c.index, k)
 		}
-		c.slots[c.evict] = nil
+		c.slots[c.evict] = cacheKey{}
 		c.evict = (c.evict + 1) % len(c.slots)
 	}
 }
@@ -41,8 +41,8 @@ func (c *marshalCache) lookup(x marshaler) (int16, bool) {
 	if x == nil {
 		return noCacheSlot, false
 	}
-	k := cacheKey(x)
-	if k == nil {
+	k, ok := keyOf(x)
+	if !ok {
 		return noCacheSlot, false
 	}
 	if i, ok := c.index[k]; ok {
@@ -53,7 +53,7 @@ func (c *marshalCache) lookup(x marshaler) (int16, bool) {
 	if len(c.index) >= len(c.slots) {
 		return noCacheSlot, false
 	}
-	if old := c.slots[i]; old != nil {
+	if old := c.slots[i]; old.typ != 0 {
 		delete(c.index, old)
 	}
 	c.slots[i] = k

@@ -100,11 +100,17 @@ func (id MessageID) String() string {
 		}
 		return "ID:" + id.TextView
 	}
-	p := "null"
-	if id.ProducerID != nil {
-		p = id.ProducerID.String()
+	if id.ProducerID == nil {
+		return "null:" + strconv.FormatInt(id.ProducerSequenceID, 10)
 	}
-	return p + ":" + strconv.FormatInt(id.ProducerSequenceID, 10)
+	// One allocation: a message id is made for every message and every ack.
+	p := id.ProducerID
+	var buf [96]byte
+	b := append(buf[:0], p.ConnectionID...)
+	b = strconv.AppendInt(append(b, ':'), p.SessionID, 10)
+	b = strconv.AppendInt(append(b, ':'), p.Value, 10)
+	b = strconv.AppendInt(append(b, ':'), id.ProducerSequenceID, 10)
+	return string(b)
 }
 
 func (id *LocalTransactionID) String() string {
@@ -264,34 +270,38 @@ func (id *XATransactionID) unmarshal(d *decoder) {
 	id.BranchQualifier = d.bytes()
 }
 
-// cacheKey returns a comparable value identifying x for the marshalling cache, or nil when
-// x is not cached by value (XA ids hold slices).
-func cacheKey(x marshaler) any {
-	switch v := x.(type) {
-	case *ConnectionID:
-		return *v
-	case *SessionID:
-		return *v
-	case *ConsumerID:
-		return *v
-	case *ProducerID:
-		return *v
-	case *BrokerID:
-		return *v
-	case *Destination:
-		return *v
-	case *LocalTransactionID:
-		c := ""
-		if v.ConnectionID != nil {
-			c = v.ConnectionID.Value
-		}
-		return localTxKey{v.Value, c, v.ConnectionID != nil}
-	}
-	return nil
+// cacheKey identifies an id or destination for the marshalling cache by value. It is a
+// plain struct, not an interface, so that a lookup allocates nothing: typ is the data type
+// (never 0 for a cached value), s and a, b the fields of the id.
+type cacheKey struct {
+	typ  byte
+	s    string
+	a, b int64
+	set  bool // a LocalTransactionID's connection id is present (s)
 }
 
-type localTxKey struct {
-	value int64
-	conn  string
-	set   bool
+// keyOf returns the cache key of x; ok is false when x is not cached by value (XA ids
+// hold slices).
+func keyOf(x marshaler) (k cacheKey, ok bool) {
+	switch v := x.(type) {
+	case *ConnectionID:
+		return cacheKey{typ: TypeConnectionID, s: v.Value}, true
+	case *SessionID:
+		return cacheKey{typ: TypeSessionID, s: v.ConnectionID, a: v.Value}, true
+	case *ConsumerID:
+		return cacheKey{typ: TypeConsumerID, s: v.ConnectionID, a: v.SessionID, b: v.Value}, true
+	case *ProducerID:
+		return cacheKey{typ: TypeProducerID, s: v.ConnectionID, a: v.SessionID, b: v.Value}, true
+	case *BrokerID:
+		return cacheKey{typ: TypeBrokerID, s: v.Value}, true
+	case *Destination:
+		return cacheKey{typ: v.Type, s: v.Name}, true
+	case *LocalTransactionID:
+		k := cacheKey{typ: TypeLocalTransactionID, a: v.Value}
+		if v.ConnectionID != nil {
+			k.s, k.set = v.ConnectionID.Value, true
+		}
+		return k, true
+	}
+	return cacheKey{}, false
 }

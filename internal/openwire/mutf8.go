@@ -78,14 +78,7 @@ func appendMUTF8Char(b []byte, c rune) []byte {
 
 // decodeMUTF8 converts modified UTF-8 to a Go string; ok is false on a malformed sequence.
 func decodeMUTF8(b []byte) (string, bool) {
-	ascii := true
-	for _, c := range b {
-		if c >= 0x80 || c == 0 {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
+	if plainASCII(b) {
 		return string(b), true
 	}
 	out := make([]byte, 0, len(b))

@@ -93,14 +93,7 @@ func appendPrimitive(b []byte, v any, depth int) ([]byte, error) {
 	case []byte:
 		return append(be.AppendUint32(append(b, primBytes), uint32(len(v))), v...), nil
 	case string:
-		// MarshallingSupport.marshalString: writeUTF below Short.MAX_VALUE/4 Java chars,
-		// else a 32-bit length.
-		if utf16Len(v) < math.MaxInt16/4 {
-			b = be.AppendUint16(append(b, primString), uint16(mutf8Len(v)))
-		} else {
-			b = be.AppendUint32(append(b, primBigString), uint32(mutf8Len(v)))
-		}
-		return appendMUTF8(b, v), nil
+		return appendPrimString(b, v), nil
 	case map[string]any:
 		return appendMap(append(b, primMap), v, depth+1)
 	case []any:
@@ -114,6 +107,17 @@ func appendPrimitive(b []byte, v any, depth int) ([]byte, error) {
 		return b, nil
 	}
 	return nil, fmt.Errorf("openwire: %T is not a primitive type", v)
+}
+
+// appendPrimString encodes a string value as MarshallingSupport.marshalString does:
+// writeUTF below Short.MAX_VALUE/4 Java chars, else a 32-bit length.
+func appendPrimString(b []byte, v string) []byte {
+	if utf16Len(v) < math.MaxInt16/4 {
+		b = binary.BigEndian.AppendUint16(append(b, primString), uint16(mutf8Len(v)))
+	} else {
+		b = binary.BigEndian.AppendUint32(append(b, primBigString), uint32(mutf8Len(v)))
+	}
+	return appendMUTF8(b, v)
 }
 
 // primReader decodes typed values from a byte slice; strings and byte arrays are checked
@@ -205,60 +209,25 @@ func (r *primReader) value(depth int) any {
 		r.err = fmt.Errorf("%w: maps and lists nested deeper than %d", ErrMalformed, maxNesting)
 		return nil
 	}
-	t := r.take(1)
-	if t == nil {
-		return nil
+	if len(r.b) == 0 || (r.b[0] != primMap && r.b[0] != primList) {
+		return r.propValue().Any()
 	}
-	switch t[0] {
-	case primNull:
-		return nil
-	case primBool:
-		if b := r.take(1); b != nil {
-			return b[0] != 0
-		}
-	case primByte:
-		if b := r.take(1); b != nil {
-			return int8(b[0])
-		}
-	case primChar:
-		return Char(r.u16())
-	case primShort:
-		return int16(r.u16())
-	case primInt:
-		return r.i32()
-	case primLong:
-		return int64(r.u64())
-	case primFloat:
-		return math.Float32frombits(uint32(r.i32()))
-	case primDouble:
-		return math.Float64frombits(r.u64())
-	case primBytes:
-		n := r.i32()
-		return r.take(int(n))
-	case primString:
-		return r.str(r.u16())
-	case primBigString:
-		return r.str(int(r.i32()))
-	case primMap:
+	if r.take(1)[0] == primMap {
 		m := r.mapValue(math.MaxInt32, depth+1)
 		if m == nil {
 			return map[string]any(nil)
 		}
 		return m
-	case primList:
-		n, ok := r.count(1)
-		if !ok {
-			return []any(nil)
-		}
-		l := make([]any, 0, n)
-		for i := 0; i < n && r.err == nil; i++ {
-			l = append(l, r.value(depth+1))
-		}
-		return l
-	default:
-		r.err = fmt.Errorf("%w: unknown primitive type %d", ErrMalformed, t[0])
 	}
-	return nil
+	n, ok := r.count(1)
+	if !ok {
+		return []any(nil)
+	}
+	l := make([]any, 0, n)
+	for i := 0; i < n && r.err == nil; i++ {
+		l = append(l, r.value(depth+1))
+	}
+	return l
 }
 
 // decodePrimitiveMap decodes a map of at most limit entries; size -1 is a nil map.

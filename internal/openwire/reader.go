@@ -14,6 +14,7 @@ type Reader struct {
 	f     Format
 	cache []DataStructure
 	hdr   [4]byte
+	dec   decoder // the decoder of the command being read
 }
 
 // NewReader reads commands in format f (Initial until WireFormatInfo is exchanged; then
@@ -44,7 +45,14 @@ func (r *Reader) Format() Format { return r.f }
 // commands through the marshalling cache: treat them as immutable. Message contents are
 // slices of the frame's buffer, which is never reused.
 func (r *Reader) Read() (Command, error) {
-	d := decoder{tight: r.f.TightEncoding, stackTrace: r.f.StackTrace, version: r.f.Version, cache: r.cache}
+	c, err := r.read()
+	r.dec = decoder{} // the frame is the command's now
+	return c, err
+}
+
+func (r *Reader) read() (Command, error) {
+	r.dec = decoder{tight: r.f.TightEncoding, stackTrace: r.f.StackTrace, version: r.f.Version, cache: r.cache}
+	d := &r.dec // the Reader's own: a decoder on the stack would escape through unmarshal
 	if r.f.SizePrefixDisabled {
 		d.src = r.r
 		d.limit = r.f.MaxFrameSize
@@ -81,7 +89,7 @@ func (r *Reader) Read() (Command, error) {
 	if d.tight {
 		d.readBits()
 	}
-	c.unmarshal(&d)
+	c.unmarshal(d)
 	if d.err != nil {
 		return nil, fmt.Errorf("decoding %T: %w", c, d.err)
 	}

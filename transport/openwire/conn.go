@@ -98,9 +98,9 @@ type conn struct {
 	ready []ow.Command
 
 	sessions  map[string]*broker.Session
-	consumers map[string]*consumer // by the client's consumer id
-	bySub     map[string]*consumer // by the ids of their subscriptions
-	producers map[string]*producer
+	consumers map[ow.ConsumerID]*consumer // by the client's consumer id
+	bySub     map[string]*consumer        // by the ids of their subscriptions
+	producers map[ow.ProducerID]*producer
 	pulls     []*pull // MessagePulls waiting with a timeout
 
 	// A send held by producer flow control and the commands read behind it.
@@ -113,10 +113,19 @@ type conn struct {
 	// agreed initial delay, before which the client sends no keep-alives.
 	monitorFrom time.Time
 
+	// What dispatches reuse (convert.go): the dispatch and message being written, their
+	// properties and text, and the producer ids and destinations messages name (they
+	// repeat).
+	out           wireMessage
+	md            ow.MessageDispatch
+	props         ow.PropertyEncoder
+	text          []byte
+	wireProducers map[ow.ProducerID]*ow.ProducerID
+	wireDests     map[string]*ow.Destination
+
 	txErr      error // the outcome of the last TransactionInfo (onTransaction)
 	deliveries []*broker.Delivery
-	lastWrite  time.Time
-	lastRead   time.Time
+	lastWrite  time.Time // when pump last flushed
 	closing    bool
 }
 
@@ -158,9 +167,9 @@ func Serve(ctx context.Context, nc net.Conn, b *broker.Broker, cfg Config) {
 		cmds:      make(chan ow.Command, 64),
 		readErr:   make(chan error, 1),
 		sessions:  map[string]*broker.Session{},
-		consumers: map[string]*consumer{},
+		consumers: map[ow.ConsumerID]*consumer{},
 		bySub:     map[string]*consumer{},
-		producers: map[string]*producer{},
+		producers: map[ow.ProducerID]*producer{},
 	}
 	defer c.shutdown()
 	if err := c.handshake(); err != nil {
@@ -245,6 +254,7 @@ func (c *conn) handshake() error {
 	if err := c.bw.Flush(); err != nil {
 		return err
 	}
+	c.lastWrite = time.Now()
 	_ = c.nc.SetWriteDeadline(time.Time{}) // the read deadline stays for ConnectionInfo
 	return nil
 }
@@ -288,12 +298,8 @@ func (c *conn) loop(ctx context.Context) {
 		}
 		select {
 		case cmd := <-cmds:
-			c.lastRead = time.Now()
-			if c.held != nil {
-				c.behind = append(c.behind, cmd)
-			} else {
-				c.handle(ctx, cmd)
-			}
+			c.take(ctx, cmd)
+			c.takeReady(ctx)
 		case <-retry:
 			c.retryHeld(ctx)
 		case <-expire:
@@ -316,6 +322,32 @@ func (c *conn) loop(ctx context.Context) {
 		}
 		if err := c.pump(); err != nil {
 			c.log.Debug("openwire write failed", slog.Any("err", err))
+			return
+		}
+	}
+}
+
+// maxBurst bounds the commands handled between two writes of what they answer.
+const maxBurst = 64
+
+// take handles a command read, or keeps it behind a send that flow control holds.
+func (c *conn) take(ctx context.Context, cmd ow.Command) {
+	if c.held != nil {
+		c.behind = append(c.behind, cmd)
+		return
+	}
+	c.handle(ctx, cmd)
+}
+
+// takeReady handles the commands already read (up to maxBurst), so that what a burst of
+// them answers or lets through (a consumer's acks free its prefetch) goes out in one
+// write rather than one write per command.
+func (c *conn) takeReady(ctx context.Context) {
+	for n := 1; n < maxBurst && !c.closing && c.reading(); n++ {
+		select {
+		case cmd := <-c.cmds:
+			c.take(ctx, cmd)
+		default:
 			return
 		}
 	}
@@ -385,7 +417,6 @@ func (c *conn) connectionError(class, msg string) {
 
 // write encodes one command into the buffer.
 func (c *conn) write(cmd ow.Command) error {
-	c.lastWrite = time.Now()
 	return c.w.Write(cmd)
 }
 
@@ -431,7 +462,8 @@ func (c *conn) pump() error {
 		}
 	}
 	if c.bw.Buffered() > 0 {
-		_ = c.nc.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+		c.lastWrite = time.Now()
+		_ = c.nc.SetWriteDeadline(c.lastWrite.Add(c.cfg.WriteTimeout))
 		return c.bw.Flush()
 	}
 	return nil

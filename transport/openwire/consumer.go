@@ -14,12 +14,15 @@ import (
 // onConsumer registers a consumer: a subscription of its session for each destination
 // it names (a queue browser is answered at once instead).
 func (c *conn) onConsumer(ctx context.Context, info *ow.ConsumerInfo) error {
+	if info.ConsumerID == nil {
+		return errNoID("ConsumerInfo", "consumer")
+	}
 	dests, err := toDestinations(info.Destination)
 	if err != nil {
 		return &broker.Error{Message: err.Error(), Err: broker.ErrInvalidDestination}
 	}
 	id := info.ConsumerID.String()
-	if c.consumers[id] != nil {
+	if c.consumers[*info.ConsumerID] != nil {
 		return &broker.Error{Message: "consumer " + id + " already exists", Err: broker.ErrDuplicateSubscription}
 	}
 	sid := ow.SessionID{ConnectionID: info.ConsumerID.ConnectionID, Value: info.ConsumerID.SessionID}.String()
@@ -51,7 +54,7 @@ func (c *conn) onConsumer(ctx context.Context, info *ow.ConsumerInfo) error {
 		cons.subs = append(cons.subs, sub)
 		c.bySub[req.ID] = cons
 	}
-	c.consumers[id] = cons
+	c.consumers[*info.ConsumerID] = cons
 	return nil
 }
 
@@ -65,7 +68,7 @@ func (c *conn) browse(ctx context.Context, cons *consumer, dests []broker.Destin
 			break
 		}
 		for _, m := range msgs {
-			wm, err := fromMessage(m, d.String())
+			wm, err := c.fromMessage(m, d.String())
 			if err != nil {
 				continue
 			}
@@ -82,7 +85,7 @@ func (c *conn) dispatch(d *broker.Delivery) error {
 	if cons == nil {
 		return nil // its consumer was removed meanwhile: the broker took the message back
 	}
-	m, err := fromMessage(d.Msg, d.Destination)
+	m, err := c.fromMessage(d.Msg, d.Destination)
 	if err != nil {
 		c.log.Warn("openwire: a message could not be encoded for the client", "id", d.Msg.ID, "err", err)
 		m = &ow.Message{Type: ow.TypeMessage, MessageID: wireMessageID(d.Msg.ID), Destination: fromClientName(d.Destination)}
@@ -97,14 +100,17 @@ func (c *conn) dispatch(d *broker.Delivery) error {
 	m.MessageID.BrokerSequenceID = int64(d.Tag)
 	m.JMSXGroupFirstForConsumer = d.GroupFirst
 	cons.sent++
-	return c.write(&ow.MessageDispatch{ConsumerID: cons.id, Destination: m.Destination, Message: m, RedeliveryCounter: redeliveries})
+	c.md = ow.MessageDispatch{ConsumerID: cons.id, Destination: m.Destination, Message: m, RedeliveryCounter: redeliveries}
+	err = c.write(&c.md)
+	c.md = ow.MessageDispatch{}
+	return err
 }
 
 // onAck settles what a MessageAck names, in its form; one the client waits for is
 // answered once the broker has it.
 func (c *conn) onAck(ctx context.Context, a *ow.MessageAck) {
 	done := c.completion(a)
-	cons := c.consumers[a.ConsumerID.String()]
+	cons := c.consumerOf(a.ConsumerID)
 	if cons == nil || cons.browser {
 		done(nil) // a browser's, or a consumer's already removed: nothing is held for it
 		return
@@ -165,6 +171,14 @@ func (c *conn) onAck(ctx context.Context, a *ow.MessageAck) {
 	}
 }
 
+// consumerOf is the client's consumer id, nil if it has none of that id.
+func (c *conn) consumerOf(id *ow.ConsumerID) *consumer {
+	if id == nil {
+		return nil
+	}
+	return c.consumers[*id]
+}
+
 // settle settles message id of one of cons's subscriptions.
 func (c *conn) settle(ctx context.Context, cons *consumer, id string, req broker.SettleRequest, done func(error)) error {
 	var err error
@@ -182,7 +196,7 @@ func (c *conn) settle(ctx context.Context, cons *consumer, id string, req broker
 // sends its real prefetch once it has dealt with what it held. Its MessagePulls still
 // waiting are done: their credit is part of the window.
 func (c *conn) onConsumerControl(cc *ow.ConsumerControl) {
-	cons := c.consumers[cc.ConsumerID.String()]
+	cons := c.consumerOf(cc.ConsumerID)
 	if cons == nil || !cons.pull || cc.Prefetch <= 0 {
 		return
 	}
@@ -197,7 +211,7 @@ func (c *conn) onConsumerControl(cc *ow.ConsumerControl) {
 // (ms; -1: none at all, receiveNoWait) a pull that finds nothing gets the empty
 // dispatch that ends the client's wait; 0 waits as long as it takes.
 func (c *conn) onPull(p *ow.MessagePull) error {
-	cons := c.consumers[p.ConsumerID.String()]
+	cons := c.consumerOf(p.ConsumerID)
 	if cons == nil || !cons.pull {
 		return nil
 	}

@@ -115,17 +115,18 @@ func messageID(id *ow.MessageID) string {
 	return id.String()
 }
 
-// wireMessageID is the OpenWire id of a broker message id. One an OpenWire producer
-// gave ("ID:<connection>:<session>:<producer>:<sequence>") is made again from its parts,
-// so the client's own ids come back as they were sent; the broker's ("ID:<name>-<boot
+// wireMessageID fills id with the OpenWire id of a broker message id. One an OpenWire
+// producer gave ("ID:<connection>:<session>:<producer>:<sequence>") is made again from its
+// parts, so the client's own ids come back as they were sent; the broker's ("ID:<name>-<boot
 // time>-<n>") get a producer id of that prefix and sequence n, unique for the client's
-// duplicate checks, with the text form beside them.
-func wireMessageID(s string) *ow.MessageID {
-	id := &ow.MessageID{TextView: s}
+// duplicate checks, with the text form beside them. Producer ids are the connection's,
+// one per producer (c.wireProducers).
+func (c *conn) wireMessageID(id *ow.MessageID, s string) *ow.MessageID {
+	*id = ow.MessageID{TextView: s}
 	if rest, seq, ok := cutNumber(s, ':'); ok {
 		if rest2, prod, ok := cutNumber(rest, ':'); ok {
 			if conn, sess, ok := cutNumber(rest2, ':'); ok {
-				id.ProducerID = &ow.ProducerID{ConnectionID: conn, SessionID: sess, Value: prod}
+				id.ProducerID = c.wireProducer(ow.ProducerID{ConnectionID: conn, SessionID: sess, Value: prod})
 				id.ProducerSequenceID = seq
 				id.TextView = ""
 				return id
@@ -133,12 +134,53 @@ func wireMessageID(s string) *ow.MessageID {
 		}
 	}
 	if conn, seq, ok := cutNumber(s, '-'); ok {
-		id.ProducerID = &ow.ProducerID{ConnectionID: conn}
+		id.ProducerID = c.wireProducer(ow.ProducerID{ConnectionID: conn})
 		id.ProducerSequenceID = seq
 		return id
 	}
 	id.ProducerID = &ow.ProducerID{ConnectionID: s}
 	return id
+}
+
+// wireMessageID is the OpenWire id of a broker message id, for a connection's fallback
+// (see conn.wireMessageID).
+func wireMessageID(s string) *ow.MessageID {
+	return (&conn{}).wireMessageID(new(ow.MessageID), s)
+}
+
+// maxWireCache bounds the connection's caches of producer ids and destinations (each is
+// dropped when full: they are only shortcuts).
+const maxWireCache = 1024
+
+// wireProducer is the connection's copy of producer id p.
+func (c *conn) wireProducer(p ow.ProducerID) *ow.ProducerID {
+	if id := c.wireProducers[p]; id != nil {
+		return id
+	}
+	if c.wireProducers == nil || len(c.wireProducers) >= maxWireCache {
+		c.wireProducers = make(map[ow.ProducerID]*ow.ProducerID)
+	}
+	id := new(ow.ProducerID)
+	*id = p
+	c.wireProducers[p] = id
+	return id
+}
+
+// wireDestination is the OpenWire destination of one in the STOMP form (fromClientName),
+// the connection's for a name it saw before.
+func (c *conn) wireDestination(name string) *ow.Destination {
+	if d := c.wireDests[name]; d != nil {
+		return d
+	}
+	d := fromClientName(name)
+	if d == nil {
+		return nil
+	}
+	if c.wireDests == nil || len(c.wireDests) >= maxWireCache {
+		c.wireDests = make(map[string]*ow.Destination)
+	}
+	c.wireDests[name] = d
+	return d
 }
 
 // cutNumber splits s at its last sep into what comes before and the decimal number
@@ -185,17 +227,11 @@ func toMessage(m *ow.Message) (*broker.Message, error) {
 	switch kind {
 	case broker.BodyPlain:
 	case broker.BodyText:
-		text, _, err := m.Text()
+		text, _, err := m.TextBytes()
 		if err != nil {
 			return nil, fmt.Errorf("text body: %w", err)
 		}
-		out.Body = []byte(text)
-	case broker.BodyBytes:
-		body, err := m.Body()
-		if err != nil {
-			return nil, fmt.Errorf("bytes body: %w", err)
-		}
-		out.Body = body
+		out.Body = text
 	default:
 		body, err := m.Body()
 		if err != nil {
@@ -203,66 +239,164 @@ func toMessage(m *ow.Message) (*broker.Message, error) {
 		}
 		out.Body = body
 	}
-	hs := make(broker.Headers, 0, 8)
+	var hs broker.Headers
 	if m.CorrelationID != "" {
-		hs = append(hs, broker.HeaderCorrelationID, m.CorrelationID)
+		hs = appendHeader(hs, broker.HeaderCorrelationID, m.CorrelationID)
 	}
 	if m.ReplyTo != nil {
 		r, err := replyToHeader(m.ReplyTo)
 		if err != nil {
 			return nil, fmt.Errorf("reply-to: %w", err)
 		}
-		hs = append(hs, broker.HeaderReplyTo, r)
+		hs = appendHeader(hs, broker.HeaderReplyTo, r)
 	}
 	if m.JMSType != "" {
-		hs = append(hs, broker.HeaderType, m.JMSType)
+		hs = appendHeader(hs, broker.HeaderType, m.JMSType)
 	}
 	if m.GroupID != "" {
-		hs = append(hs, broker.HeaderGroupID, m.GroupID)
-		hs = append(hs, broker.HeaderGroupSeq, strconv.Itoa(int(m.GroupSequence)))
+		hs = appendHeader(hs, broker.HeaderGroupID, m.GroupID)
+		hs = appendHeader(hs, broker.HeaderGroupSeq, strconv.Itoa(int(m.GroupSequence)))
 	}
-	props, err := m.Properties()
-	if err != nil {
-		return nil, fmt.Errorf("properties: %w", err)
-	}
-	for name, v := range props {
-		switch v := v.(type) {
-		case string:
-			hs = append(hs, name, v)
-		case bool:
-			out.Props = append(out.Props, broker.BoolProp(name, v))
-		case int8:
-			out.Props = append(out.Props, broker.IntProp(name, broker.PropByte, int64(v)))
-		case int16:
-			out.Props = append(out.Props, broker.IntProp(name, broker.PropShort, int64(v)))
-		case int32:
-			out.Props = append(out.Props, broker.IntProp(name, broker.PropInt, int64(v)))
-		case int64:
-			out.Props = append(out.Props, broker.IntProp(name, broker.PropLong, v))
-		case float32:
-			out.Props = append(out.Props, broker.FloatProp(name, v))
-		case float64:
-			out.Props = append(out.Props, broker.DoubleProp(name, v))
-		case []byte:
-			out.Props = append(out.Props, broker.BytesProp(name, v))
-		case ow.Char: // JMS has no char property; kept as its string
-			hs = append(hs, name, string(rune(v)))
-		case nil:
-		default:
-			return nil, fmt.Errorf("property %s: a %T is not a JMS property type", name, v)
+	fixed := len(hs)
+	var names nameSet
+	repeated := false
+	for pass := 0; pass < 2; pass++ {
+		src := m
+		if pass == 1 {
+			if !repeated {
+				break
+			}
+			// A name the map repeats (Java's client never does): the last value wins, as
+			// in the map Java would read; the map's own encoding has each name once.
+			props, err := m.Properties()
+			if err != nil {
+				return nil, fmt.Errorf("properties: %w", err)
+			}
+			src = &ow.Message{}
+			if err := src.SetProperties(props); err != nil {
+				return nil, fmt.Errorf("properties: %w", err)
+			}
+			hs, out.Props = hs[:fixed], nil
+		}
+		it := src.PropIter()
+		for it.Next() {
+			name, v := it.Name(), it.Value()
+			repeated = !names.add(name) || repeated
+			if v.Type == ow.PropString || v.Type == ow.PropChar {
+				hs = appendHeader(hs, name, propString(v))
+				continue
+			}
+			if v.Type == ow.PropNull {
+				continue
+			}
+			p, ok := brokerProp(name, v)
+			if !ok {
+				return nil, fmt.Errorf("property %s: a %T is not a JMS property type", name, v.Other())
+			}
+			if out.Props == nil {
+				out.Props = make([]broker.Prop, 0, 4)
+			}
+			out.Props = append(out.Props, p)
+		}
+		if err := it.Err(); err != nil {
+			return nil, fmt.Errorf("properties: %w", err)
 		}
 	}
 	out.Headers = hs
 	return out, nil
 }
 
-// fromMessage is the OpenWire message of a broker message delivered from dest (its
-// STOMP form).
-func fromMessage(m *broker.Message, dest string) (*ow.Message, error) {
-	out := &ow.Message{
-		MessageID: wireMessageID(m.ID), Persistent: m.Persistent, Priority: m.Priority,
-		Expiration: m.Expires, Timestamp: m.Timestamp, Destination: fromClientName(dest),
+// appendHeader appends a header, making room for a few at the first.
+func appendHeader(hs broker.Headers, k, v string) broker.Headers {
+	if hs == nil {
+		hs = make(broker.Headers, 0, 8)
 	}
+	return append(hs, k, v)
+}
+
+// propString is a string property's value; a char's (JMS has no char property) as its
+// string.
+func propString(v ow.PropValue) string {
+	if v.Type == ow.PropChar {
+		return string(rune(v.Char()))
+	}
+	return v.Str()
+}
+
+// brokerProp is the broker's typed property of a value that is not a string; ok is false
+// for a map or a list, which JMS properties cannot be.
+func brokerProp(name string, v ow.PropValue) (broker.Prop, bool) {
+	switch v.Type {
+	case ow.PropBool:
+		return broker.BoolProp(name, v.Bool()), true
+	case ow.PropByte:
+		return broker.IntProp(name, broker.PropByte, v.Int()), true
+	case ow.PropShort:
+		return broker.IntProp(name, broker.PropShort, v.Int()), true
+	case ow.PropInt:
+		return broker.IntProp(name, broker.PropInt, v.Int()), true
+	case ow.PropLong:
+		return broker.IntProp(name, broker.PropLong, v.Int()), true
+	case ow.PropFloat:
+		return broker.FloatProp(name, v.Float32()), true
+	case ow.PropDouble:
+		return broker.DoubleProp(name, v.Float64()), true
+	case ow.PropBytes:
+		return broker.BytesProp(name, v.Bytes()), true
+	}
+	return broker.Prop{}, false
+}
+
+// nameSet holds the property names seen so far: a linear scan while they are few, a
+// map beyond (a message may have thousands).
+type nameSet struct {
+	few  [16]string
+	n    int
+	many map[string]struct{}
+}
+
+// add adds name and reports whether it was new.
+func (s *nameSet) add(name string) bool {
+	if s.many != nil {
+		if _, ok := s.many[name]; ok {
+			return false
+		}
+		s.many[name] = struct{}{}
+		return true
+	}
+	for _, n := range s.few[:s.n] {
+		if n == name {
+			return false
+		}
+	}
+	if s.n == len(s.few) {
+		s.many = make(map[string]struct{}, 2*len(s.few))
+		for _, n := range s.few {
+			s.many[n] = struct{}{}
+		}
+		s.many[name] = struct{}{}
+		return true
+	}
+	s.few[s.n] = name
+	s.n++
+	return true
+}
+
+// wireMessage is a message in the client's form with its id: what fromMessage fills.
+type wireMessage struct {
+	ow.Message
+	id ow.MessageID
+}
+
+// fromMessage is the OpenWire message of a broker message delivered from dest (its
+// STOMP form). It is the connection's own (c.out, a text body in c.text), valid until
+// the next call: it is for writing at once.
+func (c *conn) fromMessage(m *broker.Message, dest string) (*ow.Message, error) {
+	c.out = wireMessage{}
+	out := &c.out.Message
+	out.MessageID = c.wireMessageID(&c.out.id, m.ID)
+	out.Persistent, out.Priority, out.Expiration, out.Timestamp = m.Persistent, m.Priority, m.Expires, m.Timestamp
+	out.Destination = c.wireDestination(dest)
 	out.ProducerID = out.MessageID.ProducerID
 	kind := m.Kind
 	if kind == broker.BodyPlain && len(m.Body) > 0 {
@@ -276,7 +410,11 @@ func fromMessage(m *broker.Message, dest string) (*ow.Message, error) {
 	switch kind {
 	case broker.BodyText:
 		out.Type = ow.TypeTextMessage
-		out.SetText(string(m.Body), false)
+		if cap(c.text) > 64<<10 {
+			c.text = nil // a large text once does not stay
+		}
+		c.text = ow.AppendText(c.text[:0], m.Body)
+		out.Content = c.text
 	case broker.BodyBytes:
 		out.Type = ow.TypeBytesMessage
 		out.SetBody(m.Body, false)
@@ -292,7 +430,16 @@ func fromMessage(m *broker.Message, dest string) (*ow.Message, error) {
 	default:
 		out.Type = ow.TypeMessage
 	}
-	var props map[string]any
+	// The properties, each name once: a typed property before a header of the same
+	// name, the last of typed ones and the first of headers (what the client would read
+	// from a map built in that order).
+	var names nameSet
+	c.props.Reset()
+	for i := len(m.Props) - 1; i >= 0; i-- {
+		if p := m.Props[i]; names.add(p.Name) {
+			c.encodeProp(p)
+		}
+	}
 	hs := m.Headers
 	for i := 0; i+1 < len(hs); i += 2 {
 		k, v := hs[i], hs[i+1]
@@ -301,7 +448,7 @@ func fromMessage(m *broker.Message, dest string) (*ow.Message, error) {
 			out.CorrelationID = v
 			continue
 		case broker.HeaderReplyTo:
-			if d := fromClientName(v); d != nil {
+			if d := c.wireDestination(v); d != nil {
 				out.ReplyTo = d
 				continue
 			}
@@ -320,51 +467,42 @@ func fromMessage(m *broker.Message, dest string) (*ow.Message, error) {
 			out.UserID = v
 			continue
 		case headerOriginalDestination:
-			if d := fromClientName(v); d != nil {
+			if d := c.wireDestination(v); d != nil {
 				out.OriginalDestination = d
 				continue
 			}
 		}
-		if props == nil {
-			props = make(map[string]any, len(hs)/2+len(m.Props))
-		}
-		if _, dup := props[k]; !dup {
-			props[k] = v
+		if names.add(k) {
+			c.props.String(k, v)
 		}
 	}
-	for _, p := range m.Props {
-		if props == nil {
-			props = make(map[string]any, len(m.Props))
-		}
-		props[p.Name] = propValue(p)
+	props, err := c.props.Finish()
+	if err != nil {
+		return nil, err
 	}
-	if len(props) > 0 {
-		if err := out.SetProperties(props); err != nil {
-			return nil, err
-		}
-	}
+	out.MarshalledProperties = props
 	return out, nil
 }
 
-// propValue is a typed property's value as the codec writes it.
-func propValue(p broker.Prop) any {
+// encodeProp writes a typed property into the properties being encoded.
+func (c *conn) encodeProp(p broker.Prop) {
+	e := &c.props
 	switch p.Kind {
 	case broker.PropBool:
-		return p.Bool()
+		e.Bool(p.Name, p.Bool())
 	case broker.PropByte:
-		return int8(p.Int())
+		e.Byte(p.Name, int8(p.Int()))
 	case broker.PropShort:
-		return int16(p.Int())
+		e.Short(p.Name, int16(p.Int()))
 	case broker.PropInt:
-		return int32(p.Int())
+		e.Int(p.Name, int32(p.Int()))
 	case broker.PropLong:
-		return p.Int()
+		e.Long(p.Name, p.Int())
 	case broker.PropFloat:
-		return float32(p.Float())
+		e.Float(p.Name, float32(p.Float()))
 	case broker.PropDouble:
-		return p.Float()
+		e.Double(p.Name, p.Float())
 	case broker.PropBytes:
-		return p.Bytes
+		e.Bytes(p.Name, p.Bytes)
 	}
-	return nil
 }

@@ -1,6 +1,8 @@
 package openwire
 
 import (
+	"io"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,84 +12,132 @@ import (
 	ow "github.com/activemq-go/broker/internal/openwire"
 )
 
-// TestMessageRoundTrip: a JMS message of every kind, with its header fields and typed
-// properties, becomes the broker's message as STOMP reads it and comes back to an
-// OpenWire client as it was sent.
-func TestMessageRoundTrip(t *testing.T) {
-	props := map[string]any{"b": true, "i8": int8(-3), "i16": int16(300), "i32": int32(-70000),
-		"i64": int64(1) << 40, "f": float32(1.5), "d": 2.25, "s": "text", "raw": []byte{1, 2}}
-	for _, typ := range []byte{ow.TypeTextMessage, ow.TypeBytesMessage, ow.TypeMapMessage, ow.TypeStreamMessage, ow.TypeObjectMessage, ow.TypeMessage} {
-		in := &ow.Message{
-			Type:        typ,
-			MessageID:   &ow.MessageID{ProducerID: &ow.ProducerID{ConnectionID: "ID:host-1-2-1:1", SessionID: 1, Value: 1}, ProducerSequenceID: 7},
-			Destination: &ow.Destination{Type: ow.TypeQueue, Name: "orders"}, CorrelationID: "c-1",
-			ReplyTo: &ow.Destination{Type: ow.TypeTempQueue, Name: "ID:host-1-2-1:1:1"}, JMSType: "kind",
-			GroupID: "g", GroupSequence: 3, Persistent: true, Priority: 7, Expiration: 1234, Timestamp: 99,
-		}
-		switch typ {
-		case ow.TypeTextMessage:
-			in.SetText("héllo", true)
-		case ow.TypeMessage:
+// wireProps decodes the properties of a message fromMessage made, and counts the entries
+// encoded (each name must be there once).
+func wireProps(t *testing.T, m *ow.Message) (map[string]any, int) {
+	t.Helper()
+	props, err := m.Properties()
+	require.NoError(t, err)
+	n := 0
+	require.NoError(t, m.RangeProperties(func(string, ow.PropValue) error { n++; return nil }))
+	return props, n
+}
+
+// TestPropertiesRoundTrip: a producer's properties of every JMS type and its header
+// fields come back to a consumer as they were sent (a char, which JMS lacks, as its
+// string).
+func TestPropertiesRoundTrip(t *testing.T) {
+	sent := map[string]any{
+		"s": "text é", "t": true, "b": int8(-3), "h": int16(-300), "i": int32(-70000), "l": int64(-1 << 40),
+		"fl": float32(1.5), "d": -2.25, "bytes": []byte{0, 1, 2}, "c": ow.Char('Z'), "null": nil,
+	}
+	m := benchWire(t)
+	m.CorrelationID, m.JMSType, m.GroupID, m.GroupSequence = "corr", "type", "g", 3
+	m.ReplyTo = &ow.Destination{Type: ow.TypeTopic, Name: "replies"}
+	require.NoError(t, m.SetProperties(sent))
+	bm, err := toMessage(m)
+	require.NoError(t, err)
+	c := &conn{}
+	got, err := c.fromMessage(bm, "/queue/BENCH.q")
+	require.NoError(t, err)
+	props, n := wireProps(t, got)
+	want := map[string]any{}
+	for k, v := range sent {
+		switch v := v.(type) {
+		case nil: // a null property is no property
+		case ow.Char:
+			want[k] = string(rune(v))
 		default:
-			in.SetBody([]byte{0, 1, 2, 3}, false)
+			want[k] = v
 		}
-		require.NoError(t, in.SetProperties(props))
+	}
+	assert.Equal(t, want, props)
+	assert.Equal(t, len(want), n)
+	assert.Equal(t, []any{"corr", "type", "g", int32(3), "topic://replies"},
+		[]any{got.CorrelationID, got.JMSType, got.GroupID, got.GroupSequence, got.ReplyTo.String()})
+	assert.Equal(t, "queue://BENCH.q", got.Destination.String())
+	assert.Equal(t, m.MessageID.String(), got.MessageID.String())
+}
 
-		m, err := toMessage(in)
-		require.NoError(t, err, "type %d", typ)
-		assert.Equal(t, "ID:host-1-2-1:1:1:1:7", m.ID)
-		assert.Equal(t, bodyKinds[typ], m.Kind)
-		for k, v := range map[string]string{"correlation-id": "c-1", "reply-to": "/remote-temp-queue/ID:host-1-2-1:1:1",
-			"type": "kind", "JMSXGroupID": "g", "JMSXGroupSeq": "3", "s": "text"} {
-			got, ok := m.Headers.Get(k)
-			assert.True(t, ok, "header %s", k)
-			assert.Equal(t, v, got, "header %s", k)
-		}
-		if typ == ow.TypeTextMessage {
-			assert.Equal(t, "héllo", string(m.Body), "stored as UTF-8 text, uncompressed")
-		}
-		assert.Len(t, m.Props, 8, "every property but the string one is typed")
+// TestPropertyNamesOnce: a name the broker's message has twice is sent once: a typed
+// property before a header of the same name, the last typed one, the first header (the
+// values a client reading a map built in that order would see), with many names too.
+func TestPropertyNamesOnce(t *testing.T) {
+	hs := broker.Headers{"a", "first", "a", "second", "x", "header"}
+	var many []string
+	for i := range 40 {
+		many = append(many, "n"+strconv.Itoa(i))
+		hs = append(hs, many[i], "v")
+	}
+	hs = append(hs, "n0", "again")
+	m := &broker.Message{ID: "ID:b-1-7", Kind: broker.BodyBytes, Headers: hs,
+		Props: []broker.Prop{broker.IntProp("x", broker.PropInt, 1), broker.IntProp("x", broker.PropInt, 2)}}
+	got, err := (&conn{}).fromMessage(m, "/queue/q")
+	require.NoError(t, err)
+	props, n := wireProps(t, got)
+	assert.Equal(t, "first", props["a"])
+	assert.Equal(t, int32(2), props["x"])
+	assert.Equal(t, "v", props["n0"])
+	assert.Equal(t, 2+len(many), n)
+	assert.Len(t, props, n)
+}
 
-		out, err := fromMessage(m, "/queue/orders")
+// TestRepeatedWireName: a map that repeats a name (Java's client never sends one) gives
+// the last value, as the map Java would read.
+func TestRepeatedWireName(t *testing.T) {
+	var e ow.PropertyEncoder
+	e.String("k", "first")
+	e.Int("n", 1)
+	e.Int("k", 7)
+	e.String("n", "last")
+	b, err := e.Finish()
+	require.NoError(t, err)
+	m := benchWire(t)
+	m.MarshalledProperties = b
+	bm, err := toMessage(m)
+	require.NoError(t, err)
+	assert.Equal(t, broker.Headers{"n", "last"}, bm.Headers)
+	assert.Equal(t, []broker.Prop{broker.IntProp("k", broker.PropInt, 7)}, []broker.Prop(bm.Props))
+}
+
+// TestTextRoundTrip: a TextMessage's text reaches the broker as its UTF-8 and comes back
+// as it was sent, ASCII or not.
+func TestTextRoundTrip(t *testing.T) {
+	c := &conn{}
+	for _, text := range []string{"plain", "nul\x00é 😀", ""} {
+		m := benchWire(t, "text")
+		m.SetText(text, false)
+		bm, err := toMessage(m)
 		require.NoError(t, err)
-		assert.Equal(t, typ, out.Type)
-		assert.Equal(t, "ID:host-1-2-1:1:1:1:7", out.MessageID.String(), "the producer's id comes back")
-		assert.Equal(t, in.CorrelationID, out.CorrelationID)
-		assert.Equal(t, *in.ReplyTo, *out.ReplyTo)
-		assert.Equal(t, in.JMSType, out.JMSType)
-		assert.Equal(t, in.GroupID, out.GroupID)
-		assert.Equal(t, in.GroupSequence, out.GroupSequence)
-		assert.Equal(t, ow.Destination{Type: ow.TypeQueue, Name: "orders"}, *out.Destination)
-		got, err := out.Properties()
+		assert.Equal(t, text, string(bm.Body))
+		got, err := c.fromMessage(bm, "/queue/q")
 		require.NoError(t, err)
-		assert.Equal(t, props, got)
-		wantBody, err := in.Body()
+		back, ok, err := got.Text()
 		require.NoError(t, err)
-		gotBody, err := out.Body()
-		require.NoError(t, err)
-		if typ != ow.TypeMessage {
-			assert.Equal(t, wantBody, gotBody, "type %d", typ)
-		}
+		assert.True(t, ok)
+		assert.Equal(t, text, back)
 	}
 }
 
-// TestBrokerMessageIDs: the broker's own ids get a producer id and sequence, unique per
-// message, for the client's duplicate checks, and their text form.
-func TestBrokerMessageIDs(t *testing.T) {
-	a, b := wireMessageID("ID:node-1700000000000-41"), wireMessageID("ID:node-1700000000000-42")
-	assert.Equal(t, "ID:node-1700000000000-41", a.String())
-	assert.Equal(t, int64(41), a.ProducerSequenceID)
-	assert.Equal(t, int64(42), b.ProducerSequenceID)
-	assert.Equal(t, *a.ProducerID, *b.ProducerID)
-	assert.Equal(t, "ID:node-1700000000000-41", messageID(a))
-}
-
-// TestCompositeDestinations: a composite destination names one broker destination per
-// member, each of its own kind where it says so.
-func TestCompositeDestinations(t *testing.T) {
-	ds, err := toDestinations(&ow.Destination{Type: ow.TypeQueue, Name: "a,topic://b,queue://c"})
-	require.NoError(t, err)
-	assert.Equal(t, []broker.Destination{{Kind: broker.Queue, Name: "a"}, {Kind: broker.Topic, Name: "b"}, {Kind: broker.Queue, Name: "c"}}, ds)
-	_, err = toDestinations(&ow.Destination{Type: ow.TypeQueue, Name: "a,"})
-	assert.Error(t, err)
+// TestDispatchAllocations counts the allocations of turning a delivered message into
+// the client's form and encoding its MessageDispatch: the connection reuses the message,
+// its properties' and text's buffers, producer ids and destinations, so none in the
+// steady state.
+func TestDispatchAllocations(t *testing.T) {
+	for _, kind := range benchKinds {
+		m := benchStored(t, kind)
+		c := &conn{w: ow.NewWriter(io.Discard, benchFormat)}
+		cid := &ow.ConsumerID{ConnectionID: benchConn, SessionID: 1, Value: 1}
+		n := testing.AllocsPerRun(100, func() {
+			wm, err := c.fromMessage(m, "/queue/BENCH.q")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.md = ow.MessageDispatch{ConsumerID: cid, Destination: wm.Destination, Message: wm}
+			if err := c.w.Write(&c.md); err != nil {
+				t.Fatal(err)
+			}
+		})
+		assert.Zero(t, n, kind)
+	}
 }

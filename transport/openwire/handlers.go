@@ -43,6 +43,10 @@ func (c *conn) handle(ctx context.Context, cmd ow.Command) {
 	case *ow.MessagePull:
 		err = c.onPull(cmd)
 	case *ow.SessionInfo:
+		if cmd.SessionID == nil {
+			err = errNoID("SessionInfo", "session")
+			break
+		}
 		c.session(cmd.SessionID.String())
 	case *ow.ConsumerInfo:
 		err = c.onConsumer(ctx, cmd)
@@ -85,6 +89,12 @@ func (c *conn) handle(ctx context.Context, cmd ow.Command) {
 var errAnswered = errors.New("openwire: answered")
 
 var errAlreadyConnected = errors.New("openwire: already connected")
+
+// errNoID answers a command without the id it is about (the codec lets a null id
+// through; Java's client never sends one).
+func errNoID(command, what string) error {
+	return &broker.Error{Message: command + " without a " + what + " id"}
+}
 
 // respond answers cmd, if it asked for an answer: a Response, or an ExceptionResponse
 // for err. An error nobody waits for is logged.
@@ -221,7 +231,7 @@ func (c *conn) onMessage(ctx context.Context, m *ow.Message) {
 	}
 	done := c.completion(m)
 	if !m.ResponseRequired && m.ProducerID != nil {
-		if p := c.producers[m.ProducerID.String()]; p != nil && p.window > 0 {
+		if p := c.producers[*m.ProducerID]; p != nil && p.window > 0 {
 			ack := &ow.ProducerAck{ProducerID: m.ProducerID, Size: wireSize(m)}
 			failed := done
 			done = func(err error) {
@@ -284,7 +294,7 @@ func (c *conn) onTransaction(ctx context.Context, t *ow.TransactionInfo) bool {
 func (c *conn) onRemove(ctx context.Context, r *ow.RemoveInfo) error {
 	switch id := r.ObjectID.(type) {
 	case *ow.ConsumerID:
-		cons := c.consumers[id.String()]
+		cons := c.consumerOf(id)
 		if cons == nil {
 			return nil
 		}
@@ -338,13 +348,13 @@ func (c *conn) onProducer(p *ow.ProducerInfo) error {
 	if err := c.bc.AddProducer(producerID(p.ProducerID), dest, p.WindowSize); err != nil {
 		return err
 	}
-	c.producers[p.ProducerID.String()] = &producer{id: p.ProducerID, window: p.WindowSize}
+	c.producers[*p.ProducerID] = &producer{id: p.ProducerID, window: p.WindowSize}
 	return nil
 }
 
 // dropProducer forgets a producer, here and with the broker.
 func (c *conn) dropProducer(id *ow.ProducerID) {
-	delete(c.producers, id.String())
+	delete(c.producers, *id)
 	c.bc.RemoveProducer(producerID(id))
 }
 
@@ -375,7 +385,7 @@ func (c *conn) removeConsumer(ctx context.Context, cons *consumer, lastDelivered
 
 // dropConsumer forgets a consumer and its waiting pulls.
 func (c *conn) dropConsumer(cons *consumer) {
-	delete(c.consumers, cons.id.String())
+	delete(c.consumers, *cons.id)
 	for _, s := range cons.subs {
 		delete(c.bySub, s.ID)
 	}
