@@ -49,6 +49,7 @@ import (
 	"github.com/activemq-go/broker/broker/access"
 	"github.com/activemq-go/broker/broker/ackretry"
 	"github.com/activemq-go/broker/broker/advisory"
+	"github.com/activemq-go/broker/broker/conns"
 	"github.com/activemq-go/broker/broker/dedup"
 	"github.com/activemq-go/broker/broker/flowcontrol"
 	"github.com/activemq-go/broker/broker/limits"
@@ -169,7 +170,7 @@ type Broker struct {
 	log      *slog.Logger
 	env      destinations.Env       // what destinations are made with
 	dests    *registry.Destinations // the queues and topics (package broker/registry)
-	conns    connections            // the connections (conns.go)
+	conns    *conns.Registry[*Conn] // the live connections (package broker/conns)
 	quotas   quotas                 // what connections may hold (limits.go)
 	policies policies               // each destination's policy (policy.go)
 	flow     *flowcontrol.Control   // memory, store usage, producer flow control
@@ -230,7 +231,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		ids:      ids{name: o.Name, base: "ID:" + o.Name + "-" + strconv.FormatInt(time.Now().UnixMilli(), 10) + "-"},
 		store:    o.Store,
 		log:      o.Logger,
-		conns:    newConnections(o.LinkStealing),
+		conns:    conns.New(o.LinkStealing, describe),
 		quotas:   newQuotas(o),
 		policies: newPolicies(o),
 		access: access.Control{Service: o.Security, PopulateUserID: o.PopulateJMSXUserID,
@@ -246,7 +247,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	b.env = destinations.Env{
 		Store: b.store, Log: b.log, Policy: b.policies.For,
 		Background: &b.bg.wg, Commit: b.commit, Stopping: b.bg.stopping.Load, Done: b.bg.done,
-		DeadLetter: b.sendToDeadLetter, Streams: b.streams, Counters: &b.counters.Dests,
+		Streams: b.streams, Counters: &b.counters.Dests,
 	}
 	var share func(*destinations.QueueDest)
 	if o.Shared != nil {
@@ -255,6 +256,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	}
 	b.dests = registry.New(registry.Config{Env: &b.env, Host: regHost{b}, Virtual: o.VirtualTopics,
 		MaxDestinations: o.MaxDestinations, Share: share})
+	b.env.DeadLetter = b.dests.DeadLetter
 	b.flow = flowcontrol.New(flowcontrol.Config{Host: b.dests, Policy: b.policies.For, Log: b.log,
 		MemoryUsage: o.MemoryUsage, StoreUsage: o.StoreUsage, NoSpaceWait: o.NoSpaceWait})
 	b.env.Memory, b.env.Space = b.flow.Memory(), b.flow.Space()
@@ -281,7 +283,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		}
 	}
 	if b.streams != nil {
-		if err := b.openKnownStreams(); err != nil {
+		if err := b.dests.OpenKnownStreams(); err != nil {
 			b.closeStreams()
 			return nil, err
 		}
@@ -374,7 +376,7 @@ func (b *Broker) QueueStats(name string) (DestinationStats, bool) {
 // transport closes its connections first (each owner calls Conn.Close, which gives
 // unacknowledged messages back to their queues), so nothing is in flight by then.
 func (b *Broker) Close() error {
-	open, closed := b.conns.close()
+	open, closed := b.conns.Close()
 	if closed {
 		return nil
 	}

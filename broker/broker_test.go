@@ -285,7 +285,7 @@ func msg(body string) *persistence.Message {
 // closeForTest stops the broker without closing its store, so a test can start another
 // broker on the same (memory) store as a restart would.
 func (b *Broker) closeForTest() error {
-	b.conns.close()
+	b.conns.Close()
 	b.bg.stop()
 	if b.sched != nil {
 		b.sched.Close()

@@ -68,7 +68,7 @@ type Conn struct {
 	ClientID   string
 	RemoteAddr string
 	subject    *security.Subject // who the connection acts as; never nil
-	lastAuth   authDecision      // owned by the connection's goroutine
+	lastAuth   access.Decision   // owned by the connection's goroutine
 	proto      Protocol
 	ownIDs     bool                // the client names its messages (ConnectInfo.MessageIDs)
 	resume     string              // ConnectInfo.Resumes
@@ -408,7 +408,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if m.Timestamp == 0 {
 		m.Timestamp = start.UnixMilli()
 	}
-	streams, dests, err := c.b.splitStreams(dests)
+	streams, dests, err := c.dests.SplitStreams(dests)
 	if err != nil {
 		return err
 	}
@@ -615,7 +615,7 @@ func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, f
 			t.Publish(msg, from)
 			continue
 		}
-		q, e, err := b.acceptQueue(d.Name, msg, !msg.Persistent)
+		q, e, err := b.dests.AcceptQueue(d.Name, msg, !msg.Persistent)
 		if err != nil {
 			// Other parts of a composite send go ahead; the producer hears of this one.
 			refused = b.memoryFull(from, q, err)
@@ -697,7 +697,10 @@ func (c *Conn) Close() {
 
 // disconnected forgets c, which closed.
 func (b *Broker) disconnected(c *Conn) {
-	b.conns.remove(c, &b.counters)
+	b.conns.Remove(c, func() {
+		b.counters.ClosedReceived.Add(c.received.Load())
+		b.counters.ClosedDelivered.Add(c.delivered.Load())
+	})
 	b.counters.Closed[c.proto].Add(1)
 	b.adviseDisconnected(c)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/activemq-go/broker/broker/conns"
 	"github.com/activemq-go/broker/broker/management"
 	"github.com/activemq-go/broker/broker/registry"
 	"github.com/activemq-go/broker/destinations"
@@ -39,7 +40,7 @@ var (
 	// ErrInvalidDestination: the destination cannot be used for this operation.
 	ErrInvalidDestination = destinations.ErrInvalidDestination
 	// ErrClientIDInUse: CONNECT with a client-id another live connection holds.
-	ErrClientIDInUse = errors.New("broker: client-id already connected")
+	ErrClientIDInUse = conns.ErrClientIDInUse
 	// ErrStore: the store failed to make a message or acknowledgement durable.
 	ErrStore = destinations.ErrStore
 	// ErrTooManyTransactions: BEGIN on a connection that has as many transactions open

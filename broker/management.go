@@ -93,7 +93,7 @@ func (h mgmtHost) Accept(batch persistence.Batch, to destinations.Name, m *persi
 			publish = func() { t.Publish(dm, nil) }
 			continue
 		}
-		q, e, err := b.acceptQueue(d.Name, dm, false)
+		q, e, err := b.dests.AcceptQueue(d.Name, dm, false)
 		if err != nil {
 			return entries, nil, b.memoryFull(nil, q, err)
 		}
@@ -146,12 +146,12 @@ func (h mgmtHost) Send(ctx context.Context, sub *security.Subject, who string, d
 	}
 }
 
-func (h mgmtHost) Connections() []management.ConnectionInfo { return h.b.conns.list() }
+func (h mgmtHost) Connections() []management.ConnectionInfo { return h.b.connections() }
 
 // Kick closes a client connection as link stealing does, and waits a few seconds at
 // most for it to be gone.
 func (h mgmtHost) Kick(ctx context.Context, id, reason string) (string, error) {
-	c := h.b.conns.find(id)
+	c := h.b.findConn(id)
 	if c == nil {
 		return "", errorf(ErrNotFound, "no connection %s", id)
 	}
@@ -166,7 +166,7 @@ func (h mgmtHost) Kick(ctx context.Context, id, reason string) (string, error) {
 	return c.RemoteAddr, nil
 }
 
-func (h mgmtHost) Traffic() management.Traffic { return h.b.conns.traffic(&h.b.counters) }
+func (h mgmtHost) Traffic() management.Traffic { return h.b.traffic() }
 
 func (h mgmtHost) RemoveDurable(ctx context.Context, key persistence.SubKey) error {
 	b := h.b

@@ -62,7 +62,7 @@ func TestAuthorizationCachedDecision(t *testing.T) {
 	}
 	require.NoError(t, send(), "g7 has admin on APP7.ORDERS.>")
 	require.NoError(t, send())
-	assert.True(t, other.lastAuth.admin)
+	assert.True(t, other.lastAuth.MayCreate())
 }
 
 // TestStampUser: populateJMSXUserID replaces every JMSXUserID the client sent with the

@@ -2,8 +2,6 @@ package broker
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 
 	"github.com/activemq-go/broker/destinations"
 )
@@ -14,72 +12,6 @@ import (
 // transactions and with scheduled delivery, and settles a transaction's stream
 // acknowledgements after its store batch. A topic's streamMu (destinations) is taken
 // before the destination registry's lock.
-
-// streamTopic returns the topic a resolved destination names if it is a stream, else nil.
-func (b *Broker) streamTopic(d destinations.Name) *destinations.TopicDest {
-	if d.Kind != destinations.Topic || d.IsWildcard() {
-		return nil
-	}
-	if t := b.dests.Topic(d.Name); t.IsStream() {
-		return t
-	}
-	return nil
-}
-
-// streamDest returns the stream a resolved destination names (opening it), or nil.
-func (b *Broker) streamDest(d destinations.Name) (*destinations.Stream, error) {
-	if t := b.streamTopic(d); t != nil {
-		return t.Stream()
-	}
-	return nil, nil
-}
-
-// openKnownStreams opens, at start, every stream the log holds whose topic is still a
-// stream by policy, so its retention is the configured one and it shows in Stats.
-func (b *Broker) openKnownStreams() error {
-	for _, ln := range b.streams.Log().Topics() {
-		name, ok := destinations.BrokerTopicName(ln)
-		if !ok {
-			b.log.Warn("stream log topic not served: its name is not one the broker writes", slog.String("logTopic", ln))
-			continue
-		}
-		t := b.dests.Topic(name)
-		if !t.IsStream() {
-			b.log.Info("stream log topic not served: its destinationPolicy is no longer type: stream",
-				slog.String("dest", t.ClientName()), slog.String("logTopic", ln))
-			continue
-		}
-		if _, err := t.Stream(); err != nil {
-			return fmt.Errorf("broker: open stream %s: %w", t.ClientName(), err)
-		}
-	}
-	return nil
-}
-
-// splitStreams separates the streams among resolved destinations from the others.
-func (b *Broker) splitStreams(dests []destinations.Name) ([]*destinations.Stream, []destinations.Name, error) {
-	var streams []*destinations.Stream
-	var rest []destinations.Name // once a stream is found: the others so far
-	for i, d := range dests {
-		st, err := b.streamDest(d)
-		if err != nil {
-			return nil, nil, err
-		}
-		switch {
-		case st != nil:
-			if streams == nil && i > 0 {
-				rest = append(make([]destinations.Name, 0, len(dests)-1), dests[:i]...)
-			}
-			streams = append(streams, st)
-		case streams != nil:
-			rest = append(rest, d)
-		}
-	}
-	if len(streams) == 0 {
-		return nil, dests, nil
-	}
-	return streams, rest, nil
-}
 
 // closeStreams stops every stream (subscriptions, then appenders, which write what is
 // queued), then the committer, which writes the groups' last positions. The log itself

@@ -121,7 +121,7 @@ func (c *Conn) subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 		return nil, errorf(ErrInvalidPrefetch, "activemq.prefetchSize %d is over the most allowed on %s (destinationPolicy maxPrefetch %d)",
 			prefetch, r.Dest, max)
 	}
-	stream := c.b.streamTopic(r.Dest)
+	stream := c.dests.StreamTopic(r.Dest)
 	if prefetch <= 0 {
 		prefetch = p.Prefetch
 		// A stream's consumer group is its durable subscription, by either header, and

@@ -125,7 +125,7 @@ func (b *Broker) commitTx(ctx context.Context, c *Conn, t *txState, done func(er
 				topicSends = append(topicSends, topicSend{t, msg})
 				continue
 			}
-			q, e, err := b.acceptQueue(d.Name, msg, false)
+			q, e, err := b.dests.AcceptQueue(d.Name, msg, false)
 			if err != nil {
 				fail(err) // the whole transaction fails
 				return b.memoryFull(c, q, err)

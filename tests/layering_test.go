@@ -152,6 +152,9 @@ var allowed = map[string][]string{
 	// broker/access is the broker's side of security: it asks security who a client is
 	// and what it may do, and counts the denials in broker/management's meter.
 	"broker/access": {"broker/management", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
+	// broker/conns is the registry of live connections (client-ids, link stealing and
+	// resumption, users' connection limits); it knows a connection by its Client.
+	"broker/conns": {"destinations", "persistence"},
 	// broker/ackretry writes again the auto-acknowledgements whose store write failed.
 	"broker/ackretry": {"destinations", "persistence"},
 }
