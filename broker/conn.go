@@ -240,6 +240,30 @@ func (c *Conn) Take(buf []*Delivery) []*Delivery {
 	return buf
 }
 
+// Deliver writes what waits for the client: it takes the waiting deliveries (into buf,
+// which it returns for reuse) and hands each to write, then reports them Delivered, for
+// up to rounds batches. A write that fails gives the batch back (Unwritten: the
+// connection is failing, none of it may have reached the client) and ends it with that
+// error.
+func (c *Conn) Deliver(buf []*Delivery, rounds int, write func(*Delivery) error) ([]*Delivery, error) {
+	for range rounds {
+		buf = c.Take(buf)
+		if len(buf) == 0 {
+			break
+		}
+		for _, d := range buf {
+			if err := write(d); err != nil {
+				c.Unwritten(buf)
+				clear(buf)
+				return buf[:0], err
+			}
+		}
+		c.Delivered(buf)
+		clear(buf)
+	}
+	return buf[:0], nil
+}
+
 // Unwritten gives back deliveries Take returned that the transport could not write (its
 // connection is failing): they go back to their destinations, not redelivered, when the
 // connection closes, as deliveries never taken do. Nothing of an auto-acknowledged one

@@ -442,20 +442,9 @@ func (c *conn) pump() error {
 		}
 	}
 	if c.bc != nil && !c.closing {
-		for range 16 {
-			c.deliveries = c.bc.Take(c.deliveries)
-			if len(c.deliveries) == 0 {
-				break
-			}
-			for _, d := range c.deliveries {
-				if err := c.dispatch(d); err != nil {
-					c.bc.Unwritten(c.deliveries)
-					clear(c.deliveries)
-					return err
-				}
-			}
-			c.bc.Delivered(c.deliveries)
-			clear(c.deliveries)
+		var err error
+		if c.deliveries, err = c.bc.Deliver(c.deliveries, 16, c.dispatch); err != nil {
+			return err
 		}
 		for _, e := range c.bc.TakeNotices() {
 			c.log.Debug("broker notice for an openwire client", slog.String("message", e.Message))

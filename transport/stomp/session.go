@@ -374,22 +374,9 @@ func (s *session) pump() error {
 		}
 	}
 	if s.conn != nil && s.holdForSub == 0 && !s.closing {
-		for rounds := 0; rounds < 16; rounds++ {
-			s.deliveries = s.conn.Take(s.deliveries)
-			if len(s.deliveries) == 0 {
-				break
-			}
-			for _, d := range s.deliveries {
-				if err := s.writeMessage(d); err != nil {
-					// The connection is failing: none of these may have reached the
-					// client. They go back to their destinations when it closes.
-					s.conn.Unwritten(s.deliveries)
-					clear(s.deliveries)
-					return err
-				}
-			}
-			s.conn.Delivered(s.deliveries)
-			clear(s.deliveries)
+		var err error
+		if s.deliveries, err = s.conn.Deliver(s.deliveries, 16, s.writeMessage); err != nil {
+			return err
 		}
 	}
 	if s.w.Buffered() > 0 {
