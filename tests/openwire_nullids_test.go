@@ -69,7 +69,8 @@ func (c *rawOW) request(cmd ow.Request) ow.Command {
 
 // TestOpenWireNullIDs: commands whose consumer, producer or session id is null (the
 // codec allows it; no Java client sends one) are answered, an exception where the id is
-// what the command is about, and the broker goes on serving that connection and others.
+// what the command is about (a session's, consumer's or producer's Info), and the broker
+// goes on serving that connection and others.
 // Before, a null consumer id in an acknowledgement or a pull, or a null session,
 // consumer or producer id in their Info, took the broker down (nil dereference).
 func TestOpenWireNullIDs(t *testing.T) {
@@ -77,7 +78,7 @@ func TestOpenWireNullIDs(t *testing.T) {
 	c := dialOW(t, b.OpenWireAddr())
 	assert.IsType(t, &ow.Response{}, c.request(&ow.MessageAck{AckType: ow.AckStandard, LastMessageID: &ow.MessageID{TextView: "ID:x-1"}}))
 	assert.IsType(t, &ow.Response{}, c.request(&ow.MessagePull{Timeout: -1}))
-	assert.IsType(t, &ow.Response{}, c.request(&ow.ProducerInfo{}))
+	assert.IsType(t, &ow.ExceptionResponse{}, c.request(&ow.ProducerInfo{}))
 	assert.IsType(t, &ow.ExceptionResponse{}, c.request(&ow.SessionInfo{}))
 	assert.IsType(t, &ow.ExceptionResponse{}, c.request(&ow.ConsumerInfo{Destination: &ow.Destination{Type: ow.TypeQueue, Name: "q"}, PrefetchSize: 10}))
 	assert.IsType(t, &ow.Response{}, c.request(&ow.SessionInfo{SessionID: &ow.SessionID{ConnectionID: "ID:raw", Value: 1}}))

@@ -31,7 +31,7 @@ type handover struct {
 
 // consume reads sub until it ends, acknowledging each message unless hold says to keep
 // it (it then counts as held). It records every delivery as on node.
-func (h *handover) consume(c *stomp.Conn, sub *stomp.Subscription, node int, hold func() bool) {
+func (h *handover) consume(c *stomp.Conn, sub *stomp.Subscription, node int, hold func() bool, gate <-chan struct{}) {
 	go func() {
 		for m := range sub.C {
 			if m.Err != nil {
@@ -46,6 +46,9 @@ func (h *handover) consume(c *stomp.Conn, sub *stomp.Subscription, node int, hol
 				h.holding++
 			}
 			h.mu.Unlock()
+			if gate != nil {
+				<-gate // this consumer's acknowledgements wait until the test opens it
+			}
 			if !keep && c.Ack(m) != nil {
 				return
 			}
@@ -74,6 +77,10 @@ func TestSharedQueueKilledNodeHandsOverWithoutSends(t *testing.T) {
 	bodies = append(bodies, sharedSend(t, nodes[1].Addr, dest, "b", total/2)...)
 
 	h := &handover{delivered: map[string][]sharedDelivery{}}
+	// Node 2's consumer acknowledges nothing until node 1 is killed: its prefetch stays
+	// full, so it claims no more and messages are left available to hold (a fast
+	// machine drained them all before, leaving none).
+	node2 := make(chan struct{})
 	for i, n := range nodes {
 		c, err := stomp.Dial("tcp", n.Addr, stomp.ConnOpt.Logger(quietLogger{}))
 		require.NoError(t, err)
@@ -81,10 +88,13 @@ func TestSharedQueueKilledNodeHandsOverWithoutSends(t *testing.T) {
 			stomp.SubscribeOpt.Header("activemq.prefetchSize", fmt.Sprint(prefetch)))
 		require.NoError(t, err)
 		hold := func() bool { return false }
+		var gate <-chan struct{}
 		if i == 0 {
 			hold = func() bool { return h.total > total/2 } // past half: keep what comes
+		} else {
+			gate = node2
 		}
-		h.consume(c, sub, i+1, hold)
+		h.consume(c, sub, i+1, hold, gate)
 		t.Cleanup(func() { _ = c.MustDisconnect() })
 	}
 	require.Eventually(t, func() bool {
@@ -113,6 +123,7 @@ func TestSharedQueueKilledNodeHandsOverWithoutSends(t *testing.T) {
 	require.Len(t, locked, 100)
 	nodes[0].Kill()
 	killed := time.Now()
+	close(node2)
 	other, err := pgx.Connect(ctx, dsn)
 	require.NoError(t, err)
 	defer other.Close(ctx)
