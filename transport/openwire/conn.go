@@ -123,7 +123,12 @@ type conn struct {
 	wireProducers map[ow.ProducerID]*ow.ProducerID
 	wireDests     map[string]*ow.Destination
 
-	txErr      error // the outcome of the last TransactionInfo (onTransaction)
+	// sendDest and sendDests are the destination of the last send and its broker
+	// names, kept for the next send to the same destination.
+	sendDest  ow.Destination
+	sendDests []broker.Destination
+	// unanswered is the callback of a request nobody waits for (logFailed).
+	unanswered func(error)
 	deliveries []*broker.Delivery
 	lastWrite  time.Time // when pump last flushed
 	closing    bool
@@ -171,6 +176,7 @@ func Serve(ctx context.Context, nc net.Conn, b *broker.Broker, cfg Config) {
 		bySub:     map[string]*consumer{},
 		producers: map[ow.ProducerID]*producer{},
 	}
+	c.unanswered = c.logFailed
 	defer c.shutdown()
 	if err := c.handshake(); err != nil {
 		c.handshakeFailed(err)

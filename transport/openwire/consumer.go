@@ -47,6 +47,7 @@ func (c *conn) onConsumer(ctx context.Context, info *ow.ConsumerInfo) error {
 		sub, err := sess.Subscribe(ctx, req)
 		if err != nil {
 			for _, s := range cons.subs {
+				delete(c.bySub, s.ID)
 				_ = c.bc.Unsubscribe(ctx, broker.UnsubscribeRequest{ID: s.ID})
 			}
 			return err

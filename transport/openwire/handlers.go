@@ -53,10 +53,7 @@ func (c *conn) handle(ctx context.Context, cmd ow.Command) {
 	case *ow.ProducerInfo:
 		err = c.onProducer(cmd)
 	case *ow.TransactionInfo:
-		if c.onTransaction(ctx, cmd) {
-			return
-		}
-		err = c.txErr
+		err = c.onTransaction(ctx, cmd)
 	case *ow.RemoveInfo:
 		err = c.onRemove(ctx, cmd)
 	case *ow.DestinationInfo:
@@ -122,14 +119,18 @@ func response(id int32, err error) ow.Command {
 func (c *conn) completion(cmd ow.Command) func(error) {
 	req, ok := cmd.(ow.Request)
 	if !ok || !req.Base().ResponseRequired {
-		return func(err error) {
-			if err != nil {
-				c.log.Debug("openwire request failed", slog.String("type", typeName(cmd)), slog.Any("err", err))
-			}
-		}
+		return c.unanswered
 	}
 	id := req.Base().CommandID
 	return func(err error) { c.answer(response(id, err)) }
+}
+
+// logFailed logs the failure of a request nobody waits for (conn.unanswered: one
+// callback for every such request of the connection, made once).
+func (c *conn) logFailed(err error) {
+	if err != nil {
+		c.log.Debug("openwire request failed", slog.Any("err", err))
+	}
 }
 
 // exception is the Java exception the client throws for err, as ActiveMQ names them.
@@ -219,7 +220,7 @@ func (c *conn) session(id string) *broker.Session {
 // answered once the broker has it (stored, for a persistent one); an asynchronous one
 // of a producer with a window gets its ProducerAck then.
 func (c *conn) onMessage(ctx context.Context, m *ow.Message) {
-	dests, err := toDestinations(m.Destination)
+	dests, err := c.sendDestinations(m.Destination)
 	if err != nil {
 		c.respond(m, &broker.Error{Message: err.Error(), Err: broker.ErrInvalidDestination})
 		return
@@ -246,6 +247,20 @@ func (c *conn) onMessage(ctx context.Context, m *ow.Message) {
 	}
 }
 
+// sendDestinations is toDestinations for a send, reusing the last result when a
+// producer sends to the same destination again (the names are only read).
+func (c *conn) sendDestinations(d *ow.Destination) ([]broker.Destination, error) {
+	if d != nil && c.sendDests != nil && *d == c.sendDest {
+		return c.sendDests, nil
+	}
+	dests, err := toDestinations(d)
+	if err != nil {
+		return nil, err
+	}
+	c.sendDest, c.sendDests = *d, dests
+	return dests, nil
+}
+
 // wireSize is the size ActiveMQ counts a message at against a producer window
 // (Message.getSize(): a minimum of 1 KiB plus its body and properties).
 func wireSize(m *ow.Message) int32 {
@@ -262,32 +277,27 @@ func txKey(id ow.TransactionID) string {
 
 var errXA = errors.New("openwire: XA transactions are not supported")
 
-// onTransaction begins, commits or rolls back a local transaction. It reports whether
-// the answer is left to a completion (a commit waits for the store); otherwise c.txErr
-// is the outcome.
-func (c *conn) onTransaction(ctx context.Context, t *ow.TransactionInfo) bool {
-	c.txErr = nil
+// onTransaction begins, commits or rolls back a local transaction. A commit is answered
+// once its store batch is durable (errAnswered).
+func (c *conn) onTransaction(ctx context.Context, t *ow.TransactionInfo) error {
 	if _, xa := t.TransactionID.(*ow.XATransactionID); xa {
-		c.txErr = &broker.Error{Message: "XA transactions are not supported by this broker: use local (transacted session) transactions", Err: errXA}
-		return false
+		return &broker.Error{Message: "XA transactions are not supported by this broker: use local (transacted session) transactions", Err: errXA}
 	}
 	id := txKey(t.TransactionID)
 	switch t.Type {
 	case ow.TxBegin:
-		c.txErr = c.bc.Begin(id)
+		return c.bc.Begin(id)
 	case ow.TxCommitOnePhase:
 		if err := c.bc.Commit(ctx, id, c.completion(t)); err != nil {
-			c.txErr = err
-			return false
+			return err
 		}
-		return true
+		return errAnswered
 	case ow.TxRollback:
-		c.txErr = c.bc.Abort(id)
+		return c.bc.Abort(id)
 	case ow.TxEnd:
-	default:
-		c.txErr = &broker.Error{Message: "transaction operation " + strconv.Itoa(int(t.Type)) + " is XA's, which this broker does not support", Err: errXA}
+		return nil
 	}
-	return false
+	return &broker.Error{Message: "transaction operation " + strconv.Itoa(int(t.Type)) + " is XA's, which this broker does not support", Err: errXA}
 }
 
 // onRemove closes a consumer, session, producer or the connection.
