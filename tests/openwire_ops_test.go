@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"maps"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -127,7 +128,8 @@ func TestOpenWireOperations(t *testing.T) {
 
 // TestOpenWireProducerAdvisories: a STOMP subscriber of ActiveMQ.Advisory.Producer.Queue.Q
 // hears an OpenWire client's producer of Q come (ProducerInfo, producerCount 1) and go
-// (RemoveInfo, producerCount 0); one that subscribes while it is there hears it first.
+// (RemoveInfo, producerCount 0); one that subscribes while it is there hears it first,
+// the same ProducerInfo (its sentCount aside).
 func TestOpenWireProducerAdvisories(t *testing.T) {
 	forEachOWTarget(t, func(t *testing.T, tg owTarget, b owBroker) {
 		q := owName(t, "q")
@@ -151,7 +153,12 @@ func TestOpenWireProducerAdvisories(t *testing.T) {
 		}
 		replayed = append(replayed, fence(t, late, fenceTopic, 1)...)
 		require.Len(t, replayed, 1)
-		assert.Equal(t, added.Fields, replayed[0].Fields)
+		// The same ProducerInfo, but for sentCount: ActiveMQ replays its live copy of it,
+		// whose count has grown by the time it is written if the client sent meanwhile.
+		want, got := maps.Clone(added.Fields), maps.Clone(replayed[0].Fields)
+		delete(want, "sentCount")
+		delete(got, "sentCount")
+		assert.Equal(t, want, got)
 
 		release := dial(t, b.Stomp)
 		require.NoError(t, release.Send("/queue/"+q+".release", "text/plain", []byte("release"), stomp.SendOpt.Receipt))

@@ -58,10 +58,10 @@ func (b owBroker) runSpring(t testing.TB, scenario string, opts ...string) owRes
 
 // forEachSpringFactory runs f per target and per connection factory the Spring
 // scenarios use: ActiveMQ's own, and Spring's CachingConnectionFactory around it.
-func forEachSpringFactory(t *testing.T, f func(t *testing.T, b owBroker, factory string)) {
+func forEachSpringFactory(t *testing.T, f func(t *testing.T, tg owTarget, b owBroker, factory string)) {
 	forEachOWTarget(t, func(t *testing.T, tg owTarget, b owBroker) {
 		for _, factory := range []string{"plain", "caching"} {
-			t.Run(factory, func(t *testing.T) { f(t, b, factory) })
+			t.Run(factory, func(t *testing.T) { f(t, tg, b, factory) })
 		}
 	})
 }
@@ -75,7 +75,7 @@ func forEachSpringFactory(t *testing.T, f func(t *testing.T, b owBroker, factory
 // to its request, on a temporary queue of its own, from a listener container answering
 // through a MessageListenerAdapter; nothing is left on the request queue.
 func TestOpenWireSpringJmsTemplate(t *testing.T) {
-	forEachSpringFactory(t, func(t *testing.T, b owBroker, factory string) {
+	forEachSpringFactory(t, func(t *testing.T, _ owTarget, b owBroker, factory string) {
 		r := b.runSpring(t, "spring-template", "factory="+factory)
 		assert.Equal(t, []string{"String:hello", "Map:{b=true, i=7, s=seven}", "byte[]:[1, 2, 3]", "ArrayList:[x, y]"}, r.all("convert.got"), "convert.got")
 		assertOW(t, r, map[string]string{
@@ -87,6 +87,7 @@ func TestOpenWireSpringJmsTemplate(t *testing.T) {
 			"selected.rest":   "String:sel-a",
 			"requests.left":   "",
 		})
+		assert.Empty(t, r.all("async.exception"), "exceptions the client heard outside its calls")
 		assert.Equal(t, []string{"re:ping1", "re:ping2", "re:ping3"}, r.all("reply"), "reply")
 		assert.Equal(t, []string{"true", "true", "true"}, r.all("reply.correlated"), "reply.correlated")
 		assert.Equal(t, []string{"true", "true", "true"}, r.all("reply.to_temp_queue"), "reply.to_temp_queue")
@@ -97,17 +98,47 @@ func TestOpenWireSpringJmsTemplate(t *testing.T) {
 // of concurrency 2 (prefetch 1) has two messages in flight at once on two consumers and
 // processes every message once; its listener's exception on the first delivery of
 // every 4th message rolls that delivery back, and the message comes again, redelivered,
-// with JMSXDeliveryCount 2; the queue is empty afterwards.
+// with JMSXDeliveryCount 2; the queue is empty afterwards. (ActiveMQ's broker now and
+// then gives a rolled-back message to the next consumer unflagged first, when the
+// container closes its consumer right after the rollback: owTarget.unflaggedRetake.)
 func TestOpenWireSpringListenerContainer(t *testing.T) {
 	const n, failEvery = 12, 4
-	forEachSpringFactory(t, func(t *testing.T, b owBroker, factory string) {
+	forEachSpringFactory(t, func(t *testing.T, tg owTarget, b owBroker, factory string) {
 		for _, variant := range []string{"cache=consumer", "cache=none", "txmanager=true", "ack=client", "concurrency=1-4"} {
 			t.Run(variant, func(t *testing.T) {
 				r := b.runSpring(t, "spring-container", "factory="+factory, variant, fmt.Sprint("n=", n), fmt.Sprint("fail_every=", failEvery))
+				if tg.unflaggedRetake {
+					dropUnflaggedRetakes(r)
+				}
 				assertOW(t, r, springContainerWant(n, failEvery))
 			})
 		}
 	})
+}
+
+// dropUnflaggedRetakes takes out of spring-container's output the deliveries a target
+// with unflaggedRetake may repeat: a failing message's first delivery (false/1) given
+// again before the flagged one, and its second failure in container.failed.
+func dropUnflaggedRetakes(r owResult) {
+	for k, vs := range r.values {
+		last := len(vs) - 1
+		switch {
+		case strings.HasPrefix(k, "container.deliveries."):
+			for strings.HasPrefix(vs[last], "false/1,false/1,") {
+				vs[last] = strings.TrimPrefix(vs[last], "false/1,")
+			}
+		case k == "container.failed":
+			seen := map[string]bool{}
+			var once []string
+			for _, m := range strings.Split(vs[last], ",") {
+				if !seen[m] {
+					seen[m] = true
+					once = append(once, m)
+				}
+			}
+			vs[last] = strings.Join(once, ",")
+		}
+	}
 }
 
 // springContainerWant is what spring-container prints with n messages, every
@@ -135,7 +166,7 @@ func springContainerWant(n, failEvery int) map[string]string {
 // JmsTemplate sends; a new container of the same client id and subscription name gets
 // what was sent while none ran; the subscription is deleted after.
 func TestOpenWireSpringDurable(t *testing.T) {
-	forEachSpringFactory(t, func(t *testing.T, b owBroker, factory string) {
+	forEachSpringFactory(t, func(t *testing.T, _ owTarget, b owBroker, factory string) {
 		r := b.runSpring(t, "spring-durable", "factory="+factory, "client="+owName(t, "client"))
 		assert.Equal(t, []string{"t1,t2", "t3,t4"}, r.all("durable.got"))
 		assertOW(t, r, map[string]string{"durable.extra": "", "durable.unsubscribe": "ok"})
@@ -147,7 +178,7 @@ func TestOpenWireSpringDurable(t *testing.T) {
 // ActiveMQ.DLQ by the client's poison ack, with a consumer kept (cache consumer) or one
 // per receive (cache none); the messages beside it are processed; nothing is left.
 func TestOpenWireSpringPoison(t *testing.T) {
-	forEachSpringFactory(t, func(t *testing.T, b owBroker, factory string) {
+	forEachSpringFactory(t, func(t *testing.T, _ owTarget, b owBroker, factory string) {
 		for _, cache := range []string{"consumer", "none"} {
 			t.Run(cache, func(t *testing.T) {
 				r := b.runSpring(t, "spring-poison", "factory="+factory, "cache="+cache, "run="+owName(t, "run"))

@@ -39,12 +39,17 @@ class OwSpring extends OwClient {
     static ConnectionFactory factory(String q) {
         ActiveMQConnectionFactory amq = new ActiveMQConnectionFactory(q.isEmpty() ? url : withOpts(url, q));
         amq.setTrustedPackages(List.of("java.util", "java.lang"));
+        // An exception the client hears outside any call (a caching factory then drops its
+        // connection, and a browse that was under way ends early, empty): printed.
+        javax.jms.ExceptionListener heard = e -> out("async.exception", e);
         switch (opt("factory", "plain")) {
             case "plain":
+                amq.setExceptionListener(heard);
                 return amq;
             case "caching":
                 CachingConnectionFactory c = new CachingConnectionFactory(amq);
                 c.setSessionCacheSize(4);
+                c.setExceptionListener(heard);
                 return c;
             default:
                 throw new IllegalArgumentException("factory=" + opt("factory", ""));
