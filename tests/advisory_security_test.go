@@ -11,8 +11,9 @@ import (
 )
 
 // readmeAdvisoryMap is the plugins: section README's security section gives operators
-// to keep advisories to administrators: its YAML block that names
-// ActiveMQ.Advisory.TempQueue.
+// to keep advisories to administrators (its YAML block that names
+// ActiveMQ.Advisory.TempQueue), with users admin (group admins) and app (group
+// users) whose passwords $ADMIN_PASSWORD and $APP_PASSWORD give.
 func readmeAdvisoryMap(t *testing.T) string {
 	t.Helper()
 	readme, err := os.ReadFile("../README.md")
@@ -20,7 +21,12 @@ func readmeAdvisoryMap(t *testing.T) string {
 	for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(readme), -1) {
 		if strings.Contains(m[1], "ActiveMQ.Advisory.TempQueue") {
 			require.True(t, strings.HasPrefix(m[1], "plugins:\n"), "README's advisory example is not a plugins: section:\n%s", m[1])
-			return m[1]
+			return strings.Replace(m[1], "plugins:\n", `plugins:
+  simpleAuthentication:
+    users:
+      - {username: admin, password: "${ADMIN_PASSWORD}", groups: [admins]}
+      - {username: app, password: "${APP_PASSWORD}", groups: [users]}
+`, 1)
 		}
 	}
 	t.Fatal("README has no authorization example for the advisory topics (a yaml block naming ActiveMQ.Advisory.TempQueue)")
@@ -74,7 +80,7 @@ func TestAdvisoryAuthorizationExample(t *testing.T) {
 	assert.Equal(t, "allowed/app", r.get("received"))
 	assert.Equal(t, "JMSSecurityException: User app is not authorized to write to: queue://SECRET", r.get("denied"))
 	assert.Equal(t, "ok", r.get("temp"))
-	app.send(sendFrame("/topic/APP.fence", "fence", "fence"))
+	app.send(sendFrame("/queue/APP.fence", "fence", "fence"))
 	for _, f := range untilReceipt(t, app, "fence") {
 		if f.Header.Get("subscription") == "wild" {
 			assert.Regexp(t, `^/topic/ActiveMQ\.Advisory\.Temp(Queue|Topic)$`, f.Header.Get("destination"))
