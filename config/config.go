@@ -303,6 +303,11 @@ type Connector struct {
 	// (transport.needClientAuth | needClientAuth). Either needs
 	// sslContext.clientCAFile, which verifies the certificate.
 	ClientAuth tls.ClientAuthType
+	// CipherSuites are a TLS connector's TLS 1.2 cipher suites
+	// (transport.enabledCipherSuites | enabledCipherSuites, comma-separated suite
+	// names): nil for sslContext's (DefaultCipherSuites unless widened), empty for
+	// TLS 1.3 only.
+	CipherSuites []uint16
 	// Addr is host:port to listen on; the port may be 0 for any free port and the
 	// host may be empty for all interfaces.
 	Addr string

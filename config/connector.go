@@ -130,6 +130,7 @@ var connectorOptions = []connectorOption{
 		return nil
 	}},
 	{[]string{"allowedOrigins"}, allowedOriginsOption},
+	{[]string{"transport.enabledCipherSuites", "enabledCipherSuites"}, cipherSuitesOption},
 }
 
 // optionsAllowed lists every accepted option name.
@@ -266,6 +267,10 @@ func parseConnectorURI(raw string) (Connector, *Error) {
 	if c.ClientAuth != tls.NoClientCert && !c.TLS {
 		return fail("needClientAuth and wantClientAuth apply to TLS connectors only",
 			"stomp+ssl://, stomp+nio+ssl:// or wss:// with the option, or no option")
+	}
+	if c.CipherSuites != nil && !c.TLS {
+		return fail("enabledCipherSuites applies to TLS connectors only",
+			"stomp+ssl://, stomp+nio+ssl://, wss://, ssl:// or nio+ssl:// with the option, or no option")
 	}
 	if c.AllowedOrigins != nil && !c.WebSocket {
 		return fail("allowedOrigins applies to WebSocket connectors only: browsers send Origin",

@@ -91,6 +91,10 @@
 //	  keyFile: ""                # certFile's private key, PEM, unencrypted; required with it
 //	  clientCAFile: ""           # PEM CA bundle verifying client certificates (trustStore);
 //	                             # required by needClientAuth and wantClientAuth
+//	  enabledCipherSuites:       # TLS 1.2 suites of every TLS listener, IANA names (a list
+//	                             # or comma-separated); absent: DefaultCipherSuites, ECDHE
+//	                             # with AES-GCM or ChaCha20-Poly1305; TLS 1.3 names only:
+//	                             # TLS 1.2 off; an unknown name is an error
 //	virtualTopics:               # ActiveMQ's virtualTopic interceptor
 //	  enabled: true
 //	  name: VirtualTopic.>       # the topics that fan out
@@ -139,6 +143,8 @@
 //	transport.needClientAuth | needClientAuth           default false; TLS only: require a client
 //	                                                    certificate signed by clientCAFile's CAs
 //	transport.wantClientAuth | wantClientAuth           default false; TLS only: verify one if given
+//	transport.enabledCipherSuites | enabledCipherSuites default sslContext's; TLS only: the TLS 1.2
+//	                                                    cipher suites, comma-separated names
 //	allowedOrigins                                      default none; ws and wss only: see below
 //
 // ActiveMQ silently ignores an option it does not know, so a misspelt or wrongly

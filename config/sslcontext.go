@@ -26,21 +26,29 @@ type SSLContext struct {
 	Certificate *tls.Certificate
 	// ClientCAs is ClientCAFile, loaded; nil without one.
 	ClientCAs *x509.CertPool
+	// CipherSuites are the TLS 1.2 cipher suites of every TLS listener
+	// (enabledCipherSuites, ActiveMQ's transport.enabledCipherSuites for all
+	// connectors): nil for DefaultCipherSuites, empty for TLS 1.3 only. A
+	// connector's own transport.enabledCipherSuites wins.
+	CipherSuites []uint16
 }
 
-// ServerTLS returns the TLS configuration of a connector: TLS 1.2 or later, the
-// certificate, and the client-certificate check auth with ClientCAs. It returns
-// nil when no certificate is loaded.
+// ServerTLS returns the TLS configuration of a listener: TLS 1.2 or later with
+// CipherSuites (DefaultCipherSuites unless widened), the certificate, and the
+// client-certificate check auth with ClientCAs. It returns nil when no
+// certificate is loaded.
 func (s SSLContext) ServerTLS(auth tls.ClientAuthType) *tls.Config {
 	if s.Certificate == nil {
 		return nil
 	}
-	return &tls.Config{
+	tc := &tls.Config{
 		MinVersion:   tls.VersionTLS12,
 		Certificates: []tls.Certificate{*s.Certificate},
 		ClientAuth:   auth,
 		ClientCAs:    s.ClientCAs,
 	}
+	applyCipherSuites(tc, s.CipherSuites)
+	return tc
 }
 
 // sslContextSection is sslContext as written.
@@ -48,6 +56,8 @@ type sslContextSection struct {
 	CertFile     string `mapstructure:"certFile"`
 	KeyFile      string `mapstructure:"keyFile"`
 	ClientCAFile string `mapstructure:"clientCAFile"`
+	// EnabledCipherSuites is nil when the key is absent.
+	EnabledCipherSuites nameList `mapstructure:"enabledCipherSuites"`
 }
 
 // buildSSLContext loads the files of the sslContext section when a connector
@@ -57,6 +67,13 @@ type sslContextSection struct {
 func (c *checker) buildSSLContext(s sslContextSection, conns []Connector) (SSLContext, *Error) {
 	const path = "sslContext"
 	out := SSLContext{CertFile: s.CertFile, KeyFile: s.KeyFile, ClientCAFile: s.ClientCAFile}
+	if s.EnabledCipherSuites != nil {
+		ids, err := parseCipherSuites(s.EnabledCipherSuites)
+		if err != nil {
+			return SSLContext{}, c.invalid(joinKey(path, "enabledCipherSuites"), err.Problem, err.Allowed)
+		}
+		out.CipherSuites = ids
+	}
 	tlsAt := -1
 	for i, conn := range conns {
 		if conn.TLS && tlsAt < 0 {

@@ -40,6 +40,9 @@ func TestConfigImportSecurityExample(t *testing.T) {
 	assert.Contains(t, report, "ACTIVEMQ_PASSWORD (was ${activemq.password})")
 	assert.Contains(t, report, "GUEST_PASSWORD (was ${guest.password})")
 	assert.Contains(t, report, "no STOMP connector in the file")
+	yml, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Contains(t, string(yml), "\n#  ACTIVEMQ_PASSWORD (was ${activemq.password})\n#  GUEST_PASSWORD (was ${guest.password})\n")
 
 	// The file's openwire connector comes first, then the STOMP one the import adds.
 	b := startBrokerFile(t, path, t.TempDir(), "ACTIVEMQ_PASSWORD=sys-secret", "GUEST_PASSWORD=guest-secret",
@@ -68,6 +71,63 @@ func TestConfigImportSecurityExample(t *testing.T) {
 	bad := dialRaw(t, b.Addr)
 	f = bad.connect("login", "system", "passcode", "wrong")
 	assert.Equal(t, "ERROR", f.Command, "%v", f)
+}
+
+// TestConfigImportClearPasswords converts Debian's activemq-security.xml with its
+// placeholders resolved from its credentials.properties, the users' passwords
+// written in clear as many activemq.xml files have them: the YAML holds none of
+// them but one ${ACTIVEMQ_USER_<NAME>_PASSWORD} per user, which the report and the
+// YAML's header list, and the broker started with those variables set lets each
+// user in with its password.
+func TestConfigImportClearPasswords(t *testing.T) {
+	conf := "/usr/share/doc/activemq/examples/conf/"
+	xml, err := os.ReadFile(conf + "activemq-security.xml")
+	require.NoError(t, err, "Debian's activemq package provides the example")
+	props, err := os.ReadFile(conf + "credentials.properties")
+	require.NoError(t, err)
+	pw := map[string]string{} // user -> password, as ActiveMQ resolves the example
+	for _, line := range strings.Split(string(props), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && !strings.HasPrefix(k, "#") {
+			xml = bytes.ReplaceAll(xml, []byte("${"+k+"}"), []byte(v))
+			switch k {
+			case "activemq.password":
+				pw["system"] = v
+			case "guest.password":
+				pw["user"], pw["guest"] = v, v
+			}
+		}
+	}
+	require.Len(t, pw, 3, "credentials.properties gives the example's passwords")
+	src := filepath.Join(t.TempDir(), "activemq.xml")
+	require.NoError(t, os.WriteFile(src, xml, 0o600))
+	require.Contains(t, string(xml), `password="`+pw["system"]+`"`)
+
+	path, report := importConfig(t, src)
+	yml, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(yml), "\n") {
+		if _, v, ok := strings.Cut(strings.TrimSpace(line), "password: "); ok {
+			assert.True(t, strings.HasPrefix(v, "${"), "a password in clear in the YAML: %q", line)
+		}
+	}
+	env := []string{"BROKER_TRANSPORTCONNECTORS_0_URI=tcp://127.0.0.1:0", "BROKER_TRANSPORTCONNECTORS_1_URI=stomp://127.0.0.1:0"}
+	for _, user := range []string{"system", "user", "guest"} {
+		v := "ACTIVEMQ_USER_" + strings.ToUpper(user) + "_PASSWORD"
+		assert.Contains(t, report, "  "+v+` (the password of user "`+user+`", written in clear in the XML)`)
+		assert.Contains(t, string(yml), "\n#  "+v+" (")
+		assert.Contains(t, string(yml), "password: ${"+v+"}")
+		env = append(env, v+"="+pw[user])
+	}
+
+	b := startBrokerFile(t, path, t.TempDir(), env...)
+	for _, user := range []string{"system", "user", "guest"} {
+		raw := dialRaw(t, b.Addr)
+		f := raw.connect("login", user, "passcode", pw[user])
+		assert.Equal(t, "CONNECTED", f.Command, "%s: %v", user, f)
+	}
+	raw := dialRaw(t, b.Addr)
+	f := raw.connect("login", "system", "passcode", pw["guest"])
+	assert.Equal(t, "ERROR", f.Command, "system logged in with guest's password: %v", f)
 }
 
 // TestConfigImportDeadLetterPrefix converts a destinationPolicy with an individual

@@ -382,7 +382,7 @@ func connectors(cfg *config.Config, log *slog.Logger) ([]transport.Connector, er
 			}
 		}
 		if c.TLS {
-			tc := cfg.SSLContext.ServerTLS(c.ClientAuth)
+			tc := cfg.SSLContext.ConnectorTLS(c)
 			if tc == nil {
 				return nil, fmt.Errorf("transportConnectors %s: TLS connector without a certificate in sslContext", c.Name)
 			}

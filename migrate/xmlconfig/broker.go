@@ -175,10 +175,15 @@ func (c *conv) jdbc(k *node, block *omap) string {
 	ref, _ := k.attr("dataSource")
 	bean := c.beans[strings.TrimPrefix(ref, "#")]
 	props := map[string]string{}
+	password := "" // as written: converted only if the adapter is
 	if bean != nil {
 		for _, p := range bean.find("property") {
 			name, _ := p.attr("name")
 			v, _ := p.attr("value")
+			if name == "password" {
+				password = v
+				continue
+			}
 			props[name] = c.val(v)
 		}
 	}
@@ -215,8 +220,8 @@ func (c *conv) jdbc(k *node, block *omap) string {
 	if v := props["username"]; v != "" {
 		block.set("user", v)
 	}
-	if v := props["password"]; v != "" {
-		block.set("password", v)
+	if password != "" {
+		block.set("password", c.secret(password, "JDBC", "the password of data source "+ref))
 	}
 	c.copyAttrs(k, block, "createTablesOnStartup", "lockKeepAlivePeriod", "cleanupPeriod", "useLock")
 	if st := k.kid("statements"); st != nil {
@@ -231,11 +236,7 @@ func (c *conv) jdbc(k *node, block *omap) string {
 		}
 	}
 	c.leftover(k, "not an option of the jdbc adapter")
-	if strings.Contains(props["password"], "${") || props["password"] == "" {
-		c.report(k, Converted, "")
-	} else {
-		c.report(k, Differs, "the data source's password is written in the YAML: better replace it by a ${VAR} placeholder")
-	}
+	c.report(k, Converted, "")
 	return "jdbc"
 }
 

@@ -1,6 +1,7 @@
 package xmlconfig
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,11 +25,12 @@ func (c *conv) plugins(n *node) {
 				}
 				for _, u := range us.kids {
 					um := newMap()
-					if v, ok := u.attr("username"); ok {
-						um.set("username", c.val(v))
+					name, _ := u.attr("username")
+					if name != "" {
+						um.set("username", c.val(name))
 					}
 					if v, ok := u.attr("password"); ok {
-						um.set("password", c.val(v))
+						um.set("password", c.secret(v, "USER_"+name, fmt.Sprintf("the password of user %q", name)))
 					}
 					if v, ok := u.attr("groups"); ok {
 						um.set("groups", c.val(v))

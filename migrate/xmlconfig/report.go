@@ -63,15 +63,10 @@ func (r *Result) WriteReport(w io.Writer) error {
 		fmt.Fprintln(&b, it)
 		count[it.Status]++
 	}
-	if len(r.Env) > 0 {
-		vars := make([]string, 0, len(r.Env))
-		for v := range r.Env {
-			vars = append(vars, v)
-		}
-		sort.Strings(vars)
+	if lines := r.envLines(); len(lines) > 0 {
 		fmt.Fprintln(&b, "environment variables to set before starting the broker:")
-		for _, v := range vars {
-			fmt.Fprintf(&b, "  %s (was %s)\n", v, r.Env[v])
+		for _, l := range lines {
+			fmt.Fprintln(&b, l)
 		}
 	}
 	if len(r.Commands) > 0 {
@@ -84,6 +79,20 @@ func (r *Result) WriteReport(w io.Writer) error {
 		count[Converted], count[Differs], count[Unsupported])
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// envLines lists the environment variables the YAML reads, sorted, one
+// indented line each: "  NAME (what it holds)".
+func (r *Result) envLines() []string {
+	vars := make([]string, 0, len(r.Env))
+	for v := range r.Env {
+		vars = append(vars, v)
+	}
+	sort.Strings(vars)
+	for i, v := range vars {
+		vars[i] = fmt.Sprintf("  %s (%s)", v, r.Env[v])
+	}
+	return vars
 }
 
 // Unsupported lists the paths of the items not supported.

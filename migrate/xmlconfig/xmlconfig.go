@@ -9,7 +9,11 @@
 // ${activemq.base}, ${activemq.home}, ${activemq.conf} and ${activemq.data} are
 // resolved from Options; any other ${name} is kept as a placeholder the broker
 // expands from the environment, renamed to an environment variable name
-// (${activemq.password} becomes ${ACTIVEMQ_PASSWORD}); Result.Env lists them.
+// (${activemq.password} becomes ${ACTIVEMQ_PASSWORD}). A password written in
+// clear (a user's, the data source's) becomes a placeholder too, of a variable
+// named after its owner (ACTIVEMQ_USER_<NAME>_PASSWORD), so that no password is
+// written into the YAML. Result.Env lists the variables, as do the report and the
+// YAML's header comment.
 package xmlconfig
 
 import (
@@ -42,7 +46,7 @@ type Options struct {
 type Result struct {
 	YAML     []byte
 	Items    []Item
-	Env      map[string]string // environment variable -> the placeholder it replaces
+	Env      map[string]string // environment variable -> what it holds: "was ${placeholder}", or the clear-text password it keeps out of the YAML
 	Commands []string          // shell commands making the PEM files sslContext names
 }
 
@@ -103,6 +107,12 @@ func Convert(data []byte, o Options) (*Result, error) {
 	sort.SliceStable(c.res.Items, func(i, j int) bool { return c.res.Items[i].Line < c.res.Items[j].Line })
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Converted from %s by `broker config import`; see the report for what differs.\n", c.o.Source)
+	if lines := c.res.envLines(); len(lines) > 0 {
+		b.WriteString("#\n# Set these environment variables before starting the broker (the ${...} below read them):\n")
+		for _, l := range lines {
+			b.WriteString("#" + l + "\n")
+		}
+	}
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
 	if err := enc.Encode(c.top); err != nil {
@@ -220,9 +230,26 @@ func (c *conv) val(s string) string {
 			return c.o.Data
 		}
 		env := envName(name)
-		c.res.Env[env] = m
+		c.res.Env[env] = "was " + m
 		return "${" + env + "}"
 	})
+}
+
+// secret converts a password attribute: one made of placeholders only as val
+// does; one with clear text becomes ${ACTIVEMQ_<owner>_PASSWORD} (owner
+// sanitized, numbered if two owners give the same name), listed in Env with
+// what, so that the password itself is never written into the YAML.
+func (c *conv) secret(v, owner, what string) string {
+	if strings.TrimSpace(placeholderRE.ReplaceAllString(v, "")) == "" {
+		return c.val(v)
+	}
+	base := "ACTIVEMQ_" + envName(placeholderRE.ReplaceAllString(owner, "$1")) + "_PASSWORD"
+	env := base
+	for i := 2; c.res.Env[env] != ""; i++ {
+		env = base + "_" + strconv.Itoa(i)
+	}
+	c.res.Env[env] = what + ", written in clear in the XML"
+	return "${" + env + "}"
 }
 
 // envName makes an environment variable name of a property name.

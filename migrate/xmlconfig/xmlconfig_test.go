@@ -313,6 +313,30 @@ func TestConvertMappings(t *testing.T) {
 			},
 		},
 		{
+			name: "passwords in clear",
+			xml: `<beans xmlns="http://www.springframework.org/schema/beans">
+  <broker xmlns="http://activemq.apache.org/schema/core"><plugins><simpleAuthenticationPlugin><users>
+    <authenticationUser username="a.b" password="s3cret-ab" groups="users"/>
+    <authenticationUser username="a_b" password="s3cret-a_b" groups="users"/>
+    <authenticationUser username="${ops.user}" password="pre-${ops.suffix}" groups="admins"/>
+  </users></simpleAuthenticationPlugin></plugins>
+  <persistenceAdapter><jdbcPersistenceAdapter dataSource="#pg"/></persistenceAdapter></broker>
+  <bean id="pg" class="org.apache.commons.dbcp2.BasicDataSource">
+    <property name="url" value="jdbc:postgresql://db:5432/activemq"/>
+    <property name="username" value="amq"/><property name="password" value="s3cret-db"/>
+  </bean></beans>`,
+			want: want{"plugins.simpleAuthentication.users.0.password": "${ACTIVEMQ_USER_A_B_PASSWORD}",
+				"plugins.simpleAuthentication.users.1.password": "${ACTIVEMQ_USER_A_B_PASSWORD_2}",
+				"plugins.simpleAuthentication.users.2.username": "${OPS_USER}",
+				"plugins.simpleAuthentication.users.2.password": "${ACTIVEMQ_USER_OPS_USER_PASSWORD}",
+				"persistenceAdapter.jdbc.password":              "${ACTIVEMQ_JDBC_PASSWORD}"},
+			report: []string{`ACTIVEMQ_USER_A_B_PASSWORD (the password of user "a.b", written in clear in the XML)`,
+				`ACTIVEMQ_USER_A_B_PASSWORD_2 (the password of user "a_b", written in clear in the XML)`,
+				"ACTIVEMQ_JDBC_PASSWORD (the password of data source #pg, written in clear in the XML)",
+				"OPS_USER (was ${ops.user})"},
+			never: []string{"s3cret", "OPS_SUFFIX"},
+		},
+		{
 			name: "jaas through login.config",
 			xml:  wrap(``, `<plugins><jaasAuthenticationPlugin configuration="activemq"/></plugins>`),
 			want: want{"plugins.jaasProperties.users": filepath.Join(base, "users.properties"), "plugins.jaasProperties.reload": true},
@@ -371,6 +395,16 @@ func TestConvertMappings(t *testing.T) {
 			for _, s := range tc.report {
 				if !strings.Contains(rep.String(), s) {
 					t.Errorf("report lacks %q:\n%s", s, rep.String())
+				}
+			}
+			for _, s := range tc.never {
+				if strings.Contains(string(res.YAML), s) {
+					t.Errorf("YAML has %q:\n%s", s, res.YAML)
+				}
+			}
+			for v := range res.Env {
+				if !strings.Contains(string(res.YAML), "\n#  "+v+" (") {
+					t.Errorf("the YAML's header does not list %s:\n%s", v, res.YAML)
 				}
 			}
 			writePEMs(t, doc)
