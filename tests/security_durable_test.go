@@ -152,3 +152,36 @@ func TestSecurityDurableReplaceNeedsRead(t *testing.T) {
 
 	expectBacklog(t, tg, "user", "app-y", "feed", topic, 3)
 }
+
+// TestOpenWireClientIDOwned: ActiveMQ's Java client can do what a STOMP client does
+// against another user's offline durable subscription, and is refused the same way:
+// with ownership on, guest's connection with user's client-id throws
+// InvalidClientIDException; with it off, guest's durable subscriber of the same name
+// on its own topic, which would replace user's, is refused for want of read on
+// user's topic. user comes back to its whole backlog either way.
+func TestOpenWireClientIDOwned(t *testing.T) {
+	for _, tt := range []struct {
+		name, plugins      string
+		connect, subscribe string
+	}{
+		{"ownership", "", "javax.jms.InvalidClientIDException: " + strings.Replace(ownedClientIDError, "%s", "ow-app", 1), ""},
+		{"no-ownership", "clientIdOwnership: false", "ok", "JMSSecurityException: User guest is not authorized to read from: topic://USERS.ow"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			pw := secPasswords()
+			b := startSecBroker(t, secBroker{
+				Connectors: []string{"stomp", "stomp://127.0.0.1:0", "openwire", "tcp://127.0.0.1:0"},
+				Plugins:    secPluginsYAML(pw, tt.plugins),
+			})
+			tg := oursTarget(b)
+			durableOffline(t, tg, "user", "ow-app", "sub", "/topic/USERS.ow", 3)
+			r := runOW(t, "tcp://"+b.connectorAddr("openwire"), "durable-take", "user=guest", "password="+pw["guest"],
+				"client=ow-app", "dest=GUEST.ow")
+			assert.True(t, strings.HasPrefix(r.get("connect"), tt.connect), "connect=%s", r.get("connect"))
+			if tt.subscribe != "" {
+				assert.Equal(t, tt.subscribe, r.get("subscribe"))
+			}
+			expectBacklog(t, tg, "user", "ow-app", "sub", "/topic/USERS.ow", 3)
+		})
+	}
+}
