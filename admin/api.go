@@ -35,6 +35,8 @@ type Reader interface {
 	Message(ctx context.Context, queue, id string) (Message, error)
 	Connections() []Connection
 	DurableSubscriptions() []DurableSubscription
+	// ClientIDOwners lists the client-ids users own (plugins.clientIdOwnership).
+	ClientIDOwners() []ClientIDOwner
 	Stream(name string) (Stream, error)
 }
 
@@ -64,6 +66,8 @@ type Manager interface {
 	// migration), in one store batch; messages with a duplicate-detection id the
 	// subscription already took are counted and dropped.
 	ImportDurable(ctx context.Context, clientID, name string, msgs []SendRequest) (ImportResult, error)
+	// FreeClientID frees a client-id its user owns: another user may connect with it.
+	FreeClientID(ctx context.Context, clientID string) error
 }
 
 // apiRoute is one route of the API and its handler.
@@ -92,6 +96,8 @@ func (s *Server) apiRoutes() []apiRoute {
 		{"GET /api/durable-subscriptions", s.getDurables},
 		{"DELETE /api/durable-subscriptions/{clientId}/{name}", s.removeDurable},
 		{"POST /api/durable-subscriptions/{clientId}/{name}/messages", s.importDurable},
+		{"GET /api/client-ids", s.getClientIDs},
+		{"DELETE /api/client-ids/{clientId}", s.freeClientID},
 		{"GET /api/streams/{name}", s.getStream},
 	}
 }
@@ -395,12 +401,16 @@ func (s *Server) move(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, MoveResult{Moved: n})
 }
 
-func (s *Server) getConnections(w http.ResponseWriter, _ *http.Request) {
-	cs := s.o.Backend.Connections()
-	if cs == nil {
-		cs = []Connection{}
+// writeList answers 200 with list in JSON, [] when it is nil.
+func writeList[T any](w http.ResponseWriter, list []T) {
+	if list == nil {
+		list = []T{}
 	}
-	writeJSON(w, http.StatusOK, cs)
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) getConnections(w http.ResponseWriter, _ *http.Request) {
+	writeList(w, s.o.Backend.Connections())
 }
 
 // closeConnection closes a connection; the reason (query parameter reason, or the
@@ -421,16 +431,24 @@ func (s *Server) closeConnection(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getDurables(w http.ResponseWriter, _ *http.Request) {
-	ds := s.o.Backend.DurableSubscriptions()
-	if ds == nil {
-		ds = []DurableSubscription{}
-	}
-	writeJSON(w, http.StatusOK, ds)
+	writeList(w, s.o.Backend.DurableSubscriptions())
 }
 
 func (s *Server) removeDurable(w http.ResponseWriter, r *http.Request) {
 	err := s.manage.RemoveDurableSubscription(r.Context(), r.PathValue("clientId"), r.PathValue("name"))
 	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) getClientIDs(w http.ResponseWriter, _ *http.Request) {
+	writeList(w, s.o.Backend.ClientIDOwners())
+}
+
+func (s *Server) freeClientID(w http.ResponseWriter, r *http.Request) {
+	if err := s.manage.FreeClientID(r.Context(), r.PathValue("clientId")); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -116,6 +116,13 @@ type DurableSubscription struct {
 	OfflineSeconds float64 `json:"offline_seconds"`
 }
 
+// ClientIDOwner is a client-id a user owns: the one whose durable subscriptions it
+// holds.
+type ClientIDOwner struct {
+	ClientID string `json:"client_id"`
+	User     string `json:"user"`
+}
+
 // Stream is a stream destination with its partitions and consumer groups.
 type Stream struct {
 	Name       string            `json:"name"`

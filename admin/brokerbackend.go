@@ -378,6 +378,21 @@ func (bb *BrokerBackend) RemoveDurableSubscription(ctx context.Context, clientID
 	return bb.m.RemoveDurableSubscription(ctx, who(ctx), clientID, name)
 }
 
+// ClientIDOwners implements Reader.
+func (bb *BrokerBackend) ClientIDOwners() []ClientIDOwner {
+	owned := bb.m.ClientIDOwners()
+	out := make([]ClientIDOwner, len(owned))
+	for i, o := range owned {
+		out[i] = ClientIDOwner{ClientID: o.ClientID, User: o.User}
+	}
+	return out
+}
+
+// FreeClientID implements Manager.
+func (bb *BrokerBackend) FreeClientID(ctx context.Context, clientID string) error {
+	return bb.m.FreeClientID(ctx, who(ctx), clientID)
+}
+
 // Stream implements Reader; name is the topic's name, with or without /topic/. A
 // group's committed_offset is -1 in a partition where it has no position.
 func (bb *BrokerBackend) Stream(name string) (Stream, error) {

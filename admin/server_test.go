@@ -84,6 +84,10 @@ func (f *fakeBackend) DurableSubscriptions() []DurableSubscription { return nil 
 func (f *fakeBackend) RemoveDurableSubscription(ctx context.Context, clientID, name string) error {
 	return f.record(ctx, "unsubscribe "+clientID+" "+name)
 }
+func (f *fakeBackend) ClientIDOwners() []ClientIDOwner { return nil }
+func (f *fakeBackend) FreeClientID(ctx context.Context, clientID string) error {
+	return f.record(ctx, "free "+clientID)
+}
 func (f *fakeBackend) ImportDurable(ctx context.Context, clientID, name string, msgs []SendRequest) (ImportResult, error) {
 	return ImportResult{Imported: len(msgs)}, f.record(ctx, fmt.Sprintf("import %s %s %d", clientID, name, len(msgs)))
 }
@@ -155,6 +159,7 @@ func TestAPIRoutes(t *testing.T) {
 		{"DELETE", "/api/connections/ID:c1?reason=bye", "", 204, "close ID:c1 bye"},
 		{"DELETE", "/api/durable-subscriptions/app/sub.1", "", 204, "unsubscribe app sub.1"},
 		{"POST", "/api/durable-subscriptions/app/sub.1/messages", `{"messages":[{"body":"a"},{"body_base64":"AAE="}]}`, 200, "import app sub.1 2"},
+		{"DELETE", "/api/client-ids/app%2F1", "", 204, "free app/1"},
 		{"GET", "/api/streams/events", "", 200, "stream events"},
 		{"GET", "/api/destinations?type=stream", "", 200, "destinations stream"},
 	} {
@@ -442,7 +447,7 @@ func TestBrokerBackendServesEveryRoute(t *testing.T) {
 	for _, r := range s.apiRoutes() {
 		all = append(all, r.pattern)
 	}
-	assert.Len(t, all, 17)
+	assert.Len(t, all, 19)
 	assert.Equal(t, all, s.served)
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)

@@ -152,6 +152,9 @@ type Options struct {
 	// UseAuthenticatedPrincipalForJMSXUserID stamps only an authenticated user, never
 	// the login of a client the broker did not authenticate.
 	UseAuthenticatedPrincipalForJMSXUserID bool
+	// ClientIDOwnership gives the client-id of durable subscriptions to the user that
+	// made them, when Security authenticates (see clientid.go).
+	ClientIDOwnership bool
 	// AdvisorySupport publishes ActiveMQ's advisory messages on the ActiveMQ.Advisory.
 	// topics (see package broker/advisory); off, those are topics like others that nothing is
 	// published on.
@@ -191,6 +194,9 @@ type Broker struct {
 	bg       background // its goroutines, and its closing
 	// expirySweeps counts the passes of the expiry sweeper, for tests.
 	expirySweeps atomic.Int64
+
+	// ownership is Options.ClientIDOwnership (clientid.go).
+	ownership bool
 }
 
 // ids are the broker's name and the ids it hands out: message ids unique across
@@ -238,6 +244,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 			PrincipalUserID: o.UseAuthenticatedPrincipalForJMSXUserID},
 		bg: background{done: make(chan struct{})},
 	}
+	b.ownership = o.ClientIDOwnership
 	b.counters.Init(o.Store)
 	b.access.Log, b.access.Meter = b.log, &b.counters
 	b.acks = ackretry.New(b.store, b.log, &b.bg.wg)

@@ -59,6 +59,9 @@ func (b *Broker) connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
 	if info.Protocol >= management.NumProtocols {
 		info.Protocol = ProtocolSTOMP
 	}
+	if err := b.checkClientID(subject, info.ClientID); err != nil {
+		return nil, err
+	}
 	c := b.newConn(subject, info.RemoteAddr, info.Connector)
 	c.proto, c.ClientID, c.version, c.ownIDs = info.Protocol, info.ClientID, info.Version, info.MessageIDs
 	c.resume = info.Resumes

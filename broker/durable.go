@@ -8,7 +8,6 @@ import (
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/durable"
 	"github.com/activemq-go/broker/persistence"
-	"github.com/activemq-go/broker/security"
 )
 
 // Durable topic subscriptions live in the durable package; the broker resolves the
@@ -57,7 +56,9 @@ func (c *Conn) durableKey(name string, style DurableStyle) (persistence.SubKey, 
 }
 
 // subscribeDurable attaches a consumer to the durable subscription (client-id, name),
-// creating it, or replacing it when its topic or selector changed (as ActiveMQ does).
+// creating it, or replacing it when its topic or selector changed (as ActiveMQ does)
+// and the connection may remove it (read on its topic). A client-id another user owns
+// is refused (clientid.go).
 func (c *Conn) subscribeDurable(ctx context.Context, r SubscribeRequest, s *Subscription) error {
 	key, err := c.durableKey(r.DurableName, r.DurableStyle)
 	if err != nil {
@@ -78,8 +79,13 @@ func (b *Broker) attachDurable(ctx context.Context, r SubscribeRequest, s *Subsc
 		return b.subscribeShared(ctx, r, s, key)
 	}
 	t := b.dests.Topic(r.Dest.Name)
-	d, err := b.durables.Subscribe(ctx, key, t, s.Selector, &s.Consumer)
+	d, err := b.durables.Subscribe(ctx, key, t, s.Selector, &s.Consumer, s.conn.subscriber())
+	var denied *Error
 	switch {
+	case errors.As(err, &denied):
+		return denied // may not replace it (MayReplace)
+	case errors.Is(err, durable.ErrOwned):
+		return ownedError(key.ClientID)
 	case errors.Is(err, durable.ErrInUse):
 		return errorf(ErrDurableInUse, "Durable consumer is in use for client: %s and subscriptionName: %s", key.ClientID, key.Name)
 	case errors.Is(err, durable.ErrTooMany):
@@ -116,9 +122,8 @@ func (b *Broker) deleteDurable(ctx context.Context, c *Conn, r UnsubscribeReques
 	var topic string
 	if d := b.durables.Get(key); d != nil {
 		topic = d.Topic()
-		// Removing it needs the right that made it: read on its topic.
-		if !b.access.MayRead(c.subject, true, topic) {
-			return c.denied(security.Read, destinations.Name{Kind: destinations.Topic, Name: topic})
+		if err := c.mayRemoveDurable(topic); err != nil {
+			return err
 		}
 	}
 	var refused *Error

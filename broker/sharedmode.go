@@ -8,7 +8,6 @@ import (
 	"github.com/activemq-go/broker/broker/sharedmode"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
-	"github.com/activemq-go/broker/security"
 )
 
 // shHost is the broker as its shared mode's host (package broker/sharedmode).
@@ -104,8 +103,31 @@ func sharedAckError(err error) error {
 	return storeError(err)
 }
 
-// subscribeShared attaches s to the shared durable subscription key of r.
+// mayRemoveShared checks that c may remove the shared durable subscription key, if
+// the database has it on another topic than keep (a topic's name; "" for none): see
+// Conn.mayRemoveDurable.
+func (b *Broker) mayRemoveShared(ctx context.Context, c *Conn, key persistence.SubKey, keep string) error {
+	if !b.access.Authorizing() {
+		return nil
+	}
+	topic, ok, err := b.shared.TopicOf(ctx, key)
+	if err != nil {
+		return storeError(err)
+	}
+	if ok && topic != keep {
+		return c.mayRemoveDurable(topic)
+	}
+	return nil
+}
+
+// subscribeShared attaches s to the shared durable subscription key of r: replacing
+// one on another topic needs read on that topic (one with another selector on r's
+// topic needs read on r's topic, which s's SUBSCRIBE was checked for). The database
+// replaces it atomically; the check before is not under the same lock.
 func (b *Broker) subscribeShared(ctx context.Context, r SubscribeRequest, s *Subscription, key persistence.SubKey) error {
+	if err := b.mayRemoveShared(ctx, s.conn, key, r.Dest.Name); err != nil {
+		return err
+	}
 	sel := ""
 	if s.Selector != nil {
 		sel = s.Selector.String()
@@ -126,14 +148,8 @@ func (b *Broker) subscribeShared(ctx context.Context, r SubscribeRequest, s *Sub
 // unsubscribeShared deletes the shared durable subscription key that r, a request of
 // c, names (see unsubscribeDurable for the styles).
 func (b *Broker) unsubscribeShared(ctx context.Context, c *Conn, r UnsubscribeRequest, key persistence.SubKey) error {
-	if b.access.Authorizing() {
-		topic, ok, err := b.shared.TopicOf(ctx, key)
-		if err != nil {
-			return storeError(err)
-		}
-		if ok && !b.access.MayRead(c.subject, true, topic) {
-			return c.denied(security.Read, destinations.Name{Kind: destinations.Topic, Name: topic})
-		}
+	if err := b.mayRemoveShared(ctx, c, key, ""); err != nil {
+		return err
 	}
 	if r.DurableStyle != DurableActiveMQ {
 		if s := c.subs[r.ID]; s != nil {

@@ -74,6 +74,7 @@ func TestDefault(t *testing.T) {
 		Plugins: Plugins{
 			AnonymousUser: "anonymous", AnonymousGroup: "anonymous", AdminGroups: []string{"admins"},
 			LoginFailureDelay: 100 * time.Millisecond, MaxLoginFailureDelay: 5 * time.Second,
+			ClientIDOwnership: true,
 		},
 		Metrics: Metrics{PerDestination: true, MaxDestinationSeries: 1000},
 	}

@@ -209,6 +209,7 @@
 //	  maxConnectionsPerUser: 0         # live connections of each user; 0: no limit
 //	  loginFailureDelay: 100ms         # the ERROR of a first failed login waits this long,
 //	  maxLoginFailureDelay: 5s         # doubling per further failure up to this; > 0
+//	  clientIdOwnership: true          # a client-id with durable subscriptions is its user's
 //
 // A list of groups (groups, read, write, admin, adminGroups) is a YAML list or a
 // comma-separated string, and either way commas separate names: spaces around names,

@@ -123,6 +123,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault(key("plugins", "maxConnectionsPerUser"), int64(0))
 	v.SetDefault(key("plugins", "loginFailureDelay"), DefaultLoginFailureDelay)
 	v.SetDefault(key("plugins", "maxLoginFailureDelay"), DefaultMaxLoginFailureDelay)
+	v.SetDefault(key("plugins", "clientIdOwnership"), true)
 }
 
 // parse is Parse and Load; source is the file's path, "" for Parse.

@@ -59,6 +59,11 @@ type Plugins struct {
 	// less than the first).
 	LoginFailureDelay    time.Duration
 	MaxLoginFailureDelay time.Duration
+	// ClientIDOwnership gives a client-id holding durable subscriptions to the
+	// user that made them: no other user may connect with it until an
+	// administrator frees it (clientIdOwnership; default true; it applies only
+	// when authentication is on).
+	ClientIDOwnership bool
 }
 
 // Authentication reports whether clients must log in: whether any user source
@@ -172,6 +177,7 @@ type pluginsSection struct {
 	MaxConnectionsPerUser int64                `mapstructure:"maxConnectionsPerUser"`
 	LoginFailureDelay     time.Duration        `mapstructure:"loginFailureDelay"`
 	MaxLoginFailureDelay  time.Duration        `mapstructure:"maxLoginFailureDelay"`
+	ClientIDOwnership     bool                 `mapstructure:"clientIdOwnership"`
 }
 
 type simpleAuthSection struct {
@@ -250,6 +256,7 @@ func (c *checker) buildPlugins(s pluginsSection) (Plugins, *Error) {
 		MaxConnectionsPerUser:  int(s.MaxConnectionsPerUser),
 		LoginFailureDelay:      s.LoginFailureDelay,
 		MaxLoginFailureDelay:   s.MaxLoginFailureDelay,
+		ClientIDOwnership:      s.ClientIDOwnership,
 	}
 	for _, k := range []struct{ key, v string }{{"anonymousUser", sa.AnonymousUser}, {"anonymousGroup", sa.AnonymousGroup}} {
 		if strings.TrimSpace(k.v) == "" {

@@ -88,6 +88,7 @@ func TestPluginsExample(t *testing.T) {
 		MaxConnectionsPerUser: 0,
 		LoginFailureDelay:     100 * time.Millisecond,
 		MaxLoginFailureDelay:  5 * time.Second,
+		ClientIDOwnership:     true,
 	}, c.Plugins)
 	assert.True(t, c.Plugins.Authentication())
 }
@@ -111,6 +112,10 @@ func TestPluginsDefaults(t *testing.T) {
 	c, err = Parse([]byte("plugins:\n  certificateUsers: {file: dn.properties}\n"), nil)
 	require.NoError(t, err)
 	assert.True(t, c.Plugins.Authentication())
+	assert.True(t, c.Plugins.ClientIDOwnership, "client-ids are owned by default")
+	c, err = Parse([]byte("plugins:\n  clientIdOwnership: false\n"), nil)
+	require.NoError(t, err)
+	assert.False(t, c.Plugins.ClientIDOwnership)
 }
 
 func TestPluginsGroups(t *testing.T) {

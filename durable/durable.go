@@ -123,8 +123,10 @@ type Registry struct {
 
 	lifecycle sync.Mutex // serialises creating, attaching, replacing, deleting, expiring
 
-	mu   sync.RWMutex
-	subs map[persistence.SubKey]*Sub
+	mu        sync.RWMutex
+	subs      map[persistence.SubKey]*Sub
+	perClient map[string]int    // subscriptions per client-id
+	owners    map[string]string // client-id -> the user owning it (owner.go)
 
 	// OnRemove, if set, adds to the batch that deletes a subscription what else goes
 	// with it (the broker's duplicate-detection ids of what was imported into it).
@@ -134,7 +136,7 @@ type Registry struct {
 // NewRegistry returns an empty registry working in env, in which Subscribe creates
 // subscriptions while fewer than max exist (0: no limit); Recover never refuses one.
 func NewRegistry(env *destinations.Env, max int) *Registry {
-	return &Registry{env: env, max: max, subs: map[persistence.SubKey]*Sub{}}
+	return &Registry{env: env, max: max, subs: map[persistence.SubKey]*Sub{}, perClient: map[string]int{}, owners: map[string]string{}}
 }
 
 // Get returns the subscription of key, or nil.
@@ -162,23 +164,32 @@ func (r *Registry) All() []*Sub {
 	return out
 }
 
-// Subscribe attaches consumer c to the durable subscription key on topic t with sel,
-// creating it, or replacing it when its topic or selector changed (as ActiveMQ does).
-// It fails with ErrInUse while another consumer is attached, with ErrTooMany when
-// creating it would pass the registry's maximum, and with the store's error when the
-// subscription cannot be stored.
-func (r *Registry) Subscribe(ctx context.Context, key persistence.SubKey, t *destinations.TopicDest, sel *selector.Selector, c *destinations.Consumer) (*Sub, error) {
+// Subscribe attaches consumer c of by to the durable subscription key on topic t with
+// sel, creating it, or replacing it when its topic or selector changed (as ActiveMQ
+// does) if by.MayReplace lets it. It fails with ErrOwned when by may not use key's
+// client-id (owner.go), with ErrInUse while another consumer is attached, with
+// ErrTooMany when creating it would pass the registry's maximum, and with the store's
+// error when the subscription cannot be stored.
+func (r *Registry) Subscribe(ctx context.Context, key persistence.SubKey, t *destinations.TopicDest, sel *selector.Selector, c *destinations.Consumer, by Subscriber) (*Sub, error) {
 	selText := ""
 	if sel != nil {
 		selText = sel.String()
 	}
 	r.lifecycle.Lock()
 	defer r.lifecycle.Unlock()
+	if _, err := r.checkOwner(key, by); err != nil {
+		return nil, err
+	}
 	d := r.Get(key)
 	if active, _ := d.attached(); active != nil {
 		return nil, ErrInUse
 	}
 	if d != nil && (d.topic != t || d.info.Selector != selText) {
+		if by.MayReplace != nil {
+			if err := by.MayReplace(d.Topic()); err != nil {
+				return nil, err
+			}
+		}
 		if err := r.remove(ctx, d); err != nil {
 			return nil, err
 		}
@@ -187,10 +198,15 @@ func (r *Registry) Subscribe(ctx context.Context, key persistence.SubKey, t *des
 	if d == nil && r.max > 0 && r.Len() >= r.max {
 		return nil, ErrTooMany
 	}
+	claim, _ := r.checkOwner(key, by) // the replaced subscription may have taken the owner with it
+	var claimed func()
 	if d == nil {
 		info := persistence.SubInfo{Key: key, Dest: t.Qualified(), Selector: selText, Created: r.env.Time().UnixMilli()}
 		batch := r.env.Store.Begin()
 		batch.AddSub(info)
+		if claim {
+			claimed = r.claim(batch, key, by)
+		}
 		if err := batch.Commit(ctx, persistence.Sync); err != nil {
 			return nil, err
 		}
@@ -199,10 +215,21 @@ func (r *Registry) Subscribe(ctx context.Context, key persistence.SubKey, t *des
 		d = &Sub{info: info, sel: sel, topic: t, view: destinations.NewView(r.env, key, t), clock: r.env.Time, active: c}
 		r.mu.Lock()
 		r.subs[key] = d
+		r.perClient[key.ClientID]++
 		r.mu.Unlock()
 		addTo(t, d)
 		r.env.Log.Info("durable subscription created", slog.String("clientID", key.ClientID),
 			slog.String("name", key.Name), slog.String("topic", t.ClientName()))
+	}
+	if claim && claimed == nil { // a subscription made before owners, or by no claiming user
+		batch := r.env.Store.Begin()
+		claimed = r.claim(batch, key, by)
+		if err := batch.Commit(ctx, persistence.Sync); err != nil {
+			return nil, err
+		}
+	}
+	if claimed != nil {
+		claimed()
 	}
 	d.rec.Lock()
 	defer d.rec.Unlock()
@@ -249,12 +276,16 @@ func (r *Registry) remove(ctx context.Context, d *Sub) error {
 	if r.OnRemove != nil {
 		r.OnRemove(d.info.Key, batch)
 	}
+	if r.lastOf(d) {
+		batch.Purge(ownerDest(d.info.Key.ClientID))
+	}
 	if err := batch.Commit(ctx, persistence.Sync); err != nil {
 		return err
 	}
 	removeFrom(d.topic, d)
 	r.mu.Lock()
 	delete(r.subs, d.info.Key)
+	r.uncountLocked(d.info.Key.ClientID)
 	r.mu.Unlock()
 	d.view.Drop()
 	r.env.Log.Info("durable subscription removed", slog.String("clientID", d.info.Key.ClientID), slog.String("name", d.info.Key.Name))
@@ -337,7 +368,11 @@ func (r *Registry) Recover(ctx context.Context, rec *persistence.Recovered, topi
 		}
 		d.view.RecoverView(n, bytes)
 		r.subs[info.Key] = d
+		r.perClient[info.Key.ClientID]++
 		addTo(t, d)
+	}
+	if err := r.recoverOwners(ctx, rec.Destinations); err != nil {
+		return err
 	}
 	return r.recoverOffline(ctx, rec.Destinations)
 }

@@ -51,9 +51,9 @@ func TestRegistryLifecycle(t *testing.T) {
 	key := persistence.SubKey{ClientID: "c", Name: "s"}
 
 	c1 := &destinations.Consumer{ID: "1"}
-	d, err := r.Subscribe(ctx, key, topic, nil, c1)
+	d, err := r.Subscribe(ctx, key, topic, nil, c1, Subscriber{})
 	require.NoError(t, err)
-	_, err = r.Subscribe(ctx, key, topic, nil, &destinations.Consumer{ID: "2"})
+	_, err = r.Subscribe(ctx, key, topic, nil, &destinations.Consumer{ID: "2"}, Subscriber{})
 	require.ErrorIs(t, err, ErrInUse, "one consumer at a time")
 
 	d.Detach(c1)
@@ -65,7 +65,7 @@ func TestRegistryLifecycle(t *testing.T) {
 	require.False(t, r.Stats()[0].Active)
 
 	refuse := func(*destinations.Consumer) error { return ErrInUse }
-	_, err = r.Subscribe(ctx, key, topic, nil, c1)
+	_, err = r.Subscribe(ctx, key, topic, nil, c1, Subscriber{})
 	require.NoError(t, err, "reattached")
 	require.ErrorIs(t, r.Delete(ctx, key, func() {}, refuse), ErrInUse)
 	d.Detach(c1)
@@ -99,7 +99,7 @@ func TestNewSubscriptionListedActive(t *testing.T) {
 	var seen []Stats
 	env.Log = slog.New(listingHandler{Handler: slog.DiscardHandler, list: func() { seen = r.Stats() }})
 	topic := destinations.NewTopic(env, "t", policy.Default(true), 0, false)
-	_, err := r.Subscribe(context.Background(), persistence.SubKey{ClientID: "c", Name: "s"}, topic, nil, &destinations.Consumer{ID: "1"})
+	_, err := r.Subscribe(context.Background(), persistence.SubKey{ClientID: "c", Name: "s"}, topic, nil, &destinations.Consumer{ID: "1"}, Subscriber{})
 	require.NoError(t, err)
 	require.Len(t, seen, 1, "listed when its creation was logged")
 	require.True(t, seen[0].Active)
@@ -114,7 +114,7 @@ func TestOfflinePendingLimit(t *testing.T) {
 	r := NewRegistry(env, 0)
 	topic := destinations.NewTopic(env, "t", p, 0, false)
 	c := &destinations.Consumer{ID: "1"}
-	d, err := r.Subscribe(ctx, persistence.SubKey{ClientID: "c", Name: "s"}, topic, nil, c)
+	d, err := r.Subscribe(ctx, persistence.SubKey{ClientID: "c", Name: "s"}, topic, nil, c, Subscriber{})
 	require.NoError(t, err)
 	d.Detach(c)
 	for range 5 {
@@ -136,20 +136,20 @@ func TestRegistryMaximum(t *testing.T) {
 	a, b := persistence.SubKey{ClientID: "c", Name: "a"}, persistence.SubKey{ClientID: "c", Name: "b"}
 	for _, key := range []persistence.SubKey{a, b} {
 		c := &destinations.Consumer{ID: key.Name}
-		d, err := r.Subscribe(ctx, key, topic, nil, c)
+		d, err := r.Subscribe(ctx, key, topic, nil, c, Subscriber{})
 		require.NoError(t, err)
 		d.Detach(c)
 	}
-	_, err := r.Subscribe(ctx, persistence.SubKey{ClientID: "c", Name: "third"}, topic, nil, &destinations.Consumer{ID: "3"})
+	_, err := r.Subscribe(ctx, persistence.SubKey{ClientID: "c", Name: "third"}, topic, nil, &destinations.Consumer{ID: "3"}, Subscriber{})
 	require.ErrorIs(t, err, ErrTooMany)
 	require.Equal(t, 2, r.Len())
 
 	c := &destinations.Consumer{ID: "again"}
-	d, err := r.Subscribe(ctx, a, topic, nil, c)
+	d, err := r.Subscribe(ctx, a, topic, nil, c, Subscriber{})
 	require.NoError(t, err, "reattaching is not creating")
 	d.Detach(c)
 	require.NoError(t, r.Delete(ctx, b, func() {}, func(*destinations.Consumer) error { return nil }))
-	_, err = r.Subscribe(ctx, persistence.SubKey{ClientID: "c", Name: "third"}, topic, nil, &destinations.Consumer{ID: "3"})
+	_, err = r.Subscribe(ctx, persistence.SubKey{ClientID: "c", Name: "third"}, topic, nil, &destinations.Consumer{ID: "3"}, Subscriber{})
 	require.NoError(t, err)
 }
 
@@ -165,7 +165,7 @@ func TestExpireOfflineByEnvironmentClock(t *testing.T) {
 	r := NewRegistry(env, 0)
 	topic := destinations.NewTopic(env, "t", p, 0, false)
 	c := &destinations.Consumer{ID: "1"}
-	d, err := r.Subscribe(ctx, persistence.SubKey{ClientID: "c", Name: "s"}, topic, nil, c)
+	d, err := r.Subscribe(ctx, persistence.SubKey{ClientID: "c", Name: "s"}, topic, nil, c, Subscriber{})
 	require.NoError(t, err)
 	d.Detach(c)
 	now = now.Add(59 * time.Minute)
@@ -217,7 +217,7 @@ func TestOfflineTimeSurvivesRecovery(t *testing.T) {
 	r := NewRegistry(env, 0)
 	topic := destinations.NewTopic(env, "t", policy.Default(true), 0, false)
 	c := &destinations.Consumer{ID: "1"}
-	d, err := r.Subscribe(ctx, key, topic, nil, c)
+	d, err := r.Subscribe(ctx, key, topic, nil, c, Subscriber{})
 	require.NoError(t, err)
 	d.Detach(c)
 	for i := range 3 {
@@ -232,7 +232,7 @@ func TestOfflineTimeSurvivesRecovery(t *testing.T) {
 
 	// Attached again, then the broker crashed (no detach): offline from the next start.
 	r = recoverInto(t, env)
-	_, err = r.Subscribe(ctx, key, r.Get(key).topic, nil, &destinations.Consumer{ID: "2"})
+	_, err = r.Subscribe(ctx, key, r.Get(key).topic, nil, &destinations.Consumer{ID: "2"}, Subscriber{})
 	require.NoError(t, err)
 	now = now.Add(time.Hour)
 	r = recoverInto(t, env)

@@ -246,6 +246,23 @@ func (m *Manager) RemoveDurableSubscription(ctx context.Context, who, clientID, 
 	return nil
 }
 
+// ClientIDOwners lists the owned client-ids and their users (durable/owner.go).
+func (m *Manager) ClientIDOwners() []durable.Owned { return m.c.Durables.Owners() }
+
+// FreeClientID frees the client-id id: no user owns it until one claims it again (its
+// durable subscriptions stay). It fails with ErrNotFound when no one owns it.
+func (m *Manager) FreeClientID(ctx context.Context, who, id string) error {
+	user, err := m.c.Durables.Free(ctx, id)
+	switch {
+	case errors.Is(err, durable.ErrNotFound):
+		return errorf(ErrNotFound, "client-id %s has no owner", id)
+	case err != nil:
+		return destinations.StoreError(err)
+	}
+	m.Done(who, "free-client-id", id, 0, slog.String("owner", user))
+	return nil
+}
+
 // StreamInfo describes a stream: its partitions and its consumer groups.
 type StreamInfo struct {
 	Name       string // as clients name it

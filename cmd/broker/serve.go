@@ -249,6 +249,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 		PopulateJMSXUserID:                     cfg.Broker.PopulateJMSXUserID,
 		UseAuthenticatedPrincipalForJMSXUserID: cfg.Broker.UseAuthenticatedPrincipalForJMSXUserID,
 		AdvisorySupport:                        cfg.Broker.AdvisorySupport,
+		ClientIDOwnership:                      cfg.Plugins.ClientIDOwnership,
 		Shared:                                 shared,
 	})
 	if err != nil {

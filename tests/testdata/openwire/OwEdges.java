@@ -40,6 +40,23 @@ class OwEdges extends OwClient {
         c.close();
     }
 
+    // durableTake connects with the client-id client and makes the durable subscription
+    // "sub" on the topic dest, which replaces one of that name on another topic: it
+    // prints what connecting (connect) and subscribing (subscribe) gave.
+    static void durableTake() throws Exception {
+        ActiveMQConnection c;
+        try {
+            c = open(url, opt("client", null));
+        } catch (JMSException e) {
+            out("connect", e.getClass().getName() + ": " + e.getMessage());
+            return;
+        }
+        out("connect", "ok");
+        Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
+        attempt("subscribe", () -> s.createDurableSubscriber(s.createTopic(dest()), "sub").close());
+        c.close();
+    }
+
     // roundTrip sends body to d and receives it there: body/JMSXUserID, or "none".
     static String roundTrip(Session s, Destination d, String body) throws JMSException {
         MessageConsumer cons = s.createConsumer(d);
