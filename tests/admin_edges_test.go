@@ -157,7 +157,8 @@ func TestWebSocketAllowedHosts(t *testing.T) {
 }
 
 // TestAdminHTTPS: with broker.adminTLS the admin listener serves HTTPS with the
-// sslContext certificate (a plain HTTP request gets no answer from the API), and
+// sslContext certificate (a plain HTTP request gets no answer from the API; broker
+// list works with the CA in SSL_CERT_FILE), and
 // broker.adminClientAuth: need asks for a client certificate of the CA. A listener
 // beyond loopback without TLS while users must log in is warned about; one with TLS
 // is not.
@@ -181,6 +182,9 @@ func TestAdminHTTPS(t *testing.T) {
 		resp.Body.Close()
 	}
 	assert.Contains(t, b.Log(), "tls=true")
+	// The management commands over HTTPS, trusting the CA as Go programs do.
+	r := runCLI(t, "", []string{"SSL_CERT_FILE=" + pki.CAFile, "BROKER_ADMIN=https://system:" + pw["system"] + "@" + addr}, "list")
+	require.Equal(t, 0, r.Code, "broker list over HTTPS:\n%s", r.Stderr)
 
 	// Client certificates: none is refused in the handshake, the CA's is accepted.
 	need := startSecBroker(t, secBroker{Extra: pki.sslContextYAML(true),
