@@ -358,8 +358,8 @@ type Connector struct {
 	// served from the connector's own host may connect. A request without an
 	// Origin header (not a browser) is always accepted.
 	AllowedOrigins []string
-	// AllowedHosts are the host names a WebSocket connector's handshakes may name
-	// in their Host header besides the defaults (allowedHosts, comma-separated; ws
+	// AllowedHosts are the host names a browser's WebSocket handshake (one with an
+	// Origin) may name in its Host header besides the defaults (allowedHosts, comma-separated; ws
 	// and wss only; see package allowedhosts: names or path.Match patterns, no
 	// port, "*" for any). The defaults: any IP address, localhost, and the
 	// machine's host name when the connector listens on every interface. Others

@@ -163,13 +163,14 @@
 // always may. It is an error on a stomp, stomp+nio, stomp+ssl or stomp+nio+ssl
 // connector, as is an empty list or a pattern with a path.
 //
-// allowedHosts lists, comma-separated, the host names a WebSocket handshake's Host
-// header may name besides any IP address, localhost and, on a connector listening
-// on every interface, the machine's host name (package allowedhosts): names or
-// path.Match patterns ("*.example.com"), no port, "*" for any. Others get 421: a
-// page of a name that resolves to the broker (DNS rebinding) sends an Origin equal
-// to its Host, which the Origin check lets through. broker.adminAllowedHosts is
-// the same for the admin listener.
+// allowedHosts lists, comma-separated, the host names a browser's WebSocket
+// handshake (one with an Origin) may name in its Host header besides any IP
+// address, localhost and, on a connector listening on every interface, the
+// machine's host name (package allowedhosts): names or path.Match patterns
+// ("*.example.com"), no port, "*" for any. Others get 421: a page of a name that
+// resolves to the broker (DNS rebinding) sends an Origin equal to its Host, which
+// the Origin check lets through. broker.adminAllowedHosts is the same for the
+// admin listener, for every request (a page's GETs carry no Origin).
 //
 // Everywhere, sizes are as setting.ParseSize reads them ("64mb", "1 GiB", plain bytes;
 // never negative), durations as setting.ParseDuration reads them (an integer is

@@ -112,7 +112,8 @@ func TestAdminAllowedHostsRebinding(t *testing.T) {
 // TestWebSocketAllowedHosts: a ws connector refuses the upgrade of a page of
 // evil.example resolving to the broker (Host and Origin agree, so the Origin check
 // alone lets it through) with 421; the connector's address, localhost and the names
-// of its allowedHosts option are served.
+// of its allowedHosts option are served, and so is any name of a client that sends
+// no Origin (no browser).
 func TestWebSocketAllowedHosts(t *testing.T) {
 	b := startSecBroker(t, secBroker{Connectors: []string{
 		"stomp", "stomp://127.0.0.1:0",
@@ -120,12 +121,16 @@ func TestWebSocketAllowedHosts(t *testing.T) {
 		"ws-named", "ws://127.0.0.1:0?allowedHosts=broker.example,*.internal.example",
 	}})
 	tg := oursTarget(b)
-	handshake := func(addr, host string) (int, error) {
+	// upgrade upgrades as a page of host would (with its Origin), or as a client that
+	// is no browser (no Origin).
+	upgrade := func(addr, host string, browser bool) (int, error) {
 		t.Helper()
 		_, port, _ := net.SplitHostPort(addr)
 		hp := net.JoinHostPort(host, port)
-		opts := &websocket.DialOptions{Subprotocols: []string{"v12.stomp"}, HTTPClient: rebindClient(addr, nil),
-			HTTPHeader: http.Header{"Origin": {"http://" + hp}}}
+		opts := &websocket.DialOptions{Subprotocols: []string{"v12.stomp"}, HTTPClient: rebindClient(addr, nil)}
+		if browser {
+			opts.HTTPHeader = http.Header{"Origin": {"http://" + hp}}
+		}
 		ws, status, err := wsHandshake(t, "ws://"+hp+"/", opts)
 		if err != nil {
 			return status, err
@@ -135,6 +140,7 @@ func TestWebSocketAllowedHosts(t *testing.T) {
 		require.Equal(t, "CONNECTED", f.Command, "Host %s: %v", host, f)
 		return status, nil
 	}
+	handshake := func(addr, host string) (int, error) { t.Helper(); return upgrade(addr, host, true) }
 	wsAddr, namedAddr := b.connectorAddr("ws"), b.connectorAddr("ws-named")
 	status, err := handshake(wsAddr, "evil.example")
 	require.Error(t, err, "the rebinding upgrade was accepted")
@@ -147,6 +153,8 @@ func TestWebSocketAllowedHosts(t *testing.T) {
 		_, err := handshake(wsAddr, host)
 		require.NoError(t, err, "Host %s", host)
 	}
+	_, err = upgrade(wsAddr, "mq.example", false)
+	require.NoError(t, err, "a client that is no browser")
 	for _, host := range []string{"broker.example", "mq.internal.example", "127.0.0.1"} {
 		_, err := handshake(namedAddr, host)
 		require.NoError(t, err, "Host %s", host)

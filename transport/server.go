@@ -44,9 +44,10 @@ type Connector struct {
 	// may come from besides the broker's own host (coder/websocket's
 	// OriginPatterns: "host", "host:port", path.Match globs, "*" for any).
 	AllowedOrigins []string
-	// AllowedHosts are the host name patterns (package allowedhosts) a WebSocket
-	// handshake's Host may name besides the connector's addresses and localhost;
-	// others are refused with 421 (DNS rebinding).
+	// AllowedHosts are the host name patterns (package allowedhosts) a browser's
+	// WebSocket handshake (one with an Origin) may name in its Host besides the
+	// connector's addresses and localhost; others are refused with 421 (DNS
+	// rebinding).
 	AllowedHosts []string
 }
 
