@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,7 +18,8 @@ import (
 
 // Who may do what on the admin listener. Every route is mounted through guard, which
 // sets the security headers, refuses cross-site requests that change state, and then,
-// when authentication is configured, asks for a user of an admin group:
+// when authentication is configured, asks for a user of an admin group, or of a
+// monitoring group (broker.monitorGroups) for what only reads:
 //
 //   - API routes (/api/, /metrics, /stats) take HTTP Basic credentials; without any,
 //     401 with WWW-Authenticate. A console session is accepted too (the console's own
@@ -31,6 +33,9 @@ import (
 //     need neither a CSRF token nor a same-site Origin.
 //   - Failed logins are throttled by the security service (its per-host delays), as
 //     STOMP logins are.
+//   - A user of a monitoring group and of no admin group reads what an
+//     administrator reads (every GET, the Jolokia reads, the console's pages) and
+//     gets 403 for every request that changes state but its own logout.
 //
 // Without authentication the API is open (the listener binds loopback by default) and
 // the console gets a session of its own on its first page, whose CSRF token its forms
@@ -48,7 +53,14 @@ const (
 	// CSRF token and may come with another Origin (ActiveMQ users' scripts send
 	// "Origin: http://localhost", which ActiveMQ's Jolokia asks for).
 	readOnlyAccess
+	// sessionAccess is consoleAccess for a route that changes the operator's own
+	// session only (logout): a monitor may use it.
+	sessionAccess
 )
+
+// console reports whether the route is one of the console's (a session; the login
+// page for a browser without one).
+func (a access) console() bool { return a == consoleAccess || a == sessionAccess }
 
 // CSRFField and CSRFHeader carry a console request's CSRF token.
 const (
@@ -71,7 +83,10 @@ type Identity struct {
 	Subject *security.Subject
 	// Remote is the client's address.
 	Remote string
-	csrf   string // the session's CSRF token, if a session
+	// ReadOnly is set for a user of a monitoring group (Options.MonitorGroups) and
+	// of no admin group: it may read, not change anything.
+	ReadOnly bool
+	csrf     string // the session's CSRF token, if a session
 }
 
 // String names the operator for logs: user@address.
@@ -164,13 +179,13 @@ func (s *Server) guard(a access, next http.Handler) http.Handler {
 			}
 			id.User, id.Subject, id.csrf = sess.user, sess.subject, sess.csrf
 		case s.authn:
-			if a == consoleAccess && !mutating(r.Method) {
+			if a.console() && !mutating(r.Method) {
 				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 				return
 			}
 			s.deny(w, r, a, http.StatusUnauthorized, "authentication required")
 			return
-		case a == consoleAccess:
+		case a.console():
 			// Open listener: the console's forms still carry a CSRF token, of a
 			// session made on the first page.
 			if mutating(r.Method) {
@@ -180,6 +195,14 @@ func (s *Server) guard(a access, next http.Handler) http.Handler {
 			sess = s.sessions.create("", nil)
 			s.setCookie(w, r, sess)
 			id.csrf = sess.csrf
+		}
+		if id.Subject != nil && !s.o.Security.IsAdmin(id.Subject) {
+			id.ReadOnly = true
+			if changes && a != sessionAccess {
+				s.deny(w, r, a, http.StatusForbidden, "forbidden: "+id.User+
+					" is in a monitoring group (broker.monitorGroups), which may read but change nothing")
+				return
+			}
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
 	})
@@ -205,10 +228,24 @@ func (s *Server) check(ctx context.Context, user, pass, remote string) (*securit
 	if err != nil || sub == nil || sub.Anonymous {
 		return nil, http.StatusUnauthorized, "invalid user name or password"
 	}
-	if !s.o.Security.IsAdmin(sub) {
-		return nil, http.StatusForbidden, "forbidden: " + sub.User + " is in no admin group (broker.adminGroups)"
+	if !s.o.Security.IsAdmin(sub) && !s.monitor(sub) {
+		msg := "forbidden: " + sub.User + " is in no admin group (broker.adminGroups)"
+		if len(s.monitors) > 0 {
+			msg += " nor monitoring group (broker.monitorGroups)"
+		}
+		return nil, http.StatusForbidden, msg
 	}
 	return sub, 0, ""
+}
+
+// monitor reports whether sub is in one of the monitoring groups.
+func (s *Server) monitor(sub *security.Subject) bool {
+	for _, g := range sub.Groups {
+		if slices.Contains(s.monitors, g) {
+			return true
+		}
+	}
+	return false
 }
 
 func validCSRF(r *http.Request, want string) bool {

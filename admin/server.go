@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/activemq-go/broker/internal/allowedhosts"
+	"github.com/activemq-go/broker/internal/loglimit"
 	"github.com/activemq-go/broker/security"
 )
 
@@ -42,6 +45,17 @@ type Options struct {
 	// LoginStylesheet, when set, is the path of a stylesheet (served with
 	// HandlePublic) the login page links to.
 	LoginStylesheet string
+	// MonitorGroups are the groups whose users may read what an administrator reads
+	// (the API's GETs, Jolokia's reads, /stats, /metrics, the console's pages) and
+	// change nothing (broker.monitorGroups; default none).
+	MonitorGroups []string
+	// AllowedHosts are the host name patterns (package allowedhosts) a request's
+	// Host may name besides the listener's addresses and localhost
+	// (broker.adminAllowedHosts): Listen refuses others with 421.
+	AllowedHosts []string
+	// TLS, when set, makes Listen serve HTTPS with this configuration
+	// (broker.adminTLS).
+	TLS *tls.Config
 }
 
 // Server is the admin listener: one net/http server whose every route goes through one
@@ -55,6 +69,9 @@ type Server struct {
 	manage   Manager        // the Backend as a Manager; nil: the API only reads
 	sessions *sessions
 	authn    bool // operators must authenticate
+	monitors []string
+	// hostLog limits the log lines of requests refused for their Host.
+	hostLog loglimit.Limit
 
 	mu       sync.Mutex
 	patterns map[string]bool // registered on mux
@@ -82,6 +99,7 @@ func New(o Options) (*Server, error) {
 		api:      http.NewServeMux(),
 		sessions: newSessions(o.SessionIdle, 12*time.Hour, maxSessions),
 		authn:    o.Security != nil && o.Security.Authenticating(),
+		monitors: o.MonitorGroups,
 		patterns: map[string]bool{},
 	}
 	s.manage, _ = o.Backend.(Manager)
@@ -96,7 +114,7 @@ func New(o Options) (*Server, error) {
 	}
 	s.route(publicAccess, "GET /login", http.HandlerFunc(s.loginPage))
 	s.route(publicAccess, "POST /login", http.HandlerFunc(s.login))
-	s.route(consoleAccess, "POST /logout", http.HandlerFunc(s.logout))
+	s.route(sessionAccess, "POST /logout", http.HandlerFunc(s.logout))
 	if o.Console != nil {
 		o.Console(s)
 	}
@@ -134,11 +152,13 @@ func (s *Server) registered(pattern string) bool {
 	return s.patterns[pattern]
 }
 
-// Handler is the server's whole handler, for tests (httptest.NewServer).
+// Handler is the server's whole handler, for tests (httptest.NewServer); Listen
+// serves it behind the Host check.
 func (s *Server) Handler() http.Handler { return s.mux }
 
-// Listen starts serving on addr until Shutdown. An address without a host (":8161")
-// listens on loopback only.
+// Listen starts serving on addr until Shutdown: HTTPS with Options.TLS, and only
+// requests whose Host is one of the listener's (Options.AllowedHosts). An address
+// without a host (":8161") listens on loopback only.
 func (s *Server) Listen(addr string) (net.Addr, error) {
 	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
 		addr = net.JoinHostPort("127.0.0.1", port)
@@ -147,10 +167,14 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admin: %w", err)
 	}
+	hosts := allowedhosts.New(s.o.AllowedHosts, ln.Addr())
+	if s.o.TLS != nil {
+		ln = tls.NewListener(ln, s.o.TLS)
+	}
 	base, stop := context.WithCancel(context.Background())
 	srv := &http.Server{
 		BaseContext:       func(net.Listener) context.Context { return base },
-		Handler:           s.mux,
+		Handler:           s.checkHost(hosts, s.mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
 		IdleTimeout:       2 * time.Minute,
@@ -165,12 +189,49 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 			s.log.Error("admin listener stopped", slog.Any("err", err))
 		}
 	}()
-	if !s.authn && !isLoopback(ln.Addr()) {
+	switch {
+	case !s.authn && !isLoopback(ln.Addr()):
 		s.log.Warn("admin listener is open to anyone who can reach it: configure users in plugins (and broker.adminGroups) or listen on 127.0.0.1",
 			slog.String("addr", ln.Addr().String()))
+	case s.o.TLS == nil && !isLoopback(ln.Addr()):
+		s.log.Warn("admin listener listens beyond loopback without TLS: passwords and session cookies cross the network in clear; set broker.adminTLS (with the sslContext certificate) or listen on 127.0.0.1",
+			slog.String("addr", ln.Addr().String()))
 	}
-	s.log.Info("admin listening", slog.String("addr", ln.Addr().String()), slog.Bool("authentication", s.authn))
+	s.log.Info("admin listening", slog.String("addr", ln.Addr().String()), slog.Bool("authentication", s.authn),
+		slog.Bool("tls", s.o.TLS != nil))
 	return ln.Addr(), nil
+}
+
+// checkHost refuses, with 421, a request whose Host the listener does not serve:
+// a page of another name that resolves to the broker (DNS rebinding) gets no
+// answer. The refusals are logged once a minute.
+func (s *Server) checkHost(hosts *allowedhosts.Hosts, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hosts.Allow(r.Host) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if ok, more := s.hostLog.Allow(time.Now()); ok {
+			s.log.Warn("admin request refused: its Host is not one of broker.adminAllowedHosts (a DNS rebinding attempt, or a name to add to the key; logged once a minute)",
+				slog.String("host", truncate(r.Host, 200)), slog.String("remote", r.RemoteAddr), slog.Int("refusedSinceLastLine", more))
+		}
+		securityHeaders(w.Header())
+		msg := fmt.Sprintf("misdirected request: this listener does not serve the host %q; "+
+			"an operator adds the name to broker.adminAllowedHosts", truncate(allowedhosts.Name(r.Host), 200))
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			writeError(w, http.StatusMisdirectedRequest, msg)
+			return
+		}
+		http.Error(w, msg, http.StatusMisdirectedRequest)
+	})
+}
+
+// truncate shortens a string a client sent for a log line or an answer.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 func isLoopback(a net.Addr) bool {

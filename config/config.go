@@ -147,6 +147,23 @@ type Broker struct {
 	// plugins.adminGroups is its older place: this key wins when both are set, and
 	// after Load both hold the groups in use.
 	AdminGroups Names `mapstructure:"adminGroups"`
+	// MonitorGroups are the groups whose users may read on the admin listener what
+	// an administrator reads (the API's GETs, Jolokia's reads, /stats, /metrics,
+	// the console's pages) and change nothing: 403 for the rest (default none).
+	MonitorGroups Names `mapstructure:"monitorGroups"`
+	// AdminAllowedHosts are the host names the admin listener's requests may name
+	// in their Host header besides the defaults, as a WebSocket connector's
+	// allowedHosts (default none: any IP address, localhost, and the machine's
+	// host name when the listener listens on every interface). Others get 421.
+	AdminAllowedHosts Names `mapstructure:"adminAllowedHosts"`
+	// AdminTLS makes the admin listener serve HTTPS with the certificate of the
+	// sslContext section, the TLS connectors' (default false).
+	AdminTLS bool `mapstructure:"adminTLS"`
+	// AdminClientAuth asks the admin listener's HTTPS clients for a certificate of
+	// sslContext.clientCAFile, as a TLS connector's options do: "none" (the
+	// default; "" too), "want" (wantClientAuth) or "need" (needClientAuth). The user still
+	// logs in: the certificate only lets the connection through.
+	AdminClientAuth string `mapstructure:"adminClientAuth"`
 	// PopulateJMSXUserID sets the JMSXUserID header of every message a client sends
 	// to the user its connection authenticated as, replacing any the client set
 	// (default false, as ActiveMQ).
@@ -346,6 +363,13 @@ type Connector struct {
 	// served from the connector's own host may connect. A request without an
 	// Origin header (not a browser) is always accepted.
 	AllowedOrigins []string
+	// AllowedHosts are the host names a browser's WebSocket handshake (one with an
+	// Origin) may name in its Host header besides the defaults (allowedHosts, comma-separated; ws
+	// and wss only; see package allowedhosts: names or path.Match patterns, no
+	// port, "*" for any). The defaults: any IP address, localhost, and the
+	// machine's host name when the connector listens on every interface. Others
+	// get 421: the defence against DNS rebinding.
+	AllowedHosts []string
 }
 
 // Default returns the configuration of an empty file with an empty environment:

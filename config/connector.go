@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/activemq-go/broker/internal/allowedhosts"
 	"github.com/activemq-go/broker/internal/setting"
 )
 
@@ -131,6 +132,7 @@ var connectorOptions = []connectorOption{
 	}},
 	{[]string{"allowedOrigins"}, allowedOriginsOption},
 	{[]string{"transport.enabledCipherSuites", "enabledCipherSuites"}, cipherSuitesOption},
+	{[]string{"allowedHosts"}, allowedHostsOption},
 }
 
 // optionsAllowed lists every accepted option name.
@@ -276,6 +278,10 @@ func parseConnectorURI(raw string) (Connector, *Error) {
 		return fail("allowedOrigins applies to WebSocket connectors only: browsers send Origin",
 			"ws:// or wss:// with the option, or no option")
 	}
+	if c.AllowedHosts != nil && !c.WebSocket {
+		return fail("allowedHosts applies to WebSocket connectors only: browsers send Host over HTTP",
+			"ws:// or wss:// with the option, or no option")
+	}
 	return c, nil
 }
 
@@ -313,6 +319,38 @@ func allowedOriginsOption(c *Connector, v string) *Error {
 	}
 	c.AllowedOrigins = patterns
 	return nil
+}
+
+// allowedHostsOption sets the Host names a WebSocket connector serves besides
+// its defaults (package allowedhosts).
+func allowedHostsOption(c *Connector, v string) *Error {
+	hosts, err := hostPatterns(strings.Split(v, ","))
+	if err != nil {
+		return err
+	}
+	if len(hosts) == 0 {
+		return &Error{Problem: "no host name (leave the option out to serve the connector's addresses and localhost only)",
+			Allowed: allowedhosts.Allowed}
+	}
+	c.AllowedHosts = hosts
+	return nil
+}
+
+// hostPatterns checks Host name patterns (allowedHosts, broker.adminAllowedHosts)
+// and returns them trimmed, without empty ones.
+func hostPatterns(list []string) ([]string, *Error) {
+	var out []string
+	for _, p := range list {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if err := allowedhosts.Check(p); err != nil {
+			return nil, &Error{Problem: err.Error(), Allowed: allowedhosts.Allowed}
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // clientAuthOption sets a client-certificate option: true asks for auth (need

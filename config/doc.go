@@ -19,6 +19,15 @@
 //	  adminGroups: [admins]      # users of these groups may use the admin listener when
 //	                             # authentication is configured; wins over the older
 //	                             # plugins.adminGroups; at least one
+//	  monitorGroups: []          # users of these groups may read on the admin listener
+//	                             # (GETs, Jolokia reads, /metrics, the console's pages)
+//	                             # and change nothing (403); default none
+//	  adminAllowedHosts: []      # host names requests may name in Host besides any IP
+//	                             # address, localhost (and the host name when listening
+//	                             # on 0.0.0.0); others get 421 (DNS rebinding); "*": any
+//	  adminTLS: false            # true: HTTPS with the sslContext certificate
+//	  adminClientAuth: none      # none | want | need: client certificates of
+//	                             # sslContext.clientCAFile, as needClientAuth
 //	  allowLinkStealing: false   # true: a CONNECT with the client-id of a live
 //	                             # connection replaces it instead of failing
 //	  advisorySupport: true      # ActiveMQ's advisory messages on ActiveMQ.Advisory.*
@@ -146,6 +155,7 @@
 //	transport.enabledCipherSuites | enabledCipherSuites default sslContext's; TLS only: the TLS 1.2
 //	                                                    cipher suites, comma-separated names
 //	allowedOrigins                                      default none; ws and wss only: see below
+//	allowedHosts                                        default none; ws and wss only: see below
 //
 // ActiveMQ silently ignores an option it does not know, so a misspelt or wrongly
 // prefixed option does nothing there; here it is an error listing the options.
@@ -158,6 +168,15 @@
 // connector's own host may connect; a client that sends no Origin (not a browser)
 // always may. It is an error on a stomp, stomp+nio, stomp+ssl or stomp+nio+ssl
 // connector, as is an empty list or a pattern with a path.
+//
+// allowedHosts lists, comma-separated, the host names a browser's WebSocket
+// handshake (one with an Origin) may name in its Host header besides any IP
+// address, localhost and, on a connector listening on every interface, the
+// machine's host name (package allowedhosts): names or path.Match patterns
+// ("*.example.com"), no port, "*" for any. Others get 421: a page of a name that
+// resolves to the broker (DNS rebinding) sends an Origin equal to its Host, which
+// the Origin check lets through. broker.adminAllowedHosts is the same for the
+// admin listener, for every request (a page's GETs carry no Origin).
 //
 // Everywhere, sizes are as setting.ParseSize reads them ("64mb", "1 GiB", plain bytes;
 // never negative), durations as setting.ParseDuration reads them (an integer is
@@ -261,6 +280,7 @@
 //	BROKER_BROKER_PERSISTENT=false           broker.persistent
 //	BROKER_BROKER_ADMINADDRESS=              broker.adminAddress (empty: no admin listener)
 //	BROKER_BROKER_ADMINGROUPS=ops,admins     broker.adminGroups, a list of names set whole
+//	BROKER_BROKER_MONITORGROUPS=monitors     broker.monitorGroups, likewise
 //	BROKER_TRANSPORTCONNECTORS_0_URI=...     transportConnectors[0].uri
 //	BROKER_PERSISTENCEADAPTER_KAHADB_JOURNALMAXFILELENGTH=64mb
 //	BROKER_SYSTEMUSAGE_MEMORYUSAGE=2gb       systemUsage.memoryUsage

@@ -13,11 +13,12 @@ import (
 // dependencies (mapstructure, yaml), and of the broker only three leaves of the
 // standard library: internal/setting (the value parsing it shares with the persistence
 // adapters), destinations/policy (the destination policy it decodes entries into and
-// the broker applies) and broker/limits (the defaults of the broker's limits).
+// the broker applies), broker/limits (the defaults of the broker's limits) and
+// internal/allowedhosts (the Host patterns it checks and the listeners match).
 func TestImports(t *testing.T) {
 	allowed := []string{"github.com/spf13/viper", "github.com/go-viper/mapstructure/v2", "go.yaml.in/yaml/v3",
 		"github.com/activemq-go/broker/internal/setting", "github.com/activemq-go/broker/destinations/policy",
-		"github.com/activemq-go/broker/broker/limits"}
+		"github.com/activemq-go/broker/broker/limits", "github.com/activemq-go/broker/internal/allowedhosts"}
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)

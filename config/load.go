@@ -71,6 +71,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault(key("broker", "adminAddress"), DefaultAdminAddress)
 	v.SetDefault(key("broker", "advisorySupport"), DefaultAdvisorySupport)
 	v.SetDefault(key("broker", "statsAddress"), "")
+	v.SetDefault(key("broker", "adminTLS"), false)
 	v.SetDefault(key("transportConnectors"), []any{
 		map[string]any{"name": DefaultConnectorName, "uri": DefaultConnectorURI},
 	})
@@ -262,7 +263,7 @@ func (c *checker) build(f *file) (*Config, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.buildAdmin(&f.Broker, &plugins); err != nil {
+	if err := c.buildAdmin(&f.Broker, &plugins, ssl); err != nil {
 		return nil, err
 	}
 	return &Config{

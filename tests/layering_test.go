@@ -19,8 +19,9 @@ var allowed = map[string][]string{
 	// parsing (sizes, durations, the Error naming a bad key) it shares with the
 	// adapters; destinations/policy, the destination policy it decodes the file's
 	// entries into and the broker applies (defined once, below both); and
-	// broker/limits, the defaults of the broker's limits that systemUsage defaults to.
-	"config":           {"internal/setting", "destinations/policy", "broker/limits"},
+	// broker/limits, the defaults of the broker's limits that systemUsage defaults to;
+	// internal/allowedhosts, whose Host patterns it checks.
+	"config":           {"internal/setting", "destinations/policy", "broker/limits", "internal/allowedhosts"},
 	"internal/setting": {},
 	"broker/limits":    {},
 	// migrate/xmlconfig converts activemq.xml to YAML text: it writes the keys config
@@ -76,7 +77,7 @@ var allowed = map[string][]string{
 	"internal/stompcodec": {},
 	"transport/stomp":     {"internal/stompcodec", "broker", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
 	"transport/openwire":  {"internal/openwire", "broker", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
-	"transport":           {"transport/stomp", "transport/openwire", "internal/stompcodec", "internal/openwire", "broker", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
+	"transport":           {"transport/stomp", "transport/openwire", "internal/stompcodec", "internal/openwire", "broker", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit", "internal/allowedhosts"},
 	"internal/pgtest":     {},
 	"internal/loadtest":   {},
 	// internal/race, for tests: whether -race is on, to scale their deadlines.
@@ -93,6 +94,9 @@ var allowed = map[string][]string{
 	"internal/histogram": {},
 	// internal/loglimit, a leaf, lets a repeated log line through once a minute.
 	"internal/loglimit": {},
+	// internal/allowedhosts, a leaf, is the Host check of the HTTP listeners (admin,
+	// WebSocket connectors) against DNS rebinding.
+	"internal/allowedhosts": {},
 	// admin/metrics reads the broker's counters (and the security service's) at
 	// scrape time through the management surface, never the broker itself; it changes
 	// nothing.
@@ -100,7 +104,7 @@ var allowed = map[string][]string{
 	// The web console renders what its Backend (its own Reader and Manager) gives; it
 	// uses nothing of the broker but through package admin, which links it
 	// (admin.NewBrokerBackend).
-	"admin/console": {"admin", "broker", "destinations", "destinations/policy", "destinations/selector", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
+	"admin/console": {"admin", "broker", "destinations", "destinations/policy", "destinations/selector", "durable", "persistence", "security", "internal/histogram", "internal/loglimit", "internal/allowedhosts"},
 	// browsertest starts a headless Chromium for the browser tests.
 	"internal/browsertest": {},
 	// stompclient, the STOMP client of the command-line tools, reads and writes frames
@@ -111,7 +115,7 @@ var allowed = map[string][]string{
 	// admin, the admin HTTP listener, uses the broker's management surface and its
 	// types, and asks security for the operators; never transport or config (cmd
 	// hands it what it needs).
-	"admin": {"broker", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit"},
+	"admin": {"broker", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit", "internal/allowedhosts"},
 
 	// kafkalog/kafkaengine keeps streams in Apache Kafka (franz-go): it is a
 	// streamlog.Log in streamlog's value types and knows nothing of the broker,

@@ -316,18 +316,7 @@ func TestSecurityWebSocketOrigin(t *testing.T) {
 		if origin != "" {
 			opts.HTTPHeader = http.Header{"Origin": {origin}}
 		}
-		ws, resp, err := websocket.Dial(ctxTimeout(t, 10*time.Second), "ws://"+addr+"/", opts)
-		status := 0
-		if resp != nil {
-			status = resp.StatusCode
-			if resp.Body != nil {
-				_ = resp.Body.Close()
-			}
-		}
-		if ws != nil {
-			t.Cleanup(func() { _ = ws.CloseNow() })
-		}
-		return ws, status, err
+		return wsHandshake(t, "ws://"+addr+"/", opts)
 	}
 	// accepted requires the handshake to succeed and a STOMP session to work over it.
 	accepted := func(addr, origin string) {

@@ -19,6 +19,7 @@ import (
 	"github.com/go-stomp/stomp/v3/frame"
 
 	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/internal/allowedhosts"
 	"github.com/activemq-go/broker/internal/loglimit"
 	"github.com/activemq-go/broker/internal/stompcodec"
 	"github.com/activemq-go/broker/transport/openwire"
@@ -43,6 +44,11 @@ type Connector struct {
 	// may come from besides the broker's own host (coder/websocket's
 	// OriginPatterns: "host", "host:port", path.Match globs, "*" for any).
 	AllowedOrigins []string
+	// AllowedHosts are the host name patterns (package allowedhosts) a browser's
+	// WebSocket handshake (one with an Origin) may name in its Host besides the
+	// connector's addresses and localhost; others are refused with 421 (DNS
+	// rebinding).
+	AllowedHosts []string
 }
 
 // Server runs the connectors.
@@ -69,8 +75,10 @@ type listener struct {
 	ln     net.Listener
 	mu     sync.Mutex
 	active int
-	// originLog limits the log lines of WebSocket handshakes refused for their Origin.
-	originLog loglimit.Limit
+	// originLog and hostLog limit the log lines of WebSocket handshakes refused for
+	// their Origin and their Host.
+	originLog, hostLog loglimit.Limit
+	hosts              *allowedhosts.Hosts // the Hosts a WebSocket connector serves
 }
 
 // acquire counts a new connection unless the connector is at its limit.
@@ -142,7 +150,7 @@ func (s *Server) Listen(cs []Connector) error {
 			}
 			c.OpenWire = &ow
 		}
-		opened = append(opened, &listener{c: c, ln: ln})
+		opened = append(opened, &listener{c: c, ln: ln, hosts: allowedhosts.New(c.AllowedHosts, ln.Addr())})
 	}
 	if s.Bound != nil {
 		addrs := make([]net.Addr, len(opened))

@@ -11,12 +11,15 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/coder/websocket"
+
+	"github.com/activemq-go/broker/internal/allowedhosts"
 )
 
 // Subprotocols are the WebSocket subprotocols a ws or wss connector accepts, as
@@ -56,11 +59,26 @@ func (s *Server) serveHTTP(l *listener) {
 // a browser may connect from a page of the broker's own host, or of a host the
 // connector's allowedOrigins names; otherwise any web page a user visits could
 // reach a broker on their machine or network. Clients that are not browsers send
-// no Origin and are let through.
+// no Origin and are let through. Before that a browser's Host is checked (421
+// unless it is one of the connector's: an address, localhost, allowedHosts): a page
+// of a name rebound to the broker's address sends an Origin equal to its Host.
+// Browsers always send an Origin on a WebSocket handshake, so the Host of a client
+// that sends none (not a browser, which DNS rebinding cannot drive) is not checked.
 func (s *Server) webSocketHandler(l *listener) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.wg.Add(1)
 		defer s.wg.Done()
+		if r.Header.Get("Origin") != "" && !l.hosts.Allow(r.Host) {
+			if ok, more := l.hostLog.Allow(time.Now()); ok {
+				s.log.Warn("WebSocket connection refused: its Host is not one of the connector's allowedHosts (a DNS rebinding attempt, or a name to add to the option; logged once a minute)",
+					slog.String("connector", l.c.Name), slog.String("remote", r.RemoteAddr),
+					slog.String("host", truncate(r.Host, 200)), slog.Int("refusedSinceLastLine", more))
+			}
+			http.Error(w, "misdirected request: this connector does not serve the host "+
+				strconv.Quote(truncate(allowedhosts.Name(r.Host), 200))+"; an operator adds the name to the connector's allowedHosts option",
+				http.StatusMisdirectedRequest)
+			return
+		}
 		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 			Subprotocols:   Subprotocols,
 			OriginPatterns: l.c.AllowedOrigins,

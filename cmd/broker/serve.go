@@ -361,6 +361,7 @@ func connectors(cfg *config.Config, log *slog.Logger) ([]transport.Connector, er
 			MaxConnections: c.MaxConnections,
 			WebSocket:      c.WebSocket,
 			AllowedOrigins: c.AllowedOrigins,
+			AllowedHosts:   c.AllowedHosts,
 			Session: stomp.Config{
 				Limits:           lim,
 				ConnectTimeout:   connectTimeout,
@@ -427,6 +428,9 @@ func startAdmin(addr string, cfg *config.Config, b *broker.Broker, store persist
 		}),
 		Console:         func(s *admin.Server) { console.New(be, consoleSession{}).Mount(s.Handle, s.HandlePublic) },
 		LoginStylesheet: console.StaticPrefix + "console.css",
+		MonitorGroups:   cfg.Broker.MonitorGroups,
+		AllowedHosts:    cfg.Broker.AdminAllowedHosts,
+		TLS:             cfg.AdminTLSConfig(),
 	})
 	if err != nil {
 		return nil, err
