@@ -32,10 +32,13 @@ func (c *Conn) Browse(ctx context.Context, d destinations.Name, selectorText str
 	if err != nil {
 		return nil, err
 	}
-	if d.Kind != destinations.Queue || d.IsWildcard() {
+	if d.Kind != destinations.Queue && d.Kind != destinations.TempQueue || d.IsWildcard() {
 		return nil, errorf(ErrInvalidDestination, "only a queue can be browsed: %s", d)
 	}
-	q := c.dests.FindQueue(d.Name)
+	if err := c.dests.Reserved(d); err != nil {
+		return nil, err
+	}
+	q := c.dests.QueueOf(d)
 	if q == nil {
 		return nil, nil
 	}

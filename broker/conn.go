@@ -626,7 +626,10 @@ func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, f
 			}
 		}
 		if d.Kind.IsTopic() {
-			t := b.dests.Topic(d.Name)
+			t := b.dests.TopicFor(d)
+			if t == nil {
+				continue // a temporary topic deleted meanwhile: nobody hears it
+			}
 			destinations.ExpireAfter(msg, t.TTL())
 			acc, store := t.Accept(msg)
 			if store {
@@ -639,10 +642,10 @@ func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, f
 			t.Publish(msg, from)
 			continue
 		}
-		q, e, err := b.dests.AcceptQueue(d.Name, msg, !msg.Persistent)
+		q, e, err := b.dests.AcceptQueue(d, msg, !msg.Persistent)
 		if err != nil {
 			// Other parts of a composite send go ahead; the producer hears of this one.
-			refused = b.memoryFull(from, q, err)
+			refused = b.refusedBy(from, q, err)
 			if rec != nil {
 				rec.Settle(err) // its retry is not a duplicate
 			}
@@ -663,6 +666,16 @@ func (b *Broker) routeDedup(dests []destinations.Name, m *persistence.Message, f
 type ackCount struct {
 	n     int
 	bytes int64
+}
+
+// refusedBy is the producer's error when queue q refused a message from connection
+// from: memoryFull's, or err itself when there is no queue (a temporary queue deleted
+// since the message was sent to it).
+func (b *Broker) refusedBy(from *Conn, q *destinations.QueueDest, err error) error {
+	if q == nil {
+		return err
+	}
+	return b.memoryFull(from, q, err)
 }
 
 // memoryFull is the producer's error when a non-persistent message from connection from

@@ -64,6 +64,9 @@ func (c *Conn) subscribeDurable(ctx context.Context, r SubscribeRequest, s *Subs
 	if err != nil {
 		return err
 	}
+	if r.Dest.Kind == destinations.TempTopic {
+		return errorf(ErrInvalidDestination, "cannot durably subscribe to a temporary topic: %s", r.Dest)
+	}
 	if r.Dest.Kind != destinations.Topic {
 		return errorf(ErrInvalidDestination, "cannot durably subscribe to a Queue destination: %s", r.Dest)
 	}

@@ -41,7 +41,7 @@ func dropExpired(ds []*Delivery) []*Delivery {
 // durable subscriptions' views) whose policy's expireMessagesPeriod has passed since
 // their last sweep (destinations.QueueDest.SweepExpired).
 func (b *Broker) sweepExpired() {
-	qs := b.dests.Queues()
+	qs := append(b.dests.Queues(), b.dests.TempQueues()...)
 	for _, d := range b.durables.All() {
 		qs = append(qs, d.View())
 	}

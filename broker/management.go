@@ -93,7 +93,7 @@ func (h mgmtHost) Accept(batch persistence.Batch, to destinations.Name, m *persi
 			publish = func() { t.Publish(dm, nil) }
 			continue
 		}
-		q, e, err := b.dests.AcceptQueue(d.Name, dm, false)
+		q, e, err := b.dests.AcceptQueue(d, dm, false)
 		if err != nil {
 			return entries, nil, b.memoryFull(nil, q, err)
 		}

@@ -162,10 +162,29 @@ func (c *Conn) subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 		c.b.adviseSubscribed(s)
 		return s, nil
 	}
+	// A temporary destination resolve let through is this connection's, and stays
+	// until this connection drops it; it is no queue or topic of its name.
+	var tq *destinations.QueueDest
+	var tt *destinations.TopicDest
+	switch r.Dest.Kind {
+	case destinations.TempQueue:
+		tq = c.dests.TempQueue(r.Dest)
+	case destinations.TempTopic:
+		tt = c.dests.TempTopic(r.Dest)
+	}
+	if (r.Dest.Kind == destinations.TempQueue || r.Dest.Kind == destinations.TempTopic) && tq == nil && tt == nil {
+		return nil, errorf(ErrInvalidDestination, "temporary destination %s no longer exists", r.Dest)
+	}
 	c.subs[r.ID] = s
 	c.meter.NonDurable.Add(1)
 	c.nsubs.Store(int32(len(c.subs)))
 	switch {
+	case tq != nil:
+		s.q = tq
+		s.q.AddConsumer(&s.Consumer)
+	case tt != nil:
+		s.t = tt
+		s.t.Add(&s.Consumer)
 	case r.Dest.Kind == destinations.Queue && r.Dest.IsWildcard():
 		s.wq = c.dests.AddWildcardQueue(&s.Consumer)
 	case r.Dest.Kind == destinations.Queue:

@@ -12,19 +12,18 @@ import (
 // package broker/registry), other connections reach it through
 // /remote-temp-queue/<that name> (a reply-to carrying a temporary destination is
 // rewritten to that form), only the owner may consume from it, its messages are never
-// stored, and it is deleted with its messages when the owner disconnects.
+// stored, and it is deleted with its messages when the owner disconnects. They are a
+// kind of their own, kept apart from the queues and topics: no queue or topic name
+// reaches one, and one of a temporary destination's name is refused while it exists.
 
-// resolve turns a temporary destination into the real one it stands for, creating it for
-// its owner on first use. Other names are returned as they are.
+// resolve turns a temporary destination into the one it stands for (its kind, its
+// broker-wide name, Remote), creating it for its owner on first use. Other names are
+// returned as they are.
 func (c *Conn) resolve(d destinations.Name, consume bool) (destinations.Name, error) {
 	if d.Kind != destinations.TempQueue && d.Kind != destinations.TempTopic {
 		return d, nil
 	}
 	topic := d.Kind == destinations.TempTopic
-	kind := destinations.Queue
-	if topic {
-		kind = destinations.Topic
-	}
 	if d.Remote {
 		owner := c.dests.TempOwner(topic, d.Name)
 		if owner == nil {
@@ -36,7 +35,7 @@ func (c *Conn) resolve(d destinations.Name, consume bool) (destinations.Name, er
 			}
 			return d, errorf(ErrInvalidDestination, "only the connection that created %s may consume from it", d)
 		}
-		return destinations.Name{Kind: kind, Name: d.Name}, nil
+		return d, nil
 	}
 	real, created, err := c.dests.Temp(c, d)
 	if created {

@@ -115,7 +115,10 @@ func (b *Broker) commitTx(ctx context.Context, c *Conn, t *txState, done func(er
 				continue
 			}
 			if d.Kind.IsTopic() {
-				t := b.dests.Topic(d.Name)
+				t := b.dests.TopicFor(d)
+				if t == nil {
+					continue // a temporary topic deleted meanwhile: nobody hears it
+				}
 				destinations.ExpireAfter(msg, t.TTL())
 				acc, store := t.Accept(msg)
 				if store {
@@ -125,10 +128,10 @@ func (b *Broker) commitTx(ctx context.Context, c *Conn, t *txState, done func(er
 				topicSends = append(topicSends, topicSend{t, msg})
 				continue
 			}
-			q, e, err := b.dests.AcceptQueue(d.Name, msg, false)
+			q, e, err := b.dests.AcceptQueue(d, msg, false)
 			if err != nil {
 				fail(err) // the whole transaction fails
-				return b.memoryFull(c, q, err)
+				return b.refusedBy(c, q, err)
 			}
 			entries = append(entries, destinations.Accepted{Q: q, E: e, Seq: msg.Seq})
 			if msg.Persistent {

@@ -22,6 +22,14 @@ func (q *QueueDest) ClientName() string { return q.client }
 // one its owner gave).
 func (q *QueueDest) SetClientName(n Name) { q.client = n.String() }
 
+// SetTemp makes the queue a temporary one: client is the name its owner gave it,
+// real its broker-wide name (Kind TempQueue), under which the events of its messages
+// (expiry, dead-lettering) are told.
+func (q *QueueDest) SetTemp(client, real Name) {
+	q.client = client.String()
+	q.origin = real
+}
+
 // Policy is the queue's policy.
 func (q *QueueDest) Policy() policy.Policy { return q.policy }
 

@@ -179,3 +179,25 @@ func TestOpenWireSecurity(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenWireTempQueueByPlainName: the OpenWire side of TestSecurityTempQueueByPlainName.
+// Another connection (system, who may read every queue) that takes a temporary queue's
+// name for a queue's (new ActiveMQQueue(tq.getQueueName()): the client's createQueue
+// makes a temporary queue of an ID:... name) is refused a consumer and a browser, the
+// temporary queue itself its client refuses, and its wildcard consumer gets none of
+// the replies it sends, which all go to the temporary queue's owner.
+func TestOpenWireTempQueueByPlainName(t *testing.T) {
+	pw := secPasswords()
+	b := startSecBroker(t, secBroker{
+		Connectors: []string{"stomp", "stomp://127.0.0.1:0", "openwire", "tcp://127.0.0.1:0"},
+		Plugins:    strings.Replace(secPluginsYAML(pw), "    entries:\n", "    tempDestination: {"+owTempRights+"}\n    entries:\n", 1),
+	})
+	r := runOW(t, "tcp://"+b.connectorAddr("openwire"), "tempsteal", "user=user", "password="+pw["user"],
+		"intruder=system", "intruder_password="+pw["system"], "n=4")
+	for _, k := range []string{"plain_consumer", "plain_browser"} {
+		assert.Contains(t, r.get(k), "names a temporary queue, which no queue name reaches", "%s=%s", k, r.get(k))
+	}
+	assert.Equal(t, "InvalidDestinationException: Cannot use a Temporary destination from another Connection", r.get("temp_consumer"))
+	assert.Equal(t, "reply1,reply2,reply3,reply4", r.get("owner_received"))
+	assert.Equal(t, "none", r.get("intruder_wildcard"))
+}

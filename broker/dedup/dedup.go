@@ -174,6 +174,9 @@ func (dt *Detector) DropSub(k persistence.SubKey, batch persistence.Batch) {
 }
 
 func qualified(d destinations.Name) string {
+	if d.Kind == destinations.TempQueue || d.Kind == destinations.TempTopic {
+		return d.Kind.String() + "://" + d.Name // apart from a queue or topic of that name
+	}
 	if d.Kind.IsTopic() {
 		return persistence.TopicName(d.Name)
 	}

@@ -34,10 +34,10 @@ var ErrStoreFull = errors.New("broker: persistent store is full")
 
 // Host is what flow control asks of the broker it runs in.
 type Host interface {
-	// FindQueue and FindTopic return the queue or topic of that name, nil if there is
-	// none (a SEND creates it later).
-	FindQueue(name string) *destinations.QueueDest
-	FindTopic(name string) *destinations.TopicDest
+	// QueueOf and TopicOf return the queue or topic a resolved destination names
+	// (temporary ones included), nil if there is none (a SEND creates it later).
+	QueueOf(d destinations.Name) *destinations.QueueDest
+	TopicOf(d destinations.Name) *destinations.TopicDest
 }
 
 // Config is what a Control is made with.
@@ -113,12 +113,12 @@ func (f *Control) roomFor(dests []destinations.Name, m *persistence.Message) *de
 		if d.Kind.IsTopic() {
 			continue
 		}
-		q := f.host.FindQueue(d.Name)
+		q := f.host.QueueOf(d)
 		var limit, used int64
 		if q != nil {
 			used, limit = q.MemoryUsed()
 		} else { // matching the policy entries costs more than the rest of the check
-			limit = destinations.MemoryLimitOf(f.policy(destinations.Queue, d.Name))
+			limit = destinations.MemoryLimitOf(f.policy(d.Kind, d.Name))
 		}
 		if used+size > limit || !f.mem.Fits(size) {
 			all, max := f.mem.Used()
@@ -137,7 +137,7 @@ func (f *Control) topicRoom(dests []destinations.Name, m *persistence.Message) *
 		if !d.Kind.IsTopic() {
 			continue
 		}
-		t := f.host.FindTopic(d.Name)
+		t := f.host.TopicOf(d)
 		if t == nil {
 			continue
 		}

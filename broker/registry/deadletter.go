@@ -24,7 +24,7 @@ func (r *Destinations) DeadLetter(batch persistence.Batch, dlq destinations.Name
 		return entries
 	}
 	for _, c := range copies {
-		dq, e, _ := r.AcceptQueue(dlq.Name, c, false)
+		dq, e, _ := r.AcceptQueue(dlq, c, false)
 		dq.MarkDLQ()
 		entries = append(entries, destinations.Accepted{Q: dq, E: e, Seq: c.Seq})
 		batch.Add(c)
@@ -32,11 +32,20 @@ func (r *Destinations) DeadLetter(batch persistence.Batch, dlq destinations.Name
 	return entries
 }
 
-// AcceptQueue queues m on the queue called name (see destinations.QueueDest.Accept),
-// looking the name up again if the collector removed the queue meanwhile.
-func (r *Destinations) AcceptQueue(name string, m *persistence.Message, ready bool) (*destinations.QueueDest, *destinations.Entry, error) {
+// AcceptQueue queues m on the queue d (resolved: Kind Queue or TempQueue) names (see
+// destinations.QueueDest.Accept), looking the name up again if the collector removed
+// the queue meanwhile; a temporary queue that is gone refuses it (nil queue).
+func (r *Destinations) AcceptQueue(d destinations.Name, m *persistence.Message, ready bool) (*destinations.QueueDest, *destinations.Entry, error) {
+	if d.Kind == destinations.TempQueue {
+		q := r.TempQueue(d)
+		if q == nil {
+			return nil, nil, tempGone(d)
+		}
+		e, err := q.Accept(m, ready)
+		return q, e, err
+	}
 	for {
-		q := r.Queue(name)
+		q := r.Queue(d.Name)
 		e, err := q.Accept(m, ready)
 		if err != destinations.ErrRemoved {
 			return q, e, err

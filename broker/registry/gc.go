@@ -51,12 +51,18 @@ var ErrTooManyDestinations = errors.New("broker: too many destinations")
 
 // Admit makes the queues and topics of dests (resolved, as a client's SEND or
 // SUBSCRIBE names them) that do not exist yet, for the connection by ("": the broker),
-// unless that would take the broker past MaxDestinations: then nothing is made and the
-// client gets an ERROR.
+// unless that would take the broker past MaxDestinations or one is a temporary
+// destination's name (Reserved): then nothing is made and the client gets an ERROR.
 func (r *Destinations) Admit(by string, dests []destinations.Name) error {
-	missing := func() int {
+	missing := func() (int, error) {
 		n := 0
+		temps := r.ntemps.Load() > 0
 		for _, d := range dests {
+			if temps {
+				if err := r.reservedLocked(d); err != nil {
+					return 0, err
+				}
+			}
 			switch {
 			case d.IsWildcard(), advisory.IsAdvisory(d): // made on use, never refused
 			case d.Kind == destinations.Queue && r.queues[d.Name] == nil:
@@ -65,18 +71,18 @@ func (r *Destinations) Admit(by string, dests []destinations.Name) error {
 				n++
 			}
 		}
-		return n
+		return n, nil
 	}
 	r.mu.RLock()
-	n := missing()
+	n, err := missing()
 	r.mu.RUnlock()
-	if n == 0 {
-		return nil
+	if n == 0 || err != nil {
+		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if n = missing(); n == 0 {
-		return nil
+	if n, err = missing(); n == 0 || err != nil {
+		return err
 	}
 	if err := r.roomLocked(n, dests); err != nil {
 		return err
@@ -96,7 +102,7 @@ func (r *Destinations) Admit(by string, dests []destinations.Name) error {
 // countedLocked is the number of destinations that count against MaxDestinations. The
 // caller holds r.mu.
 func (r *Destinations) countedLocked() int {
-	return len(r.queues) + len(r.topics) - r.advTopics
+	return len(r.queues) + len(r.topics) + len(r.temps) - r.advTopics
 }
 
 // WarnOverLimit logs, at start, that more destinations were recovered than
@@ -133,7 +139,7 @@ func (r *Destinations) Collect(ctx context.Context, now time.Time) {
 	var removedTopics []*destinations.TopicDest
 	r.mu.Lock()
 	for name, q := range r.queues {
-		if r.temps[tempKey{false, name}] != nil || !q.Policy().GCInactiveDestinations {
+		if !q.Policy().GCInactiveDestinations {
 			continue
 		}
 		if q.Collectable(now) {
@@ -143,7 +149,7 @@ func (r *Destinations) Collect(ctx context.Context, now time.Time) {
 		}
 	}
 	for name, t := range r.topics {
-		if r.temps[tempKey{true, name}] != nil || !t.Collects() {
+		if !t.Collects() {
 			continue
 		}
 		if t.Collectable(now) {

@@ -30,14 +30,16 @@ import (
 // Host is what the registry asks of the broker it runs in.
 type Host interface {
 	// MayRead reports whether wildcard subscription c may receive from the queue or
-	// topic called name as the authorization map says (another connection's temporary
-	// destination the registry refuses itself).
+	// topic called name as the authorization map says (no wildcard reaches a temporary
+	// destination).
 	MayRead(c *destinations.Consumer, topic bool, name string) bool
 	// Added announces the queue q or topic t, d (Kind Queue or Topic; temp: a temporary
-	// one, d its broker-wide name), just made for the connection by ("": for the
-	// broker). It is called holding the registry's lock.
+	// one, d resolved: Kind TempQueue or TempTopic, its broker-wide name, Remote), just
+	// made for the connection by ("": for the broker). It is called holding the
+	// registry's lock.
 	Added(d destinations.Name, temp bool, by string, q *destinations.QueueDest, t *destinations.TopicDest)
-	// Removed announces that the queue or topic d was removed, holding the lock.
+	// Removed announces that the queue or topic d (as Added had it) was removed,
+	// holding the lock.
 	Removed(d destinations.Name)
 }
 
@@ -70,7 +72,7 @@ type Destinations struct {
 	// wildcard queue names (wildcard.go).
 	wildSubs    []*destinations.Consumer
 	wildQueues  []*WildQueue
-	temps       map[tempKey]destinations.Sink // the owner of each temporary destination
+	temps       map[tempKey]*tempDest // the temporary destinations, apart (temp.go)
 	virtual     VirtualTopics
 	vtQueues    map[string][]destinations.Name // virtual topic -> its consumer queues
 	advTopics   int                            // the topics under ActiveMQ.Advisory. (not counted against maxDests)
@@ -83,6 +85,9 @@ type Destinations struct {
 	// authorization knows its destination still exists while it has not changed.
 	removals atomic.Uint64
 	gcSweeps atomic.Int64 // passes of the collector, for tests
+	// ntemps is len(temps), read without the lock: a name is checked against the
+	// temporary destinations' only while there are some (Reserved).
+	ntemps atomic.Int64
 }
 
 // New returns an empty registry.
@@ -94,7 +99,7 @@ func New(c Config) *Destinations {
 		env: c.Env, log: c.Env.Log, host: c.Host, share: c.Share, maxDests: c.MaxDestinations,
 		queues:   map[string]*destinations.QueueDest{},
 		topics:   map[string]*destinations.TopicDest{},
-		temps:    map[tempKey]destinations.Sink{},
+		temps:    map[tempKey]*tempDest{},
 		virtual:  c.Virtual,
 		vtQueues: map[string][]destinations.Name{},
 	}
@@ -180,18 +185,33 @@ func (r *Destinations) FindTopic(name string) *destinations.TopicDest {
 	return r.topics[name]
 }
 
-// Find returns the queue or topic d (Kind Queue or Topic) if it exists and is not
-// temporary: what management may see.
+// Find returns the queue or topic d (Kind Queue or Topic) if it exists: what
+// management may see (never a temporary destination, whatever its name).
 func (r *Destinations) Find(d destinations.Name) (*destinations.QueueDest, *destinations.TopicDest) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if r.temps[tempKey{d.Kind == destinations.Topic, d.Name}] != nil {
-		return nil, nil
-	}
 	if d.Kind == destinations.Topic {
 		return nil, r.topics[d.Name]
 	}
 	return r.queues[d.Name], nil
+}
+
+// QueueOf returns the queue or temporary queue a resolved destination names (Kind
+// Queue or TempQueue), nil if there is none.
+func (r *Destinations) QueueOf(d destinations.Name) *destinations.QueueDest {
+	if d.Kind == destinations.TempQueue {
+		return r.TempQueue(d)
+	}
+	return r.FindQueue(d.Name)
+}
+
+// TopicOf returns the topic or temporary topic a resolved destination names (Kind
+// Topic or TempTopic), nil if there is none.
+func (r *Destinations) TopicOf(d destinations.Name) *destinations.TopicDest {
+	if d.Kind == destinations.TempTopic {
+		return r.TempTopic(d)
+	}
+	return r.FindTopic(d.Name)
 }
 
 // Exists reports whether the queue or topic d exists.
@@ -205,19 +225,22 @@ func (r *Destinations) Exists(d destinations.Name) bool {
 }
 
 // Each calls fn, holding the registry's read lock, for every queue (t nil) and topic
-// (q nil), saying whether it is temporary.
+// (q nil), temporary ones (temp, by their broker-wide names) included.
 func (r *Destinations) Each(fn func(name string, temp bool, q *destinations.QueueDest, t *destinations.TopicDest)) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	for name, q := range r.queues {
-		fn(name, r.temps[tempKey{false, name}] != nil, q, nil)
+		fn(name, false, q, nil)
 	}
 	for name, t := range r.topics {
-		fn(name, r.temps[tempKey{true, name}] != nil, nil, t)
+		fn(name, false, nil, t)
+	}
+	for k, e := range r.temps {
+		fn(k.name, true, e.q, e.t)
 	}
 }
 
-// Queues returns every queue.
+// Queues returns every queue (not the temporary ones: TempQueues).
 func (r *Destinations) Queues() []*destinations.QueueDest {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -244,7 +267,7 @@ func (r *Destinations) Streams() []*destinations.TopicDest {
 // Removals is the number of passes that removed destinations so far.
 func (r *Destinations) Removals() uint64 { return r.removals.Load() }
 
-// Detach takes the queue or topic d (Kind Queue or Topic, not temporary) out of the
+// Detach takes the queue or topic d (Kind Queue or Topic, never a temporary one) out of the
 // registry once it retired (destinations.QueueDest.Retire): it returns it, or nil and
 // nil when there is no such destination, or Retire's error.
 func (r *Destinations) Detach(d destinations.Name) (*destinations.QueueDest, *destinations.TopicDest, error) {
@@ -256,7 +279,7 @@ func (r *Destinations) Detach(d destinations.Name) (*destinations.QueueDest, *de
 	} else {
 		t = nil
 	}
-	if (q == nil && t == nil) || r.temps[tempKey{d.Kind == destinations.Topic, d.Name}] != nil {
+	if q == nil && t == nil {
 		return nil, nil, nil
 	}
 	var err error
@@ -297,11 +320,8 @@ func (r *Destinations) dropTopicLocked(name string) {
 }
 
 // mayReadLocked reports whether wildcard subscription s may receive from the queue or
-// topic called name: never from another connection's temporary destination, and
-// otherwise as the Host says. The caller holds r.mu.
+// topic called name, as the Host says (no wildcard reaches a temporary destination:
+// they are not among the queues and topics). The caller holds r.mu.
 func (r *Destinations) mayReadLocked(s *destinations.Consumer, topic bool, name string) bool {
-	if owner := r.temps[tempKey{topic, name}]; owner != nil {
-		return owner == s.Sink
-	}
 	return r.host.MayRead(s, topic, name)
 }

@@ -112,8 +112,9 @@ func TestVirtualTopicConsumerQueues(t *testing.T) {
 }
 
 // TestTempDestinations: a temporary destination belongs to the connection that named
-// it first, is hidden from management, is read by wildcard subscriptions of its owner
-// only, and goes when the owner drops it.
+// it first and is a kind of its own: no queue name reaches it (management, wildcard
+// subscriptions, a queue of its name, which Admit refuses while it exists), and it goes
+// when the owner drops it.
 func TestTempDestinations(t *testing.T) {
 	r, h := newRegistry(t, 0, same)
 	owner, other := conn("c1"), conn("c2")
@@ -121,27 +122,39 @@ func TestTempDestinations(t *testing.T) {
 	real, created, err := r.Temp(owner, d)
 	require.NoError(t, err)
 	assert.True(t, created)
-	assert.Equal(t, queue("c1:replies"), real)
+	assert.Equal(t, destinations.Name{Kind: destinations.TempQueue, Name: "c1:replies", Remote: true}, real)
 	_, created, err = r.Temp(owner, d)
 	require.NoError(t, err)
 	assert.False(t, created, "made once")
 	assert.Equal(t, destinations.Sink(owner), r.TempOwner(false, "c1:replies"))
 	assert.True(t, r.OwnsTemp(owner, d))
 	assert.False(t, r.OwnsTemp(other, d))
-	q, _ := r.Find(real)
+	tq := r.QueueOf(real)
+	require.NotNil(t, tq)
+	assert.Equal(t, "/temp-queue/replies", tq.ClientName())
+	for _, q := range []*destinations.QueueDest{r.FindQueue("c1:replies"), r.QueueOf(queue("c1:replies"))} {
+		assert.Nil(t, q, "a queue name reaches no temporary queue")
+	}
+	q, _ := r.Find(queue("c1:replies"))
 	assert.Nil(t, q, "management does not see temporary destinations")
+	err = r.Admit("c2", []destinations.Name{queue("other"), queue("c1:replies")})
+	require.ErrorIs(t, err, destinations.ErrInvalidDestination)
+	assert.Equal(t, "/queue/c1:replies names a temporary queue, which no queue name reaches: send to it as /remote-temp-queue/c1:replies; only the connection that created it reads it", err.Error())
+	assert.Nil(t, r.FindQueue("other"), "a refused Admit makes nothing")
+	require.NoError(t, r.Admit("c2", []destinations.Name{topic("c1:replies")}), "a topic is another kind")
 	wMine := r.AddWildcardQueue(owner.consumer(queue(">")))
 	wTheirs := r.AddWildcardQueue(other.consumer(queue(">")))
-	assert.Len(t, r.WildcardQueues(wMine), 1)
-	assert.Empty(t, r.WildcardQueues(wTheirs), "another connection's temporary queue is not read")
+	assert.Empty(t, r.WildcardQueues(wMine), "no wildcard reaches a temporary queue, its owner's neither")
+	assert.Empty(t, r.WildcardQueues(wTheirs))
 	r.Queue("plain")
-	assert.Len(t, r.WildcardQueues(wMine), 2)
+	assert.Len(t, r.WildcardQueues(wMine), 1)
 	assert.Len(t, r.WildcardQueues(wTheirs), 1)
 
 	r.DropTemps([]destinations.Name{real})
-	assert.Nil(t, r.FindQueue("c1:replies"))
+	assert.Nil(t, r.QueueOf(real))
 	assert.Nil(t, r.TempOwner(false, "c1:replies"))
-	assert.Equal(t, []string{"/queue/c1:replies"}, h.removed)
+	assert.Equal(t, []string{"/remote-temp-queue/c1:replies"}, h.removed)
+	require.NoError(t, r.Admit("c2", []destinations.Name{queue("c1:replies")}), "the name is free once the temporary queue is gone")
 	r.RemoveWildcardQueue(wMine)
 	assert.Empty(t, r.WildcardQueues(wMine))
 }
@@ -157,7 +170,7 @@ func TestCollectRemovesInactive(t *testing.T) {
 	})
 	q := r.Queue("idle")
 	q.RecoverStored(41, 0)
-	_, _, err := r.Temp(conn("c1"), destinations.Name{Kind: destinations.TempQueue, Name: "t"})
+	temp, _, err := r.Temp(conn("c1"), destinations.Name{Kind: destinations.TempQueue, Name: "t"})
 	require.NoError(t, err)
 	before := r.Removals()
 	now := time.Now()
@@ -166,7 +179,7 @@ func TestCollectRemovesInactive(t *testing.T) {
 	r.Collect(context.Background(), now.Add(time.Hour))
 	assert.Equal(t, int64(2), r.GCSweeps())
 	assert.Nil(t, r.FindQueue("idle"))
-	assert.NotNil(t, r.FindQueue("c1:t"), "temporary destinations go with their connection")
+	assert.NotNil(t, r.QueueOf(temp), "temporary destinations go with their connection")
 	assert.Equal(t, before+1, r.Removals())
 	assert.Contains(t, h.removed, "/queue/idle")
 	assert.GreaterOrEqual(t, r.Queue("idle").NextSeq(), q.NextSeq())

@@ -28,8 +28,17 @@ func (c *conn) onConsumer(ctx context.Context, info *ow.ConsumerInfo) error {
 	sid := ow.SessionID{ConnectionID: info.ConsumerID.ConnectionID, Value: info.ConsumerID.SessionID}.String()
 	cons := &consumer{id: info.ConsumerID, session: sid, pull: info.PrefetchSize == 0, browser: info.Browser}
 	if info.Browser {
+		// A browse the broker refuses (authorization, a temporary destination's name)
+		// is the consumer's error, before anything is dispatched.
+		msgs := make([][]*broker.Message, len(dests))
+		for i, d := range dests {
+			var err error
+			if msgs[i], err = c.bc.Browse(ctx, d, info.Selector, 0); err != nil {
+				return err
+			}
+		}
 		c.respond(info, nil)
-		c.browse(ctx, cons, dests, info.Selector)
+		c.browse(cons, dests, msgs)
 		return errAnswered
 	}
 	sess := c.session(sid)
@@ -59,16 +68,11 @@ func (c *conn) onConsumer(ctx context.Context, info *ow.ConsumerInfo) error {
 	return nil
 }
 
-// browse dispatches what the queues wait with, then the empty dispatch that ends a
-// browse; nothing is consumed.
-func (c *conn) browse(ctx context.Context, cons *consumer, dests []broker.Destination, selector string) {
-	for _, d := range dests {
-		msgs, err := c.bc.Browse(ctx, d, selector, 0)
-		if err != nil {
-			c.log.Debug("openwire browse failed", "err", err)
-			break
-		}
-		for _, m := range msgs {
+// browse dispatches msgs, what the queues dests wait with, then the empty dispatch
+// that ends a browse; nothing is consumed.
+func (c *conn) browse(cons *consumer, dests []broker.Destination, msgs [][]*broker.Message) {
+	for i, d := range dests {
+		for _, m := range msgs[i] {
 			wm, err := c.fromMessage(m, d.String())
 			if err != nil {
 				continue

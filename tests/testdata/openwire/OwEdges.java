@@ -6,6 +6,8 @@
 import java.util.Arrays;
 import javax.jms.*;
 import org.apache.activemq.ActiveMQConnection;
+import org.apache.activemq.ActiveMQConnectionFactory;
+import org.apache.activemq.command.ActiveMQQueue;
 
 class OwEdges extends OwClient {
     // secure connects with the options' user and password (or a certificate: the JVM's
@@ -113,5 +115,39 @@ class OwEdges extends OwClient {
         MessageConsumer release = s.createConsumer(s.createQueue(dest() + ".release"));
         out("released", release.receive(num("hold", 60000)) != null);
         c.close();
+    }
+    // tempsteal: the options' user makes a temporary queue and reads it; a connection of
+    // intruder (password intruder_password) consumes the queue wildcard ">", tries the
+    // temporary queue by its name as a queue's (a consumer, a browser) and by itself (a
+    // consumer: ActiveMQ's client refuses that), then sends n replies to it. It prints
+    // plain_consumer, plain_browser, temp_consumer, owner_received and intruder_wildcard
+    // (what the wildcard consumer holds after the owner got every reply: none or bodies).
+    static void tempsteal() throws Exception {
+        ActiveMQConnection owner = open();
+        Session os = owner.createSession(false, Session.AUTO_ACKNOWLEDGE);
+        TemporaryQueue tq = os.createTemporaryQueue();
+        MessageConsumer replies = os.createConsumer(tq);
+        ActiveMQConnectionFactory f = new ActiveMQConnectionFactory(url);
+        Connection intruder = f.createConnection(opt("intruder", null), opt("intruder_password", null));
+        intruder.start();
+        Session is = intruder.createSession(false, Session.AUTO_ACKNOWLEDGE);
+        MessageConsumer wild = is.createConsumer(is.createQueue(">"));
+        // session.createQueue makes a temporary queue of an ID:... name: a queue of that
+        // name takes the command class itself.
+        Queue plain = new ActiveMQQueue(tq.getQueueName());
+        attempt("plain_consumer", () -> is.createConsumer(plain).close());
+        attempt("plain_browser", () -> {
+            QueueBrowser b = is.createBrowser(plain);
+            b.getEnumeration().hasMoreElements();
+            b.close();
+        });
+        attempt("temp_consumer", () -> is.createConsumer(tq).close());
+        int n = (int) num("n", 4);
+        sendTexts(is, tq, names("reply", n));
+        out("owner_received", bodies(receiveN(replies, n)));
+        Message m = wild.receiveNoWait();
+        out("intruder_wildcard", m == null ? "none" : ((TextMessage) m).getText());
+        intruder.close();
+        owner.close();
     }
 }
