@@ -21,7 +21,8 @@ import (
 // a dead-letter queue sends a message back only where its producer (JMSXUserID) may
 // still write.
 
-// dlqBroker is a broker with JMSXUserID populated, the admin listener, and users from
+// dlqBroker is a broker with JMSXUserID populated, the admin listener, STOMP and
+// OpenWire connectors, and users from
 // JAAS files that it re-reads: admin (admins: everything), app (apps: the queues a.>)
 // and bob (writers: write orders and probe). groupsFile is the groups file, for a test that
 // changes them.
@@ -59,7 +60,8 @@ func startDLQBroker(t *testing.T) *dlqBroker {
       - {topic: ">", read: [admins], write: [admins], admin: [admins]}
       - {topic: "ActiveMQ.Advisory.>", read: [apps, writers], write: [apps, writers], admin: [apps, writers]}
 `, usersFile, groupsFile)
-	b := startSecBroker(t, secBroker{Plugins: plugins, Env: []string{adminEnv}})
+	b := startSecBroker(t, secBroker{Plugins: plugins, Env: []string{adminEnv},
+		Connectors: []string{"stomp", "stomp://127.0.0.1:0", "openwire", "tcp://127.0.0.1:0"}})
 	a := newAPI(t, "http://"+statsAddr(t, b))
 	a.user, a.pass = "admin", pass["admin"]
 	return &dlqBroker{brokerProc: b, pass: pass, groupsFile: groupsFile, groupsAt: time.Now(), api: a, adminURL: cliAdminURL(t, b, "admin", pass["admin"])}
@@ -238,4 +240,31 @@ func TestSecurityRetryChecksProducer(t *testing.T) {
 	assert.Equal(t, 2, b.retry(t).Moved)
 	assert.EqualValues(t, 2, b.api.messagesOf("/queue/orders"))
 	assert.EqualValues(t, 0, b.api.messagesOf("/queue/ActiveMQ.DLQ"))
+}
+
+// TestSecurityForgedDeadLetterOpenWire: ActiveMQ's Java client, as app, sets the
+// originalDestination field and the original-destination and dlqDeliveryFailureCause
+// properties of a message to /queue/a.ow; none of it reaches its consumer, its
+// dead-letter copy (a NACK) names /queue/a.ow and the broker's cause, and a retry takes it
+// back there, not to /queue/secret.
+func TestSecurityForgedDeadLetterOpenWire(t *testing.T) {
+	b := startDLQBroker(t)
+	r := runOW(t, "tcp://"+b.connectorAddr("openwire"), "forge-dead-letter", "user=app", "password="+b.pass["app"], "dest=a.ow", "forged=secret")
+	require.Equal(t, "ok", r.get("sent"))
+	app := b.dial(t, "app")
+	sub, err := app.Subscribe("/queue/a.ow", stomp.AckClientIndividual)
+	require.NoError(t, err)
+	m := recv(t, sub)
+	assert.Equal(t, "forged", string(m.Body))
+	for _, h := range []string{"original-destination", "dlqDeliveryFailureCause"} {
+		_, ok := m.Header.Contains(h)
+		assert.False(t, ok, "%s reached the consumer: %v", h, m.Header)
+	}
+	require.NoError(t, app.Nack(m))
+	dead := b.deadLetters(t, 1)
+	assert.Equal(t, "/queue/a.ow", dead[0].Headers["original-destination"])
+	assert.Equal(t, "poison ack (NACK)", dead[0].Headers["dlqDeliveryFailureCause"])
+	assert.Equal(t, 1, b.retry(t).Moved)
+	assert.Equal(t, "forged", string(recv(t, sub).Body))
+	b.noSecret(t)
 }
