@@ -105,7 +105,7 @@ func (b *dlqBroker) deadLetters(t *testing.T, n int) []apiMessage {
 // dlqDeliveryFailureCause, already expired; it expires into ActiveMQ.DLQ, and the
 // administrator retries the DLQ through the API and the CLI. The dead-letter copy names
 // the true origin and the broker's cause, and the retry takes it back to /queue/a.x,
-// never into /queue/secret.
+// never into /queue/secret. An administrator's copies stay.
 func TestSecurityForgedDeadLetterHeaders(t *testing.T) {
 	b := startDLQBroker(t)
 	app := b.dial(t, "app")
@@ -149,6 +149,17 @@ func TestSecurityForgedDeadLetterHeaders(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "cli", string(recv(t, again).Body))
 	b.noSecret(t)
+
+	// An administrator's SEND keeps them: broker migrate moves ActiveMQ's dead letters
+	// so, and they are retried from here.
+	require.NoError(t, b.dial(t, "admin").Send("/queue/ActiveMQ.DLQ", "text/plain", []byte("migrated"),
+		stomp.SendOpt.Header("original-destination", "/queue/a.x"), stomp.SendOpt.Header("dlqDeliveryFailureCause", "from ActiveMQ"),
+		stomp.SendOpt.Header("persistent", "true"), stomp.SendOpt.Receipt))
+	dead = b.deadLetters(t, 1)
+	assert.Equal(t, "/queue/a.x", dead[0].Headers["original-destination"])
+	assert.Equal(t, "from ActiveMQ", dead[0].Headers["dlqDeliveryFailureCause"])
+	assert.Equal(t, 1, b.retry(t).Moved)
+	assert.Equal(t, "migrated", string(recv(t, again).Body))
 }
 
 // noSecret checks that nothing reached /queue/secret: the queue was never made.
@@ -180,7 +191,7 @@ func (b *dlqBroker) setGroups(t *testing.T, groups string, bobWrites bool) {
 // TestSecurityRetryChecksProducer: bob, in writers, may write /queue/orders and sends
 // two messages there; a consumer NACKs them into ActiveMQ.DLQ. Then the administrator
 // takes bob out of writers (the groups file, re-read). A retry leaves bob's messages in
-// the DLQ and says why, per message, through the API and the CLI, while a message of
+// the DLQ and says why, per message, through the API, the CLI and the console, while a message of
 // another producer in the same DLQ goes back. Once bob may write again, the retry
 // moves them.
 func TestSecurityRetryChecksProducer(t *testing.T) {
@@ -234,6 +245,13 @@ func TestSecurityRetryChecksProducer(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(cliOK(t, "", "stat", "--admin="+b.adminURL, "--json", "ActiveMQ.DLQ")), &st))
 	assert.EqualValues(t, 2, st.Messages)
+
+	// The console's Retry of one of them says why it stays.
+	tb := consoleLogin(t, b.api.base, "admin", b.pass["admin"])
+	tb.Open(b.api.base + "/queues/ActiveMQ.DLQ")
+	tb.Submit("table.messages form.retry button")
+	assert.Contains(t, tb.Text("#flash"), "was not moved: its producer bob (JMSXUserID) may not write to /queue/orders")
+	assert.Len(t, b.deadLetters(t, 2), 2)
 
 	// bob may write orders again: the retry moves his messages.
 	b.setGroups(t, dlqGroups, true)
