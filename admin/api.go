@@ -57,8 +57,10 @@ type Manager interface {
 	// Selector to To, a destination or "original" (each message back to its
 	// original-destination header: a dead-letter queue retried). Each message is
 	// added to its target and removed from the source in one store batch: nothing is
-	// lost or delivered twice if the broker dies halfway.
-	Move(ctx context.Context, queue string, r MoveRequest) (int, error)
+	// lost or delivered twice if the broker dies halfway. A retry leaves, and lists in
+	// Refused, each message whose producer (JMSXUserID) may not write its original
+	// destination; the others go ahead.
+	Move(ctx context.Context, queue string, r MoveRequest) (MoveResult, error)
 	// CloseConnection closes a client connection; the client is told reason.
 	CloseConnection(ctx context.Context, id, reason string) error
 	RemoveDurableSubscription(ctx context.Context, clientID, name string) error
@@ -369,9 +371,18 @@ func (s *Server) removeDestination(prefix string) http.HandlerFunc {
 	}
 }
 
-// MoveResult is what a move returns.
+// MoveResult is what a move returns: how many messages it moved, and those a retry
+// left where they were, with why (the first 100; MoreRefused counts the others).
 type MoveResult struct {
-	Moved int `json:"moved"`
+	Moved       int           `json:"moved"`
+	Refused     []MoveRefusal `json:"refused,omitempty"`
+	MoreRefused int           `json:"more_refused,omitempty"`
+}
+
+// MoveRefusal is a message a retry did not move, and why.
+type MoveRefusal struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
 }
 
 func (s *Server) move(w http.ResponseWriter, r *http.Request) {
@@ -393,12 +404,12 @@ func (s *Server) move(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badRequest(`"limit" is negative: 0 for all`))
 		return
 	}
-	n, err := s.manage.Move(r.Context(), "/queue/"+name, req)
+	res, err := s.manage.Move(r.Context(), "/queue/"+name, req)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, MoveResult{Moved: n})
+	writeJSON(w, http.StatusOK, res)
 }
 
 // writeList answers 200 with list in JSON, [] when it is nil.

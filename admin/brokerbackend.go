@@ -332,18 +332,23 @@ func (bb *BrokerBackend) RemoveDestination(ctx context.Context, dest string) err
 }
 
 // Move implements Manager.
-func (bb *BrokerBackend) Move(ctx context.Context, queue string, r MoveRequest) (int, error) {
+func (bb *BrokerBackend) Move(ctx context.Context, queue string, r MoveRequest) (MoveResult, error) {
 	name, err := queueName(queue)
 	if err != nil {
-		return 0, err
+		return MoveResult{}, err
 	}
 	mr := management.MoveRequest{Selector: r.Selector, Limit: r.Limit, Copy: r.Copy}
 	if r.To == "original" {
 		mr.Original = true
 	} else if mr.To, err = managedName(r.To); err != nil {
-		return 0, err
+		return MoveResult{}, err
 	}
-	return bb.m.MoveMessages(ctx, who(ctx), name, mr)
+	res, err := bb.m.MoveMessages(ctx, who(ctx), name, mr)
+	out := MoveResult{Moved: res.Moved, MoreRefused: res.MoreRefused}
+	for _, f := range res.Refused {
+		out.Refused = append(out.Refused, MoveRefusal{ID: f.ID, Reason: f.Reason})
+	}
+	return out, err
 }
 
 // Connections implements Reader.

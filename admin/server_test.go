@@ -73,8 +73,8 @@ func (f *fakeBackend) Purge(ctx context.Context, q string) (int, error) {
 func (f *fakeBackend) RemoveDestination(ctx context.Context, dest string) error {
 	return f.record(ctx, "remove "+dest)
 }
-func (f *fakeBackend) Move(ctx context.Context, q string, r MoveRequest) (int, error) {
-	return 3, f.record(ctx, "move "+q+" to="+r.To+" selector="+r.Selector)
+func (f *fakeBackend) Move(ctx context.Context, q string, r MoveRequest) (MoveResult, error) {
+	return MoveResult{Moved: 3}, f.record(ctx, "move "+q+" to="+r.To+" selector="+r.Selector)
 }
 func (f *fakeBackend) Connections() []Connection { return []Connection{{ID: "c1"}} }
 func (f *fakeBackend) CloseConnection(ctx context.Context, id, reason string) error {

@@ -416,6 +416,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 		return err
 	}
 	c.access.StampUser(c.subject, m)
+	c.access.TakeDeadLetterHeaders(c.subject, m)
 	dests, err := c.resolveSend(dests, m)
 	if err != nil {
 		return err

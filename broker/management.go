@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/activemq-go/broker/broker/access"
 	"github.com/activemq-go/broker/broker/management"
 	"github.com/activemq-go/broker/broker/sharedmode"
 	"github.com/activemq-go/broker/destinations"
@@ -23,6 +24,12 @@ func newManagement(b *Broker) *management.Manager {
 		StoreUsage: b.flow.StoreUsage(), StoreFull: b.flow.StoreFull(), Durables: b.durables}
 	if b.sched != nil {
 		c.Scheduler = b.sched
+	}
+	if b.access.Authorizing() {
+		svc := b.access.Service
+		c.ProducerMayWrite = func(user string, d destinations.Name) bool {
+			return svc.Authorize(svc.SubjectOf(user), access.Kind(d.Kind), d.Name, security.Write)
+		}
 	}
 	return management.New(c)
 }

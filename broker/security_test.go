@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/activemq-go/broker/broker/access"
+	"github.com/activemq-go/broker/broker/management"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/persistence/memstore"
@@ -124,4 +125,53 @@ func TestBrowseCreatesNothing(t *testing.T) {
 	_, err = c.Subscribe(context.Background(), SubscribeRequest{ID: "s", Dest: dest, Mode: AckAuto})
 	require.ErrorIs(t, err, ErrNotAuthorized)
 	assert.Equal(t, "User app is not authorized to create: queue://RO.x", err.(*Error).Message)
+}
+
+// TestRetryRefusesWhatItsProducerMayNotWrite: with an authorization map, a retry of the
+// dead-letter queue sends back the messages whose producer (JMSXUserID) may write their
+// original destination and leaves the others, listing the first maxRefusals of them and
+// counting the rest; an administrator's SEND keeps the dead-letter headers, another
+// user's loses them.
+func TestRetryRefusesWhatItsProducerMayNotWrite(t *testing.T) {
+	sec, err := security.New(security.Config{
+		Users: []security.User{{Name: "app", Password: "pw", Groups: []string{"app"}}, {Name: "other", Password: "pw", Groups: []string{"g7"}}},
+		Entries: []security.Entry{
+			{Kind: security.Queue, Pattern: ">", Read: []string{"admins"}, Write: []string{"admins"}, Admin: []string{"admins"}},
+			{Kind: security.Queue, Pattern: "target", Write: []string{"app"}, Admin: []string{"app"}},
+		},
+	}, nil)
+	require.NoError(t, err)
+	b, err := New(context.Background(), Options{Name: "sec", Store: memstore.New(), Security: sec})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	ctx := context.Background()
+	dlq := destinations.Name{Kind: destinations.Queue, Name: DLQName}
+	root := &security.Subject{User: "root", Groups: []string{"admins"}}
+	const refused = 130
+	for i := range refused + 2 {
+		producer := "other"
+		if i%66 == 0 { // two of them
+			producer = "app"
+		}
+		m := &persistence.Message{Body: []byte(producer), Priority: 4, Persistent: true,
+			Headers: persistence.Headers{destinations.OriginalDestinationProperty, "/queue/target", destinations.UserIDProperty, producer}}
+		_, err := b.Management().SendAs(ctx, root, "test", dlq, m)
+		require.NoError(t, err)
+	}
+	res, err := b.Management().MoveMessages(ctx, "test", DLQName, management.MoveRequest{Original: true})
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.Moved)
+	require.Len(t, res.Refused, 100)
+	assert.Equal(t, refused-100, res.MoreRefused)
+	assert.Equal(t, "its producer other (JMSXUserID) may not write to /queue/target; move it there by name to send it anyway", res.Refused[0].Reason)
+	assert.Equal(t, refused, queueStats(t, b, DLQName).Pending)
+	assert.Equal(t, 2, queueStats(t, b, "target").Pending)
+
+	// root's copies stayed (the retry found them); app's own are taken off.
+	app := login(t, b, "app")
+	m := &persistence.Message{Body: []byte("x"), Priority: 4, Headers: persistence.Headers{"k", "v",
+		destinations.OriginalDestinationProperty, "/queue/secret", destinations.DeadLetterCauseProperty, "forged"}}
+	target := destinations.Name{Kind: destinations.Queue, Name: "target"}
+	require.NoError(t, app.Send(ctx, []destinations.Name{target}, m, "", func(error) {}))
+	assert.Equal(t, persistence.Headers{"k", "v"}, m.Headers)
 }

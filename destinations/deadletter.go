@@ -105,16 +105,30 @@ func (q *QueueDest) sendToDeadLetter(batch persistence.Batch, dlq Name, dead, co
 	return entries
 }
 
+// The headers of a dead-letter copy: where the message was sent and why it died. They
+// are the broker's own: a client's copies are taken off what it sends (broker's
+// Conn.Send), and a dead-letter copy replaces any the message still carries, so that a
+// retry (broker/management's move to the original destination) goes where the message
+// really came from.
+const (
+	OriginalDestinationProperty = "original-destination"
+	DeadLetterCauseProperty     = "dlqDeliveryFailureCause"
+)
+
+// DeadLetterProperties lists the headers only the broker sets.
+var DeadLetterProperties = []string{OriginalDestinationProperty, DeadLetterCauseProperty}
+
 // deadLetter makes the dead-letter copy of m: same id and body, the original destination
-// and the reason as headers, no expiry, persistent (a dead-letter copy is kept, also of
-// a non-persistent message).
+// and the reason as headers (replacing any m had), no expiry, persistent (a dead-letter
+// copy is kept, also of a non-persistent message).
 func deadLetter(m *persistence.Message, from, reason string) *persistence.Message {
 	if reason == expiredCause {
 		// ActiveMQ's words, which its clients show.
 		reason = "java.lang.Throwable: Message Expired. Expiration:" + strconv.FormatInt(m.Expires, 10)
 	}
 	c := m.Clone()
-	c.Headers = append(c.Headers, "original-destination", from, "dlqDeliveryFailureCause", reason)
+	hs := c.Headers.Without(DeadLetterProperties...)
+	c.Headers = append(hs[:len(hs):len(hs)], OriginalDestinationProperty, from, DeadLetterCauseProperty, reason)
 	c.Subs = nil
 	c.Expires = 0
 	c.RedeliveryCount = 0

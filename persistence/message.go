@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -110,6 +111,26 @@ func (h Headers) Get(key string) (string, bool) {
 
 // Len is the number of key/value pairs.
 func (h Headers) Len() int { return len(h) / 2 }
+
+// Without returns h without every pair whose key is one of names: h itself when it has
+// none of them, else a new list (h is left as it is).
+func (h Headers) Without(names ...string) Headers {
+	i := 0
+	for i+1 < len(h) && !slices.Contains(names, h[i]) {
+		i += 2
+	}
+	if i+1 >= len(h) {
+		return h
+	}
+	out := make(Headers, i, len(h)-2)
+	copy(out, h[:i])
+	for ; i+1 < len(h); i += 2 {
+		if !slices.Contains(names, h[i]) {
+			out = append(out, h[i], h[i+1])
+		}
+	}
+	return out
+}
 
 // SubKey names a durable topic subscription: the client-id of its owner and its name.
 // Stores key subscriptions by the two fields, never by String.

@@ -31,3 +31,16 @@ func TestSubKeyString(t *testing.T) {
 		assert.Error(t, err, "%q", bad)
 	}
 }
+
+// TestHeadersWithout: every pair of a name given goes, the rest keep their order; a
+// list without any of them is returned as it is, without an allocation, and the
+// original list is never changed.
+func TestHeadersWithout(t *testing.T) {
+	h := Headers{"a", "1", "x", "2", "b", "3", "y", "4", "x", "5"}
+	assert.Equal(t, Headers{"a", "1", "b", "3"}, h.Without("x", "y"))
+	assert.Equal(t, Headers{"a", "1", "x", "2", "b", "3", "y", "4", "x", "5"}, h, "unchanged")
+	assert.Equal(t, Headers{}, Headers{"x", "1"}.Without("x"))
+	keep := Headers{"a", "1", "b", "2"}
+	assert.Equal(t, 0.0, testing.AllocsPerRun(100, func() { keep = keep.Without("x", "y") }))
+	assert.Equal(t, Headers{"a", "1", "b", "2"}, keep)
+}

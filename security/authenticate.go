@@ -74,6 +74,24 @@ func (s *Service) Authenticate(ctx context.Context, c Credentials) (*Subject, er
 	return &Subject{User: a.name, Groups: d.groupsOf(a.name), MaxConnections: s.maxConns(d, a.name)}, nil
 }
 
+// SubjectOf is the subject user would be if it logged in now without a certificate,
+// for a decision about what it did earlier (a message it sent, named by its
+// JMSXUserID): its groups as the user sources give them now (re-read first when they
+// reload). Without user sources it is anonymous, as every client is; so is the
+// anonymous user when anonymous access is allowed and no user has that name. A user
+// no source knows holds no group.
+func (s *Service) SubjectOf(user string) *Subject {
+	if !s.authn {
+		return &Subject{User: user, Groups: []string{s.cfg.AnonymousGroup}, Anonymous: true}
+	}
+	s.maybeReload()
+	d := s.dir.Load()
+	if user == s.cfg.AnonymousUser && s.cfg.AnonymousAccessAllowed && d.accounts[user] == nil {
+		return &Subject{User: user, Groups: []string{s.cfg.AnonymousGroup}, Anonymous: true}
+	}
+	return &Subject{User: user, Groups: d.groupsOf(user), MaxConnections: s.maxConns(d, user)}
+}
+
 // verify checks the passcode, through the verified-credentials cache for hashes.
 func (s *Service) verify(a *account, passcode string) bool {
 	if !a.pw.expensive() {

@@ -165,6 +165,7 @@ type Stats struct {
 //	func (s *Service) Authenticating() bool
 //	func (s *Service) Authorizing() bool
 //	func (s *Service) Authenticate(ctx context.Context, c Credentials) (*Subject, error)
+//	func (s *Service) SubjectOf(user string) *Subject
 //	func (s *Service) Authorize(sub *Subject, kind Kind, name string, r Rights) bool
 //	func (s *Service) AuthorizeTemp(sub *Subject, r Rights) bool
 //	func (s *Service) IsAdmin(sub *Subject) bool

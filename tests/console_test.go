@@ -42,6 +42,27 @@ func consoleTab(t testing.TB) *browsertest.Tab {
 	return browsertest.Shared(t).NewTab(t)
 }
 
+// consoleLogin opens a console tab at base, logs in as user through the login form,
+// and returns the tab showing the overview.
+func consoleLogin(t testing.TB, base, user, pass string) *browsertest.Tab {
+	t.Helper()
+	tb := consoleTab(t)
+	ctx := tb.Context()
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/")))
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`input[name=username]`))))
+	tb.SetValue(`input[name=username]`, user)
+	tb.SetValue(`input[name=password]`, pass)
+	resp, err := chromedp.RunResponse(ctx, chromedp.Submit(chromedp.CSS(`input[name=password]`)))
+	require.NoError(t, err)
+	if resp.Status != 200 {
+		page, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+		t.Fatalf("logging in: %s answered %d: %s", resp.URL, resp.Status, page)
+	}
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`table.queues`))), "the overview after logging in, at %s", tb.Location())
+	tb.CheckPage()
+	return tb
+}
+
 // TestConsoleEndToEnd drives the web console of the real broker in Chromium: log in
 // through the login form, see a queue a STOMP producer filled, browse a message, send
 // one from the form (a STOMP consumer receives it), retry a dead letter back to its
@@ -70,22 +91,9 @@ func TestConsoleEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	syncSubscriptions(t, cons)
 
-	tb := consoleTab(t)
-	ctx := tb.Context()
-
 	// Not logged in: the console is the login form.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/")))
-	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`input[name=username]`))))
-	tb.SetValue(`input[name=username]`, "system")
-	tb.SetValue(`input[name=password]`, pw["system"])
-	resp, err := chromedp.RunResponse(ctx, chromedp.Submit(chromedp.CSS(`input[name=password]`)))
-	require.NoError(t, err)
-	if resp.Status != 200 {
-		page, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
-		t.Fatalf("logging in: %s answered %d: %s", resp.URL, resp.Status, page)
-	}
-	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`table.queues`))), "the overview after logging in, at %s", tb.Location())
-	tb.CheckPage()
+	tb := consoleLogin(t, base, "system", pw["system"])
+	ctx := tb.Context()
 
 	// The overview shows the queue and the dead letter.
 	require.Equal(t, "5", tb.Text(`tr[data-queue="orders"] td.size`))

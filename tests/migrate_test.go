@@ -298,6 +298,7 @@ func TestMigrateFromActiveMQ(t *testing.T) {
 		seen[f.Header.Get("seq")] = true
 		assert.Equal(t, "order", f.Header.Get("type"))
 		assert.Equal(t, "true", f.Header.Get("persistent"))
+		assert.Equal(t, "/queue/MIG.EXPIRE", f.Header.Get("original-destination"), "a retry here sends it back")
 	}
 	assert.Len(t, seen, expired)
 	migDrain(t, amq, "ActiveMQ.DLQ", 0)

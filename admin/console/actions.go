@@ -18,7 +18,7 @@ type Manager interface {
 	Purge(ctx context.Context, queue string) (int, error)
 	RemoveDestination(ctx context.Context, dest string) error
 	Send(ctx context.Context, dest string, m admin.SendRequest) (string, error)
-	Move(ctx context.Context, queue string, r admin.MoveRequest) (int, error)
+	Move(ctx context.Context, queue string, r admin.MoveRequest) (admin.MoveResult, error)
 	DeleteMessage(ctx context.Context, queue, id string) error
 	RemoveDurableSubscription(ctx context.Context, clientID, name string) error
 	CloseConnection(ctx context.Context, id, reason string) error
@@ -168,14 +168,40 @@ func (c *Console) moveQueue(w http.ResponseWriter, r *http.Request) {
 		}
 		req.Limit = n
 	}
-	n, err := c.b.Move(r.Context(), dest, req)
+	res, err := c.b.Move(r.Context(), dest, req)
+	n := res.Moved
 	done, doing, where := moveWords(req)
 	if err != nil {
 		redirect(w, r, queuePage(dest), errorFlash("%s messages of %s failed (%s done): %v", doing, shortName(dest), plural(n, "message"), err))
 		return
 	}
 	c.audit(r, "moved messages", slog.String("dest", dest), slog.String("to", req.To), slog.String("selector", req.Selector), slog.Bool("copy", req.Copy), slog.Int("messages", n))
+	if len(res.Refused) > 0 {
+		redirect(w, r, queuePage(dest), errorFlash("%s %s %s. %s", done, plural(n, "message"), where, refusedText(res)))
+		return
+	}
 	redirect(w, r, queuePage(dest), okFlash("%s %s %s.", done, plural(n, "message"), where))
+}
+
+// shownRefusals bounds the refused messages a flash names.
+const shownRefusals = 5
+
+// refusedText says which messages a retry left where they were, and why.
+func refusedText(res admin.MoveResult) string {
+	var b strings.Builder
+	more := len(res.Refused) + res.MoreRefused
+	fmt.Fprintf(&b, "%s not moved:", plural(more, "message"))
+	for i, f := range res.Refused {
+		if i == shownRefusals {
+			break
+		}
+		fmt.Fprintf(&b, " %s: %s.", f.ID, f.Reason)
+		more--
+	}
+	if more > 0 {
+		fmt.Fprintf(&b, " And %s more.", plural(more, "message"))
+	}
+	return b.String()
 }
 
 // messageSelector selects the message whose id is id.
@@ -191,12 +217,15 @@ func (c *Console) moveMessage(w http.ResponseWriter, r *http.Request) {
 		redirect(w, r, back, errorFlash("Say where to move the message: a destination such as /queue/NAME, or original."))
 		return
 	}
-	n, err := c.b.Move(r.Context(), dest, req)
+	res, err := c.b.Move(r.Context(), dest, req)
 	switch {
 	case err != nil:
 		redirect(w, r, back, errorFlash("Moving message %s failed: %v", id, err))
 		return
-	case n == 0:
+	case len(res.Refused) > 0:
+		redirect(w, r, back, errorFlash("Message %s was not moved: %s.", id, res.Refused[0].Reason))
+		return
+	case res.Moved == 0:
 		redirect(w, r, back, errorFlash("Message %s was not moved: it is no longer waiting on %s.", id, shortName(dest)))
 		return
 	}

@@ -263,19 +263,19 @@ func (f *fakeBackend) RemoveDestination(_ context.Context, dest string) error {
 // idSelector is the only selector the fake understands besides "": one message by id.
 var idSelector = regexp.MustCompile(`^JMSMessageID = '((?:[^']|'')*)'$`)
 
-func (f *fakeBackend) Move(_ context.Context, queue string, r admin.MoveRequest) (int, error) {
+func (f *fakeBackend) Move(_ context.Context, queue string, r admin.MoveRequest) (admin.MoveResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.moves = append(f.moves, moveCall{queue, r})
 	q, ok := f.queues[queue]
 	if !ok {
-		return 0, errNotFound
+		return admin.MoveResult{}, errNotFound
 	}
 	match := func(admin.Message) bool { return true }
 	if r.Selector != "" {
 		m := idSelector.FindStringSubmatch(r.Selector)
 		if m == nil {
-			return 0, fmt.Errorf("fake: selector %q not understood", r.Selector)
+			return admin.MoveResult{}, fmt.Errorf("fake: selector %q not understood", r.Selector)
 		}
 		id := strings.ReplaceAll(m[1], "''", "'")
 		match = func(msg admin.Message) bool { return msg.ID == id }
@@ -312,7 +312,7 @@ func (f *fakeBackend) Move(_ context.Context, queue string, r admin.MoveRequest)
 		}
 	}
 	q.msgs = keep
-	return n, nil
+	return admin.MoveResult{Moved: n}, nil
 }
 
 func (f *fakeBackend) Connections() []admin.Connection {

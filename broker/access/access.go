@@ -127,6 +127,21 @@ func (a *Control) Denied(user, conn, remote string, r security.Rights, d destina
 	return &destinations.Error{Message: "User " + user + " is not authorized to " + rightVerb(r) + ": " + what, Err: ErrNotAuthorized}
 }
 
+// TakeDeadLetterHeaders removes from m, a message a client sends as sub, the headers
+// only the broker sets (destinations.DeadLetterProperties: where a dead-letter copy was
+// sent and why it died): a client's own original-destination would make a retry of a
+// dead-letter queue send its message where the client may not write. ActiveMQ keeps
+// the original destination in a message field no STOMP header sets. An administrator's
+// (Config.AdminGroups: broker migrate moving ActiveMQ's dead-letter queues) are kept,
+// and everyone's without an authorization map, where every client may write
+// everywhere.
+func (a *Control) TakeDeadLetterHeaders(sub *security.Subject, m *persistence.Message) {
+	if !a.Authorizing() || a.Service.IsAdmin(sub) {
+		return
+	}
+	m.Headers = m.Headers.Without(destinations.DeadLetterProperties...)
+}
+
 // StampUser sets or removes m's JMSXUserID header as populateJMSXUserID asks: the
 // authenticated user sub (or, without authentication, the login the client gave unless
 // useAuthenticatedPrincipalForJMSXUserID), whatever the client sent. Without

@@ -136,6 +136,10 @@ type Config struct {
 	Durables *durable.Registry
 	// Scheduler is nil when scheduling is off.
 	Scheduler Scheduler
+	// ProducerMayWrite tells whether user may write d now: a retry sends a message
+	// back to its original destination only if its producer (JMSXUserID) may. nil
+	// without an authorization map.
+	ProducerMayWrite func(user string, d destinations.Name) bool
 }
 
 // Manager is the broker's management surface.

@@ -2,8 +2,8 @@ package management
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
-	"slices"
 
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/selector"
@@ -23,8 +23,8 @@ const (
 
 // Headers the dead-letter strategy adds to a dead-letter copy (destinations' deadLetter).
 const (
-	OriginalDestinationHeader = "original-destination"
-	DeadLetterCauseHeader     = "dlqDeliveryFailureCause"
+	OriginalDestinationHeader = destinations.OriginalDestinationProperty
+	DeadLetterCauseHeader     = destinations.DeadLetterCauseProperty
 )
 
 // MoveRequest says which messages of a queue MoveMessages moves where.
@@ -42,26 +42,47 @@ type MoveRequest struct {
 	Copy bool
 }
 
+// MoveResult is what MoveMessages did: how many messages it moved, and those of a retry
+// it left where they were because their producer may not write their original
+// destination (oldest first, at most maxRefusals).
+type MoveResult struct {
+	Moved   int
+	Refused []Refusal
+	// MoreRefused counts the refused messages beyond those listed.
+	MoreRefused int
+}
+
+// Refusal is a message a retry did not move, and why.
+type Refusal struct {
+	ID, Reason string
+}
+
+// maxRefusals bounds the refusals a MoveResult lists.
+const maxRefusals = 100
+
 // MoveMessages moves (or copies) waiting messages of the queue called from as r says
 // and returns how many it moved. Each chunk of messages is added to its targets and
 // (for a move) deleted from the source in one store batch: a crash halfway leaves each
 // message in exactly one place, and a message is dispatched from its target only once
-// that batch is durable. Messages sent to the queue after the move began stay.
-func (m *Manager) MoveMessages(ctx context.Context, who, from string, r MoveRequest) (int, error) {
+// that batch is durable. Messages sent to the queue after the move began stay. A retry
+// (r.Original) also leaves, and reports, each message whose producer may not write its
+// original destination now (Config.ProducerMayWrite); the others go ahead.
+func (m *Manager) MoveMessages(ctx context.Context, who, from string, r MoveRequest) (MoveResult, error) {
+	var res MoveResult
 	q, err := m.queue(from)
 	if err != nil {
-		return 0, err
+		return res, err
 	}
 	var sel *selector.Selector
 	if r.Selector != "" {
 		if sel, err = selector.Parse(r.Selector); err != nil {
-			return 0, errorf(ErrInvalidSelector, "invalid selector %q: %v", r.Selector, err)
+			return res, errorf(ErrInvalidSelector, "invalid selector %q: %v", r.Selector, err)
 		}
 	}
 	source := destinations.Name{Kind: destinations.Queue, Name: from}
 	if !r.Original {
 		if err := m.checkMoveTarget(source, r.To); err != nil {
-			return 0, err
+			return res, err
 		}
 	}
 	op := "move"
@@ -83,31 +104,39 @@ func (m *Manager) MoveMessages(ctx context.Context, who, from string, r MoveRequ
 		}
 		return d, true
 	}
-	copied := map[uint64]bool{} // the source sequences copied (Copy: they stay, so are met again)
+	copied := map[uint64]bool{}   // the source sequences copied (Copy: they stay, so are met again)
+	refused := map[uint64]bool{}  // the source sequences a retry refused
+	mayWrite := map[string]bool{} // user NUL destination: ProducerMayWrite's answers
 	match := func(msg *persistence.Message) bool {
-		if copied[msg.Seq] || (sel != nil && !sel.MatchesMessage(msg, msg.RedeliveryCount+1)) {
+		if copied[msg.Seq] || refused[msg.Seq] || (sel != nil && !sel.MatchesMessage(msg, msg.RedeliveryCount+1)) {
 			return false
 		}
-		_, ok := target(msg)
+		to, ok := target(msg)
+		if ok && r.Original {
+			if why := m.producerRefusal(msg, to, mayWrite); why != "" {
+				refused[msg.Seq] = true
+				res.refuse(Refusal{ID: msg.ID, Reason: why})
+				return false
+			}
+		}
 		return ok
 	}
 	below := q.NextSeq()
 	var after uint64
-	moved := 0
-	for r.Limit <= 0 || moved < r.Limit {
+	for r.Limit <= 0 || res.Moved < r.Limit {
 		if err := ctx.Err(); err != nil {
-			m.Failed(who, op, q.ClientName(), moved, err)
-			return moved, err
+			m.Failed(who, op, q.ClientName(), res.Moved, err)
+			return res, err
 		}
 		max := moveChunk
 		if r.Limit > 0 {
-			max = min(max, r.Limit-moved)
+			max = min(max, r.Limit-res.Moved)
 		}
 		c, err := q.Claim(ctx, destinations.ClaimOptions{Match: match, Max: max, MaxBytes: moveChunkBytes, Keep: true, Below: below, After: after})
 		if err != nil {
 			err = storeOrCtx(err)
-			m.Failed(who, op, q.ClientName(), moved, err)
-			return moved, err
+			m.Failed(who, op, q.ClientName(), res.Moved, err)
+			return res, err
 		}
 		if c.Len() == 0 {
 			c.Finish(nil)
@@ -115,22 +144,60 @@ func (m *Manager) MoveMessages(ctx context.Context, who, from string, r MoveRequ
 		}
 		n, err := m.moveChunk(ctx, c, target, r.Copy, r.Original)
 		if err != nil {
-			m.Failed(who, op, q.ClientName(), moved, err)
-			return moved, err
+			m.Failed(who, op, q.ClientName(), res.Moved, err)
+			return res, err
 		}
 		if r.Copy {
 			for _, msg := range c.Msgs {
 				copied[msg.Seq] = true
 			}
 		}
-		moved += n
+		res.Moved += n
 		after = c.Next
 		if !c.More {
 			break
 		}
 	}
-	m.Done(who, op, q.ClientName(), moved, slog.String("to", moveTargetName(r)))
-	return moved, nil
+	attrs := []any{slog.String("to", moveTargetName(r))}
+	if n := len(res.Refused) + res.MoreRefused; n > 0 {
+		attrs = append(attrs, slog.Int("refused", n))
+	}
+	m.Done(who, op, q.ClientName(), res.Moved, attrs...)
+	return res, nil
+}
+
+// refuse lists f, or counts it beyond maxRefusals.
+func (res *MoveResult) refuse(f Refusal) {
+	if len(res.Refused) < maxRefusals {
+		res.Refused = append(res.Refused, f)
+	} else {
+		res.MoreRefused++
+	}
+}
+
+// producerRefusal says why a retry may not send msg back to to, its original
+// destination: its producer, the user its JMSXUserID names (the broker's record when
+// populateJMSXUserID is on), may not write there now. A message that names no producer
+// goes back, and every message without an authorization map. known holds the answers
+// asked so far, by user and destination.
+func (m *Manager) producerRefusal(msg *persistence.Message, to destinations.Name, known map[string]bool) string {
+	if m.c.ProducerMayWrite == nil {
+		return ""
+	}
+	user, _ := msg.Headers.Get(destinations.UserIDProperty)
+	if user == "" {
+		return ""
+	}
+	key := user + "\x00" + to.String()
+	ok, asked := known[key]
+	if !asked {
+		ok = m.c.ProducerMayWrite(user, to)
+		known[key] = ok
+	}
+	if ok {
+		return ""
+	}
+	return fmt.Sprintf("its producer %s (JMSXUserID) may not write to %s; move it there by name to send it anyway", user, to)
 }
 
 func moveTargetName(r MoveRequest) string {
@@ -183,7 +250,7 @@ func (m *Manager) moveChunk(ctx context.Context, c *destinations.Claim, target f
 			msg.ID = m.c.Host.NewMessageID()
 		}
 		if original {
-			msg.Headers = withoutHeaders(msg.Headers, OriginalDestinationHeader, DeadLetterCauseHeader)
+			msg.Headers = msg.Headers.Without(destinations.DeadLetterProperties...)
 		}
 		acc, pub, err := m.c.Host.Accept(batch, to, msg)
 		entries = append(entries, acc...)
@@ -210,15 +277,4 @@ func (m *Manager) moveChunk(ctx context.Context, c *destinations.Claim, target f
 		p()
 	}
 	return c.Len(), nil
-}
-
-// withoutHeaders returns h without the headers named.
-func withoutHeaders(h persistence.Headers, names ...string) persistence.Headers {
-	out := h[:0:0]
-	for i := 0; i+1 < len(h); i += 2 {
-		if !slices.Contains(names, h[i]) {
-			out = append(out, h[i], h[i+1])
-		}
-	}
-	return out
 }

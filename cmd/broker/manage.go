@@ -350,7 +350,9 @@ func newMoveCommand() *cobra.Command {
 		Long: `Move the messages waiting on QUEUE (/queue/NAME or NAME) to DESTINATION (/queue/X,
 /topic/X, or a bare X for the queue X), oldest first; --to original sends each back to
 the destination it came from (its original-destination header): a dead-letter queue
-retried, as ActiveMQ's console "Retry" does.
+retried, as ActiveMQ's console "Retry" does. With an authorization map a retry leaves
+each message whose producer (its JMSXUserID) may not write that destination now, and
+says so on stderr ("not moved: ID: why", exit status 1); the others go.
 
   broker move /queue/ActiveMQ.DLQ --to original
   broker move DLQ.orders --to /queue/orders --selector "JMSXGroupID = 'g1'" --limit 100
@@ -424,11 +426,15 @@ func runMove(cmd *cobra.Command, o moveOptions, arg string) error {
 		verb = "copied"
 	}
 	var n int64
+	var refused refusals
 	if o.copy {
-		n, err = c.move(ctx, from, admin.MoveRequest{To: to, Selector: o.selector, Limit: o.limit, Copy: true})
+		var res admin.MoveResult
+		res, err = c.move(ctx, from, admin.MoveRequest{To: to, Selector: o.selector, Limit: o.limit, Copy: true})
+		n = int64(res.Moved)
+		refused.add(res)
 	} else {
 		n, err = c.moveAll(ctx, from, admin.MoveRequest{To: to, Selector: o.selector, Limit: o.limit},
-			progressOptions{out: cmd.ErrOrStderr(), interval: o.progress, bar: true})
+			progressOptions{out: cmd.ErrOrStderr(), interval: o.progress, bar: true}, &refused)
 	}
 	if err != nil {
 		if n > 0 {
@@ -440,25 +446,59 @@ func runMove(cmd *cobra.Command, o moveOptions, arg string) error {
 	if to == "original" {
 		where = "their original destinations"
 	}
-	_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s %s %s from %s to %s\n", verb, thousands(n), plural(n, "message"), from, where)
-	return err
+	if _, err = fmt.Fprintf(cmd.OutOrStdout(), "%s %s %s from %s to %s\n", verb, thousands(n), plural(n, "message"), from, where); err != nil {
+		return err
+	}
+	return refused.report(cmd.ErrOrStderr(), from)
+}
+
+// refusals are the messages a retry left where they were, each once, with why.
+type refusals struct {
+	seen    map[string]bool
+	reasons []admin.MoveRefusal
+	more    int // refused beyond those the broker listed
+}
+
+// add takes the refusals of one move request; a later request lists again those it
+// met anew.
+func (r *refusals) add(res admin.MoveResult) {
+	if r.seen == nil {
+		r.seen = map[string]bool{}
+	}
+	for _, f := range res.Refused {
+		if !r.seen[f.ID] {
+			r.seen[f.ID] = true
+			r.reasons = append(r.reasons, f)
+		}
+	}
+	r.more = max(r.more, res.MoreRefused)
+}
+
+// report prints each refused message and why on w, and fails when there is one.
+func (r *refusals) report(w io.Writer, from adminDest) error {
+	for _, f := range r.reasons {
+		if _, err := fmt.Fprintf(w, "not moved: %s: %s\n", f.ID, f.Reason); err != nil {
+			return err
+		}
+	}
+	n := int64(len(r.reasons) + r.more)
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("move %s: %s %s not moved", from, thousands(n), plural(n, "message"))
 }
 
 // move is one POST /api/queues/{name}/move.
-func (c *adminClient) move(ctx context.Context, from adminDest, r admin.MoveRequest) (int64, error) {
-	var res struct {
-		Moved int64 `json:"moved"`
-	}
-	if err := c.do(ctx, http.MethodPost, from.path()+"/move", r, &res); err != nil {
-		return 0, err
-	}
-	return res.Moved, nil
+func (c *adminClient) move(ctx context.Context, from adminDest, r admin.MoveRequest) (admin.MoveResult, error) {
+	var res admin.MoveResult
+	err := c.do(ctx, http.MethodPost, from.path()+"/move", r, &res)
+	return res, err
 }
 
 // moveAll moves up to r.Limit messages (0: all) in requests of moveChunk, reporting
 // progress, and stops at what the queue held when it started: messages arriving
 // meanwhile (or moved back to it) do not keep it going.
-func (c *adminClient) moveAll(ctx context.Context, from adminDest, r admin.MoveRequest, po progressOptions) (int64, error) {
+func (c *adminClient) moveAll(ctx context.Context, from adminDest, r admin.MoveRequest, po progressOptions, refused *refusals) (int64, error) {
 	q, err := c.destination(ctx, from)
 	if err != nil {
 		return 0, err
@@ -473,9 +513,11 @@ func (c *adminClient) moveAll(ctx context.Context, from adminDest, r admin.MoveR
 	for moved < bound {
 		ask := min(bound-moved, moveChunk)
 		r.Limit = int(ask)
-		n, err := c.move(ctx, from, r)
+		res, err := c.move(ctx, from, r)
+		n := int64(res.Moved)
 		moved += n
 		p.Add(int(n))
+		refused.add(res)
 		if err != nil {
 			return moved, err
 		}

@@ -34,7 +34,8 @@ public class OwClient {
     static final Set<String> SCENARIOS = Set.of("connect", "kinds", "send-kinds", "dump", "prefetch", "acks", "poison",
             "expired", "tx", "xa", "temp", "durable", "browser", "nolocal", "selectors", "exclusive", "groups", "scheduled",
             "userid", "flow", "advisory", "sync-count", "drain", "load",
-            "failover-flow", "drain-count", "failover-tx", "secure", "tempsteal", "big", "idle", "hold", "durable-take");
+            "failover-flow", "drain-count", "failover-tx", "secure", "tempsteal", "big", "idle", "hold", "durable-take",
+            "forge-dead-letter");
     static String url;
     static final Map<String, List<String>> opts = new HashMap<>();
     static long timeout; // a receive that must get a message

@@ -7,6 +7,7 @@ import java.util.Arrays;
 import javax.jms.*;
 import org.apache.activemq.ActiveMQConnection;
 import org.apache.activemq.ActiveMQConnectionFactory;
+import org.apache.activemq.command.ActiveMQMessage;
 import org.apache.activemq.command.ActiveMQQueue;
 
 class OwEdges extends OwClient {
@@ -56,6 +57,25 @@ class OwEdges extends OwClient {
         out("connect", "ok");
         Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
         attempt("subscribe", () -> s.createDurableSubscriber(s.createTopic(dest()), "sub").close());
+        c.close();
+    }
+
+    // forgeDeadLetter sends the text message "forged" to dest, persistent, carrying the
+    // broker's dead-letter metadata of its own making: ActiveMQMessage's
+    // originalDestination field and the string properties original-destination and
+    // dlqDeliveryFailureCause, naming the queue of the option forged. It prints sent.
+    static void forgeDeadLetter() throws Exception {
+        ActiveMQConnection c = open();
+        Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
+        Message m = s.createTextMessage("forged");
+        ActiveMQQueue forged = new ActiveMQQueue(opt("forged", "secret"));
+        ((ActiveMQMessage) m).setOriginalDestination(forged);
+        m.setStringProperty("original-destination", "/queue/" + forged.getPhysicalName());
+        m.setStringProperty("dlqDeliveryFailureCause", "forged by OpenWire");
+        MessageProducer p = s.createProducer(s.createQueue(dest()));
+        p.setDeliveryMode(DeliveryMode.PERSISTENT);
+        p.send(m);
+        out("sent", "ok");
         c.close();
     }
 
