@@ -42,6 +42,9 @@ type Options struct {
 	// LoginStylesheet, when set, is the path of a stylesheet (served with
 	// HandlePublic) the login page links to.
 	LoginStylesheet string
+	// Ready says whether the broker is ready to serve clients, and if not why, for GET
+	// /readyz (nil: always ready while the listener serves).
+	Ready func() (ok bool, why string)
 }
 
 // Server is the admin listener: one net/http server whose every route goes through one
@@ -94,6 +97,8 @@ func New(o Options) (*Server, error) {
 	if o.Metrics != nil {
 		s.route(apiAccess, "GET /metrics", o.Metrics)
 	}
+	s.route(publicAccess, "GET /healthz", http.HandlerFunc(healthz))
+	s.route(publicAccess, "GET /readyz", http.HandlerFunc(s.readyz))
 	s.route(publicAccess, "GET /login", http.HandlerFunc(s.loginPage))
 	s.route(publicAccess, "POST /login", http.HandlerFunc(s.login))
 	s.route(consoleAccess, "POST /logout", http.HandlerFunc(s.logout))
@@ -140,12 +145,9 @@ func (s *Server) Handler() http.Handler { return s.mux }
 // Listen starts serving on addr until Shutdown. An address without a host (":8161")
 // listens on loopback only.
 func (s *Server) Listen(addr string) (net.Addr, error) {
-	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
-		addr = net.JoinHostPort("127.0.0.1", port)
-	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen(addr)
 	if err != nil {
-		return nil, fmt.Errorf("admin: %w", err)
+		return nil, err
 	}
 	base, stop := context.WithCancel(context.Background())
 	srv := &http.Server{
@@ -171,6 +173,18 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 	}
 	s.log.Info("admin listening", slog.String("addr", ln.Addr().String()), slog.Bool("authentication", s.authn))
 	return ln.Addr(), nil
+}
+
+// listen listens on addr, on loopback when it names no host.
+func listen(addr string) (net.Listener, error) {
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
+		addr = net.JoinHostPort("127.0.0.1", port)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("admin: %w", err)
+	}
+	return ln, nil
 }
 
 func isLoopback(a net.Addr) bool {
