@@ -53,9 +53,7 @@ func newServeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, name := range cfg.IgnoredEnv {
-				log.Warn("ignoring environment variable: its first key names no configuration section", slog.String("var", name))
-			}
+			warnIgnoredEnv(log, cfg.IgnoredEnv)
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if cpuProfile != "" {
