@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -147,4 +149,25 @@ func TestReadyzOfAStandby(t *testing.T) {
 	assert.Equal(t, addr, statsAddr(t, standby), "the admin listener took the address the health endpoints had")
 	var o struct{ Name string }
 	newAPI(t, base).get("/api/broker", &o)
+}
+
+// TestSystemdUnitVerifies: systemd-analyze verify accepts the repository's unit (with
+// ExecStart pointing at the binary under test, since verify checks it exists), and the
+// unit keeps what README promises of it.
+func TestSystemdUnitVerifies(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	require.NoError(t, err, "systemd-analyze (Debian's systemd package) is needed")
+	unit, err := os.ReadFile("../docs/systemd/broker.service")
+	require.NoError(t, err)
+	for _, want := range []string{"User=broker", "StateDirectory=broker", "WorkingDirectory=/var/lib/broker",
+		"Restart=on-failure", "KillSignal=SIGTERM", "TimeoutStopSec=", "NoNewPrivileges=yes", "ProtectSystem=strict", "PrivateTmp=yes",
+		"ExecStart=/usr/local/bin/broker serve --config /etc/broker/activemq-style.yaml"} {
+		assert.Contains(t, string(unit), want)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "broker.service")
+	require.NoError(t, os.WriteFile(path, []byte(strings.ReplaceAll(string(unit), "/usr/local/bin/broker", brokerBin)), 0o644))
+	out, err := exec.Command(analyze, "verify", path).CombinedOutput()
+	assert.NoError(t, err, "%s", out)
+	assert.Empty(t, strings.TrimSpace(string(out)), "systemd-analyze verify has nothing to say of it")
 }
