@@ -7,23 +7,29 @@
 // configured). The types below are the API's JSON shapes.
 package admin
 
-import "time"
+import (
+	"time"
+
+	"github.com/activemq-go/broker/internal/buildinfo"
+)
 
 // Overview is the broker as a whole.
 type Overview struct {
-	Name        string    `json:"name"`
-	Version     string    `json:"version"`
-	Started     time.Time `json:"started"`
-	Uptime      float64   `json:"uptime_seconds"`
-	Adapter     string    `json:"adapter"`
-	MemoryUsed  int64     `json:"memory_used_bytes"`
-	MemoryLimit int64     `json:"memory_limit_bytes"`
-	StoreUsed   int64     `json:"store_used_bytes"`
-	StoreLimit  int64     `json:"store_limit_bytes"`
-	Connections int       `json:"connections"`
-	Queues      int       `json:"queues"`
-	Topics      int       `json:"topics"`
-	Streams     int       `json:"streams"`
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// Build is the running binary's build: version, commit, date, Go version.
+	Build       buildinfo.Info `json:"build"`
+	Started     time.Time      `json:"started"`
+	Uptime      float64        `json:"uptime_seconds"`
+	Adapter     string         `json:"adapter"`
+	MemoryUsed  int64          `json:"memory_used_bytes"`
+	MemoryLimit int64          `json:"memory_limit_bytes"`
+	StoreUsed   int64          `json:"store_used_bytes"`
+	StoreLimit  int64          `json:"store_limit_bytes"`
+	Connections int            `json:"connections"`
+	Queues      int            `json:"queues"`
+	Topics      int            `json:"topics"`
+	Streams     int            `json:"streams"`
 	// MessagesIn and MessagesOut are totals since start (rates are the console's).
 	MessagesIn  int64 `json:"messages_received_total"`
 	MessagesOut int64 `json:"messages_delivered_total"`

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/activemq-go/broker/broker"
 	"github.com/activemq-go/broker/broker/management"
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/internal/buildinfo"
 	"github.com/activemq-go/broker/persistence"
 	"github.com/activemq-go/broker/security"
 )
@@ -55,25 +55,9 @@ const PreviewBytes = 256
 // NewBrokerBackend returns the BrokerBackend of b.
 func NewBrokerBackend(b *broker.Broker, info BrokerInfo) *BrokerBackend {
 	if info.Version == "" {
-		info.Version = binaryVersion()
+		info.Version = buildinfo.Get().Version
 	}
 	return &BrokerBackend{b: b, m: b.Management(), o: info, now: time.Now}
-}
-
-// binaryVersion is the module version the binary was built from, with its VCS revision
-// when known.
-func binaryVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " (" + s.Value[:12] + ")"
-		}
-	}
-	return v
 }
 
 // who names the operator of ctx for the broker's log.
@@ -89,7 +73,7 @@ func who(ctx context.Context) string {
 func (bb *BrokerBackend) Overview() Overview {
 	m := bb.m
 	now := bb.now()
-	o := Overview{Name: bb.b.Name(), Version: bb.o.Version, Started: m.Started(), Uptime: now.Sub(m.Started()).Seconds(),
+	o := Overview{Name: bb.b.Name(), Version: bb.o.Version, Build: buildinfo.Get(), Started: m.Started(), Uptime: now.Sub(m.Started()).Seconds(),
 		Adapter: bb.o.Adapter}
 	o.MemoryUsed, o.MemoryLimit = m.MemoryUsage()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -56,6 +56,9 @@ type Options struct {
 	// TLS, when set, makes Listen serve HTTPS with this configuration
 	// (broker.adminTLS).
 	TLS *tls.Config
+	// Ready says whether the broker is ready to serve clients, and if not why, for GET
+	// /readyz (nil: always ready while the listener serves).
+	Ready func() (ok bool, why string)
 }
 
 // Server is the admin listener: one net/http server whose every route goes through one
@@ -112,6 +115,8 @@ func New(o Options) (*Server, error) {
 	if o.Metrics != nil {
 		s.route(apiAccess, "GET /metrics", o.Metrics)
 	}
+	s.route(publicAccess, "GET /healthz", http.HandlerFunc(healthz))
+	s.route(publicAccess, "GET /readyz", http.HandlerFunc(s.readyz))
 	s.route(publicAccess, "GET /login", http.HandlerFunc(s.loginPage))
 	s.route(publicAccess, "POST /login", http.HandlerFunc(s.login))
 	s.route(sessionAccess, "POST /logout", http.HandlerFunc(s.logout))
@@ -160,12 +165,9 @@ func (s *Server) Handler() http.Handler { return s.mux }
 // requests whose Host is one of the listener's (Options.AllowedHosts). An address
 // without a host (":8161") listens on loopback only.
 func (s *Server) Listen(addr string) (net.Addr, error) {
-	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
-		addr = net.JoinHostPort("127.0.0.1", port)
-	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen(addr)
 	if err != nil {
-		return nil, fmt.Errorf("admin: %w", err)
+		return nil, err
 	}
 	hosts := allowedhosts.New(s.o.AllowedHosts, ln.Addr())
 	if s.o.TLS != nil {
@@ -232,6 +234,18 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// listen listens on addr, on loopback when it names no host.
+func listen(addr string) (net.Listener, error) {
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
+		addr = net.JoinHostPort("127.0.0.1", port)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("admin: %w", err)
+	}
+	return ln, nil
 }
 
 func isLoopback(a net.Addr) bool {

@@ -166,7 +166,11 @@ func suggestOption(name string) string {
 			return n
 		}
 	}
-	return ""
+	var names []string
+	for _, o := range connectorOptions {
+		names = append(names, o.names...)
+	}
+	return setting.Suggest(name, names)
 }
 
 // newConnector returns a connector with every limit at its default.

@@ -129,21 +129,28 @@ func setDefaults(v *viper.Viper) {
 
 // parse is Parse and Load; source is the file's path, "" for Parse.
 func parse(data []byte, environ []string, source string) (*Config, *Error) {
+	cfg, _, err := parseTree(data, environ, source)
+	return cfg, err
+}
+
+// parseTree is parse that also returns the settings tree it built the configuration
+// from.
+func parseTree(data []byte, environ []string, source string) (*Config, map[string]any, *Error) {
 	env := newEnviron(environ)
 	src, err := readYAML(data, env)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	v := viper.NewWithOptions(viper.KeyDelimiter(keyDelim))
 	v.SetConfigType("yaml")
 	setDefaults(v)
 	if err := v.MergeConfigMap(src.doc); err != nil {
-		return nil, &Error{Problem: "internal: " + err.Error()}
+		return nil, nil, &Error{Problem: "internal: " + err.Error()}
 	}
 	tree := settings(v, src.top)
 	from, ignored, err := overlayEnv(tree, env, src.used)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, ok := tree["persistenceadapter"]; !ok {
 		tree["persistenceadapter"] = map[string]any{DefaultAdapter: map[string]any{}}
@@ -153,19 +160,19 @@ func parse(data []byte, environ []string, source string) (*Config, *Error) {
 		c.dir = filepath.Dir(source)
 	}
 	if err := c.check(tree, schema, ""); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	f := file{DestinationPolicy: defaultPolicies(tree)}
 	if err := c.decode(tree, &f); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg, err := c.build(&f)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg.IgnoredEnv = ignored
 	cfg.Source = source
-	return cfg, nil
+	return cfg, tree, nil
 }
 
 // settings is viper's settings tree (lower-cased keys, defaults filled in) with

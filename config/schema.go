@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/activemq-go/broker/destinations/policy"
+	"github.com/activemq-go/broker/internal/setting"
 )
 
 // file is the shape of activemq-style.yaml as mapstructure decodes it. Each field
@@ -125,16 +126,19 @@ func (n *schemaNode) mustField(key string) schemaField {
 	return f
 }
 
-// allowed lists a section's keys for error messages, leaving out rejected ones.
-func (n *schemaNode) allowed() string {
+// names lists a section's keys, leaving out rejected ones.
+func (n *schemaNode) names() []string {
 	names := make([]string, 0, len(n.fields))
 	for _, f := range n.fields {
 		if f.node.kind != rejectedNode {
 			names = append(names, f.name)
 		}
 	}
-	return strings.Join(names, ", ")
+	return names
 }
+
+// allowed lists a section's keys for error messages, leaving out rejected ones.
+func (n *schemaNode) allowed() string { return strings.Join(n.names(), ", ") }
 
 // Paths: keys are joined with ".", list elements are "[i]". The display form uses
 // the canonical or as-written spelling; the lower-cased form is the one viper's
@@ -177,6 +181,9 @@ func (c *checker) check(v any, n *schemaNode, path string) *Error {
 				problem := "unknown key"
 				if path == "" {
 					problem = "unknown top-level key"
+				}
+				if s := setting.Suggest(k, n.names()); s != "" {
+					problem += " (did you mean " + s + "?)"
 				}
 				return c.errorf(key, nil, problem, n.allowed())
 			}

@@ -79,8 +79,9 @@ const (
 )
 
 // Parse parses a destination as a STOMP client writes it. A comma-separated list is a
-// composite destination and yields several names. Without a known prefix the whole string
-// names a queue, as ActiveMQ does.
+// composite destination and yields several names. Without a prefix the whole string
+// names a queue, as ActiveMQ does; a string that starts with "/" but with no known
+// prefix (/queues/orders, a typo) is refused, where ActiveMQ would make a queue of it.
 func Parse(s string) ([]Name, error) {
 	if !strings.Contains(s, compositeSeparat) {
 		n, err := ParseOne(s)
@@ -121,6 +122,10 @@ func ParseOne(s string) (Name, error) {
 		n = Name{Kind: Queue, Name: s[len(schemeQueue):]}
 	case strings.HasPrefix(s, schemeTopic):
 		n = Name{Kind: Topic, Name: s[len(schemeTopic):]}
+	case strings.HasPrefix(s, "/"):
+		// A mistyped prefix (/queues/orders): refused rather than made a queue named
+		// after the whole text, as ActiveMQ would.
+		return Name{}, fmt.Errorf("%w %q: unknown prefix; a destination is /queue/NAME, /topic/NAME, /temp-queue/NAME, /temp-topic/NAME, /remote-temp-queue/ID, /remote-temp-topic/ID, queue://NAME, topic://NAME or a plain NAME (a queue)", ErrInvalid, s)
 	default:
 		n = Name{Kind: Queue, Name: s}
 	}

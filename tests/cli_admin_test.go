@@ -128,7 +128,7 @@ func TestCLIAdminAuth(t *testing.T) {
 	assert.Contains(t, r.Stderr, "broker: stat: HTTP 403 Forbidden")
 	assert.NotContains(t, r.Stderr, pw["user"])
 
-	r = runCLI(t, "", []string{"BROKER_ADMIN=" + cliAdminURL(t, b, "system", pw["system"])}, "list")
+	r = runCLI(t, "", []string{"BROKERCTL_ADMIN=" + cliAdminURL(t, b, "system", pw["system"])}, "list")
 	assert.Equal(t, 0, r.Code, r.Stderr)
 	assert.True(t, strings.HasPrefix(r.Stdout, "NAME "), r.Stdout)
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,8 @@ type cliResult struct {
 }
 
 // runCLI runs the broker binary with args, stdin as its standard input, and env added
-// to an environment without BROKER_URL and BROKER_ADMIN. A data race the race-built
+// to an environment without BROKERCTL_URL, BROKERCTL_ADMIN and their older names
+// BROKER_URL and BROKER_ADMIN. A data race the race-built
 // tool reports fails the test.
 func runCLI(t testing.TB, stdin string, env []string, args ...string) cliResult {
 	t.Helper()
@@ -34,7 +36,8 @@ func runCLI(t testing.TB, stdin string, env []string, args ...string) cliResult 
 	defer cancel()
 	cmd := exec.CommandContext(ctx, brokerBin, args...)
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "BROKER_URL=") && !strings.HasPrefix(kv, "BROKER_ADMIN=") {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains([]string{"BROKERCTL_URL", "BROKERCTL_ADMIN", "BROKER_URL", "BROKER_ADMIN"}, name) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
@@ -134,8 +137,8 @@ func TestCLISendConsume(t *testing.T) {
 	assert.Equal(t, 0, r.Code, r.Stderr)
 	assert.Empty(t, r.Stdout, "the message printed before the timeout was acknowledged")
 
-	// $BROKER_URL stands for --url; a selector picks.
-	env := []string{"BROKER_URL=stomp://" + b.Addr}
+	// $BROKERCTL_URL stands for --url; a selector picks.
+	env := []string{"BROKERCTL_URL=stomp://" + b.Addr}
 	r = runCLI(t, "", env, "send", "--header", "n=1", "/queue/cli.sel", "one")
 	require.Equal(t, 0, r.Code, r.Stderr)
 	cliOK(t, "", "send", url, "--header", "n=2", "/queue/cli.sel", "two")

@@ -102,6 +102,7 @@ type Console struct {
 
 	nameOnce sync.Once
 	name     string // the broker's name
+	version  string // and version
 
 	mu    sync.Mutex
 	now   func() time.Time // the clock of the rate samples
@@ -225,22 +226,25 @@ type page struct {
 	CSRF    string
 	Flash   *flash
 	Broker  string
-	Refresh int // seconds between automatic reloads; 0 none
+	Version string // the broker's build, for the footer
+	Refresh int    // seconds between automatic reloads; 0 none
 	Path    string
 	Data    any
 }
 
 // render writes the page template name with data.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name, title, nav string, data any) {
+	brokerName := c.brokerName() // sets c.version too
 	p := page{
-		Title:  title,
-		Nav:    nav,
-		User:   c.s.User(r),
-		CSRF:   c.s.CSRFToken(r),
-		Flash:  takeFlash(w, r),
-		Broker: c.brokerName(),
-		Path:   r.URL.RequestURI(),
-		Data:   data,
+		Title:   title,
+		Nav:     nav,
+		User:    c.s.User(r),
+		CSRF:    c.s.CSRFToken(r),
+		Flash:   takeFlash(w, r),
+		Broker:  brokerName,
+		Version: c.version,
+		Path:    r.URL.RequestURI(),
+		Data:    data,
 	}
 	if name == "overview" {
 		p.Refresh = overviewRefresh
@@ -260,9 +264,17 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 	_, _ = buf.WriteTo(w)
 }
 
-// brokerName is the broker's name for the page header, asked of the Backend once.
+// brokerName is the broker's name for the page header, asked of the Backend once
+// with its version for the footer (c.version).
 func (c *Console) brokerName() string {
-	c.nameOnce.Do(func() { c.name = c.b.Overview().Name })
+	c.nameOnce.Do(func() {
+		o := c.b.Overview()
+		c.name = o.Name
+		c.version = o.Version
+		if sc := o.Build.ShortCommit(); sc != "" {
+			c.version += " (" + sc + ")"
+		}
+	})
 	return c.name
 }
 

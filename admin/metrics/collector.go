@@ -1,9 +1,8 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
-	"runtime"
-	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/activemq-go/broker/broker/management"
 	"github.com/activemq-go/broker/destinations"
+	"github.com/activemq-go/broker/internal/buildinfo"
 	"github.com/activemq-go/broker/internal/histogram"
 	"github.com/activemq-go/broker/security"
 )
@@ -39,17 +39,8 @@ func NewCollector(src Source, o Options) prometheus.Collector {
 	if s, ok := o.Security.(*security.Service); !ok || s != nil {
 		c.sec = o.Security // a nil *security.Service in the interface counts as none
 	}
-	c.buildInfo = [3]string{o.Version, runtime.Version(), o.Commit}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if c.buildInfo[0] == "" {
-			c.buildInfo[0] = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && c.buildInfo[2] == "" {
-				c.buildInfo[2] = s.Value
-			}
-		}
-	}
+	bi := buildinfo.Get()
+	c.buildInfo = [3]string{cmp.Or(o.Version, bi.Version), bi.GoVersion, cmp.Or(o.Commit, bi.Commit)}
 	return c
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +20,9 @@ import (
 // Defaults of the management commands.
 const (
 	defaultAdminURL = "http://127.0.0.1:8161"
-	envAdminURL     = "BROKER_ADMIN"
+	// envAdminURL stands for --admin (BROKER_ADMIN, its older name, is still read).
+	envAdminURL    = "BROKERCTL_ADMIN"
+	envAdminURLOld = "BROKER_ADMIN"
 	// adminRequestTimeout bounds one request to the admin API.
 	adminRequestTimeout = time.Minute
 	// maxErrorBody is how much of an error response is read for its message.
@@ -45,10 +47,7 @@ func (f *adminFlags) register(fs *pflag.FlagSet) {
 func (f *adminFlags) client(fs *pflag.FlagSet) (*adminClient, error) {
 	raw := f.url
 	if !fs.Changed("admin") {
-		raw = defaultAdminURL
-		if env := os.Getenv(envAdminURL); env != "" {
-			raw = env
-		}
+		raw = cmp.Or(fromEnv(envAdminURL, envAdminURLOld), defaultAdminURL)
 	}
 	c, err := newAdminClient(raw)
 	return c, usageError(err)
@@ -142,6 +141,10 @@ func (c *adminClient) do(ctx context.Context, method, path string, in, out any) 
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
+		}
+		if strings.Contains(err.Error(), "malformed HTTP response") {
+			// A STOMP port answers with an ERROR frame, an OpenWire one with binary.
+			return fmt.Errorf("admin API at %s: that is not an HTTP server (a STOMP or OpenWire port?): --admin wants the admin listener's http://host:port (broker.adminAddress, default %s)", c.base, defaultAdminURL)
 		}
 		return fmt.Errorf("admin API at %s: %w", c.base, err)
 	}

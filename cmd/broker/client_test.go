@@ -109,18 +109,18 @@ func TestClientConnectFailure(t *testing.T) {
 
 func TestStompDestination(t *testing.T) {
 	for in, want := range map[string]string{
-		"/queue/a":       "/queue/a",
-		"/topic/a.b":     "/topic/a.b",
-		"/temp-queue/x":  "/temp-queue/x",
-		"/queue/a,/b/c":  "/queue/a,/b/c",
-		"queue://orders": "/queue/orders",
-		"topic://prices": "/topic/prices",
+		"/queue/a":          "/queue/a",
+		"/topic/a.b":        "/topic/a.b",
+		"/temp-queue/x":     "/temp-queue/x",
+		"/queue/a,/topic/c": "/queue/a,/topic/c",
+		"queue://orders":    "/queue/orders",
+		"topic://prices":    "/topic/prices",
 	} {
 		got, err := stompDestination(in)
 		require.NoError(t, err, in)
 		assert.Equal(t, want, got)
 	}
-	for _, in := range []string{"", "/", "orders", "queue://", "http://x"} {
+	for _, in := range []string{"", "/", "orders", "queue://", "http://x", "/queues/orders", "/queue/a,/b/c"} {
 		_, err := stompDestination(in)
 		assert.Equal(t, exitUsage, exitCode(err), in)
 	}

@@ -18,10 +18,10 @@ import (
 func newConfigCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "config",
-		Short: "Configuration tools (import activemq.xml)",
+		Short: "Configuration tools (check a configuration, import activemq.xml)",
 		Args:  usageArgs(cobra.NoArgs),
 	}
-	c.AddCommand(newConfigImportCommand())
+	c.AddCommand(newConfigImportCommand(), newConfigCheckCommand())
 	return c
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/go-stomp/stomp/v3/frame"
 	"github.com/spf13/cobra"
 
+	"github.com/activemq-go/broker/broker"
 	"github.com/activemq-go/broker/internal/stompclient"
 )
 
@@ -395,7 +396,8 @@ func runBrowse(cmd *cobra.Command, o browseOptions, arg string) error {
 		return fmt.Errorf("browse %s: %w", dest, fromCtx(ctx, err))
 	}
 	out := newMessageWriter(cmd.OutOrStdout(), o.json)
-	for n := 0; o.limit == 0 || n < o.limit; n++ {
+	n := 0
+	for ; o.limit == 0 || n < o.limit; n++ {
 		m, err := c.Receive(ctx)
 		if err != nil {
 			return fmt.Errorf("browse %s: %w", dest, fromCtx(ctx, err))
@@ -406,6 +408,10 @@ func runBrowse(cmd *cobra.Command, o browseOptions, arg string) error {
 		if err := out.write(m); err != nil {
 			return fmt.Errorf("browse %s: writing the output: %w", dest, err)
 		}
+	}
+	if o.limit == 0 && n >= broker.DefaultBrowsePageSize {
+		fmt.Fprintf(cmd.ErrOrStderr(), "browse %s: stopped at %d messages, the most a broker shows a browser (ActiveMQ's maxBrowsePageSize); the queue may hold more: the admin API (GET /api/queues/NAME/messages) pages through all\n",
+			dest, n)
 	}
 	if err := c.Disconnect(ctx); err != nil {
 		return fmt.Errorf("browse %s: %w", dest, fromCtx(ctx, err))

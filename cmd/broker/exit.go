@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/activemq-go/broker/internal/setting"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Exit statuses of the client commands (send, consume, browse, list, stat, purge,
@@ -77,5 +80,19 @@ func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
-// flagError makes cobra's flag parsing errors usage errors.
-func flagError(_ *cobra.Command, err error) error { return usageError(err) }
+// flagError makes cobra's flag parsing errors usage errors; an unknown flag close to
+// one of the command's gets a suggestion.
+func flagError(cmd *cobra.Command, err error) error {
+	if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+		var names []string
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if !f.Hidden && f.Deprecated == "" {
+				names = append(names, f.Name)
+			}
+		})
+		if s := setting.Suggest(name, names); s != "" {
+			err = fmt.Errorf("%w (did you mean --%s?)", err, s)
+		}
+	}
+	return usageError(err)
+}

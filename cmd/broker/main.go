@@ -8,6 +8,7 @@
 //	broker list|stat|purge|move manage destinations through the admin API
 //	broker config import X.xml convert ActiveMQ's activemq.xml into the YAML configuration
 //	broker migrate --from URL   move the messages of another STOMP broker's queues here
+//	broker version              print the version, commit, build date and Go version
 package main
 
 import (
@@ -15,6 +16,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/activemq-go/broker/internal/buildinfo"
 )
 
 func main() {
@@ -41,10 +44,12 @@ func newRootCommand() *cobra.Command {
 		RunE:          serve.RunE,
 	}
 	root.Flags().AddFlagSet(serve.Flags())
+	root.Version = buildinfo.Get().Version
+	root.SetVersionTemplate(buildinfo.Get().String() + "\n")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(serve, newBenchCommand(), newPasswdCommand(),
 		newSendCommand(), newConsumeCommand(), newBrowseCommand(),
 		newListCommand(), newStatCommand(), newPurgeCommand(), newMoveCommand(),
-		newConfigCommand(), newMigrateCommand())
+		newConfigCommand(), newMigrateCommand(), newVersionCommand())
 	return root
 }

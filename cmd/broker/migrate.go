@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -69,9 +70,9 @@ with another selector, and drops its backlog. Queues move first, then durable
 subscriptions; with --durable and no --queue, only the durable subscriptions move.
 
 --from and --to take the URLs of --url in send and consume (stomp://, stomp+ssl://,
-ws://, wss://; the passwords are visible in ps: set MIGRATE_FROM and BROKER_URL
+ws://, wss://; the passwords are visible in ps: set MIGRATE_FROM and BROKERCTL_URL
 instead); --from-ca-file, --from-cert-file, --from-key-file and
---from-insecure-skip-verify set the source's TLS, the --to-... ones this broker's. --to defaults to $BROKER_URL, else ` + defaultStompURL + `.` + exitCodesHelp,
+--from-insecure-skip-verify set the source's TLS, the --to-... ones this broker's. --to defaults to $BROKERCTL_URL, else ` + defaultStompURL + `.` + exitCodesHelp,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runMigrate(cmd, o)
@@ -107,10 +108,7 @@ func runMigrate(cmd *cobra.Command, o migrateOptions) error {
 	}
 	to := o.to
 	if to == "" {
-		to = defaultStompURL
-		if env := os.Getenv(envStompURL); env != "" {
-			to = env
-		}
+		to = cmp.Or(fromEnv(envStompURL, envStompURLOld), defaultStompURL)
 	}
 	dst, err := stompclient.ParseURL(to)
 	if err != nil {

@@ -51,14 +51,14 @@ It is never taken as an argument: arguments are visible to other users of the ma
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				// Not the argument itself: it may well be the password.
-				return errors.New("passwd takes no arguments: the password is read from the terminal or " +
-					"standard input, never from the command line, where ps and the shell history would show it")
+				return usageError(errors.New("passwd takes no arguments: the password is read from the terminal or " +
+					"standard input, never from the command line, where ps and the shell history would show it"))
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if useArgon2id && cmd.Flags().Changed("cost") {
-				return errors.New("--cost is bcrypt's; argon2id's parameters are fixed (m=65536,t=3,p=4)")
+				return usageError(errors.New("--cost is bcrypt's; argon2id's parameters are fixed (m=65536,t=3,p=4)"))
 			}
 			if !useArgon2id && (cost < bcrypt.MinCost || cost > bcrypt.MaxCost) {
 				return fmt.Errorf("--cost %d: use %d to %d", cost, bcrypt.MinCost, bcrypt.MaxCost)

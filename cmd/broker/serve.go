@@ -53,9 +53,7 @@ func newServeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, name := range cfg.IgnoredEnv {
-				log.Warn("ignoring environment variable: its first key names no configuration section", slog.String("var", name))
-			}
+			warnIgnoredEnv(log, cfg.IgnoredEnv)
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if cpuProfile != "" {
@@ -124,6 +122,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 	if err := os.MkdirAll(cfg.Broker.DataDirectory, 0o755); err != nil {
 		return fmt.Errorf("dataDirectory %s: %w", cfg.Broker.DataDirectory, err)
 	}
+	ready := &readiness{why: "starting: opening the store"}
+	early := startEarlyHealth(cfg.Broker.AdminAddress, cfg.AdminTLSConfig(), ready, log)
+	defer early.close()
 	node, err := openShared(ctx, cfg, log)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -149,6 +150,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 	lost := make(chan struct{})
 	if l, ok := store.(persistence.Locker); ok {
 		log.Info("waiting for the store lock: standby, transport connectors closed until it is held")
+		ready.set(false, "standby: waiting for the store lock (another broker is the master)")
 		if err := l.Lock(ctx); err != nil {
 			_ = store.Close()
 			if ctx.Err() != nil {
@@ -157,12 +159,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 			return fmt.Errorf("store lock: %w", err)
 		}
 		log.Info("store lock held: this broker is the master")
+		ready.set(false, "starting: this broker holds the store lock, recovering")
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
 		go func() {
 			select {
 			case <-l.Lost():
+				ready.set(false, "stopping: the store lock was lost")
 				log.Error("store lock lost: another broker may be master now; stopping at once")
 				close(lost)
 				cancel()
@@ -195,6 +199,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 		go func() {
 			select {
 			case <-node.Lost():
+				ready.set(false, "stopping: this shared-queue node lost its registration")
 				log.Error("shared queues: this node lost its registration (its leases go to the other nodes); stopping at once")
 				close(nodeLost)
 				cancel()
@@ -272,7 +277,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 	}
 	var adminSrv *admin.Server
 	if addr := cfg.Broker.AdminAddress; addr != "" {
-		adminSrv, err = startAdmin(addr, cfg, b, store, sec, log)
+		addr = early.handOver(addr)
+		adminSrv, err = startAdmin(addr, cfg, b, store, sec, ready.get, log)
 		if err != nil {
 			_ = srv.Shutdown(context.Background())
 			_ = b.Close()
@@ -280,10 +286,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 			return fmt.Errorf("broker.adminAddress %s: %w", addr, err)
 		}
 	}
+	ready.set(true, "ready")
 	log.Info("broker started", slog.String("brokerName", cfg.Broker.BrokerName),
 		slog.String("persistenceAdapter", cfg.Persistence.Key), slog.String("config", cfg.Source))
 
 	<-ctx.Done()
+	if ok, _ := ready.get(); ok {
+		ready.set(false, "stopping")
+	}
 	log.Info("shutting down")
 	defer func() {
 		select {
@@ -414,8 +424,8 @@ func noSpaceWait(u config.SystemUsage) time.Duration {
 }
 
 // startAdmin starts the admin listener on addr: the REST API, /stats, the login page,
-// and what the console and the metrics mount.
-func startAdmin(addr string, cfg *config.Config, b *broker.Broker, store persistence.Store, sec *security.Service, log *slog.Logger) (*admin.Server, error) {
+// the health endpoints (/readyz asks ready), and what the console and the metrics mount.
+func startAdmin(addr string, cfg *config.Config, b *broker.Broker, store persistence.Store, sec *security.Service, ready func() (bool, string), log *slog.Logger) (*admin.Server, error) {
 	be := admin.NewBrokerBackend(b, admin.BrokerInfo{Adapter: cfg.Persistence.Key, Store: store, Security: sec})
 	s, err := admin.New(admin.Options{
 		Backend: be, Security: sec, Logger: log,
@@ -431,6 +441,7 @@ func startAdmin(addr string, cfg *config.Config, b *broker.Broker, store persist
 		MonitorGroups:   cfg.Broker.MonitorGroups,
 		AllowedHosts:    cfg.Broker.AdminAllowedHosts,
 		TLS:             cfg.AdminTLSConfig(),
+		Ready:           ready,
 	})
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -14,18 +15,32 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/internal/stompclient"
 )
 
 // Defaults of the STOMP client commands.
 const (
 	defaultStompURL = "stomp://127.0.0.1:61613"
-	envStompURL     = "BROKER_URL"
+	// envStompURL stands for --url. Not BROKER_URL (its older name, still read): the
+	// configuration's variables start with BROKER_, and serve warned of it.
+	envStompURL    = "BROKERCTL_URL"
+	envStompURLOld = "BROKER_URL"
 )
+
+// fromEnv is the value of the first of names that is set and not empty ("" if none).
+func fromEnv(names ...string) string {
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			return v
+		}
+	}
+	return ""
+}
 
 // urlHelp is the part of the STOMP client commands' help that explains --url.
 const urlHelp = `
---url is where and as whom to connect (default $BROKER_URL, else ` + defaultStompURL + `):
+--url is where and as whom to connect (default $` + envStompURL + `, else ` + defaultStompURL + `):
   stomp://user:pass@host:port        STOMP over TCP (port 61613 when left out)
   stomp+ssl://user:pass@host:port    over TLS (61612); --ca-file, --cert-file, --key-file,
                                      --insecure-skip-verify
@@ -33,7 +48,7 @@ const urlHelp = `
   wss://user:pass@host:port/path     over WebSocket and TLS (61619)
 The user and password are CONNECT's login and passcode; percent-encode reserved
 characters (p%40ss for p@ss). Arguments are visible to other users of the machine (ps):
-set BROKER_URL instead to keep a password out of them.`
+set ` + envStompURL + ` instead to keep a password out of them.`
 
 // stompFlags are the connection flags of send, consume and browse.
 type stompFlags struct {
@@ -52,10 +67,7 @@ func (f *stompFlags) register(fs *pflag.FlagSet) {
 func (f *stompFlags) target(fs *pflag.FlagSet) (*stompclient.URL, stompclient.Options, error) {
 	raw := f.url
 	if !fs.Changed("url") {
-		raw = defaultStompURL
-		if env := os.Getenv(envStompURL); env != "" {
-			raw = env
-		}
+		raw = cmp.Or(fromEnv(envStompURL, envStompURLOld), defaultStompURL)
 	}
 	u, err := stompclient.ParseURL(raw)
 	if err != nil {
@@ -126,15 +138,20 @@ func (f *stompFlags) progressOptions(cmd *cobra.Command, bar bool) progressOptio
 // (and the broker's other prefixes) as they are; ActiveMQ's queue://X and topic://X
 // are translated.
 func stompDestination(arg string) (string, error) {
-	switch {
-	case strings.HasPrefix(arg, "/") && len(arg) > 1:
-		return arg, nil
-	case strings.HasPrefix(arg, "queue://") && len(arg) > len("queue://"):
-		return "/queue/" + strings.TrimPrefix(arg, "queue://"), nil
-	case strings.HasPrefix(arg, "topic://") && len(arg) > len("topic://"):
-		return "/topic/" + strings.TrimPrefix(arg, "topic://"), nil
+	parts := strings.Split(arg, ",")
+	for i, p := range parts {
+		switch {
+		case strings.HasPrefix(p, "queue://"), strings.HasPrefix(p, "topic://"), strings.HasPrefix(p, "/"):
+		default:
+			return "", usagef("destination %q: write /queue/NAME or /topic/NAME (or queue://NAME, topic://NAME; a comma joins several)", arg)
+		}
+		n, err := destinations.ParseOne(p)
+		if err != nil {
+			return "", usagef("destination %q: %v", arg, err)
+		}
+		parts[i] = n.String()
 	}
-	return "", usagef("destination %q: write /queue/NAME or /topic/NAME", arg)
+	return strings.Join(parts, ","), nil
 }
 
 // parseHeaders reads name=value flags into a header list; reserved names are the
