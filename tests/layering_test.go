@@ -97,14 +97,16 @@ var allowed = map[string][]string{
 	// internal/allowedhosts, a leaf, is the Host check of the HTTP listeners (admin,
 	// WebSocket connectors) against DNS rebinding.
 	"internal/allowedhosts": {},
+	// internal/buildinfo, a leaf, says which build is running (version, commit, date).
+	"internal/buildinfo": {},
 	// admin/metrics reads the broker's counters (and the security service's) at
 	// scrape time through the management surface, never the broker itself; it changes
 	// nothing.
-	"admin/metrics": {"broker/management", "destinations", "durable", "persistence", "security", "internal/histogram"},
+	"admin/metrics": {"broker/management", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/buildinfo"},
 	// The web console renders what its Backend (its own Reader and Manager) gives; it
 	// uses nothing of the broker but through package admin, which links it
 	// (admin.NewBrokerBackend).
-	"admin/console": {"admin", "broker", "destinations", "destinations/policy", "destinations/selector", "durable", "persistence", "security", "internal/histogram", "internal/loglimit", "internal/allowedhosts"},
+	"admin/console": {"admin", "broker", "destinations", "destinations/policy", "destinations/selector", "durable", "persistence", "security", "internal/histogram", "internal/loglimit", "internal/allowedhosts", "internal/buildinfo"},
 	// browsertest starts a headless Chromium for the browser tests.
 	"internal/browsertest": {},
 	// stompclient, the STOMP client of the command-line tools, reads and writes frames
@@ -115,7 +117,7 @@ var allowed = map[string][]string{
 	// admin, the admin HTTP listener, uses the broker's management surface and its
 	// types, and asks security for the operators; never transport or config (cmd
 	// hands it what it needs).
-	"admin": {"broker", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit", "internal/allowedhosts"},
+	"admin": {"broker", "destinations", "durable", "persistence", "security", "internal/histogram", "internal/loglimit", "internal/allowedhosts", "internal/buildinfo"},
 
 	// kafkalog/kafkaengine keeps streams in Apache Kafka (franz-go): it is a
 	// streamlog.Log in streamlog's value types and knows nothing of the broker,
