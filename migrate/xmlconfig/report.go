@@ -15,8 +15,8 @@ var (
 	// ErrUnsafe: a value has no safe counterpart (deleteAllMessagesOnStartup="true").
 	ErrUnsafe = errors.New("xmlconfig: cannot convert safely")
 	// ErrNoBroker: the file has no <broker> element (camel.xml, jetty.xml, ...).
-	ErrNoBroker = errors.New("the file has no <broker> element: not a broker configuration " +
-		"(files such as camel.xml and jetty.xml that activemq.xml imports have no counterpart); import the activemq.xml holding the <broker>")
+	ErrNoBroker = errors.New("xmlconfig: no <broker> element: not a broker configuration " +
+		"(camel.xml, jetty.xml and the like, which activemq.xml imports, have no counterpart); import the activemq.xml holding the <broker>")
 )
 
 // Status is what became of one element or attribute.
