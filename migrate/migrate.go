@@ -212,8 +212,10 @@ func (m *Mover) MoveQueue(ctx context.Context, queue string, moved func(n int)) 
 // source that answers nothing within idle (one that does not browse, and holds no
 // message: a broker that ignores browser:true delivers what waits to this
 // client-individual subscription, unacknowledged) is empty too, after that wait
-// (waited). The queue is empty at the time of the browse: as with --idle, a message
-// sent after it is not moved.
+// (waited). ActiveMQ's browse includes the messages delivered to a consumer and not
+// yet acknowledged (5.17: those of a killed run's connection too), so those make the
+// queue one to move, and wait for. The queue is empty at the time of the browse: as
+// with --idle, a message sent after it is not moved.
 func (m *Mover) browseEmpty(ctx context.Context, dest string, idle time.Duration) (empty, waited bool, err error) {
 	c, err := stompclient.Dial(ctx, m.Source.URL, m.Source.Options)
 	if err != nil {
