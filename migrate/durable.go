@@ -131,9 +131,11 @@ func (m *Mover) MoveDurable(ctx context.Context, d Durable, imp Importer, moved 
 		if len(batch) == 0 {
 			return nil
 		}
-		if _, err := imp.Import(ctx, d, batch); err != nil {
+		dups, err := imp.Import(ctx, d, batch)
+		if err != nil {
 			return fmt.Errorf("target: import: %w", err)
 		}
+		res.Duplicates += int64(dups)
 		if err := src.Ack(frames...); err != nil {
 			return fmt.Errorf("source: ack: %w", err)
 		}
@@ -158,6 +160,7 @@ func (m *Mover) MoveDurable(ctx context.Context, d Durable, imp Importer, moved 
 		}
 		if msg == nil {
 			if len(batch) == 0 {
+				res.IdleWaits++
 				break // drained
 			}
 			if err := flush(); err != nil {

@@ -69,6 +69,14 @@ type Result struct {
 	Queue   string
 	Moved   int64 // messages sent to the target and acknowledged on the source
 	Elapsed time.Duration
+	// Duplicates counts, of Moved, the messages the target already held (duplicate
+	// detection dropped them); -1 when not known (a queue's, without the target's
+	// admin API).
+	Duplicates int64
+	// Empty: a browse found the queue empty on the source, so it was not waited on.
+	Empty bool
+	// IdleWaits counts the waits of Idle with nothing received that ended the move.
+	IdleWaits int
 }
 
 // Rate is messages moved per second.
@@ -90,7 +98,7 @@ type pending struct {
 // the Result counts what was moved before it.
 func (m *Mover) MoveQueue(ctx context.Context, queue string, moved func(n int)) (Result, error) {
 	start := time.Now()
-	res := Result{Queue: queue}
+	res := Result{Queue: queue, Duplicates: -1}
 	idle, window := m.Idle, m.Window
 	if idle <= 0 {
 		idle = DefaultIdle
@@ -101,6 +109,17 @@ func (m *Mover) MoveQueue(ctx context.Context, queue string, moved func(n int)) 
 	window = min(window, stompclient.MaxOutstanding)
 	dest := "/queue/" + queue
 
+	empty, waited, err := m.browseEmpty(ctx, dest, idle)
+	if err != nil {
+		return res, err
+	}
+	if empty {
+		res.Empty, res.Elapsed = !waited, time.Since(start)
+		if waited {
+			res.IdleWaits++
+		}
+		return res, nil
+	}
 	dst, err := stompclient.Dial(ctx, m.Target.URL, m.Target.Options)
 	if err != nil {
 		return res, fmt.Errorf("target: %w", err)
@@ -150,6 +169,7 @@ func (m *Mover) MoveQueue(ctx context.Context, queue string, moved func(n int)) 
 		}
 		if msg == nil {
 			if len(fifo) == 0 {
+				res.IdleWaits++
 				break // drained
 			}
 			if err := collect(len(fifo)); err != nil {
@@ -183,6 +203,37 @@ func (m *Mover) MoveQueue(ctx context.Context, queue string, moved func(n int)) 
 	}
 	res.Elapsed = last.Sub(start)
 	return res, nil
+}
+
+// browseEmpty tells whether the queue dest is empty on the source, from the first
+// answer to a browser (a separate connection, closed after): ActiveMQ sends a
+// browser the messages waiting and then a MESSAGE with browser:end, at once, so an end
+// first is an empty queue, told without waiting. A message first is a queue to move. A
+// source that answers nothing within idle (one that does not browse, and holds no
+// message: a broker that ignores browser:true delivers what waits to this
+// client-individual subscription, unacknowledged) is empty too, after that wait
+// (waited). ActiveMQ's browse includes the messages delivered to a consumer and not
+// yet acknowledged (5.17: those of a killed run's connection too), so those make the
+// queue one to move, and wait for. The queue is empty at the time of the browse: as
+// with --idle, a message sent after it is not moved.
+func (m *Mover) browseEmpty(ctx context.Context, dest string, idle time.Duration) (empty, waited bool, err error) {
+	c, err := stompclient.Dial(ctx, m.Source.URL, m.Source.Options)
+	if err != nil {
+		return false, false, fmt.Errorf("source: %w", err)
+	}
+	defer c.Close()
+	if err := c.Subscribe(ctx, stompclient.Subscription{ID: "browse", Destination: dest, Ack: "client-individual", Browser: true}); err != nil {
+		return false, false, fmt.Errorf("source: browse %s: %w", dest, err)
+	}
+	msg, err := receive(ctx, c, false, idle)
+	if err != nil {
+		return false, false, err
+	}
+	empty = msg == nil || msg.Header.Get("browser") == "end"
+	if err := c.Disconnect(ctx); err != nil {
+		return false, false, fmt.Errorf("source: %w", err)
+	}
+	return empty, msg == nil, nil
 }
 
 // receive returns the source's next message, or nil when none came for idle (nothing

@@ -38,8 +38,13 @@ element and attribute is "converted", "converted with a difference: ..." or "not
 supported: why", followed by the environment variables the YAML's placeholders read
 and the commands that turn key stores into the PEM files sslContext names.
 
-Exit status: 0 converted (whatever the report says); 1 the XML does not parse or a
-value cannot be converted safely (deleteAllMessagesOnStartup="true"); 2 usage error.`,
+${activemq.base} and ${activemq.data} (the store) default to the output file's
+directory and data/ in it, never to the XML's directory; the PEM files made from key
+stores are named next to the output too. The report ends with the connectors that
+listen differently from the XML and whether the YAML starts as written.
+
+Exit status: 0 converted (whatever the report says); 1 the XML does not parse, has
+no <broker> element, or a value cannot be converted safely; 2 usage error.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, err := readMaybeGzip(args[0])
@@ -50,16 +55,18 @@ value cannot be converted safely (deleteAllMessagesOnStartup="true"); 2 usage er
 			if err != nil {
 				return err
 			}
+			outDir, err := outputDir(out)
+			if err != nil {
+				return err
+			}
 			if base == "" {
-				base = filepath.Dir(abs)
+				base = outDir
 			}
 			if conf == "" {
-				conf = filepath.Dir(abs)
+				conf = filepath.Dir(abs) // where ActiveMQ's key stores and login.config are read
 			}
-			if data == "" {
-				data = base
-			}
-			res, err := xmlconfig.Convert(in, xmlconfig.Options{Base: base, Conf: conf, Data: data, LoginConfig: login, Source: args[0]})
+			res, err := xmlconfig.Convert(in, xmlconfig.Options{Base: base, Conf: conf, Data: data, OutDir: outDir,
+				LoginConfig: login, Source: args[0]})
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
@@ -85,11 +92,21 @@ value cannot be converted safely (deleteAllMessagesOnStartup="true"); 2 usage er
 	f := c.Flags()
 	f.StringVarP(&out, "output", "o", "", "YAML file to write (default stdout)")
 	f.StringVar(&report, "report", "", "file to write the report to (default stderr)")
-	f.StringVar(&base, "activemq-base", "", "${activemq.base} and ${activemq.home} (default the XML file's directory)")
-	f.StringVar(&conf, "activemq-conf", "", "${activemq.conf} (default the XML file's directory)")
-	f.StringVar(&data, "activemq-data", "", "${activemq.data} (default the XML file's directory)")
+	f.StringVar(&base, "activemq-base", "", "${activemq.base} and ${activemq.home} (default the output file's directory, or the working directory for stdout)")
+	f.StringVar(&conf, "activemq-conf", "", "${activemq.conf}, where key stores and login.config are read (default the XML file's directory)")
+	f.StringVar(&data, "activemq-data", "", "${activemq.data}, the store's directory (default data/ under --activemq-base)")
 	f.StringVar(&login, "login-config", "", "JAAS login.config a jaasAuthenticationPlugin reads")
 	return c
+}
+
+// outputDir is the absolute directory the YAML goes to: -o's, or the working
+// directory for stdout.
+func outputDir(out string) (string, error) {
+	if out == "" || out == "-" {
+		return os.Getwd()
+	}
+	abs, err := filepath.Abs(out)
+	return filepath.Dir(abs), err
 }
 
 // readMaybeGzip reads a file, gunzipping a .gz one.

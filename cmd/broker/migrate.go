@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
-	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
@@ -31,6 +29,7 @@ type migrateOptions struct {
 	idle     time.Duration
 	settle   time.Duration
 	window   int
+	parallel int
 	progress time.Duration
 }
 
@@ -55,7 +54,11 @@ patterns with ActiveMQ's wildcards (* one part, > the rest) instead, repeatable.
 A source message is acknowledged only after this broker's receipt for it, so an
 interrupted run loses nothing; every moved message carries the source's message-id
 in _AMQ_DUPL_ID, and this broker's duplicate detection makes a re-run move each
-message once. A queue is done when no message came for --idle. Every header is kept
+message once. --parallel queues (4) move at once. A queue is done when a browse of it
+finds it empty (ActiveMQ answers at once: an empty queue costs no wait) or, once
+draining, when no message came for --idle. The summary lists each queue: messages
+moved, of which skipped as duplicates (the target already held them: counted through
+its admin API, --admin, else "-"), time, rate, and how it ended. Every header is kept
 (persistent, priority, expires, timestamp, type, correlation-id, reply-to,
 JMSXGroupID/JMSXGroupSeq, content-type, custom ones) but the source's delivery
 headers (message-id, subscription, ack, redelivered, ...).
@@ -90,6 +93,7 @@ instead); --from-ca-file, --from-cert-file, --from-key-file and
 	f.DurationVar(&o.idle, "idle", migrate.DefaultIdle, "a queue is drained when no message came for this long")
 	f.DurationVar(&o.settle, "settle", migrate.DefaultSettle, "how long to collect the source's queue advisories")
 	f.IntVar(&o.window, "window", migrate.DefaultWindow, "source prefetch and most receipts outstanding on the target (at most 512)")
+	f.IntVar(&o.parallel, "parallel", migrate.DefaultParallel, "queues moved at once")
 	f.DurationVar(&o.progress, "progress", defaultProgress, "interval of the progress lines on stderr when it is not a terminal (0: none)")
 	return cmd
 }
@@ -125,6 +129,9 @@ func runMigrate(cmd *cobra.Command, o migrateOptions) error {
 	if o.window <= 0 || o.window > stompclient.MaxOutstanding {
 		return usagef("--window %d: between 1 and %d", o.window, stompclient.MaxOutstanding)
 	}
+	if o.parallel <= 0 {
+		return usagef("--parallel %d: at least 1", o.parallel)
+	}
 	var durables []migrate.Durable
 	for _, s := range o.durables {
 		d, err := migrate.ParseDurable(s)
@@ -134,7 +141,7 @@ func runMigrate(cmd *cobra.Command, o migrateOptions) error {
 		durables = append(durables, d)
 	}
 	var api *adminClient
-	if len(durables) > 0 {
+	if len(durables) > 0 || cmd.Flags().Changed("admin") || os.Getenv(envAdminURL) != "" {
 		if api, err = o.admin.client(cmd.Flags()); err != nil {
 			return err
 		}
@@ -177,20 +184,21 @@ func runMigrate(cmd *cobra.Command, o migrateOptions) error {
 		Idle:   o.idle,
 		Window: o.window,
 	}
-	popts := progressOptions{out: cmd.ErrOrStderr(), interval: o.progress, bar: true}
-	var results []migrate.Result
-	for _, q := range queues {
-		p := newProgress(popts, "moved "+q, 0)
-		r, err := m.MoveQueue(ctx, q, p.Add)
-		p.Done()
-		results = append(results, r)
-		if err != nil {
-			writeSummary(out, results)
-			if ctx.Err() != nil {
-				return fmt.Errorf("%w: queue %s: %d moved", errInterrupted, q, r.Moved)
-			}
-			return fmt.Errorf("queue %s (%d moved before): %w", q, r.Moved, err)
+	// Bars would overwrite each other when queues move at once: lines then.
+	popts := progressOptions{out: cmd.ErrOrStderr(), interval: o.progress, bar: o.parallel == 1 || len(queues) <= 1}
+	began := time.Now()
+	tr := &queueTracker{popts: popts, progress: map[string]*progress{}}
+	if api != nil {
+		tr.dups = newDuplicateCounter(ctx, api)
+	}
+	results, err := m.MoveQueues(ctx, queues, o.parallel, tr)
+	sum := summary{idle: m.Idle}
+	if err != nil {
+		sum.write(out, results, time.Since(began))
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %s", errInterrupted, err)
 		}
+		return err
 	}
 	for _, d := range durables {
 		p := newProgress(popts, "moved durable "+d.ClientID+":"+d.Name, 0)
@@ -198,14 +206,14 @@ func runMigrate(cmd *cobra.Command, o migrateOptions) error {
 		p.Done()
 		results = append(results, r)
 		if err != nil {
-			writeSummary(out, results)
+			sum.write(out, results, time.Since(began))
 			if ctx.Err() != nil {
 				return fmt.Errorf("%w: durable subscription %s: %d moved", errInterrupted, d, r.Moved)
 			}
 			return fmt.Errorf("durable subscription %s (%d moved before): %w", d, r.Moved, err)
 		}
 	}
-	writeSummary(out, results)
+	sum.write(out, results, time.Since(began))
 	return nil
 }
 
@@ -244,19 +252,4 @@ func (di durableImporter) Holds(ctx context.Context, d migrate.Durable) (bool, e
 		}
 	}
 	return false, nil
-}
-
-// writeSummary prints the table of the queues moved.
-func writeSummary(w io.Writer, rs []migrate.Result) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "from\tmoved\ttime\tmsgs/s\t")
-	var total int64
-	var d time.Duration
-	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", r.Queue, thousands(r.Moved), r.Elapsed.Round(10*time.Millisecond), thousands(int64(r.Rate())))
-		total += r.Moved
-		d += r.Elapsed
-	}
-	fmt.Fprintf(tw, "total\t%s\t%s\t%s\t\n", thousands(total), d.Round(10*time.Millisecond), rate(total, d))
-	_ = tw.Flush()
 }

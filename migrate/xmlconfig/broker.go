@@ -15,6 +15,10 @@ func (c *conv) convertBroker(b *node) error {
 	c.copyAttrs(b, c.broker, "brokerName")
 	if v, ok := b.attr("dataDirectory"); ok {
 		c.broker.set("dataDirectory", c.val(v))
+	} else {
+		c.broker.set("dataDirectory", c.o.Data)
+		c.res.Items = append(c.res.Items, Item{Line: b.line, Element: b.path() + "@dataDirectory", Status: Differs,
+			Note: "absent: ${activemq.data} (" + c.o.Data + ") is written, not the broker's working directory"})
 	}
 	persistent := true
 	if v, ok := b.attr("persistent"); ok {
@@ -82,21 +86,19 @@ func (c *conv) convertBroker(b *node) error {
 		}
 	}
 	if !c.hasSTOMP {
-		list, _ := c.top.get("transportConnectors")
-		connectors, _ := list.([]any)
-		c.top.set("transportConnectors", append(connectors, map[string]any{"name": "stomp", "uri": "stomp://0.0.0.0:61613"}))
-		c.res.Items = append(c.res.Items, Item{Line: b.line, Element: b.path() + "/transportConnectors", Status: Differs,
-			Note: "no STOMP connector in the file: one named stomp on stomp://0.0.0.0:61613 is written"})
+		c.addSTOMP(b)
 	}
+	c.finishSSL()
 	if _, ok := c.top.get("sslContext"); !ok && c.tlsConnector != nil {
 		s := newMap()
-		s.set("certFile", filepath.Join(c.o.Conf, "broker-cert.pem"))
-		s.set("keyFile", filepath.Join(c.o.Conf, "broker-key.pem"))
+		s.set("certFile", filepath.Join(c.o.OutDir, "broker-cert.pem"))
+		s.set("keyFile", filepath.Join(c.o.OutDir, "broker-key.pem"))
 		c.top.set("sslContext", s)
 		c.res.Items = append(c.res.Items, Item{Line: c.tlsConnector.line, Element: c.tlsConnector.path(), Status: Differs,
-			Note: "a TLS connector without <sslContext> (ActiveMQ read javax.net.ssl.keyStore): sslContext names PEM files in " + c.o.Conf + " to write from that key store (KEYSTORE in the commands below)"})
-		c.keyStoreCommands("KEYSTORE", filepath.Join(c.o.Conf, "broker.p12"), filepath.Join(c.o.Conf, "broker-cert.pem"), filepath.Join(c.o.Conf, "broker-key.pem"))
+			Note: "a TLS connector without <sslContext> (ActiveMQ read javax.net.ssl.keyStore): sslContext names PEM files in " + c.o.OutDir + " to write from that key store (KEYSTORE in the commands below)"})
+		c.keyStoreCommands("KEYSTORE", filepath.Join(c.o.OutDir, "broker.p12"), filepath.Join(c.o.OutDir, "broker-cert.pem"), filepath.Join(c.o.OutDir, "broker-key.pem"))
 	}
+	c.queuesFIFO(b)
 	if hasOfflineTimeout {
 		// A broker-wide setting here is per policy entry: every topic entry gets it
 		// (an entry applies whole), and a topic ">" entry covers the other topics.
@@ -265,6 +267,10 @@ var openWireOptions = map[string]bool{"wireformat.maxinactivityduration": true,
 var tlsOptions = map[string]bool{"transport.needclientauth": true, "needclientauth": true,
 	"transport.wantclientauth": true, "wantclientauth": true}
 
+// connectorSchemes are the connector schemes spoken here, true for TLS ones.
+var connectorSchemes = map[string]bool{"stomp": false, "stomp+nio": false, "stomp+ssl": true, "stomp+nio+ssl": true,
+	"ws": false, "wss": true, "tcp": false, "nio": false, "ssl": true, "nio+ssl": true}
+
 // connectors converts <transportConnectors>.
 func (c *conv) connectors(n *node) {
 	var list []any
@@ -283,20 +289,14 @@ func (c *conv) connectors(n *node) {
 		c.leftover(k, "no counterpart")
 		scheme, rest, _ := strings.Cut(raw, "://")
 		scheme = strings.ToLower(scheme)
-		tls := false
-		switch scheme {
-		case "stomp", "stomp+nio":
-		case "stomp+ssl", "stomp+nio+ssl", "wss":
-			tls = true
-		case "ws":
-		case "tcp", "nio":
-		case "ssl", "nio+ssl":
-			tls = true
-		default:
-			label := name
-			if label == "" {
-				label = raw
-			}
+		label := name
+		if label == "" {
+			label = scheme
+		}
+		_, supported := connectorSchemes[scheme]
+		c.noteBind(label, hostPort(rest), supported)
+		tls := connectorSchemes[scheme]
+		if !supported {
 			c.report(k, Unsupported, fmt.Sprintf("%s (%s): STOMP (stomp, stomp+ssl, ws, wss) and OpenWire (tcp, nio, ssl) are spoken; clients of this protocol will not connect", label, scheme))
 			continue
 		}
@@ -319,10 +319,7 @@ func (c *conv) connectors(n *node) {
 		if len(kept) > 0 {
 			u += "?" + strings.Join(kept, "&")
 		}
-		if name == "" {
-			name = scheme
-		}
-		list = append(list, map[string]any{"name": name, "uri": u})
+		list = append(list, map[string]any{"name": label, "uri": u})
 		c.hasSTOMP = c.hasSTOMP || !strings.HasPrefix(scheme, "tcp") && !strings.HasPrefix(scheme, "nio") && !strings.HasPrefix(scheme, "ssl")
 		if tls {
 			c.tlsConnector = k
@@ -431,26 +428,28 @@ func (c *conv) sslContext(n *node) {
 	ks, hasKS := inner.attr("keyStore")
 	inner.attr("keyStorePassword")
 	inner.attr("keyStoreType")
+	// The PEM files (and the intermediate PKCS12 copy) go next to the YAML: the key
+	// stores' directory is ActiveMQ's, and may not be writable.
+	var commands []string
 	if hasKS {
 		ks = c.path(c.val(ks))
-		dir := filepath.Dir(ks)
-		cert, key := filepath.Join(dir, "broker-cert.pem"), filepath.Join(dir, "broker-key.pem")
+		cert, key := filepath.Join(c.o.OutDir, "broker-cert.pem"), filepath.Join(c.o.OutDir, "broker-key.pem")
 		s.set("certFile", cert)
 		s.set("keyFile", key)
-		c.keyStoreCommands(ks, strings.TrimSuffix(ks, filepath.Ext(ks))+".p12", cert, key)
+		p12 := filepath.Join(c.o.OutDir, strings.TrimSuffix(filepath.Base(ks), filepath.Ext(ks))+".p12")
+		commands = keyStoreCommands(ks, p12, cert, key)
 	}
 	if ts, ok := inner.attr("trustStore"); ok {
 		ts = c.path(c.val(ts))
-		ca := filepath.Join(filepath.Dir(ts), "client-ca.pem")
+		ca := filepath.Join(c.o.OutDir, "client-ca.pem")
 		s.set("clientCAFile", ca)
-		c.res.Commands = append(c.res.Commands, fmt.Sprintf("keytool -list -rfc -keystore %s > %s", ts, ca))
+		commands = append(commands, fmt.Sprintf("keytool -list -rfc -keystore %s > %s", ts, ca))
 	}
 	inner.attr("trustStorePassword")
 	inner.attr("trustStoreType")
 	c.leftover(inner, "no counterpart")
 	if !s.empty() {
-		c.top.set("sslContext", s)
-		c.report(inner, Differs, "sslContext reads PEM files, not key stores: run the commands below to write them where the YAML expects")
+		c.ssl = &pendingSSL{n: inner, s: s, commands: commands}
 	}
 }
 
@@ -466,8 +465,14 @@ func (c *conv) path(p string) string {
 // keyStoreCommands adds the commands turning a Java key store into the PEM
 // certificate chain and unencrypted key sslContext reads.
 func (c *conv) keyStoreCommands(ks, p12, cert, key string) {
-	c.res.Commands = append(c.res.Commands,
+	c.res.Commands = append(c.res.Commands, keyStoreCommands(ks, p12, cert, key)...)
+}
+
+// keyStoreCommands are the commands turning a Java key store into the PEM
+// certificate chain and unencrypted key sslContext reads.
+func keyStoreCommands(ks, p12, cert, key string) []string {
+	return []string{
 		fmt.Sprintf("keytool -importkeystore -srckeystore %s -destkeystore %s -deststoretype PKCS12", ks, p12),
 		fmt.Sprintf("openssl pkcs12 -in %s -nokeys -out %s", p12, cert),
-		fmt.Sprintf("openssl pkcs12 -in %s -nocerts -nodes -out %s", p12, key))
+		fmt.Sprintf("openssl pkcs12 -in %s -nocerts -nodes -out %s", p12, key)}
 }

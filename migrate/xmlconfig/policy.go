@@ -36,6 +36,20 @@ func (c *conv) destinationPolicy(n *node) {
 	}
 }
 
+// queuesFIFO writes ActiveMQ's prioritizedMessages default (false) into a queue ">"
+// entry, so that the queues no entry of the file matches keep ActiveMQ's order too
+// (an entry applies whole: the file's own entries are left as they are).
+func (c *conv) queuesFIFO(b *node) {
+	for _, p := range c.policies {
+		if v, ok := p.get("queue"); ok && v == ">" {
+			return // the file's own entry, converted with the default written out
+		}
+	}
+	c.policyFor("queue", ">").set("prioritizedMessages", false)
+	c.res.Items = append(c.res.Items, Item{Line: b.line, Element: b.path() + "/destinationPolicy", Status: Differs,
+		Note: `no policy entry for every queue: a queue ">" entry with ActiveMQ's default prioritizedMessages: false is written (the broker's own default is true)`})
+}
+
 // policyFor returns the entry with the pattern, creating it at the end.
 func (c *conv) policyFor(kind, pattern string) *omap {
 	for _, p := range c.policies {
@@ -78,8 +92,9 @@ func (c *conv) policyEntry(e *node, kind string) {
 	topic := kind == "topic" || kind == "tempTopic"
 	c.policyAttrs(e, p)
 	if _, ok := e.attr("prioritizedMessages"); !ok && !topic {
-		c.report(e, Differs, "no prioritizedMessages: ActiveMQ's default is false (FIFO whatever the priority), this broker's true "+
-			"(higher priorities first); add prioritizedMessages: false to the entry to keep ActiveMQ's order")
+		p.set("prioritizedMessages", false)
+		c.report(e, Differs, "no prioritizedMessages: ActiveMQ's default false (FIFO whatever the priority) is written out "+
+			"(the broker's own default is true: higher priorities first)")
 	}
 	if v, ok := e.attr("inactiveTimoutBeforeGC"); ok { // ActiveMQ's spelling
 		p.set("inactiveTimeoutBeforeGC", typed(c.val(v)))

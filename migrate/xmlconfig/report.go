@@ -14,6 +14,9 @@ var (
 	ErrXML = errors.New("xmlconfig: not well-formed XML")
 	// ErrUnsafe: a value has no safe counterpart (deleteAllMessagesOnStartup="true").
 	ErrUnsafe = errors.New("xmlconfig: cannot convert safely")
+	// ErrNoBroker: the file has no <broker> element (camel.xml, jetty.xml, ...).
+	ErrNoBroker = errors.New("xmlconfig: no <broker> element: not a broker configuration " +
+		"(camel.xml, jetty.xml and the like, which activemq.xml imports, have no counterpart); import the activemq.xml holding the <broker>")
 )
 
 // Status is what became of one element or attribute.
@@ -75,6 +78,13 @@ func (r *Result) WriteReport(w io.Writer) error {
 	for _, c := range r.Commands {
 		fmt.Fprintln(&b, "  "+c)
 	}
+	if len(r.Exposure) > 0 {
+		fmt.Fprintln(&b, "listening differently from the XML:")
+		for _, e := range r.Exposure {
+			fmt.Fprintln(&b, "  "+e)
+		}
+	}
+	fmt.Fprintln(&b, r.startAdvice())
 	fmt.Fprintf(&b, "summary: %d converted, %d converted with a difference, %d not supported\n",
 		count[Converted], count[Differs], count[Unsupported])
 	_, err := io.WriteString(w, b.String())

@@ -36,6 +36,9 @@ type Options struct {
 	Conf string
 	// Data is ${activemq.data}; "" is Base/data.
 	Data string
+	// OutDir is the directory the YAML goes to: the PEM files made from key stores
+	// are named there; "" is Base.
+	OutDir string
 	// LoginConfig is the JAAS login.config a jaasAuthenticationPlugin names; "" for none.
 	LoginConfig string
 	// Source names the input in the YAML's header comment.
@@ -48,6 +51,8 @@ type Result struct {
 	Items    []Item
 	Env      map[string]string // environment variable -> what it holds: "was ${placeholder}", or the clear-text password it keeps out of the YAML
 	Commands []string          // shell commands making the PEM files sslContext names
+	// Exposure says, per connector, where the YAML listens differently from the XML.
+	Exposure []string
 }
 
 type conv struct {
@@ -61,8 +66,11 @@ type conv struct {
 
 	reported     map[*node]Status // elements with a report line
 	hasSTOMP     bool
-	tlsConnector *node // a converted TLS connector, nil for none
-	err          error // the first value that cannot be converted safely
+	tlsConnector *node       // a converted TLS connector, nil for none
+	binds        []string    // the host each connector of the XML listens on, in order
+	ssl          *pendingSSL // the converted sslContext, written if a TLS connector survives
+	placeholders []int       // indexes of the report items about placeholder configurers
+	err          error       // the first value that cannot be converted safely
 }
 
 // Convert converts an activemq.xml document.
@@ -72,6 +80,9 @@ func Convert(data []byte, o Options) (*Result, error) {
 	}
 	if o.Data == "" {
 		o.Data = filepath.Join(o.Base, "data")
+	}
+	if o.OutDir == "" {
+		o.OutDir = o.Base
 	}
 	root, err := parseTree(data)
 	if err != nil {
@@ -86,24 +97,23 @@ func Convert(data []byte, o Options) (*Result, error) {
 		}
 	}
 	brokers := root.find("broker")
+	if len(brokers) == 0 {
+		return nil, ErrNoBroker
+	}
 	if len(brokers) > 1 {
 		for _, b := range brokers[1:] {
 			c.report(b, Unsupported, "one broker per file: only the first is converted")
 		}
 	}
 	c.outside(root, brokers)
-	if len(brokers) > 0 {
-		if err := c.convertBroker(brokers[0]); err != nil {
-			return nil, err
-		}
-		c.sweep(brokers[0])
-	} else {
-		c.res.Items = append(c.res.Items, Item{Line: 1, Element: "broker", Status: Unsupported,
-			Note: "the file has no <broker> element: the YAML keeps every default"})
+	if err := c.convertBroker(brokers[0]); err != nil {
+		return nil, err
 	}
+	c.sweep(brokers[0])
 	if c.err != nil {
 		return nil, c.err
 	}
+	c.notePlaceholders()
 	sort.SliceStable(c.res.Items, func(i, j int) bool { return c.res.Items[i].Line < c.res.Items[j].Line })
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Converted from %s by `broker config import`; see the report for what differs.\n", c.o.Source)
@@ -136,7 +146,8 @@ func (c *conv) outside(root *node, brokers []*node) {
 				class, _ := k.attr("class")
 				switch {
 				case strings.Contains(class, "PropertyPlaceholderConfigurer"):
-					c.report(k, Differs, "placeholders other than ${activemq.*} are kept and read from the environment (see the variables below); the properties file is not read")
+					c.placeholders = append(c.placeholders, len(c.res.Items))
+					c.report(k, Differs, "") // the note is written once the variables are known
 				case c.usedBean(k, brokers):
 					// reported with the jdbcPersistenceAdapter
 				default:

@@ -113,7 +113,8 @@ func TestConvertMappings(t *testing.T) {
 				"broker.populateJMSXUserID": true, "broker.useAuthenticatedPrincipalForJMSXUserID": true,
 				"broker.offlineDurableSubscriberTaskSchedule": 60000},
 			report: []string{"broker@useJmx: not supported: no JMX", "broker@frobnicate: not supported",
-				"broker@deleteAllMessagesOnStartup: not supported", "one named stomp on stomp://0.0.0.0:61613"},
+				"broker@deleteAllMessagesOnStartup: not supported", "one named stomp on stomp://127.0.0.1:61613",
+				"stomp: not in the XML, written as stomp://127.0.0.1:61613 (the XML has no connector: loopback only)"},
 			check: func(t *testing.T, c *config.Config) {
 				if c.Broker.BrokerName != "b1" || c.Broker.AdvisorySupport {
 					t.Errorf("broker = %+v", c.Broker)
@@ -244,11 +245,14 @@ func TestConvertMappings(t *testing.T) {
 				"destinationPolicy.1.slowConsumerStrategy.abortSlowConsumerStrategy.abortConnection":        true,
 				"destinationPolicy.1.slowConsumerStrategy.abortSlowConsumerStrategy.maxSlowDuration":        10000,
 				"destinationPolicy.1.deadLetterStrategy.processNonPersistent":                               true,
-				"destinationPolicy.2.tempQueue": true, "destinationPolicy.2.deadLetterStrategy.discard": true},
+				"destinationPolicy.2.tempQueue": true, "destinationPolicy.2.deadLetterStrategy.discard": true,
+				"destinationPolicy.2.prioritizedMessages": false,
+				"destinationPolicy.3.queue":               ">", "destinationPolicy.3.prioritizedMessages": false},
 			report: []string{"producerFlowControl: converted with a difference", "policyEntry@maxPageSize: not supported",
-				"pendingQueuePolicy: not supported", "no prioritizedMessages: ActiveMQ's default is false (FIFO"},
+				"pendingQueuePolicy: not supported", "no prioritizedMessages: ActiveMQ's default false (FIFO whatever the priority) is written out",
+				`a queue ">" entry with ActiveMQ's default prioritizedMessages: false is written`},
 			check: func(t *testing.T, c *config.Config) {
-				if len(c.DestinationPolicy) != 3 {
+				if len(c.DestinationPolicy) != 4 {
 					t.Fatalf("%d policy entries", len(c.DestinationPolicy))
 				}
 			},
@@ -344,18 +348,28 @@ func TestConvertMappings(t *testing.T) {
 		{
 			name: "TLS connector without sslContext",
 			xml:  wrap(``, `<transportConnectors><transportConnector name="stomp+ssl" uri="stomp+ssl://0.0.0.0:61612?needClientAuth=false"/></transportConnectors>`),
-			want: want{"sslContext.certFile": filepath.Join(base, "conf", "broker-cert.pem"),
+			want: want{"sslContext.certFile": filepath.Join(base, "broker-cert.pem"),
 				"transportConnectors.0.uri": "stomp+ssl://0.0.0.0:61612?needClientAuth=false"},
 			report: []string{"a TLS connector without <sslContext>"},
 		},
 		{
 			name: "sslContext",
 			xml: wrap(``, `<sslContext><sslContext keyStore="file:${activemq.conf}/broker.ks" keyStorePassword="password"
-				trustStore="file:${activemq.conf}/broker.ts" trustStorePassword="password"/></sslContext>`),
-			want: want{"sslContext.certFile": filepath.Join(base, "conf", "broker-cert.pem"),
-				"sslContext.clientCAFile": filepath.Join(base, "conf", "client-ca.pem")},
-			report: []string{"keytool -importkeystore -srckeystore " + filepath.Join(base, "conf", "broker.ks"),
-				"openssl pkcs12 -in", "keytool -list -rfc -keystore"},
+				trustStore="file:${activemq.conf}/broker.ts" trustStorePassword="password"/></sslContext>
+				<transportConnectors><transportConnector name="ssl" uri="ssl://127.0.0.1:61617"/></transportConnectors>`),
+			want: want{"sslContext.certFile": filepath.Join(base, "broker-cert.pem"),
+				"sslContext.clientCAFile": filepath.Join(base, "client-ca.pem")},
+			report: []string{"keytool -importkeystore -srckeystore " + filepath.Join(base, "conf", "broker.ks") +
+				" -destkeystore " + filepath.Join(base, "broker.p12"),
+				"openssl pkcs12 -in", "keytool -list -rfc -keystore", "start: not before you write the PEM files"},
+		},
+		{
+			name: "sslContext without a TLS connector",
+			xml: wrap(``, `<sslContext><sslContext keyStore="file:${activemq.conf}/broker.ks" keyStorePassword="password"/></sslContext>
+				<transportConnectors><transportConnector name="stomp" uri="stomp://127.0.0.1:61613"/></transportConnectors>`),
+			absent: []string{"sslContext"},
+			report: []string{"sslContext: not supported: not written: no TLS connector survives", "start: ready as written"},
+			never:  []string{"keytool", "listening differently"},
 		},
 	}
 	for _, tc := range cases {
@@ -494,12 +508,16 @@ func TestConvertDebianExamples(t *testing.T) {
 		}
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			res, err := xmlconfig.Convert(data, xmlconfig.Options{Base: t.TempDir(), Source: f})
+			if !bytes.Contains(data, []byte("<broker")) {
+				if !errors.Is(err, xmlconfig.ErrNoBroker) {
+					t.Fatalf("a file with no <broker>: err = %v", err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if bytes.Contains(data, []byte("<broker")) {
-				brokers++
-			}
+			brokers++
 			var doc any
 			if err := yaml.Unmarshal(res.YAML, &doc); err != nil {
 				t.Fatal(err)
