@@ -43,6 +43,9 @@ type Service struct {
 		ok, failed, throttled, denied, hits, misses, reloads atomic.Uint64
 	}
 	hashVerifies atomic.Uint64 // bcrypt/argon2id computations, for tests
+	// verifyHook, when set (by tests), is told the cost class of every hash
+	// verification, as it starts.
+	verifyHook func(costClass)
 
 	// now and sleep are the clock, replaced by tests.
 	now   func() time.Time
