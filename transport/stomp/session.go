@@ -29,6 +29,7 @@ import (
 	"github.com/go-stomp/stomp/v3/frame"
 
 	"github.com/activemq-go/broker/broker"
+	"github.com/activemq-go/broker/internal/loglimit"
 	"github.com/activemq-go/broker/internal/stompcodec"
 )
 
@@ -37,7 +38,17 @@ const ServerName = "activemq-go/0.1"
 
 // Config holds a connector's per-connection settings.
 type Config struct {
-	Limits           stompcodec.Limits
+	Limits stompcodec.Limits
+	// MaxFrameSizeBeforeLogin bounds the frames read until a CONNECT succeeds
+	// (default DefaultMaxFrameSizeBeforeLogin, never more than Limits.MaxFrameSize):
+	// a client that has not logged in cannot make the broker hold a big frame.
+	MaxFrameSizeBeforeLogin int64
+	// PreLoginLog, when set, lets the log line of a frame refused for
+	// MaxFrameSizeBeforeLogin through once a minute (the connector's); nil logs each.
+	PreLoginLog *loglimit.Limit
+	// LoggedIn, when set, is called once the connection's CONNECT has succeeded.
+	LoggedIn func()
+
 	ConnectTimeout   time.Duration    // time allowed to send CONNECT; 0: 30s, negative: no limit
 	HeartBeatGrace   float64          // read timeout = client's beat interval × this; default 1.5
 	DefaultHeartBeat [2]time.Duration // used when CONNECT has no heart-beat header
@@ -56,7 +67,19 @@ type Config struct {
 	Connector string
 }
 
+// DefaultMaxFrameSizeBeforeLogin is Config.MaxFrameSizeBeforeLogin's default: room for
+// a CONNECT with a long login and passcode (a token), far from the 10 MiB a frame may
+// have once the client has logged in.
+const DefaultMaxFrameSizeBeforeLogin = 16 << 10
+
 func (c Config) withDefaults() Config {
+	if c.Limits.MaxFrameSize <= 0 {
+		c.Limits.MaxFrameSize = stompcodec.DefaultLimits().MaxFrameSize
+	}
+	if c.MaxFrameSizeBeforeLogin <= 0 {
+		c.MaxFrameSizeBeforeLogin = DefaultMaxFrameSizeBeforeLogin
+	}
+	c.MaxFrameSizeBeforeLogin = min(c.MaxFrameSizeBeforeLogin, c.Limits.MaxFrameSize)
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = 30 * time.Second
 	}
@@ -164,6 +187,7 @@ func Serve(ctx context.Context, nc net.Conn, b *broker.Broker, cfg Config) {
 		connected: make(chan struct{}),
 	}
 	s.w.SetFrameEOL(!cfg.NoFrameEOL)
+	s.r.SetMaxFrameSize(cfg.MaxFrameSizeBeforeLogin, "maxFrameSizeBeforeLogin")
 	if cfg.ConnectTimeout > 0 {
 		s.readTimeout.Store(int64(cfg.ConnectTimeout))
 	}
@@ -328,6 +352,9 @@ func (s *session) readFailed(err error) {
 	switch {
 	case errors.Is(err, io.EOF):
 		s.closing = true
+	case errors.As(err, &fe) && s.conn == nil && errors.Is(err, stompcodec.ErrFrameTooLarge):
+		s.logPreLoginRefusal(fe)
+		s.fail(&broker.Error{Message: fe.Error(), Fatal: true}, "")
 	case errors.As(err, &fe):
 		s.log.Info("closing connection: bad frame", slog.String("reason", fe.Error()))
 		s.fail(&broker.Error{Message: fe.Error(), Fatal: true}, "")
@@ -342,6 +369,18 @@ func (s *session) readFailed(err error) {
 	default:
 		s.closing = true
 	}
+}
+
+// logPreLoginRefusal logs a frame over MaxFrameSizeBeforeLogin, once a minute when
+// the connector limits the line: clients that have not logged in could fill the log.
+func (s *session) logPreLoginRefusal(fe *stompcodec.FrameError) {
+	ok, more := s.cfg.PreLoginLog.Allow(time.Now())
+	if !ok {
+		return
+	}
+	s.log.Warn("frame refused before login: over the connector's maxFrameSizeBeforeLogin; logged once a minute",
+		slog.String("connector", s.cfg.Connector), slog.Int64("maxFrameSizeBeforeLogin", s.cfg.MaxFrameSizeBeforeLogin),
+		slog.String("reason", fe.Error()), slog.Int("refusedSinceLastLine", more))
 }
 
 // pump writes finished completions in frame order, then waiting MESSAGEs, and flushes.
