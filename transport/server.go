@@ -151,9 +151,9 @@ func (s *Server) Listen(cs []Connector) error {
 			c.OpenWire = &ow
 		}
 		l := &listener{c: c, ln: ln}
-		l.c.Session.PreLoginLog = &l.preLoginLog
+		l.c.Session.PreLoginLog = l.preLoginLog.Allow
 		if l.c.OpenWire != nil {
-			l.c.OpenWire.PreLoginLog = &l.preLoginLog
+			l.c.OpenWire.PreLoginLog = l.preLoginLog.Allow
 		}
 		opened = append(opened, l)
 	}

@@ -19,11 +19,8 @@ type Limit struct {
 }
 
 // Allow reports whether the line may be logged at now and, if so, how many were held
-// back since the last one. A nil Limit lets every line through.
+// back since the last one.
 func (l *Limit) Allow(now time.Time) (ok bool, heldBack int) {
-	if l == nil {
-		return true, 0
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.last.IsZero() && now.Sub(l.last) < Every {

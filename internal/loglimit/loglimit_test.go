@@ -23,12 +23,3 @@ func TestOnceAMinute(t *testing.T) {
 	ok, _ = l.Allow(t0.Add(Every + time.Second))
 	assert.False(t, ok)
 }
-
-func TestNilLetsEveryLineThrough(t *testing.T) {
-	var l *Limit
-	for range 3 {
-		ok, n := l.Allow(time.Unix(1_700_000_000, 0))
-		assert.True(t, ok)
-		assert.Zero(t, n)
-	}
-}

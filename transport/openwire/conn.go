@@ -29,7 +29,6 @@ import (
 	"time"
 
 	"github.com/activemq-go/broker/broker"
-	"github.com/activemq-go/broker/internal/loglimit"
 	ow "github.com/activemq-go/broker/internal/openwire"
 )
 
@@ -43,9 +42,10 @@ type Config struct {
 	// DefaultMaxFrameSizeBeforeLogin, never more than MaxFrameSize): a client that has
 	// not logged in cannot make the broker hold a big frame.
 	MaxFrameSizeBeforeLogin int64
-	// PreLoginLog, when set, lets the log line of a command refused for
-	// MaxFrameSizeBeforeLogin through once a minute (the connector's); nil logs each.
-	PreLoginLog *loglimit.Limit
+	// PreLoginLog tells whether the log line of a command refused for
+	// MaxFrameSizeBeforeLogin may go out now, and how many were held back (the
+	// connector's loglimit.Limit.Allow: once a minute); nil lets every one out.
+	PreLoginLog func(now time.Time) (ok bool, heldBack int)
 	// LoggedIn, when set, is called once the client's ConnectionInfo is accepted.
 	LoggedIn func()
 	// MaxInactivityDuration is how long the connection may stay silent before it is
@@ -68,6 +68,9 @@ type Config struct {
 // for a Java client's WireFormatInfo and a ConnectionInfo with a long password.
 const DefaultMaxFrameSizeBeforeLogin = 16 << 10
 
+// logEvery lets every log line out.
+func logEvery(time.Time) (bool, int) { return true, 0 }
+
 func (c Config) withDefaults() Config {
 	if c.MaxFrameSize <= 0 {
 		c.MaxFrameSize = 100 << 20
@@ -76,6 +79,9 @@ func (c Config) withDefaults() Config {
 		c.MaxFrameSizeBeforeLogin = DefaultMaxFrameSizeBeforeLogin
 	}
 	c.MaxFrameSizeBeforeLogin = min(c.MaxFrameSizeBeforeLogin, c.MaxFrameSize)
+	if c.PreLoginLog == nil {
+		c.PreLoginLog = logEvery
+	}
 	if c.MaxInactivityDuration == 0 {
 		c.MaxInactivityDuration = 30 * time.Second
 	}
@@ -338,7 +344,7 @@ func (c *conn) loginHandled() {
 // logPreLoginRefusal logs a command over MaxFrameSizeBeforeLogin, once a minute when
 // the connector limits the line: clients that have not logged in could fill the log.
 func (c *conn) logPreLoginRefusal(tooBig *ow.FrameSizeError) {
-	ok, more := c.cfg.PreLoginLog.Allow(time.Now())
+	ok, more := c.cfg.PreLoginLog(time.Now())
 	if !ok {
 		return
 	}

@@ -29,7 +29,6 @@ import (
 	"github.com/go-stomp/stomp/v3/frame"
 
 	"github.com/activemq-go/broker/broker"
-	"github.com/activemq-go/broker/internal/loglimit"
 	"github.com/activemq-go/broker/internal/stompcodec"
 )
 
@@ -43,9 +42,10 @@ type Config struct {
 	// (default DefaultMaxFrameSizeBeforeLogin, never more than Limits.MaxFrameSize):
 	// a client that has not logged in cannot make the broker hold a big frame.
 	MaxFrameSizeBeforeLogin int64
-	// PreLoginLog, when set, lets the log line of a frame refused for
-	// MaxFrameSizeBeforeLogin through once a minute (the connector's); nil logs each.
-	PreLoginLog *loglimit.Limit
+	// PreLoginLog tells whether the log line of a frame refused for
+	// MaxFrameSizeBeforeLogin may go out now, and how many were held back (the
+	// connector's loglimit.Limit.Allow: once a minute); nil lets every one out.
+	PreLoginLog func(now time.Time) (ok bool, heldBack int)
 	// LoggedIn, when set, is called once the connection's CONNECT has succeeded.
 	LoggedIn func()
 
@@ -72,6 +72,9 @@ type Config struct {
 // have once the client has logged in.
 const DefaultMaxFrameSizeBeforeLogin = 16 << 10
 
+// logEvery lets every log line out.
+func logEvery(time.Time) (bool, int) { return true, 0 }
+
 func (c Config) withDefaults() Config {
 	if c.Limits.MaxFrameSize <= 0 {
 		c.Limits.MaxFrameSize = stompcodec.DefaultLimits().MaxFrameSize
@@ -80,6 +83,9 @@ func (c Config) withDefaults() Config {
 		c.MaxFrameSizeBeforeLogin = DefaultMaxFrameSizeBeforeLogin
 	}
 	c.MaxFrameSizeBeforeLogin = min(c.MaxFrameSizeBeforeLogin, c.Limits.MaxFrameSize)
+	if c.PreLoginLog == nil {
+		c.PreLoginLog = logEvery
+	}
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = 30 * time.Second
 	}
@@ -374,7 +380,7 @@ func (s *session) readFailed(err error) {
 // logPreLoginRefusal logs a frame over MaxFrameSizeBeforeLogin, once a minute when
 // the connector limits the line: clients that have not logged in could fill the log.
 func (s *session) logPreLoginRefusal(fe *stompcodec.FrameError) {
-	ok, more := s.cfg.PreLoginLog.Allow(time.Now())
+	ok, more := s.cfg.PreLoginLog(time.Now())
 	if !ok {
 		return
 	}
