@@ -26,6 +26,15 @@ const (
 	DefaultMaxHeaderLength = 10240
 	DefaultConnectTimeout  = 30 * time.Second
 	DefaultHeartBeatGrace  = 1.5
+	// DefaultMaxFrameSizeBeforeLogin bounds a frame until the client has logged in:
+	// a CONNECT (or OpenWire's WireFormatInfo and ConnectionInfo) with a long login
+	// and passcode fits, a client that has not shown who it is holds little.
+	DefaultMaxFrameSizeBeforeLogin = 16 << 10
+	// DefaultMaxPendingLogins caps the connections, all connectors together, that
+	// have not logged in yet: each holds at most DefaultMaxFrameSizeBeforeLogin and
+	// a read buffer (16 KiB for STOMP, 32 KiB for OpenWire), some 16 to 24 MiB in
+	// all for clients that have not shown who they are.
+	DefaultMaxPendingLogins = 500
 
 	// An OpenWire connector's defaults are ActiveMQ's for OpenWire: frames up to
 	// 100 MiB, a connection silent for 30 s dropped, that check starting 10 s after
@@ -173,6 +182,12 @@ type Broker struct {
 	// maps its subject DN to) instead of the login header as the client sent it
 	// (default false, as ActiveMQ). It has no effect without PopulateJMSXUserID.
 	UseAuthenticatedPrincipalForJMSXUserID bool `mapstructure:"useAuthenticatedPrincipalForJMSXUserID"`
+	// MaxPendingLogins caps the connections, all connectors together, accepted and
+	// not yet logged in (STOMP's CONNECT, OpenWire's ConnectionInfo not yet
+	// accepted; default DefaultMaxPendingLogins; at least 1): one more gets an ERROR
+	// naming the limit and is closed (an OpenWire one is closed), with a log line
+	// once a minute.
+	MaxPendingLogins int `mapstructure:"maxPendingLogins"`
 }
 
 // SystemUsage is the systemUsage section: broker-wide limits, ActiveMQ's
@@ -334,6 +349,12 @@ type Connector struct {
 	// MaxFrameSize caps a whole frame, headers and body, in bytes
 	// (wireFormat.maxFrameSize | maxFrameSize; default 10485760; at least 1024).
 	MaxFrameSize int64
+	// MaxFrameSizeBeforeLogin caps a frame read before the client has logged in
+	// (maxFrameSizeBeforeLogin; default DefaultMaxFrameSizeBeforeLogin, at least
+	// 1024; never more than MaxFrameSize): STOMP frames until CONNECT succeeds,
+	// OpenWire commands until ConnectionInfo is accepted. A bigger one gets an ERROR
+	// (OpenWire: a ConnectionError) naming the limit and the connection is closed.
+	MaxFrameSizeBeforeLogin int64
 	// MaxDataLength caps a body in bytes (wireFormat.maxDataLength; default
 	// 104857600); the effective body cap is the smaller of this and MaxFrameSize.
 	MaxDataLength int64

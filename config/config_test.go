@@ -33,25 +33,26 @@ func newBroker(name, dir string, persistent bool) Broker {
 		BrokerName: name, DataDirectory: dir, Persistent: persistent,
 		SchedulerSupport: true, OfflineDurableSubscriberTaskSchedule: 5 * time.Minute, AllowLinkStealing: false,
 		AdminAddress: DefaultAdminAddress, StatsAddress: DefaultAdminAddress, AdminGroups: Names{"admins"},
-		AdvisorySupport: true,
+		AdvisorySupport: true, MaxPendingLogins: DefaultMaxPendingLogins,
 	}
 }
 
 // defaultConnector is the connector an empty file gives.
 func defaultConnector() Connector {
 	return Connector{
-		Name:             "stomp",
-		URI:              "stomp://127.0.0.1:61613",
-		Scheme:           "stomp",
-		Addr:             "127.0.0.1:61613",
-		MaxConnections:   1000,
-		MaxFrameSize:     10485760,
-		MaxDataLength:    104857600,
-		MaxHeaders:       1000,
-		MaxHeaderLength:  10240,
-		ConnectTimeout:   30 * time.Second,
-		HeartBeatGrace:   1.5,
-		DefaultHeartBeat: [2]time.Duration{0, 0},
+		Name:                    "stomp",
+		URI:                     "stomp://127.0.0.1:61613",
+		Scheme:                  "stomp",
+		Addr:                    "127.0.0.1:61613",
+		MaxConnections:          1000,
+		MaxFrameSize:            10485760,
+		MaxFrameSizeBeforeLogin: 16384,
+		MaxDataLength:           104857600,
+		MaxHeaders:              1000,
+		MaxHeaderLength:         10240,
+		ConnectTimeout:          30 * time.Second,
+		HeartBeatGrace:          1.5,
+		DefaultHeartBeat:        [2]time.Duration{0, 0},
 	}
 }
 
@@ -264,13 +265,13 @@ func TestAllOptionsExample(t *testing.T) {
 	a, b := c.TransportConnectors[0], c.TransportConnectors[1]
 	assert.Equal(t, Connector{
 		Name: "stomp", URI: a.URI, Scheme: "stomp", Addr: "0.0.0.0:61613",
-		MaxConnections: 500, MaxFrameSize: 64 << 20, MaxDataLength: 32 << 20, MaxHeaders: 100,
+		MaxConnections: 500, MaxFrameSize: 64 << 20, MaxFrameSizeBeforeLogin: DefaultMaxFrameSizeBeforeLogin, MaxDataLength: 32 << 20, MaxHeaders: 100,
 		MaxHeaderLength: 8 << 10, ConnectTimeout: 5 * time.Second, HeartBeatGrace: 2,
 		DefaultHeartBeat: [2]time.Duration{5 * time.Second, 0},
 	}, a)
 	assert.Equal(t, Connector{
 		Name: "stomp-local", URI: b.URI, Scheme: "stomp", Addr: "127.0.0.1:0",
-		MaxConnections: 10, MaxFrameSize: 1 << 20, MaxDataLength: DefaultMaxDataLength, MaxHeaders: 50,
+		MaxConnections: 10, MaxFrameSize: 1 << 20, MaxFrameSizeBeforeLogin: DefaultMaxFrameSizeBeforeLogin, MaxDataLength: DefaultMaxDataLength, MaxHeaders: 50,
 		MaxHeaderLength: 4096, ConnectTimeout: 2 * time.Second, HeartBeatGrace: 1,
 	}, b)
 }

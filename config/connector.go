@@ -65,6 +65,11 @@ var connectorOptions = []connectorOption{
 		c.MaxFrameSize = n
 		return err
 	}},
+	{[]string{"maxFrameSizeBeforeLogin"}, func(c *Connector, v string) *Error {
+		n, err := sizeOption(v, 1024, math.MaxInt64)
+		c.MaxFrameSizeBeforeLogin = n
+		return err
+	}},
 	{[]string{"wireFormat.maxDataLength"}, func(c *Connector, v string) *Error {
 		n, err := sizeOption(v, 1, math.MaxInt64)
 		c.MaxDataLength = n
@@ -176,13 +181,14 @@ func suggestOption(name string) string {
 // newConnector returns a connector with every limit at its default.
 func newConnector() Connector {
 	return Connector{
-		MaxConnections:  DefaultMaxConnections,
-		MaxFrameSize:    DefaultMaxFrameSize,
-		MaxDataLength:   DefaultMaxDataLength,
-		MaxHeaders:      DefaultMaxHeaders,
-		MaxHeaderLength: DefaultMaxHeaderLength,
-		ConnectTimeout:  DefaultConnectTimeout,
-		HeartBeatGrace:  DefaultHeartBeatGrace,
+		MaxConnections:          DefaultMaxConnections,
+		MaxFrameSize:            DefaultMaxFrameSize,
+		MaxDataLength:           DefaultMaxDataLength,
+		MaxFrameSizeBeforeLogin: DefaultMaxFrameSizeBeforeLogin,
+		MaxHeaders:              DefaultMaxHeaders,
+		MaxHeaderLength:         DefaultMaxHeaderLength,
+		ConnectTimeout:          DefaultConnectTimeout,
+		HeartBeatGrace:          DefaultHeartBeatGrace,
 	}
 }
 
@@ -270,6 +276,7 @@ func parseConnectorURI(raw string) (Connector, *Error) {
 	if err := applyOptions(&c, u.RawQuery); err != nil {
 		return Connector{}, err
 	}
+	c.MaxFrameSizeBeforeLogin = min(c.MaxFrameSizeBeforeLogin, c.MaxFrameSize)
 	if c.ClientAuth != tls.NoClientCert && !c.TLS {
 		return fail("needClientAuth and wantClientAuth apply to TLS connectors only",
 			"stomp+ssl://, stomp+nio+ssl:// or wss:// with the option, or no option")

@@ -27,7 +27,8 @@ func TestParseConnectorURI(t *testing.T) {
 		{"stomp://h:1?maximumConnections=7&amp;wireFormat.maxFrameSize=64mb",
 			func(c *Connector) { c.Addr, c.MaxConnections, c.MaxFrameSize = "h:1", 7, 64<<20 }},
 		{"stomp://h:1?maxConnections=1", func(c *Connector) { c.Addr, c.MaxConnections = "h:1", 1 }},
-		{"stomp://h:1?MAXFRAMESIZE=1024", func(c *Connector) { c.Addr, c.MaxFrameSize = "h:1", 1024 }},
+		{"stomp://h:1?MAXFRAMESIZE=1024", func(c *Connector) { c.Addr, c.MaxFrameSize, c.MaxFrameSizeBeforeLogin = "h:1", 1024, 1024 }},
+		{"stomp://h:1?maxFrameSizeBeforeLogin=4kb", func(c *Connector) { c.Addr, c.MaxFrameSizeBeforeLogin = "h:1", 4096 }},
 		{"stomp://h:1?maxFrameSize=1%20gb", func(c *Connector) { c.Addr, c.MaxFrameSize = "h:1", 1<<30 }},
 		{"stomp://h:1?wireFormat.maxDataLength=1", func(c *Connector) { c.Addr, c.MaxDataLength = "h:1", 1 }},
 		{"stomp://h:1?maxHeaders=5&maxHeaderLength=1kb", func(c *Connector) { c.Addr, c.MaxHeaders, c.MaxHeaderLength = "h:1", 5, 1024 }},
@@ -107,4 +108,13 @@ func TestSuggestOption(t *testing.T) {
 	assert.Equal(t, "wireFormat.maxFrameSize", suggestOption("transport.maxFrameSize"))
 	assert.Equal(t, "transport.hbGracePeriodMultiplier", suggestOption("wireFormat.hbGracePeriodMultiplier"))
 	assert.Equal(t, "", suggestOption("trace"))
+}
+
+func TestMaxPendingLogins(t *testing.T) {
+	c, err := Parse([]byte("broker: {maxPendingLogins: 7}\n"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, 7, c.Broker.MaxPendingLogins)
+	_, err = Parse([]byte("broker: {maxPendingLogins: 0}\n"), nil)
+	require.ErrorContains(t, err, "broker.maxPendingLogins")
+	require.ErrorContains(t, err, "an integer from 1 to")
 }

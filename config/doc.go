@@ -36,6 +36,8 @@
 //	                             # sender's user, whatever the client set (as ActiveMQ)
 //	  useAuthenticatedPrincipalForJMSXUserID: false   # true: the user the login produced
 //	                             # (a certificate's mapped user) rather than the login header
+//	  maxPendingLogins: 500      # connections, all connectors together, accepted and not
+//	                             # logged in yet; one more gets an ERROR and is closed; >= 1
 //	persistenceAdapter:          # exactly one adapter key; without the section: memory
 //	  memory: {}                 # memory | kahaDB | bbolt | jdbc | kafkaLog
 //	transportConnectors:         # at least one; without the section: one connector
@@ -143,6 +145,9 @@
 //
 //	maximumConnections | maxConnections                 default 1000, >= 1
 //	wireFormat.maxFrameSize | maxFrameSize              default 10485760, >= 1024, a size
+//	maxFrameSizeBeforeLogin                             default 16384, >= 1024, a size; the
+//	                                                    largest frame until the client has
+//	                                                    logged in (at most maxFrameSize)
 //	wireFormat.maxDataLength                            default 104857600, >= 1, a size
 //	wireFormat.maxHeaders | maxHeaders                  default 1000, >= 1
 //	wireFormat.maxHeaderLength | maxHeaderLength        default 10240, >= 1, a size

@@ -17,7 +17,7 @@ const (
 	topKeys     = "broker, persistenceAdapter, transportConnectors, systemUsage, destinationPolicy, streams, virtualTopics, sslContext, plugins, metrics"
 	brokerKeys  = "brokerName, dataDirectory, persistent, schedulerSupport, offlineDurableSubscriberTaskSchedule, allowLinkStealing"
 	adapterList = "memory, kahaDB, bbolt, jdbc, kafkaLog"
-	optionList  = "maximumConnections, maxConnections, wireFormat.maxFrameSize, maxFrameSize, " +
+	optionList  = "maximumConnections, maxConnections, wireFormat.maxFrameSize, maxFrameSize, maxFrameSizeBeforeLogin, " +
 		"wireFormat.maxDataLength, wireFormat.maxHeaders, maxHeaders, wireFormat.maxHeaderLength, maxHeaderLength, " +
 		"wireFormat.maxInactivityDuration, maxInactivityDuration, wireFormat.maxInactivityDurationInitalDelay, " +
 		"wireFormat.maxInactivityDurationInitialDelay, maxInactivityDurationInitalDelay, " +

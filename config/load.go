@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,6 +69,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault(key("broker", "schedulerSupport"), DefaultSchedulerSupport)
 	v.SetDefault(key("broker", "offlineDurableSubscriberTaskSchedule"), DefaultOfflineDurableSubscriberTaskSchedule)
 	v.SetDefault(key("broker", "allowLinkStealing"), DefaultAllowLinkStealing)
+	v.SetDefault(key("broker", "maxPendingLogins"), DefaultMaxPendingLogins)
 	v.SetDefault(key("broker", "adminAddress"), DefaultAdminAddress)
 	v.SetDefault(key("broker", "advisorySupport"), DefaultAdvisorySupport)
 	v.SetDefault(key("broker", "statsAddress"), "")
@@ -236,6 +238,9 @@ func (c *checker) build(f *file) (*Config, *Error) {
 		return nil, c.errorf("broker.dataDirectory", nil, "must not be empty", "a directory path, e.g. "+DefaultDataDirectory)
 	}
 	if err := c.positive("broker.offlineDurableSubscriberTaskSchedule", f.Broker.OfflineDurableSubscriberTaskSchedule); err != nil {
+		return nil, err
+	}
+	if err := c.intRange("broker.maxPendingLogins", int64(f.Broker.MaxPendingLogins), 1, math.MaxInt32, ""); err != nil {
 		return nil, err
 	}
 	conns, err := c.buildConnectors(f.TransportConnectors)

@@ -19,7 +19,7 @@ func TestSectionsExample(t *testing.T) {
 		BrokerName: "b1", DataDirectory: "/var/lib/broker", Persistent: true,
 		SchedulerSupport: false, OfflineDurableSubscriberTaskSchedule: time.Minute, AllowLinkStealing: true,
 		AdminAddress: DefaultAdminAddress, StatsAddress: DefaultAdminAddress, AdminGroups: Names{"admins"},
-		AdvisorySupport: true,
+		AdvisorySupport: true, MaxPendingLogins: DefaultMaxPendingLogins,
 	}, c.Broker)
 	assert.Equal(t, SystemUsage{
 		MemoryUsage: 512 << 20, StoreUsage: 20 << 30, SendFailIfNoSpace: false, SendFailIfNoSpaceAfterTimeout: 3 * time.Second,

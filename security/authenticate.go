@@ -58,17 +58,13 @@ func (s *Service) Authenticate(ctx context.Context, c Credentials) (*Subject, er
 	if c.Passcode == "" {
 		return nil, s.fail(ctx, c, "empty passcode")
 	}
-	a := d.accounts[c.Login]
-	if a == nil {
-		// Cost what a known user costs, so that timing does not tell them apart.
-		if d.dummy.expensive() {
-			s.hashVerifies.Add(1)
+	a := d.accounts[c.Login] // nil for an unknown user: verified all the same
+	if !s.verify(d, a, c.Passcode) {
+		reason := "wrong passcode"
+		if a == nil {
+			reason = "unknown user"
 		}
-		d.dummy.verify(c.Passcode)
-		return nil, s.fail(ctx, c, "unknown user")
-	}
-	if !s.verify(a, c.Passcode) {
-		return nil, s.fail(ctx, c, "wrong passcode")
+		return nil, s.fail(ctx, c, reason)
 	}
 	s.stats.ok.Add(1)
 	return &Subject{User: a.name, Groups: d.groupsOf(a.name), MaxConnections: s.maxConns(d, a.name)}, nil
@@ -92,23 +88,49 @@ func (s *Service) SubjectOf(user string) *Subject {
 	return &Subject{User: user, Groups: d.groupsOf(user), MaxConnections: s.maxConns(d, user)}
 }
 
-// verify checks the passcode, through the verified-credentials cache for hashes.
-func (s *Service) verify(a *account, passcode string) bool {
-	if !a.pw.expensive() {
-		return a.pw.verify(passcode)
+// verify checks the passcode of account a (nil: an unknown user, never right).
+//
+// A right plain-text passcode, or one the verified-credentials cache knows, succeeds
+// at once. Anything else costs the same whatever the user: one verification of each
+// cost class of hash in use (d.work), in the same order, against the account's own
+// hash for its class and a dummy for every other. A wrong passcode, an unknown user
+// and a user with a hash of another cost or kind are thus told apart by nothing but
+// the answer (and the failure delay, which is the host's, follows alike).
+func (s *Service) verify(d *directory, a *account, passcode string) bool {
+	class := -1
+	if a != nil {
+		if !a.pw.expensive() && a.pw.verify(passcode) { // constant time
+			return true
+		}
+		class = a.class
 	}
-	sum := s.credentialSum(passcode)
-	if v := a.verified.Load(); v != nil && subtle.ConstantTimeCompare(v[:], sum[:]) == 1 {
-		s.stats.hits.Add(1)
-		return true
+	var sum [sha256.Size]byte
+	if class >= 0 {
+		sum = s.credentialSum(passcode)
+		if v := a.verified.Load(); v != nil && subtle.ConstantTimeCompare(v[:], sum[:]) == 1 {
+			s.stats.hits.Add(1)
+			return true
+		}
+		s.stats.misses.Add(1)
 	}
-	s.stats.misses.Add(1)
-	s.hashVerifies.Add(1)
-	if !a.pw.verify(passcode) {
-		return false
+	ok := false
+	for i := range d.work {
+		p := &d.work[i]
+		if i == class {
+			p = a.pw
+		}
+		s.hashVerifies.Add(1)
+		if s.verifyHook != nil {
+			s.verifyHook(p.class())
+		}
+		if p.verify(passcode) && i == class {
+			ok = true
+		}
 	}
-	a.verified.Store(&sum)
-	return true
+	if ok {
+		a.verified.Store(&sum)
+	}
+	return ok
 }
 
 // credentialSum is SHA-256(salt || passcode), what the cache keeps of a passcode.

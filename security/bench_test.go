@@ -107,3 +107,30 @@ func BenchmarkAuthenticateBcrypt(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFailedLogin is a failed login of each kind (no failure delay): an unknown
+// user, and a wrong passcode for a user with a plain-text password, a bcrypt hash at the
+// default cost and an argon2id hash; the users have both hash kinds, so each verifies
+// one bcrypt and one argon2id hash, and the four cost the same.
+func BenchmarkFailedLogin(b *testing.B) {
+	hash, err := HashPassword("pw")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, _, _ := newTestService(b, Config{Users: []User{
+		{Name: "plain", Password: "pw"},
+		{Name: "bcrypt", PasswordHash: hash},
+		{Name: "argon", PasswordHash: argon2idHash("pw", 19456, 2, 1)},
+	}})
+	s.throttle.base = -1
+	for _, user := range []string{"nobody", "plain", "bcrypt", "argon"} {
+		b.Run(user, func(b *testing.B) {
+			c := login(user, "wrong")
+			for b.Loop() {
+				if _, err := s.Authenticate(context.Background(), c); err == nil {
+					b.Fatal("logged in")
+				}
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package security
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -159,35 +160,73 @@ func (p *password) verify(pass string) bool {
 	return false
 }
 
-// dummyBcrypt is a bcrypt hash at DefaultBcryptCost of a random string nobody knows;
-// unknown users are verified against it so that they take as long as wrong passwords.
+// dummyBcrypt is a bcrypt hash at DefaultBcryptCost of a random string nobody knows,
+// the dummy of that cost (no hash to make at start-up).
 const dummyBcrypt = "$2a$10$Qu3UHR/2gykfcq65a8j3TuWB8Bdvz6OW6uNRsuzA/Sr.y9lQEFcle"
 
-// dummyFor returns a verifier that costs as much as verifying against like and that
-// no passcode is expected to match (its answer is ignored anyway); like nil is a
-// plain-text password.
-func dummyFor(like *password) password {
-	if like == nil {
-		return plainPasswordOf("\x00unknown user")
-	}
-	switch like.kind {
+// costClass is what verifying a hash costs: its kind and every parameter the work
+// depends on. Two hashes of one class take the same time to verify.
+type costClass struct {
+	kind            passwordKind
+	bcryptCost      int
+	memory, passes  uint32
+	threads         uint8
+	saltLen, keyLen int
+}
+
+// class returns the cost class of an expensive verifier.
+func (p *password) class() costClass {
+	switch p.kind {
 	case bcryptPassword:
-		cost, _ := bcrypt.Cost(like.bcrypt)
-		if cost == DefaultBcryptCost {
-			return password{kind: bcryptPassword, bcrypt: []byte(dummyBcrypt)}
-		}
-		// Same cost as the users' hashes: a fresh hash of random bytes.
-		h, err := bcrypt.GenerateFromPassword([]byte(rand.Text()), cost)
-		if err != nil {
-			return password{kind: bcryptPassword, bcrypt: []byte(dummyBcrypt)}
-		}
-		return password{kind: bcryptPassword, bcrypt: h}
+		cost, _ := bcrypt.Cost(p.bcrypt)
+		return costClass{kind: bcryptPassword, bcryptCost: cost}
 	case argon2idPassword:
-		d := *like
-		d.salt = []byte(rand.Text())
-		return d
+		return costClass{kind: argon2idPassword, memory: p.memory, passes: p.passes, threads: p.threads,
+			saltLen: len(p.salt), keyLen: len(p.key)}
 	}
-	return plainPasswordOf("\x00unknown user")
+	return costClass{kind: plainPassword}
+}
+
+// String names the class for logs and tests, without anything secret.
+func (c costClass) String() string {
+	switch c.kind {
+	case bcryptPassword:
+		return fmt.Sprintf("bcrypt cost %d", c.bcryptCost)
+	case argon2idPassword:
+		return fmt.Sprintf("argon2id m=%d,t=%d,p=%d (salt %d, key %d bytes)", c.memory, c.passes, c.threads, c.saltLen, c.keyLen)
+	}
+	return "plain"
+}
+
+// compareClasses orders classes: bcrypt before argon2id, cheaper first.
+func compareClasses(a, b costClass) int {
+	return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.bcryptCost, b.bcryptCost),
+		cmp.Compare(a.memory, b.memory), cmp.Compare(a.passes, b.passes), cmp.Compare(a.threads, b.threads),
+		cmp.Compare(a.saltLen, b.saltLen), cmp.Compare(a.keyLen, b.keyLen))
+}
+
+// dummyOf returns a verifier of class c (bcrypt or argon2id) that no passcode is
+// expected to match: a hash of random bytes nobody knows. Its answer is ignored; it
+// is there for the work.
+func dummyOf(c costClass) (password, error) {
+	switch c.kind {
+	case bcryptPassword:
+		if c.bcryptCost == DefaultBcryptCost {
+			return password{kind: bcryptPassword, bcrypt: []byte(dummyBcrypt)}, nil
+		}
+		h, err := bcrypt.GenerateFromPassword([]byte(rand.Text()), c.bcryptCost)
+		if err != nil {
+			return password{}, fmt.Errorf("security: making the dummy hash of %s: %w", c, err)
+		}
+		return password{kind: bcryptPassword, bcrypt: h}, nil
+	case argon2idPassword:
+		d := password{kind: argon2idPassword, memory: c.memory, passes: c.passes, threads: c.threads,
+			salt: make([]byte, c.saltLen), key: make([]byte, c.keyLen)}
+		rand.Read(d.salt)
+		rand.Read(d.key)
+		return d, nil
+	}
+	return password{}, fmt.Errorf("security: no dummy for %s", c)
 }
 
 // HashPassword returns the bcrypt hash of password at DefaultBcryptCost, for a

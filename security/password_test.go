@@ -146,23 +146,17 @@ func TestHashPassword(t *testing.T) {
 }
 
 func TestDummyCostsLikeUsers(t *testing.T) {
-	if d := dummyFor(nil); d.kind != plainPassword {
-		t.Error("plain-text users only: the dummy should be plain")
-	}
 	p, _ := parseHash(bcryptHash(t, "x"))
-	d := dummyFor(&p)
-	if cost, _ := bcrypt.Cost(d.bcrypt); d.kind != bcryptPassword || cost != bcrypt.MinCost {
-		t.Errorf("the dummy of a cost %d bcrypt hash has cost %d", bcrypt.MinCost, cost)
+	d, err := dummyOf(p.class())
+	if cost, _ := bcrypt.Cost(d.bcrypt); err != nil || d.kind != bcryptPassword || cost != bcrypt.MinCost || d.class() != p.class() {
+		t.Errorf("the dummy of a cost %d bcrypt hash has cost %d (%v)", bcrypt.MinCost, cost, err)
 	}
-	d10 := dummyFor(&password{kind: bcryptPassword, bcrypt: []byte(dummyBcrypt)})
-	if string(d10.bcrypt) != dummyBcrypt {
+	p10, _ := parseHash(dummyBcrypt)
+	if d10, _ := dummyOf(p10.class()); string(d10.bcrypt) != dummyBcrypt {
 		t.Error("cost 10: the fixed dummy hash should be used")
 	}
-	if _, err := parseHash(dummyBcrypt); err != nil {
-		t.Errorf("dummyBcrypt: %v", err)
-	}
 	a, _ := parseHash(argon2idHash("x", 64, 2, 1))
-	if d := dummyFor(&a); d.kind != argon2idPassword || d.memory != 64 || d.passes != 2 || d.verify("x") {
-		t.Error("the argon2id dummy must have the same parameters and another salt")
+	if d, err := dummyOf(a.class()); err != nil || d.class() != a.class() || d.verify("x") {
+		t.Errorf("the argon2id dummy must have the same parameters and another salt (%v)", err)
 	}
 }

@@ -157,6 +157,9 @@ type Stats struct {
 	Denied                                  uint64 // Authorize answers false
 	CacheHits, CacheMisses                  uint64 // verified-credentials cache
 	Reloads                                 uint64 // users/groups files re-read
+	// HashVerifications counts the bcrypt and argon2id verifications of logins: a
+	// failed login runs one per hash cost in use, whatever the user.
+	HashVerifications uint64
 }
 
 // The Service's methods, implemented in the other files of this package:

@@ -42,7 +42,10 @@ type Service struct {
 	stats struct {
 		ok, failed, throttled, denied, hits, misses, reloads atomic.Uint64
 	}
-	hashVerifies atomic.Uint64 // bcrypt/argon2id computations, for tests
+	hashVerifies atomic.Uint64 // bcrypt/argon2id computations (Stats.HashVerifications)
+	// verifyHook, when set (by tests), is told the cost class of every hash
+	// verification, as it starts.
+	verifyHook func(costClass)
 
 	// now and sleep are the clock, replaced by tests.
 	now   func() time.Time
@@ -161,13 +164,14 @@ func (s *Service) Generation() uint64 { return s.gen.Load() }
 // ones (LoginsThrottled) among them.
 func (s *Service) Stats() Stats {
 	return Stats{
-		LoginsOK:        s.stats.ok.Load(),
-		LoginsFailed:    s.stats.failed.Load(),
-		LoginsThrottled: s.stats.throttled.Load(),
-		Denied:          s.stats.denied.Load(),
-		CacheHits:       s.stats.hits.Load(),
-		CacheMisses:     s.stats.misses.Load(),
-		Reloads:         s.stats.reloads.Load(),
+		LoginsOK:          s.stats.ok.Load(),
+		LoginsFailed:      s.stats.failed.Load(),
+		LoginsThrottled:   s.stats.throttled.Load(),
+		Denied:            s.stats.denied.Load(),
+		CacheHits:         s.stats.hits.Load(),
+		CacheMisses:       s.stats.misses.Load(),
+		Reloads:           s.stats.reloads.Load(),
+		HashVerifications: s.hashVerifies.Load(),
 	}
 }
 

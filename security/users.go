@@ -3,6 +3,7 @@ package security
 import (
 	"crypto/sha256"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -24,6 +25,9 @@ type account struct {
 	// that a reconnecting client does not cost a bcrypt or argon2id run each time.
 	// It goes with the directory when the files are re-read.
 	verified atomic.Pointer[[sha256.Size]byte]
+	// class is the index in directory.work of the account's hash's cost class; -1
+	// for a plain-text password.
+	class int
 }
 
 // directory is one generation of the users: everything the sources say, merged.
@@ -33,8 +37,11 @@ type directory struct {
 	groups   map[string][]string // a user's groups from every source, sorted, unique
 	maxConns map[string]int      // Config.Users' own limits
 	certs    map[string]string   // normal subject DN -> user
-	dummy    *password           // what unknown users are verified against
-	files    []fileContents      // indexed like Service.files
+	// work is one verifier per cost class of the hashes in use (cheapest first), each
+	// a dummy; a login that does not succeed at once runs every one of them, the
+	// account's own hash in place of its class's dummy (see Service.verify).
+	work  []password
+	files []fileContents // indexed like Service.files
 }
 
 // parseStaticUsers checks Config.Users.
@@ -101,22 +108,18 @@ func (s *Service) build(prev *directory, stats []fileStat) (*directory, error) {
 		d.files[i] = c
 	}
 
-	var firstHash *password
 	for _, u := range s.static {
 		d.accounts[u.name] = &account{name: u.name, pw: u.pw}
 		d.groups[u.name] = append(d.groups[u.name], u.groups...)
 		if u.maxConns > 0 {
 			d.maxConns[u.name] = u.maxConns
 		}
-		if firstHash == nil && u.pw.expensive() {
-			firstHash = u.pw
-		}
 	}
 	for i, f := range s.files {
 		var err error
 		switch f.role {
 		case jaasUsersFile:
-			err = d.addJAASUsers(f, d.files[i].props, &firstHash)
+			err = d.addJAASUsers(f, d.files[i].props)
 		case jaasGroupsFile, certGroupsFile:
 			err = d.addGroups(f, d.files[i].props)
 		case certUsersFile:
@@ -129,14 +132,57 @@ func (s *Service) build(prev *directory, stats []fileStat) (*directory, error) {
 	for u, gs := range d.groups {
 		d.groups[u] = sortedUnique(gs)
 	}
-	dummy := dummyFor(firstHash)
-	d.dummy = &dummy
+	if err := d.classify(prev); err != nil {
+		return nil, err
+	}
+	if len(d.work) > 1 {
+		names := make([]string, len(d.work))
+		for i := range d.work {
+			names[i] = d.work[i].class().String()
+		}
+		s.log.Info("security: the users' password hashes have several costs; every failed login verifies one of each, so that its time does not tell which users exist (hash every password alike to make failed logins cheaper)",
+			slog.Any("hashCosts", names))
+	}
 	return d, nil
+}
+
+// classify finds the cost classes of the accounts' hashes, makes d.work (taking the
+// dummies of prev's classes that are still in use) and sets each account's class.
+func (d *directory) classify(prev *directory) error {
+	var classes []costClass
+	for _, a := range d.accounts {
+		a.class = -1
+		if a.pw.expensive() {
+			classes = append(classes, a.pw.class())
+		}
+	}
+	slices.SortFunc(classes, compareClasses)
+	classes = slices.Compact(classes)
+	d.work = make([]password, len(classes))
+	for i, c := range classes {
+		if prev != nil {
+			if j := slices.IndexFunc(prev.work, func(p password) bool { return p.class() == c }); j >= 0 {
+				d.work[i] = prev.work[j]
+				continue
+			}
+		}
+		var err error
+		if d.work[i], err = dummyOf(c); err != nil {
+			return err
+		}
+	}
+	for _, a := range d.accounts {
+		if a.pw.expensive() {
+			c := a.pw.class()
+			a.class = slices.IndexFunc(classes, func(o costClass) bool { return o == c })
+		}
+	}
+	return nil
 }
 
 // addJAASUsers adds the "user=password" lines (the last of a user's lines counts, as
 // in Java).
-func (d *directory) addJAASUsers(f fileSpec, props []property, firstHash **password) error {
+func (d *directory) addJAASUsers(f fileSpec, props []property) error {
 	lines, err := lastPerUser(f, props, "user=password")
 	if err != nil {
 		return err
@@ -155,9 +201,6 @@ func (d *directory) addJAASUsers(f fileSpec, props []property, firstHash **passw
 			var err error
 			if pw, err = parseHash(p.value); err != nil {
 				return fmt.Errorf("security: %s: the password looks like a hash but is %w", where, err)
-			}
-			if *firstHash == nil {
-				*firstHash = &pw
 			}
 		default:
 			pw = plainPasswordOf(p.value)

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-stomp/stomp/v3/frame"
@@ -62,6 +63,12 @@ type Server struct {
 	// see it.
 	Bound func(addrs []net.Addr)
 
+	// MaxPendingLogins caps the connections, all connectors together, accepted and
+	// not yet logged in (0: no cap); one more is refused at once.
+	MaxPendingLogins int
+	pending          atomic.Int64
+	pendingLog       loglimit.Limit
+
 	mu        sync.Mutex
 	listeners []*listener
 	cancel    context.CancelFunc
@@ -76,9 +83,10 @@ type listener struct {
 	mu     sync.Mutex
 	active int
 	// originLog and hostLog limit the log lines of WebSocket handshakes refused for
-	// their Origin and their Host.
-	originLog, hostLog loglimit.Limit
-	hosts              *allowedhosts.Hosts // the Hosts a WebSocket connector serves
+	// their Origin and their Host, preLoginLog those of frames refused for
+	// maxFrameSizeBeforeLogin.
+	originLog, hostLog, preLoginLog loglimit.Limit
+	hosts                           *allowedhosts.Hosts // the Hosts a WebSocket connector serves
 }
 
 // acquire counts a new connection unless the connector is at its limit.
@@ -150,7 +158,12 @@ func (s *Server) Listen(cs []Connector) error {
 			}
 			c.OpenWire = &ow
 		}
-		opened = append(opened, &listener{c: c, ln: ln, hosts: allowedhosts.New(c.AllowedHosts, ln.Addr())})
+		l := &listener{c: c, ln: ln, hosts: allowedhosts.New(c.AllowedHosts, ln.Addr())}
+		l.c.Session.PreLoginLog = l.preLoginLog.Allow
+		if l.c.OpenWire != nil {
+			l.c.OpenWire.PreLoginLog = l.preLoginLog.Allow
+		}
+		opened = append(opened, l)
 	}
 	if s.Bound != nil {
 		addrs := make([]net.Addr, len(opened))
@@ -220,30 +233,70 @@ func (s *Server) accept(l *listener) {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
+		// Counted here, in the order of arrival, rather than in the connection's
+		// goroutine.
+		loggedIn, ok := s.pendingLogin()
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.serveConn(l, nc)
+			if !ok {
+				s.refusePending(l, nc)
+				return
+			}
+			s.serveConn(l, nc, loggedIn)
 		}()
 	}
 }
 
+// pendingLogin counts a connection that has not logged in yet, unless
+// MaxPendingLogins are already waiting. loggedIn takes it off the count; it may be
+// called more than once.
+func (s *Server) pendingLogin() (loggedIn func(), ok bool) {
+	if n := s.pending.Add(1); s.MaxPendingLogins > 0 && n > int64(s.MaxPendingLogins) {
+		s.pending.Add(-1)
+		return nil, false
+	}
+	var once sync.Once
+	return func() { once.Do(func() { s.pending.Add(-1) }) }, true
+}
+
+// refusePending refuses a connection over MaxPendingLogins, with a log line once a
+// minute: the clients that cause it have not shown who they are.
+func (s *Server) refusePending(l *listener, nc net.Conn) {
+	s.b.CountRejected(broker.RejectLimit)
+	if ok, more := s.pendingLog.Allow(time.Now()); ok {
+		s.log.Warn("connection refused: too many connections waiting to log in (broker.maxPendingLogins); logged once a minute",
+			slog.String("connector", l.c.Name), slog.Int("maxPendingLogins", s.MaxPendingLogins),
+			slog.String("remote", nc.RemoteAddr().String()), slog.Int("refusedSinceLastLine", more))
+	}
+	s.refuse(l, nc, fmt.Sprintf("too many connections waiting to log in (broker.maxPendingLogins %d); try again later", s.MaxPendingLogins))
+}
+
 // serveConn runs a STOMP session on nc, or refuses it when the connector is at its
 // connection limit. A TLS handshake happens on the session's first read, within its
-// CONNECT deadline.
-func (s *Server) serveConn(l *listener, nc net.Conn) {
+// CONNECT deadline. loggedIn is called once the client has logged in, or when the
+// connection ends.
+func (s *Server) serveConn(l *listener, nc net.Conn, loggedIn func()) {
+	defer loggedIn()
 	if !l.acquire() {
-		s.refuse(l, nc)
+		s.b.CountRejected(broker.RejectLimit)
+		s.log.Warn("connection refused: maximum connections reached",
+			slog.String("connector", l.c.Name), slog.Int("maxConnections", l.c.MaxConnections),
+			slog.String("remote", nc.RemoteAddr().String()))
+		s.refuse(l, nc, fmt.Sprintf("maximum connections (%d) reached on connector %s", l.c.MaxConnections, l.c.Name))
 		return
 	}
 	defer l.release()
 	if l.c.OpenWire != nil {
 		cfg := *l.c.OpenWire
 		cfg.BrokerURL = l.scheme() + "://" + l.ln.Addr().String()
+		cfg.LoggedIn = loggedIn
 		openwire.Serve(s.ctx, nc, s.b, cfg)
 		return
 	}
-	stomp.Serve(s.ctx, nc, s.b, l.c.Session)
+	cfg := l.c.Session
+	cfg.LoggedIn = loggedIn
+	stomp.Serve(s.ctx, nc, s.b, cfg)
 }
 
 // scheme is how the connector's address is written in a URI (BrokerInfo's).
@@ -254,13 +307,9 @@ func (l *listener) scheme() string {
 	return "tcp"
 }
 
-// refuse tells a client over the connection limit why, then closes. An OpenWire
+// refuse tells a client over a connection limit why (msg), then closes. An OpenWire
 // client is not told (ActiveMQ closes the socket): its failover transport tries again.
-func (s *Server) refuse(l *listener, nc net.Conn) {
-	s.b.CountRejected(broker.RejectLimit)
-	s.log.Warn("connection refused: maximum connections reached",
-		slog.String("connector", l.c.Name), slog.Int("maxConnections", l.c.MaxConnections),
-		slog.String("remote", nc.RemoteAddr().String()))
+func (s *Server) refuse(l *listener, nc net.Conn, msg string) {
 	if l.c.OpenWire != nil {
 		_ = nc.Close()
 		return
@@ -268,7 +317,6 @@ func (s *Server) refuse(l *listener, nc net.Conn) {
 	_ = nc.SetDeadline(time.Now().Add(time.Second))
 	w := stompcodec.NewWriter(nc, 512)
 	w.SetFrameEOL(!l.c.Session.NoFrameEOL)
-	msg := fmt.Sprintf("maximum connections (%d) reached on connector %s", l.c.MaxConnections, l.c.Name)
 	f := frame.New("ERROR", "message", msg, "content-type", "text/plain")
 	_ = w.WriteFrame(f)
 	_ = w.Flush()

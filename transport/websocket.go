@@ -97,7 +97,13 @@ func (s *Server) webSocketHandler(l *listener) http.Handler {
 				slog.String("remote", r.RemoteAddr), slog.Any("err", err))
 			return
 		}
-		s.serveConn(l, newWSConn(c, r))
+		wc := newWSConn(c, r)
+		loggedIn, ok := s.pendingLogin()
+		if !ok {
+			s.refusePending(l, wc)
+			return
+		}
+		s.serveConn(l, wc, loggedIn)
 	})
 }
 

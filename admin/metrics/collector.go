@@ -48,7 +48,7 @@ func NewCollector(src Source, o Options) prometheus.Collector {
 type descs struct {
 	buildInfo, startTime                                  *prometheus.Desc
 	connections, connsOpened, connsClosed, connsRejected  *prometheus.Desc
-	authAttempts, authzDenied                             *prometheus.Desc
+	authAttempts, authzDenied, hashVerifications          *prometheus.Desc
 	destinations, consumers, subscriptions                *prometheus.Desc
 	received, delivered, acked, redelivered               *prometheus.Desc
 	deadLettered, expired, discarded, duplicates          *prometheus.Desc
@@ -70,33 +70,34 @@ func newDescs() descs {
 		return d
 	}
 	d := descs{
-		buildInfo:        n("build_info", "The broker's version, the Go version it was built with and its commit; always 1.", "version", "go_version", "commit"),
-		startTime:        n("start_time_seconds", "When the broker started, in seconds since the epoch."),
-		connections:      n("connections", "Client connections open now.", "protocol"),
-		connsOpened:      n("connections_opened_total", "Client connections accepted (CONNECT answered) since start.", "protocol"),
-		connsClosed:      n("connections_closed_total", "Client connections closed since start.", "protocol"),
-		connsRejected:    n("connections_rejected_total", "Connections refused since start: auth (credentials), limit (maxConnections, a user's limit), client_id (in use), protocol (no valid CONNECT), tls (handshake failed).", "reason"),
-		authAttempts:     n("auth_attempts_total", "Logins since start by result (failures include the throttled ones).", "result"),
-		authzDenied:      n("authz_denied_total", "Requests the authorization map refused since start, by what they tried: send, subscribe (and browse), create.", "operation"),
-		destinations:     n("destinations", "Destinations that exist now.", "type"),
-		consumers:        n("consumers", "Consumers attached now, by destination type (a wildcard subscription counts once per destination it matches; active durable subscriptions count as topic).", "type"),
-		subscriptions:    n("subscriptions", "Subscriptions now: durable ones active or offline, the others.", "type", "state"),
-		received:         n("messages_received_total", "Messages clients sent since start.", "protocol"),
-		delivered:        n("messages_delivered_total", "Messages written to consumers since start, by ack mode (auto, client).", "protocol", "ack"),
-		acked:            n("messages_acknowledged_total", "Messages clients acknowledged since start (ACK in client modes, committed transactional ACKs).", "protocol"),
-		redelivered:      n("messages_redelivered_total", "Deliveries since start of messages delivered before."),
-		deadLettered:     n("messages_dead_lettered_total", "Messages sent to a dead-letter queue since start: nack, expired, max_redeliveries.", "reason"),
-		expired:          n("messages_expired_total", "Messages that expired before they were consumed since start."),
-		duplicates:       n("messages_duplicate_total", "Messages dropped by duplicate detection (a producer's retry of an accepted message) since start."),
-		discarded:        n("messages_discarded_total", "Messages dropped since start: slow_consumer (a topic's pending limit), dead_letter_strategy (the strategy dropped a dead message), nack (the discard NACK policy).", "reason"),
-		resUsed:          n("resource_used_bytes", "What the broker uses of a systemUsage limit: memory (messages in memory), store (the store's size), scheduler (scheduled messages in memory).", "resource"),
-		resLimit:         n("resource_limit_bytes", "The systemUsage limit of a resource (absent when it has none).", "resource"),
-		resAlarm:         n("resource_alarm", "1 while a resource is at its limit and producers are refused or held.", "resource"),
-		producersBlocked: n("producers_blocked", "Connections with a SEND held now by producer flow control."),
-		sendsBlocked:     n("sends_blocked_total", "SENDs held by producer flow control since start."),
-		storeSync:        n("store_sync_duration_seconds", "Time of each sync of the store's write path (one per group commit).", "store"),
-		sendLatency:      n("send_latency_seconds", "Time from a SEND to its acceptance (its RECEIPT; for a persistent message once stored).", "persistent"),
-		seriesDropped:    n("metrics_series_dropped_total", "Per-destination series folded into _other by the cardinality guard (metrics.maxDestinationSeries), summed over scrapes."),
+		buildInfo:         n("build_info", "The broker's version, the Go version it was built with and its commit; always 1.", "version", "go_version", "commit"),
+		startTime:         n("start_time_seconds", "When the broker started, in seconds since the epoch."),
+		connections:       n("connections", "Client connections open now.", "protocol"),
+		connsOpened:       n("connections_opened_total", "Client connections accepted (CONNECT answered) since start.", "protocol"),
+		connsClosed:       n("connections_closed_total", "Client connections closed since start.", "protocol"),
+		connsRejected:     n("connections_rejected_total", "Connections refused since start: auth (credentials), limit (maxConnections, a user's limit), client_id (in use), protocol (no valid CONNECT), tls (handshake failed).", "reason"),
+		authAttempts:      n("auth_attempts_total", "Logins since start by result (failures include the throttled ones).", "result"),
+		hashVerifications: n("password_hash_verifications_total", "bcrypt and argon2id verifications of logins since start; a failed login runs one per hash cost in use, whatever the user, and a reconnect with a passcode verified before none."),
+		authzDenied:       n("authz_denied_total", "Requests the authorization map refused since start, by what they tried: send, subscribe (and browse), create.", "operation"),
+		destinations:      n("destinations", "Destinations that exist now.", "type"),
+		consumers:         n("consumers", "Consumers attached now, by destination type (a wildcard subscription counts once per destination it matches; active durable subscriptions count as topic).", "type"),
+		subscriptions:     n("subscriptions", "Subscriptions now: durable ones active or offline, the others.", "type", "state"),
+		received:          n("messages_received_total", "Messages clients sent since start.", "protocol"),
+		delivered:         n("messages_delivered_total", "Messages written to consumers since start, by ack mode (auto, client).", "protocol", "ack"),
+		acked:             n("messages_acknowledged_total", "Messages clients acknowledged since start (ACK in client modes, committed transactional ACKs).", "protocol"),
+		redelivered:       n("messages_redelivered_total", "Deliveries since start of messages delivered before."),
+		deadLettered:      n("messages_dead_lettered_total", "Messages sent to a dead-letter queue since start: nack, expired, max_redeliveries.", "reason"),
+		expired:           n("messages_expired_total", "Messages that expired before they were consumed since start."),
+		duplicates:        n("messages_duplicate_total", "Messages dropped by duplicate detection (a producer's retry of an accepted message) since start."),
+		discarded:         n("messages_discarded_total", "Messages dropped since start: slow_consumer (a topic's pending limit), dead_letter_strategy (the strategy dropped a dead message), nack (the discard NACK policy).", "reason"),
+		resUsed:           n("resource_used_bytes", "What the broker uses of a systemUsage limit: memory (messages in memory), store (the store's size), scheduler (scheduled messages in memory).", "resource"),
+		resLimit:          n("resource_limit_bytes", "The systemUsage limit of a resource (absent when it has none).", "resource"),
+		resAlarm:          n("resource_alarm", "1 while a resource is at its limit and producers are refused or held.", "resource"),
+		producersBlocked:  n("producers_blocked", "Connections with a SEND held now by producer flow control."),
+		sendsBlocked:      n("sends_blocked_total", "SENDs held by producer flow control since start."),
+		storeSync:         n("store_sync_duration_seconds", "Time of each sync of the store's write path (one per group commit).", "store"),
+		sendLatency:       n("send_latency_seconds", "Time from a SEND to its acceptance (its RECEIPT; for a persistent message once stored).", "persistent"),
+		seriesDropped:     n("metrics_series_dropped_total", "Per-destination series folded into _other by the cardinality guard (metrics.maxDestinationSeries), summed over scrapes."),
 	}
 	first := len(all)
 	d.messages = n("messages", "Messages on a queue not yet acknowledged (waiting and in flight), or kept by a stream.", "destination", "type")
@@ -122,7 +123,7 @@ func newDescs() descs {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	v := []*prometheus.Desc{
 		c.d.buildInfo, c.d.startTime, c.d.connections, c.d.connsOpened, c.d.connsClosed, c.d.connsRejected,
-		c.d.authAttempts, c.d.authzDenied, c.d.destinations, c.d.consumers, c.d.subscriptions,
+		c.d.authAttempts, c.d.authzDenied, c.d.hashVerifications, c.d.destinations, c.d.consumers, c.d.subscriptions,
 		c.d.received, c.d.delivered, c.d.acked, c.d.redelivered, c.d.deadLettered, c.d.expired, c.d.discarded, c.d.duplicates,
 		c.d.resUsed, c.d.resLimit, c.d.resAlarm, c.d.producersBlocked, c.d.sendsBlocked,
 		c.d.storeSync, c.d.sendLatency, c.d.seriesDropped,
@@ -160,6 +161,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		st := c.sec.Stats()
 		counter(c.d.authAttempts, float64(st.LoginsOK), "success")
 		counter(c.d.authAttempts, float64(st.LoginsFailed), "failure")
+		counter(c.d.hashVerifications, float64(st.HashVerifications))
 	}
 	for o := range management.NumOperations {
 		counter(c.d.authzDenied, float64(cs.Denied[o]), o.String())

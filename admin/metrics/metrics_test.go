@@ -182,7 +182,7 @@ func TestExpositionHasEveryImplementedName(t *testing.T) {
 	want := []string{
 		"broker_build_info", "broker_start_time_seconds",
 		"broker_connections", "broker_connections_opened_total", "broker_connections_closed_total", "broker_connections_rejected_total",
-		"broker_auth_attempts_total", "broker_authz_denied_total",
+		"broker_auth_attempts_total", "broker_authz_denied_total", "broker_password_hash_verifications_total",
 		"broker_destinations", "broker_consumers",
 		"broker_messages_received_total", "broker_messages_delivered_total", "broker_messages_acknowledged_total",
 		"broker_messages_redelivered_total", "broker_messages_dead_lettered_total", "broker_messages_expired_total",

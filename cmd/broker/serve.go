@@ -263,6 +263,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error
 		return err
 	}
 	srv := transport.NewServer(b, log)
+	srv.MaxPendingLogins = cfg.Broker.MaxPendingLogins
 	srv.Bound = func(addrs []net.Addr) {
 		b.SetAdvisoryURL(advisoryURL(cfg.TransportConnectors[0], addrs[0]))
 	}
@@ -373,11 +374,12 @@ func connectors(cfg *config.Config, log *slog.Logger) ([]transport.Connector, er
 			AllowedOrigins: c.AllowedOrigins,
 			AllowedHosts:   c.AllowedHosts,
 			Session: stomp.Config{
-				Limits:           lim,
-				ConnectTimeout:   connectTimeout,
-				HeartBeatGrace:   c.HeartBeatGrace,
-				DefaultHeartBeat: c.DefaultHeartBeat,
-				Logger:           log,
+				Limits:                  lim,
+				MaxFrameSizeBeforeLogin: c.MaxFrameSizeBeforeLogin,
+				ConnectTimeout:          connectTimeout,
+				HeartBeatGrace:          c.HeartBeatGrace,
+				DefaultHeartBeat:        c.DefaultHeartBeat,
+				Logger:                  log,
 			},
 		})
 		if c.OpenWire {
@@ -386,11 +388,12 @@ func connectors(cfg *config.Config, log *slog.Logger) ([]transport.Connector, er
 				inactivity = -1 // maxInactivityDuration=0: never dropped for silence
 			}
 			out[len(out)-1].OpenWire = &openwire.Config{
-				MaxFrameSize:          c.MaxFrameSize,
-				MaxInactivityDuration: inactivity,
-				InitialDelay:          c.MaxInactivityInitialDelay,
-				ConnectTimeout:        c.ConnectTimeout,
-				Logger:                log,
+				MaxFrameSize:            c.MaxFrameSize,
+				MaxFrameSizeBeforeLogin: c.MaxFrameSizeBeforeLogin,
+				MaxInactivityDuration:   inactivity,
+				InitialDelay:            c.MaxInactivityInitialDelay,
+				ConnectTimeout:          c.ConnectTimeout,
+				Logger:                  log,
 			}
 		}
 		if c.TLS {

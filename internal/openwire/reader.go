@@ -38,6 +38,11 @@ func (r *Reader) SetFormat(f Format) {
 	}
 }
 
+// SetMaxFrameSize changes only the frame size limit of the frames read after it (0: no
+// limit), keeping the marshalling cache: a server reads with a small limit until the
+// client has logged in, and raises it then.
+func (r *Reader) SetMaxFrameSize(n int64) { r.f.MaxFrameSize = n }
+
 // Format returns the format in use.
 func (r *Reader) Format() Format { return r.f }
 

@@ -148,3 +148,37 @@ func TestLongLinesAcrossReadBuffer(t *testing.T) {
 	_, err = newReaderSize(io.MultiReader(strings.NewReader("SEND\n\n"+body)), lim, 16).Read()
 	require.Equal(t, io.ErrUnexpectedEOF, err)
 }
+
+// SetMaxFrameSize holds the frames read after it to a smaller limit, named in its
+// errors: a 9 MiB CONNECT before login is refused having read and allocated no more
+// than the small limit and a read buffer, whether its content-length says so or its
+// body just goes on; raised again, the same Reader takes big frames.
+func TestSetMaxFrameSizeBeforeLogin(t *testing.T) {
+	const small = 16 << 10
+	for _, prefix := range []string{
+		"CONNECT\nlogin:a\npasscode:b\ncontent-length:9437184\n\n",
+		"CONNECT\nlogin:a\npasscode:b\n\n",
+	} {
+		src := &countingReader{prefix: []byte(prefix), n: 9 << 20, fill: 'x'}
+		r := NewReader(src, Limits{})
+		r.SetMaxFrameSize(small, "maxFrameSizeBeforeLogin")
+		var err error
+		n := allocated(func() { _, err = r.Read() })
+		requireFrameError(t, err, ErrFrameTooLarge, "maxFrameSizeBeforeLogin 16384")
+		require.LessOrEqual(t, src.served, int64(small+readBufferSize), "read past the limit")
+		require.Less(t, n, uint64(small+readBufferSize+16<<10), "allocated %d bytes", n)
+	}
+
+	body := strings.Repeat("b", 1<<20)
+	in := "CONNECT\nlogin:a\n\n\x00SEND\ndestination:/queue/a\n\n" + body + "\x00"
+	r := NewReader(strings.NewReader(in), Limits{})
+	r.SetMaxFrameSize(small, "maxFrameSizeBeforeLogin")
+	f, err := r.Read()
+	require.NoError(t, err)
+	require.Equal(t, "CONNECT", f.Command)
+	r.SetMaxFrameSize(0, "")
+	f, err = r.Read()
+	require.NoError(t, err)
+	require.Len(t, f.Body, len(body))
+	require.Equal(t, int64(defaultMaxFrameSize), r.lim.MaxFrameSize)
+}

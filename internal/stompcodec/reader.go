@@ -3,6 +3,7 @@ package stompcodec
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 
@@ -72,6 +73,8 @@ type Reader struct {
 	lim Limits
 	lvl level
 	err error // sticky: after any error the stream position is unknown
+	// sizeName is the setting errors name for lim.MaxFrameSize.
+	sizeName string
 
 	// Scratch space reused from frame to frame.
 	line    []byte   // a line longer than the read buffer, assembled
@@ -95,7 +98,15 @@ func NewReader(r io.Reader, lim Limits) *Reader {
 
 // newReaderSize lets tests use a read buffer smaller than a line limit.
 func newReaderSize(r io.Reader, lim Limits, size int) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, size), lim: lim.withDefaults()}
+	return &Reader{br: bufio.NewReaderSize(r, size), lim: lim.withDefaults(), sizeName: "maxFrameSize"}
+}
+
+// SetMaxFrameSize sets the frame size limit of the frames read after it (n <= 0: the
+// default), and the setting its errors name (maxFrameSize when ""): a server reads
+// with a small limit until the client has logged in, and raises it then.
+func (r *Reader) SetMaxFrameSize(n int64, name string) {
+	r.lim.MaxFrameSize = Limits{MaxFrameSize: n}.withDefaults().MaxFrameSize
+	r.sizeName = cmp.Or(name, "maxFrameSize")
 }
 
 // SetVersion sets the header decoding rules for the frames read after it. v is V10, V11 or
@@ -168,7 +179,7 @@ func (r *Reader) read() (*frame.Frame, error) {
 		size += int64(n)
 		if size > r.lim.MaxFrameSize {
 			return nil, frameErr(ErrFrameTooLarge, fmt.Sprintf(
-				"command and headers exceed maxFrameSize %d", r.lim.MaxFrameSize))
+				"command and headers exceed %s %d", r.sizeName, r.lim.MaxFrameSize))
 		}
 		if len(line) == 0 {
 			break
@@ -315,10 +326,10 @@ func (r *Reader) readBody(n, size int64) ([]byte, error) {
 	if max := r.lim.MaxFrameSize; n > max-size {
 		if n > max {
 			return nil, frameErr(ErrFrameTooLarge, fmt.Sprintf(
-				"content-length %d exceeds maxFrameSize %d", n, max))
+				"content-length %d exceeds %s %d", n, r.sizeName, max))
 		}
 		return nil, frameErr(ErrFrameTooLarge, fmt.Sprintf(
-			"content-length %d plus %d bytes of command and headers exceeds maxFrameSize %d", n, size, max))
+			"content-length %d plus %d bytes of command and headers exceeds %s %d", n, size, r.sizeName, max))
 	}
 	var body []byte
 	if n > 0 {
@@ -345,7 +356,7 @@ func (r *Reader) readToNull(size int64) ([]byte, error) {
 	budget := r.lim.MaxFrameSize - size
 	tooLarge := func() error {
 		return frameErr(ErrFrameTooLarge, fmt.Sprintf(
-			"frame without content-length exceeds maxFrameSize %d before its NUL", r.lim.MaxFrameSize))
+			"frame without content-length exceeds %s %d before its NUL", r.sizeName, r.lim.MaxFrameSize))
 	}
 	chunk, err := r.br.ReadSlice(0)
 	if err == nil { // the common case: the whole body is in the read buffer

@@ -37,6 +37,17 @@ type Config struct {
 	// MaxFrameSize bounds every command read (wireFormat.maxFrameSize; ActiveMQ's
 	// default 100 MiB); a larger one ends the connection before it is read.
 	MaxFrameSize int64
+	// MaxFrameSizeBeforeLogin bounds the commands read until the client's
+	// ConnectionInfo is accepted (WireFormatInfo, ConnectionInfo; default
+	// DefaultMaxFrameSizeBeforeLogin, never more than MaxFrameSize): a client that has
+	// not logged in cannot make the broker hold a big frame.
+	MaxFrameSizeBeforeLogin int64
+	// PreLoginLog tells whether the log line of a command refused for
+	// MaxFrameSizeBeforeLogin may go out now, and how many were held back (the
+	// connector's loglimit.Limit.Allow: once a minute); nil lets every one out.
+	PreLoginLog func(now time.Time) (ok bool, heldBack int)
+	// LoggedIn, when set, is called once the client's ConnectionInfo is accepted.
+	LoggedIn func()
 	// MaxInactivityDuration is how long the connection may stay silent before it is
 	// dropped (wireFormat.maxInactivityDuration; default 30 s, negative: never), and
 	// InitialDelay how long that check waits after the handshake (default 10 s). The
@@ -53,9 +64,23 @@ type Config struct {
 	BrokerURL string
 }
 
+// DefaultMaxFrameSizeBeforeLogin is Config.MaxFrameSizeBeforeLogin's default: room
+// for a Java client's WireFormatInfo and a ConnectionInfo with a long password.
+const DefaultMaxFrameSizeBeforeLogin = 16 << 10
+
+// logEvery lets every log line out.
+func logEvery(time.Time) (bool, int) { return true, 0 }
+
 func (c Config) withDefaults() Config {
 	if c.MaxFrameSize <= 0 {
 		c.MaxFrameSize = 100 << 20
+	}
+	if c.MaxFrameSizeBeforeLogin <= 0 {
+		c.MaxFrameSizeBeforeLogin = DefaultMaxFrameSizeBeforeLogin
+	}
+	c.MaxFrameSizeBeforeLogin = min(c.MaxFrameSizeBeforeLogin, c.MaxFrameSize)
+	if c.PreLoginLog == nil {
+		c.PreLoginLog = logEvery
 	}
 	if c.MaxInactivityDuration == 0 {
 		c.MaxInactivityDuration = 30 * time.Second
@@ -92,6 +117,13 @@ type conn struct {
 
 	cmds    chan ow.Command
 	readErr chan error
+	// maxFrameSize is the negotiated frame limit, the reader's once the client has
+	// logged in. loggedIn is closed when the owner has handled the ConnectionInfo
+	// (raising the reader's limit if it was accepted), or when the connection ends:
+	// the reader waits for it after reading a ConnectionInfo.
+	maxFrameSize int64
+	loggedIn     chan struct{}
+	loggedInOnce sync.Once
 
 	// Answers to commands the broker completes later, written by the owner.
 	mu    sync.Mutex
@@ -171,6 +203,7 @@ func Serve(ctx context.Context, nc net.Conn, b *broker.Broker, cfg Config) {
 		bw:        bufio.NewWriterSize(nc, 32<<10),
 		cmds:      make(chan ow.Command, 64),
 		readErr:   make(chan error, 1),
+		loggedIn:  make(chan struct{}),
 		sessions:  map[string]*broker.Session{},
 		consumers: map[ow.ConsumerID]*consumer{},
 		bySub:     map[string]*consumer{},
@@ -198,10 +231,13 @@ func (c *conn) handshakeFailed(err error) {
 		}
 		return
 	}
+	var tooBig *ow.FrameSizeError
 	switch {
 	case quiet:
 		c.log.Debug("openwire handshake failed", slog.Any("err", err))
 		return
+	case errors.As(err, &tooBig):
+		c.logPreLoginRefusal(tooBig)
 	case isTimeout(err):
 		c.log.Info("closing connection: no WireFormatInfo in time", slog.Duration("timeout", c.cfg.ConnectTimeout))
 	default:
@@ -214,7 +250,7 @@ func (c *conn) handshakeFailed(err error) {
 // the format, and sends BrokerInfo. The client's ConnectionInfo follows as a command.
 func (c *conn) handshake() error {
 	initial := ow.Initial(ow.Version, c.cfg.MaxFrameSize)
-	c.r = ow.NewReader(bufio.NewReaderSize(c.nc, 32<<10), initial)
+	c.r = ow.NewReader(bufio.NewReaderSize(c.nc, 32<<10), ow.Initial(ow.Version, c.cfg.MaxFrameSizeBeforeLogin))
 	c.w = ow.NewWriter(c.bw, initial)
 	inactivity := c.cfg.MaxInactivityDuration
 	if inactivity < 0 {
@@ -246,6 +282,8 @@ func (c *conn) handshake() error {
 	}
 	c.r.SetFormat(f)
 	c.w.SetFormat(f)
+	c.maxFrameSize = f.MaxFrameSize
+	c.r.SetMaxFrameSize(min(f.MaxFrameSize, c.cfg.MaxFrameSizeBeforeLogin)) // until login
 	if tc, ok := c.nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(f.TCPNoDelay)
 	}
@@ -283,7 +321,36 @@ func (c *conn) read() {
 			return
 		}
 		c.cmds <- cmd
+		if _, ok := cmd.(*ow.ConnectionInfo); ok {
+			<-c.loggedIn // the next command is read with the limit the login sets
+		}
 	}
+}
+
+// loginHandled tells the reader that the ConnectionInfo it passed on is handled:
+// accepted, the connector's frame limit applies from the next command on.
+func (c *conn) loginHandled() {
+	c.loggedInOnce.Do(func() {
+		if c.bc != nil {
+			c.r.SetMaxFrameSize(c.maxFrameSize)
+			if c.cfg.LoggedIn != nil {
+				c.cfg.LoggedIn()
+			}
+		}
+		close(c.loggedIn)
+	})
+}
+
+// logPreLoginRefusal logs a command over MaxFrameSizeBeforeLogin, once a minute when
+// the connector limits the line: clients that have not logged in could fill the log.
+func (c *conn) logPreLoginRefusal(tooBig *ow.FrameSizeError) {
+	ok, more := c.cfg.PreLoginLog(time.Now())
+	if !ok {
+		return
+	}
+	c.log.Warn("frame refused before login: over the connector's maxFrameSizeBeforeLogin; logged once a minute",
+		slog.String("connector", c.cfg.Connector), slog.Int64("maxFrameSizeBeforeLogin", tooBig.Max),
+		slog.Int64("size", tooBig.Size), slog.Int("refusedSinceLastLine", more))
 }
 
 // loop is the owner: it handles commands, writes dispatches and answers, and keeps the
@@ -378,6 +445,9 @@ func (c *conn) keepAlive(now time.Time) {
 func (c *conn) readFailed(err error) {
 	var tooBig *ow.FrameSizeError
 	switch {
+	case errors.As(err, &tooBig) && c.bc == nil:
+		c.logPreLoginRefusal(tooBig)
+		c.connectionError("java.io.IOException", "Frame size of "+itoa(tooBig.Size)+" larger than max allowed "+itoa(tooBig.Max)+" before login (maxFrameSizeBeforeLogin)")
 	case errors.As(err, &tooBig):
 		c.log.Warn("openwire command over the connector's maxFrameSize: connection closed",
 			slog.Int64("size", tooBig.Size), slog.Int64("maxFrameSize", tooBig.Max))
@@ -467,6 +537,7 @@ func (c *conn) pump() error {
 // shutdown closes the broker connection (what the client held unacknowledged goes
 // back) and the socket.
 func (c *conn) shutdown() {
+	c.loggedInOnce.Do(func() { close(c.loggedIn) }) // a reader waiting for the login ends
 	if c.bc != nil {
 		c.bc.Close()
 	}

@@ -30,6 +30,7 @@ func (c *conn) handle(ctx context.Context, cmd ow.Command) {
 			return
 		}
 		c.onConnection(ctx, info)
+		c.loginHandled()
 		return
 	}
 	var err error

@@ -139,6 +139,12 @@ func (s *session) onConnect(ctx context.Context, f *frame.Frame) {
 	s.version = version
 	s.w.SetVersion(version)
 	s.r.SetVersion(version)
+	// Logged in: the connector's frame limit from the next frame on (the reader
+	// waits for s.connected before reading it).
+	s.r.SetMaxFrameSize(s.cfg.Limits.MaxFrameSize, "")
+	if s.cfg.LoggedIn != nil {
+		s.cfg.LoggedIn()
+	}
 
 	// The client sends every cx and wants beats every cy. We agree (as ActiveMQ does),
 	// with a floor so a tiny value cannot make us spin.

@@ -37,7 +37,18 @@ const ServerName = "activemq-go/0.1"
 
 // Config holds a connector's per-connection settings.
 type Config struct {
-	Limits           stompcodec.Limits
+	Limits stompcodec.Limits
+	// MaxFrameSizeBeforeLogin bounds the frames read until a CONNECT succeeds
+	// (default DefaultMaxFrameSizeBeforeLogin, never more than Limits.MaxFrameSize):
+	// a client that has not logged in cannot make the broker hold a big frame.
+	MaxFrameSizeBeforeLogin int64
+	// PreLoginLog tells whether the log line of a frame refused for
+	// MaxFrameSizeBeforeLogin may go out now, and how many were held back (the
+	// connector's loglimit.Limit.Allow: once a minute); nil lets every one out.
+	PreLoginLog func(now time.Time) (ok bool, heldBack int)
+	// LoggedIn, when set, is called once the connection's CONNECT has succeeded.
+	LoggedIn func()
+
 	ConnectTimeout   time.Duration    // time allowed to send CONNECT; 0: 30s, negative: no limit
 	HeartBeatGrace   float64          // read timeout = client's beat interval × this; default 1.5
 	DefaultHeartBeat [2]time.Duration // used when CONNECT has no heart-beat header
@@ -56,7 +67,25 @@ type Config struct {
 	Connector string
 }
 
+// DefaultMaxFrameSizeBeforeLogin is Config.MaxFrameSizeBeforeLogin's default: room for
+// a CONNECT with a long login and passcode (a token), far from the 10 MiB a frame may
+// have once the client has logged in.
+const DefaultMaxFrameSizeBeforeLogin = 16 << 10
+
+// logEvery lets every log line out.
+func logEvery(time.Time) (bool, int) { return true, 0 }
+
 func (c Config) withDefaults() Config {
+	if c.Limits.MaxFrameSize <= 0 {
+		c.Limits.MaxFrameSize = stompcodec.DefaultLimits().MaxFrameSize
+	}
+	if c.MaxFrameSizeBeforeLogin <= 0 {
+		c.MaxFrameSizeBeforeLogin = DefaultMaxFrameSizeBeforeLogin
+	}
+	c.MaxFrameSizeBeforeLogin = min(c.MaxFrameSizeBeforeLogin, c.Limits.MaxFrameSize)
+	if c.PreLoginLog == nil {
+		c.PreLoginLog = logEvery
+	}
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = 30 * time.Second
 	}
@@ -164,6 +193,7 @@ func Serve(ctx context.Context, nc net.Conn, b *broker.Broker, cfg Config) {
 		connected: make(chan struct{}),
 	}
 	s.w.SetFrameEOL(!cfg.NoFrameEOL)
+	s.r.SetMaxFrameSize(cfg.MaxFrameSizeBeforeLogin, "maxFrameSizeBeforeLogin")
 	if cfg.ConnectTimeout > 0 {
 		s.readTimeout.Store(int64(cfg.ConnectTimeout))
 	}
@@ -328,6 +358,9 @@ func (s *session) readFailed(err error) {
 	switch {
 	case errors.Is(err, io.EOF):
 		s.closing = true
+	case errors.As(err, &fe) && s.conn == nil && errors.Is(err, stompcodec.ErrFrameTooLarge):
+		s.logPreLoginRefusal(fe)
+		s.fail(&broker.Error{Message: fe.Error(), Fatal: true}, "")
 	case errors.As(err, &fe):
 		s.log.Info("closing connection: bad frame", slog.String("reason", fe.Error()))
 		s.fail(&broker.Error{Message: fe.Error(), Fatal: true}, "")
@@ -342,6 +375,18 @@ func (s *session) readFailed(err error) {
 	default:
 		s.closing = true
 	}
+}
+
+// logPreLoginRefusal logs a frame over MaxFrameSizeBeforeLogin, once a minute when
+// the connector limits the line: clients that have not logged in could fill the log.
+func (s *session) logPreLoginRefusal(fe *stompcodec.FrameError) {
+	ok, more := s.cfg.PreLoginLog(time.Now())
+	if !ok {
+		return
+	}
+	s.log.Warn("frame refused before login: over the connector's maxFrameSizeBeforeLogin; logged once a minute",
+		slog.String("connector", s.cfg.Connector), slog.Int64("maxFrameSizeBeforeLogin", s.cfg.MaxFrameSizeBeforeLogin),
+		slog.String("reason", fe.Error()), slog.Int("refusedSinceLastLine", more))
 }
 
 // pump writes finished completions in frame order, then waiting MESSAGEs, and flushes.
