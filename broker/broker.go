@@ -116,6 +116,10 @@ type Options struct {
 	// MaxDurableSubscriptions bounds the durable subscriptions clients may create,
 	// broker-wide; default limits.DefaultMaxDurableSubscriptions.
 	MaxDurableSubscriptions int
+	// MaxTemporaryDestinationsPerConnection bounds the temporary destinations one
+	// connection may have at once; default
+	// limits.DefaultMaxTemporaryDestinationsPerConnection.
+	MaxTemporaryDestinationsPerConnection int
 	// MaxDestinations bounds the queues and topics clients' SENDs and SUBSCRIBEs may
 	// create; default DefaultMaxDestinations. See package broker/registry.
 	MaxDestinations int

@@ -420,7 +420,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if err != nil {
 		return err
 	}
-	if err := c.dests.Admit(c.ID, dests); err != nil {
+	if err := c.dests.Admit(c.creator(), dests); err != nil {
 		return err
 	}
 	if err := c.rewriteReplyTo(m.Headers); err != nil {

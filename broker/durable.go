@@ -78,8 +78,15 @@ func (b *Broker) attachDurable(ctx context.Context, r SubscribeRequest, s *Subsc
 		return b.subscribeShared(ctx, r, s, key)
 	}
 	t := b.dests.Topic(r.Dest.Name)
-	d, err := b.durables.Subscribe(ctx, key, t, s.Selector, &s.Consumer)
+	sub := s.conn.subject
+	owner := durable.Owner{User: sub.User, Max: sub.MaxDurableSubscriptions}
+	d, err := b.durables.SubscribeAs(ctx, key, t, s.Selector, &s.Consumer, owner)
 	switch {
+	case errors.Is(err, durable.ErrOwnerQuota):
+		b.log.Warn("durable subscription quota reached: a user's new one was refused", slog.String("user", owner.User),
+			slog.String("clientID", key.ClientID), slog.String("name", key.Name), slog.Int("maxDurableSubscriptionsPerUser", owner.Max))
+		return errorf(ErrTooManyDurableSubscriptions, "user %s reached its quota of %d durable subscriptions (plugins.maxDurableSubscriptionsPerUser): %s:%s not created",
+			owner.User, owner.Max, key.ClientID, key.Name)
 	case errors.Is(err, durable.ErrInUse):
 		return errorf(ErrDurableInUse, "Durable consumer is in use for client: %s and subscriptionName: %s", key.ClientID, key.Name)
 	case errors.Is(err, durable.ErrTooMany):

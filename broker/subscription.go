@@ -110,7 +110,7 @@ func (c *Conn) subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	if err != nil {
 		return nil, err
 	}
-	if err := c.dests.Admit(c.ID, []destinations.Name{dest}); err != nil {
+	if err := c.dests.Admit(c.creator(), []destinations.Name{dest}); err != nil {
 		return nil, err
 	}
 	policyKind := r.Dest.Kind // a temporary destination has its own kind's policy

@@ -83,6 +83,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault(key("systemUsage", "maxDestinations"), int64(limits.DefaultMaxDestinations))
 	v.SetDefault(key("systemUsage", "maxSubscriptionsPerConnection"), int64(limits.DefaultMaxSubscriptionsPerConnection))
 	v.SetDefault(key("systemUsage", "maxDurableSubscriptions"), int64(limits.DefaultMaxDurableSubscriptions))
+	v.SetDefault(key("systemUsage", "maxTemporaryDestinationsPerConnection"), int64(limits.DefaultMaxTemporaryDestinationsPerConnection))
 	v.SetDefault(key("systemUsage", "schedulerMemoryLimit"), int64(limits.DefaultSchedulerMemoryLimit))
 	v.SetDefault(key("streams", "flush"), DefaultStreamsFlush)
 	v.SetDefault(key("streams", "flushInterval"), DefaultFlushInterval)
@@ -120,7 +121,9 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault(key("plugins", "simpleAuthentication", "anonymousUser"), DefaultAnonymousUser)
 	v.SetDefault(key("plugins", "simpleAuthentication", "anonymousGroup"), DefaultAnonymousGroup)
 	v.SetDefault(key("plugins", "adminGroups"), []any{DefaultAdminGroup})
-	v.SetDefault(key("plugins", "maxConnectionsPerUser"), int64(0))
+	v.SetDefault(key("plugins", "maxConnectionsPerUser"), int64(limits.DefaultMaxConnectionsPerUser))
+	v.SetDefault(key("plugins", "maxDestinationsPerUser"), int64(limits.DefaultMaxDestinationsPerUser))
+	v.SetDefault(key("plugins", "maxDurableSubscriptionsPerUser"), int64(limits.DefaultMaxDurableSubscriptionsPerUser))
 	v.SetDefault(key("plugins", "loginFailureDelay"), DefaultLoginFailureDelay)
 	v.SetDefault(key("plugins", "maxLoginFailureDelay"), DefaultMaxLoginFailureDelay)
 }

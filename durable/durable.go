@@ -49,10 +49,21 @@ var (
 	ErrNotFound = errors.New("durable: no such subscription")
 	// ErrTooMany: creating the subscription would pass the registry's maximum.
 	ErrTooMany = errors.New("durable: too many subscriptions")
+	// ErrOwnerQuota: creating the subscription would pass its owner's quota.
+	ErrOwnerQuota = errors.New("durable: the user's quota of subscriptions is reached")
 )
+
+// Owner is the user a subscription counts against while it exists, and that user's
+// quota of them (0: none; User "": counted against no one). Those recovered from the
+// store count against no one.
+type Owner struct {
+	User string
+	Max  int
+}
 
 // Sub is one durable subscription.
 type Sub struct {
+	owner string // the user it counts against (Owner), "" none
 	info  persistence.SubInfo
 	sel   *selector.Selector
 	topic *destinations.TopicDest
@@ -123,8 +134,9 @@ type Registry struct {
 
 	lifecycle sync.Mutex // serialises creating, attaching, replacing, deleting, expiring
 
-	mu   sync.RWMutex
-	subs map[persistence.SubKey]*Sub
+	mu    sync.RWMutex
+	subs  map[persistence.SubKey]*Sub
+	owned map[string]int // subscriptions counted against each Owner.User
 
 	// OnRemove, if set, adds to the batch that deletes a subscription what else goes
 	// with it (the broker's duplicate-detection ids of what was imported into it).
@@ -134,7 +146,7 @@ type Registry struct {
 // NewRegistry returns an empty registry working in env, in which Subscribe creates
 // subscriptions while fewer than max exist (0: no limit); Recover never refuses one.
 func NewRegistry(env *destinations.Env, max int) *Registry {
-	return &Registry{env: env, max: max, subs: map[persistence.SubKey]*Sub{}}
+	return &Registry{env: env, max: max, subs: map[persistence.SubKey]*Sub{}, owned: map[string]int{}}
 }
 
 // Get returns the subscription of key, or nil.
@@ -168,6 +180,20 @@ func (r *Registry) All() []*Sub {
 // creating it would pass the registry's maximum, and with the store's error when the
 // subscription cannot be stored.
 func (r *Registry) Subscribe(ctx context.Context, key persistence.SubKey, t *destinations.TopicDest, sel *selector.Selector, c *destinations.Consumer) (*Sub, error) {
+	return r.SubscribeAs(ctx, key, t, sel, c, Owner{})
+}
+
+// Owned is the number of subscriptions counted against user.
+func (r *Registry) Owned(user string) int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.owned[user]
+}
+
+// SubscribeAs is Subscribe for owner: a subscription it creates counts against
+// owner.User, and it fails with ErrOwnerQuota (before replacing anything) when that
+// would pass owner.Max.
+func (r *Registry) SubscribeAs(ctx context.Context, key persistence.SubKey, t *destinations.TopicDest, sel *selector.Selector, c *destinations.Consumer, owner Owner) (*Sub, error) {
 	selText := ""
 	if sel != nil {
 		selText = sel.String()
@@ -178,7 +204,17 @@ func (r *Registry) Subscribe(ctx context.Context, key persistence.SubKey, t *des
 	if active, _ := d.attached(); active != nil {
 		return nil, ErrInUse
 	}
-	if d != nil && (d.topic != t || d.info.Selector != selText) {
+	replace := d != nil && (d.topic != t || d.info.Selector != selText)
+	if (d == nil || replace) && owner.User != "" && owner.Max > 0 {
+		n := r.Owned(owner.User)
+		if replace && d.owner == owner.User {
+			n-- // the one it replaces
+		}
+		if n >= owner.Max {
+			return nil, ErrOwnerQuota
+		}
+	}
+	if replace {
 		if err := r.remove(ctx, d); err != nil {
 			return nil, err
 		}
@@ -197,8 +233,14 @@ func (r *Registry) Subscribe(ctx context.Context, key persistence.SubKey, t *des
 		// Attached before it is published: a listing never shows a new subscription
 		// offline while its creator's SUBSCRIBE is still being answered.
 		d = &Sub{info: info, sel: sel, topic: t, view: destinations.NewView(r.env, key, t), clock: r.env.Time, active: c}
+		if owner.Max > 0 {
+			d.owner = owner.User
+		}
 		r.mu.Lock()
 		r.subs[key] = d
+		if d.owner != "" {
+			r.owned[d.owner]++
+		}
 		r.mu.Unlock()
 		addTo(t, d)
 		r.env.Log.Info("durable subscription created", slog.String("clientID", key.ClientID),
@@ -255,6 +297,11 @@ func (r *Registry) remove(ctx context.Context, d *Sub) error {
 	removeFrom(d.topic, d)
 	r.mu.Lock()
 	delete(r.subs, d.info.Key)
+	if d.owner != "" {
+		if r.owned[d.owner]--; r.owned[d.owner] <= 0 {
+			delete(r.owned, d.owner)
+		}
+	}
 	r.mu.Unlock()
 	d.view.Drop()
 	r.env.Log.Info("durable subscription removed", slog.String("clientID", d.info.Key.ClientID), slog.String("name", d.info.Key.Name))

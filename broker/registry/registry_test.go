@@ -80,15 +80,15 @@ func topic(name string) destinations.Name {
 // nothing of its destinations.
 func TestAdmitCountsAgainstMaxDestinations(t *testing.T) {
 	r, h := newRegistry(t, 2, same)
-	require.NoError(t, r.Admit("c1", []destinations.Name{queue("a"), topic("ActiveMQ.Advisory.Queue"), topic("x.>")}))
-	require.NoError(t, r.Admit("c1", []destinations.Name{topic("b")}))
-	err := r.Admit("c1", []destinations.Name{queue("a"), queue("c")})
+	require.NoError(t, r.Admit(Creator{Conn: "c1"}, []destinations.Name{queue("a"), topic("ActiveMQ.Advisory.Queue"), topic("x.>")}))
+	require.NoError(t, r.Admit(Creator{Conn: "c1"}, []destinations.Name{topic("b")}))
+	err := r.Admit(Creator{Conn: "c1"}, []destinations.Name{queue("a"), queue("c")})
 	require.ErrorIs(t, err, ErrTooManyDestinations)
 	assert.Equal(t, "maximum number of destinations reached (systemUsage maxDestinations 2): /queue/a not created", err.Error())
 	assert.Nil(t, r.FindQueue("c"))
 	assert.Equal(t, []string{"/queue/a", "/topic/b"}, h.added, "the advisory topic is made on use, not by Admit")
 	r.Topic("ActiveMQ.Advisory.Topic") // the broker's own: never refused, never counted
-	require.NoError(t, r.Admit("c1", []destinations.Name{queue("a"), topic("b")}))
+	require.NoError(t, r.Admit(Creator{Conn: "c1"}, []destinations.Name{queue("a"), topic("b")}))
 }
 
 // TestVirtualTopicConsumerQueues: a queue named after a virtual topic's consumer
@@ -170,4 +170,41 @@ func TestCollectRemovesInactive(t *testing.T) {
 	assert.Equal(t, before+1, r.Removals())
 	assert.Contains(t, h.removed, "/queue/idle")
 	assert.GreaterOrEqual(t, r.Queue("idle").NextSeq(), q.NextSeq())
+}
+
+// TestAdmitCountsAgainstUserQuota: the destinations a user creates count against its
+// quota, across its connections, not against another user's nor against no user's
+// (the broker's, or a creator without a quota); a refused Admit creates nothing; a
+// destination removed (by an administrator, or the collector) stops counting.
+func TestAdmitCountsAgainstUserQuota(t *testing.T) {
+	r, _ := newRegistry(t, 0, func(p policy.Policy) policy.Policy {
+		p.GCInactiveDestinations, p.InactiveTimeoutBeforeGC = true, time.Millisecond
+		return p
+	})
+	a1, a2 := Creator{Conn: "c1", User: "a", Max: 2}, Creator{Conn: "c2", User: "a", Max: 2}
+	require.NoError(t, r.Admit(a1, []destinations.Name{queue("q1")}))
+	require.NoError(t, r.Admit(a2, []destinations.Name{topic("t1"), queue("q1")}))
+	err := r.Admit(a1, []destinations.Name{queue("q1"), queue("q2"), queue("q3")})
+	require.ErrorIs(t, err, ErrTooManyDestinations)
+	assert.Equal(t, "user a reached its quota of 2 destinations created (plugins.maxDestinationsPerUser): /queue/q2 not created", err.Error())
+	assert.Nil(t, r.FindQueue("q2"))
+	require.NoError(t, r.Admit(Creator{Conn: "c3", User: "b", Max: 2}, []destinations.Name{queue("b1"), queue("b2")}))
+	require.NoError(t, r.Admit(Creator{}, []destinations.Name{queue("mgmt")}))
+	require.NoError(t, r.Admit(Creator{Conn: "c4", User: "a"}, []destinations.Name{queue("free")}), "no quota")
+	assert.Equal(t, 2, r.UserDestinations("a"))
+
+	_, _, err = r.Detach(queue("q1"))
+	require.NoError(t, err)
+	assert.Equal(t, 1, r.UserDestinations("a"))
+	require.NoError(t, r.Admit(a1, []destinations.Name{queue("q2")}))
+	require.Error(t, r.Admit(a1, []destinations.Name{queue("q3")}))
+
+	now := time.Now()
+	r.Collect(context.Background(), now) // found idle from now on
+	r.Collect(context.Background(), now.Add(time.Hour))
+	assert.Nil(t, r.FindTopic("t1"), "collected")
+	assert.Nil(t, r.FindQueue("q2"), "collected")
+	assert.Equal(t, 0, r.UserDestinations("a"))
+	assert.Equal(t, 0, r.UserDestinations("b"))
+	require.NoError(t, r.Admit(a1, []destinations.Name{queue("q3")}))
 }
