@@ -34,7 +34,8 @@ func quotaBroker(t *testing.T, plugins, usage string) (*brokerProc, map[string]s
 	if usage != "" {
 		extra = "systemUsage: {" + usage + "}\n"
 	}
-	return startSecBroker(t, secBroker{Plugins: y.String(), Extra: extra}), pw
+	return startSecBroker(t, secBroker{Plugins: y.String(), Extra: extra,
+		Connectors: []string{"stomp", "stomp://127.0.0.1:0", "openwire", "tcp://127.0.0.1:0"}}), pw
 }
 
 // quotaDial connects as user.
@@ -168,4 +169,24 @@ func TestQuotaConnectionsPerUserDefault(t *testing.T) {
 	for range 101 {
 		jmsDial(t, open.Addr, "login", "app1", "passcode", "any")
 	}
+}
+
+// TestQuotaOpenWire: ActiveMQ's Java client meets the same per-user quota, across
+// protocols: app1 created its one destination over STOMP, so its OpenWire send to a new
+// queue throws a ResourceAllocationException naming the quota, while the queue it has
+// (with the message STOMP sent), a temporary queue (counted per connection) and the
+// connection still serve it.
+func TestQuotaOpenWire(t *testing.T) {
+	b, pw := quotaBroker(t, "maxDestinationsPerUser: 1", "")
+	have, fresh := owName(t, "have"), owName(t, "new")
+	quotaDial(t, b, pw, "app1").send("/queue/"+have, "over STOMP")
+	r := runOW(t, "tcp://"+b.connectorAddr("openwire"), "secure", "user=app1", "password="+pw["app1"],
+		"allowed="+have, "denied="+fresh)
+	assert.Equal(t, "ok", r.get("connect"))
+	assert.Equal(t, "over STOMP/app1", r.get("received"), "the queue, FIFO, gives what STOMP sent first")
+	assert.Equal(t, "ResourceAllocationException: user app1 reached its quota of 1 destinations created (plugins.maxDestinationsPerUser): /queue/"+
+		fresh+" not created", r.get("denied"))
+	assert.Equal(t, "ok", r.get("denied_producer"), "a producer creates nothing")
+	assert.Equal(t, "allowed/app1", r.get("after_denied"), "the connection goes on")
+	assert.Equal(t, "ok", r.get("temp"))
 }
