@@ -176,6 +176,7 @@ type Broker struct {
 	dests    *registry.Destinations // the queues and topics (package broker/registry)
 	conns    *conns.Registry[*Conn] // the live connections (package broker/conns)
 	quotas   quotas                 // what connections may hold (limits.go)
+	shares   shares                 // what each user's connections hold (quota.go)
 	policies policies               // each destination's policy (policy.go)
 	flow     *flowcontrol.Control   // memory, store usage, producer flow control
 	access   access.Control         // authentication and authorization (broker/access, security.go)

@@ -75,7 +75,8 @@ func TestDefault(t *testing.T) {
 		Plugins: Plugins{
 			AnonymousUser: "anonymous", AnonymousGroup: "anonymous", AdminGroups: []string{"admins"},
 			MaxConnectionsPerUser: 100, MaxDestinationsPerUser: 10000, MaxDurableSubscriptionsPerUser: 1000,
-			LoginFailureDelay: 100 * time.Millisecond, MaxLoginFailureDelay: 5 * time.Second,
+			MaxUnackedBytesPerUser: 256 << 20,
+			LoginFailureDelay:      100 * time.Millisecond, MaxLoginFailureDelay: 5 * time.Second,
 		},
 		Metrics: Metrics{PerDestination: true, MaxDestinationSeries: 1000},
 	}

@@ -207,6 +207,9 @@
 //	                                   # created (while they exist); 0: no limit
 //	  maxDurableSubscriptionsPerUser: 1000   # durable subscriptions each user created
 //	                                   # (while they exist); 0: no limit
+//	  maxUnackedBytesPerUser: 256mb    # queue messages dispatched to each user's consumers
+//	                                   # and not acknowledged; past it they get no more
+//	                                   # until it acknowledges some; 0: no limit
 //	  loginFailureDelay: 100ms         # the ERROR of a first failed login waits this long,
 //	  maxLoginFailureDelay: 5s         # doubling per further failure up to this; > 0
 //

@@ -124,6 +124,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault(key("plugins", "maxConnectionsPerUser"), int64(limits.DefaultMaxConnectionsPerUser))
 	v.SetDefault(key("plugins", "maxDestinationsPerUser"), int64(limits.DefaultMaxDestinationsPerUser))
 	v.SetDefault(key("plugins", "maxDurableSubscriptionsPerUser"), int64(limits.DefaultMaxDurableSubscriptionsPerUser))
+	v.SetDefault(key("plugins", "maxUnackedBytesPerUser"), int64(limits.DefaultMaxUnackedBytesPerUser))
 	v.SetDefault(key("plugins", "loginFailureDelay"), DefaultLoginFailureDelay)
 	v.SetDefault(key("plugins", "maxLoginFailureDelay"), DefaultMaxLoginFailureDelay)
 }

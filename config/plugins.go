@@ -59,6 +59,10 @@ type Plugins struct {
 	// authentication no user is counted.
 	MaxDestinationsPerUser         int
 	MaxDurableSubscriptionsPerUser int
+	// MaxUnackedBytesPerUser caps the bytes of queue messages dispatched to each
+	// user's consumers and not yet acknowledged (default 256mb; 0: no limit): past it
+	// they get no more until they acknowledge some.
+	MaxUnackedBytesPerUser int64
 	// LoginFailureDelay is how long the ERROR of a first failed login is held
 	// back; it doubles with each further failure from the same address, up to
 	// MaxLoginFailureDelay (defaults 100ms and 5s; more than 0, the maximum no
@@ -178,6 +182,7 @@ type pluginsSection struct {
 	MaxConnectionsPerUser          int64                `mapstructure:"maxConnectionsPerUser"`
 	MaxDestinationsPerUser         int64                `mapstructure:"maxDestinationsPerUser"`
 	MaxDurableSubscriptionsPerUser int64                `mapstructure:"maxDurableSubscriptionsPerUser"`
+	MaxUnackedBytesPerUser         byteSize             `mapstructure:"maxUnackedBytesPerUser"`
 	LoginFailureDelay              time.Duration        `mapstructure:"loginFailureDelay"`
 	MaxLoginFailureDelay           time.Duration        `mapstructure:"maxLoginFailureDelay"`
 }
@@ -258,6 +263,7 @@ func (c *checker) buildPlugins(s pluginsSection) (Plugins, *Error) {
 		MaxConnectionsPerUser:          int(s.MaxConnectionsPerUser),
 		MaxDestinationsPerUser:         int(s.MaxDestinationsPerUser),
 		MaxDurableSubscriptionsPerUser: int(s.MaxDurableSubscriptionsPerUser),
+		MaxUnackedBytesPerUser:         int64(s.MaxUnackedBytesPerUser),
 		LoginFailureDelay:              s.LoginFailureDelay,
 		MaxLoginFailureDelay:           s.MaxLoginFailureDelay,
 	}
@@ -293,7 +299,7 @@ func (c *checker) buildPlugins(s pluginsSection) (Plugins, *Error) {
 		key string
 		n   int64
 	}{{"maxConnectionsPerUser", s.MaxConnectionsPerUser}, {"maxDestinationsPerUser", s.MaxDestinationsPerUser},
-		{"maxDurableSubscriptionsPerUser", s.MaxDurableSubscriptionsPerUser}} {
+		{"maxDurableSubscriptionsPerUser", s.MaxDurableSubscriptionsPerUser}, {"maxUnackedBytesPerUser", int64(s.MaxUnackedBytesPerUser)}} {
 		if err := c.intRange(joinKey(pluginsPath, q.key), q.n, 0, math.MaxInt32, "0 for no limit"); err != nil {
 			return Plugins{}, err
 		}

@@ -86,7 +86,7 @@ func TestPluginsExample(t *testing.T) {
 		},
 		AdminGroups:            []string{"admins"},
 		MaxConnectionsPerUser:  0,
-		MaxDestinationsPerUser: 10000, MaxDurableSubscriptionsPerUser: 1000,
+		MaxDestinationsPerUser: 10000, MaxDurableSubscriptionsPerUser: 1000, MaxUnackedBytesPerUser: 256 << 20,
 		LoginFailureDelay:    100 * time.Millisecond,
 		MaxLoginFailureDelay: 5 * time.Second,
 	}, c.Plugins)
@@ -302,7 +302,7 @@ func TestPluginsUnsetPasswordVariable(t *testing.T) {
 func TestPluginsErrors(t *testing.T) {
 	const (
 		pluginKeys = "simpleAuthentication, jaasProperties, certificateUsers, authorization, adminGroups, " +
-			"maxConnectionsPerUser, maxDestinationsPerUser, maxDurableSubscriptionsPerUser, loginFailureDelay, maxLoginFailureDelay"
+			"maxConnectionsPerUser, maxDestinationsPerUser, maxDurableSubscriptionsPerUser, maxUnackedBytesPerUser, loginFailureDelay, maxLoginFailureDelay"
 		userKeys  = "username, password, passwordHash, groups, maxConnections"
 		entryKeys = "queue, topic, read, write, admin"
 		users     = "plugins.simpleAuthentication.users"
@@ -320,6 +320,7 @@ func TestPluginsErrors(t *testing.T) {
 		{"admin group a list", "plugins: {adminGroups: [[a]]}\n", "plugins.adminGroups[0]", "single value", "", ""},
 		{"negative maxConnectionsPerUser", "plugins: {maxConnectionsPerUser: -1}\n", "plugins.maxConnectionsPerUser", "-1 is out of range", "0 for no limit", "-1"},
 		{"negative maxDestinationsPerUser", "plugins: {maxDestinationsPerUser: -1}\n", "plugins.maxDestinationsPerUser", "-1 is out of range", "0 for no limit", "-1"},
+		{"negative maxUnackedBytesPerUser", "plugins: {maxUnackedBytesPerUser: -1}\n", "plugins.maxUnackedBytesPerUser", "", "", ""},
 		{"negative maxDurableSubscriptionsPerUser", "plugins: {maxDurableSubscriptionsPerUser: -1}\n", "plugins.maxDurableSubscriptionsPerUser", "-1 is out of range", "0 for no limit", "-1"},
 		{"zero loginFailureDelay", "plugins: {loginFailureDelay: 0}\n", "plugins.loginFailureDelay", "more than 0", "milliseconds", "0"},
 		{"bad loginFailureDelay", "plugins: {loginFailureDelay: soon}\n", "plugins.loginFailureDelay", "not a duration", "", ""},

@@ -109,7 +109,7 @@ func (s *Service) credentialSum(passcode string) [sha256.Size]byte {
 // configuration's per-user ones.
 func (s *Service) quotas(d *directory, user string) Quotas {
 	q := Quotas{MaxConnections: s.cfg.MaxConnectionsPerUser, MaxDestinations: s.cfg.MaxDestinationsPerUser,
-		MaxDurableSubscriptions: s.cfg.MaxDurableSubscriptionsPerUser}
+		MaxDurableSubscriptions: s.cfg.MaxDurableSubscriptionsPerUser, MaxUnackedBytes: s.cfg.MaxUnackedBytesPerUser}
 	if n := d.maxConns[user]; n > 0 {
 		q.MaxConnections = n
 	}

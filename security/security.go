@@ -89,6 +89,9 @@ type Config struct {
 	// creates (counted while they exist); 0 no limit.
 	MaxDestinationsPerUser         int
 	MaxDurableSubscriptionsPerUser int
+	// MaxUnackedBytesPerUser bounds the bytes of queue messages dispatched to each
+	// user's consumers and not yet acknowledged; 0 no limit.
+	MaxUnackedBytesPerUser int64
 
 	FailureDelay         time.Duration // default DefaultFailureDelay; negative: no delays
 	MaxFailureDelay      time.Duration // default DefaultMaxFailureDelay
@@ -163,6 +166,9 @@ type Quotas struct {
 	MaxConnections          int // live connections
 	MaxDestinations         int // queues and topics its SENDs and SUBSCRIBEs created
 	MaxDurableSubscriptions int // durable subscriptions it created
+	// MaxUnackedBytes bounds the queue messages dispatched to its consumers and not
+	// yet acknowledged (auto-acknowledged ones until written): past it, they get no more.
+	MaxUnackedBytes int64
 }
 
 // Stats are counters for the admin listener and the log.

@@ -190,3 +190,60 @@ func TestQuotaOpenWire(t *testing.T) {
 	assert.Equal(t, "allowed/app1", r.get("after_denied"), "the connection goes on")
 	assert.Equal(t, "ok", r.get("temp"))
 }
+
+// TestQuotaUnackedBytesPerUser: the queue messages dispatched to a user's consumers and
+// not yet acknowledged may hold at most plugins.maxUnackedBytesPerUser bytes, across its
+// connections, whatever their prefetch: past it the broker dispatches no more to that
+// user (no ERROR: delivery pauses, as a full prefetch window pauses it) and logs it;
+// another user's consumers are served; the connection stays usable; once it
+// acknowledges, delivery resumes, and every message arrives once.
+func TestQuotaUnackedBytesPerUser(t *testing.T) {
+	b, pw := quotaBroker(t, "maxUnackedBytesPerUser: 64kb", "")
+	body := strings.Repeat("u", 8<<10)
+	a := quotaDial(t, b, pw, "app1")
+	held := a.subscribe("/queue/big", "ack", "client-individual", "activemq.prefetchSize", "1000")
+	p := quotaDial(t, b, pw, "app2")
+	for i := range 20 {
+		p.send("/queue/big", body, "n", strconv.Itoa(i))
+	}
+	var got []*frame.Frame
+	for range 8 { // 8 messages of a little more than 8 KiB each reach 64 KiB
+		got = append(got, a.next(held))
+	}
+	awaitLogLine(t, b, 10*time.Second, "unacknowledged-bytes quota reached", "user=app1", "maxUnackedBytesPerUser=65536")
+	a.sync()
+	a.expectNone(held, 300*time.Millisecond)
+	// Another connection of app1 shares the quota.
+	a2 := quotaDial(t, b, pw, "app1")
+	auto := a2.subscribe("/queue/big")
+	a2.expectNone(auto, 300*time.Millisecond)
+	// app1's connection goes on; app2 is served.
+	a.send("/queue/app1.other", "still usable")
+	mine := p.subscribe("/queue/app2.own", "ack", "client-individual")
+	p.send("/queue/app2.own", body)
+	p.ack(p.next(mine))
+
+	// Acknowledging makes room: the other 12 arrive, between app1's two consumers.
+	for _, m := range got {
+		a.ack(m)
+	}
+	seen := map[string]bool{}
+	for _, m := range got {
+		seen[m.Header.Get("n")] = true
+	}
+	eventually(t, 10*time.Second, "the 12 other messages", func() bool {
+		for {
+			m := a.nextWithin(held, 10*time.Millisecond)
+			if m == nil {
+				m = a2.nextWithin(auto, 10*time.Millisecond)
+			} else {
+				a.ack(m)
+			}
+			if m == nil {
+				return len(seen) == 20
+			}
+			require.False(t, seen[m.Header.Get("n")], "message %s twice", m.Header.Get("n"))
+			seen[m.Header.Get("n")] = true
+		}
+	})
+}

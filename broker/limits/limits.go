@@ -41,6 +41,9 @@ const (
 	// DefaultMaxDurableSubscriptionsPerUser bounds the durable subscriptions each
 	// authenticated user creates (while they exist).
 	DefaultMaxDurableSubscriptionsPerUser = 1000
+	// DefaultMaxUnackedBytesPerUser bounds the bytes of queue messages dispatched to
+	// each authenticated user's consumers and not yet acknowledged: 256 MiB.
+	DefaultMaxUnackedBytesPerUser = 256 << 20
 	// DefaultMaxTemporaryDestinationsPerConnection bounds the temporary queues and
 	// topics one connection has at once.
 	DefaultMaxTemporaryDestinationsPerConnection = 1000

@@ -21,6 +21,7 @@ func newSecurity(cfg *config.Config, log *slog.Logger) (*security.Service, error
 		MaxConnectionsPerUser:          p.MaxConnectionsPerUser,
 		MaxDestinationsPerUser:         p.MaxDestinationsPerUser,
 		MaxDurableSubscriptionsPerUser: p.MaxDurableSubscriptionsPerUser,
+		MaxUnackedBytesPerUser:         p.MaxUnackedBytesPerUser,
 		FailureDelay:                   p.LoginFailureDelay,
 		MaxFailureDelay:                p.MaxLoginFailureDelay,
 	}
