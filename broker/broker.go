@@ -116,6 +116,10 @@ type Options struct {
 	// MaxDurableSubscriptions bounds the durable subscriptions clients may create,
 	// broker-wide; default limits.DefaultMaxDurableSubscriptions.
 	MaxDurableSubscriptions int
+	// MaxTemporaryDestinationsPerConnection bounds the temporary destinations one
+	// connection may have at once; default
+	// limits.DefaultMaxTemporaryDestinationsPerConnection.
+	MaxTemporaryDestinationsPerConnection int
 	// MaxDestinations bounds the queues and topics clients' SENDs and SUBSCRIBEs may
 	// create; default DefaultMaxDestinations. See package broker/registry.
 	MaxDestinations int
@@ -175,6 +179,7 @@ type Broker struct {
 	dests    *registry.Destinations // the queues and topics (package broker/registry)
 	conns    *conns.Registry[*Conn] // the live connections (package broker/conns)
 	quotas   quotas                 // what connections may hold (limits.go)
+	shares   shares                 // what each user's connections hold (quota.go)
 	policies policies               // each destination's policy (policy.go)
 	flow     *flowcontrol.Control   // memory, store usage, producer flow control
 	access   access.Control         // authentication and authorization (broker/access, security.go)

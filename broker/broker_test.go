@@ -37,7 +37,13 @@ type client struct {
 
 func newClient(t testing.TB, b *Broker, clientID string) *client {
 	t.Helper()
-	conn, err := b.Connect(context.Background(), ConnectInfo{ClientID: clientID})
+	return connectClient(t, b, ConnectInfo{ClientID: clientID})
+}
+
+// connectClient is newClient connecting with info.
+func connectClient(t testing.TB, b *Broker, info ConnectInfo) *client {
+	t.Helper()
+	conn, err := b.Connect(context.Background(), info)
 	require.NoError(t, err)
 	c := &client{t: t, conn: conn, ops: make(chan func()), got: make(chan *Delivery, 100000), stop: make(chan struct{}), done: make(chan struct{})}
 	go c.loop()

@@ -67,7 +67,11 @@ func ownedError(id string) *Error {
 // subscriber is c as the durable registry sees it attaching to a subscription.
 func (c *Conn) subscriber() durable.Subscriber {
 	user, anyOwner := c.b.claimant(c.subject)
-	return durable.Subscriber{User: user, AnyOwner: anyOwner, MayReplace: c.mayRemoveDurable}
+	by := durable.Subscriber{User: user, AnyOwner: anyOwner, MayReplace: c.mayRemoveDurable}
+	if sub := c.subject; sub != nil {
+		by.Quota = durable.Quota{User: sub.User, Max: sub.MaxDurableSubscriptions}
+	}
+	return by
 }
 
 // mayRemoveDurable checks that c may remove (or replace) a durable subscription of

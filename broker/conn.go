@@ -103,6 +103,12 @@ type Conn struct {
 
 	refusedLog loglimit.Limit // the log line of non-persistent messages refused for memory
 
+	// share is its user's count of unacknowledged bytes (quota.go), nil without a
+	// quota; unheld is set when the user's hold ended, for the connection to dispatch
+	// again.
+	share  *userShare
+	unheld atomic.Bool
+
 	kicked   chan struct{} // closed when the connection must go: see kick
 	kickOnce sync.Once
 	gone     chan struct{} // closed by Close
@@ -227,6 +233,7 @@ func (c *Conn) AbortConsumer(consumer *destinations.Consumer, reason string, wit
 // Take moves the waiting deliveries into buf (which it may reuse) and returns it. Topic
 // messages that expired while they waited are left out (see dropExpired).
 func (c *Conn) Take(buf []*Delivery) []*Delivery {
+	c.redispatch()
 	c.mu.Lock()
 	buf = append(buf[:0], c.out...)
 	clear(c.out)
@@ -281,7 +288,7 @@ func (c *Conn) Delivered(ds []*Delivery) {
 	)
 	var hwm map[*destinations.QueueDest]uint64
 	var sharedAuto map[*destinations.QueueDest][]*Delivery
-	var auto, redelivered int64
+	var auto, redelivered, freed int64
 	c.delivered.Store(c.delivered.Load() + int64(len(ds))) // only the owner writes: no locked add
 	for _, d := range ds {
 		d.Written = true
@@ -301,6 +308,7 @@ func (c *Conn) Delivered(ds []*Delivery) {
 				continue
 			}
 			auto++
+			freed += d.Size()
 			credits = addCredit(credits, s)
 			if sharedAuto == nil {
 				sharedAuto = map[*destinations.QueueDest][]*Delivery{}
@@ -322,6 +330,7 @@ func (c *Conn) Delivered(ds []*Delivery) {
 			continue
 		}
 		auto++
+		freed += d.Size()
 		credits = addCredit(credits, s)
 		if q != nil {
 			if counts == nil {
@@ -350,6 +359,7 @@ func (c *Conn) Delivered(ds []*Delivery) {
 	for q, ac := range counts {
 		q.Acked(ac.n, ac.bytes)
 	}
+	c.releaseBytes(freed)
 	for s, n := range credits {
 		s.Credit.Add(n)
 		s.kick()
@@ -421,7 +431,7 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if err != nil {
 		return err
 	}
-	if err := c.dests.Admit(c.ID, dests); err != nil {
+	if err := c.dests.Admit(c.creator(), dests); err != nil {
 		return err
 	}
 	if err := c.rewriteReplyTo(m.Headers); err != nil {
@@ -728,6 +738,9 @@ func (c *Conn) Close() {
 		c.unsubscribe(s)
 	}
 	c.dropTemps()
+	if c.share != nil {
+		c.share.leave(c)
+	}
 	c.closed = true
 	c.b.disconnected(c)
 	close(c.gone)

@@ -68,6 +68,7 @@ func (b *Broker) connect(ctx context.Context, info ConnectInfo) (*Conn, error) {
 	if err := b.conns.Add(ctx, c, b.access.Authenticating(), b.log); err != nil {
 		return nil, err
 	}
+	c.share = b.shares.join(c)
 	b.adviseConnected(c)
 	return c, nil
 }

@@ -82,13 +82,20 @@ func (b *Broker) attachDurable(ctx context.Context, r SubscribeRequest, s *Subsc
 		return b.subscribeShared(ctx, r, s, key)
 	}
 	t := b.dests.Topic(r.Dest.Name)
-	d, err := b.durables.Subscribe(ctx, key, t, s.Selector, &s.Consumer, s.conn.subscriber())
+	by := s.conn.subscriber()
+	d, err := b.durables.Subscribe(ctx, key, t, s.Selector, &s.Consumer, by)
 	var denied *Error
 	switch {
 	case errors.As(err, &denied):
 		return denied // may not replace it (MayReplace)
 	case errors.Is(err, durable.ErrOwned):
 		return ownedError(key.ClientID)
+	case errors.Is(err, durable.ErrOwnerQuota):
+		q := by.Quota
+		b.log.Warn("durable subscription quota reached: a user's new one was refused", slog.String("user", q.User),
+			slog.String("clientID", key.ClientID), slog.String("name", key.Name), slog.Int("maxDurableSubscriptionsPerUser", q.Max))
+		return errorf(ErrTooManyDurableSubscriptions, "user %s reached its quota of %d durable subscriptions (plugins.maxDurableSubscriptionsPerUser): %s:%s not created",
+			q.User, q.Max, key.ClientID, key.Name)
 	case errors.Is(err, durable.ErrInUse):
 		return errorf(ErrDurableInUse, "Durable consumer is in use for client: %s and subscriptionName: %s", key.ClientID, key.Name)
 	case errors.Is(err, durable.ErrTooMany):

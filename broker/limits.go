@@ -3,6 +3,8 @@ package broker
 import (
 	"fmt"
 
+	"github.com/activemq-go/broker/destinations"
+
 	"github.com/activemq-go/broker/broker/limits"
 )
 
@@ -14,6 +16,7 @@ type quotas struct {
 	txs      int   // maxTransactionsPerConnection
 	subs     int   // maxSubscriptionsPerConnection
 	durables int   // maxDurableSubscriptions
+	temps    int   // maxTemporaryDestinationsPerConnection
 }
 
 func newQuotas(o Options) quotas {
@@ -30,6 +33,9 @@ func newQuotas(o Options) quotas {
 	}
 	if l.subs <= 0 {
 		l.subs = limits.DefaultMaxSubscriptionsPerConnection
+	}
+	if l.temps = o.MaxTemporaryDestinationsPerConnection; l.temps <= 0 {
+		l.temps = limits.DefaultMaxTemporaryDestinationsPerConnection
 	}
 	return l
 }
@@ -49,6 +55,15 @@ func (l *quotas) begin(tx string, open int) error {
 func (l *quotas) txRoom(tx string, held, size int64) error {
 	if held+size > l.txBytes {
 		return &Error{Message: fmt.Sprintf("transaction %s is over its size limit (systemUsage maxTransactionSize %d bytes): message not added; COMMIT or ABORT it", tx, l.txBytes), Err: ErrStoreFull}
+	}
+	return nil
+}
+
+// temp refuses the temporary destination d to a connection that has n already.
+func (l *quotas) temp(d destinations.Name, n int) error {
+	if n >= l.temps {
+		return errorf(ErrTooManyDestinations, "this connection reached its quota of %d temporary destinations (systemUsage maxTemporaryDestinationsPerConnection): %s not created",
+			l.temps, d)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/activemq-go/broker/broker/access"
 	"github.com/activemq-go/broker/broker/management"
+	"github.com/activemq-go/broker/broker/registry"
 	"github.com/activemq-go/broker/broker/sharedmode"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/destinations/policy"
@@ -77,7 +78,7 @@ func (h mgmtHost) Accept(batch persistence.Batch, to destinations.Name, m *persi
 	if to.Kind == destinations.Topic {
 		dests = append(dests, b.dests.VirtualQueues(to.Name)...)
 	}
-	if err := b.dests.Admit("", dests); err != nil {
+	if err := b.dests.Admit(registry.Creator{}, dests); err != nil {
 		return nil, nil, err
 	}
 	var entries []destinations.Accepted

@@ -3,6 +3,7 @@ package broker
 import (
 	"github.com/activemq-go/broker/broker/access"
 	"github.com/activemq-go/broker/broker/conns"
+	"github.com/activemq-go/broker/broker/registry"
 	"github.com/activemq-go/broker/destinations"
 	"github.com/activemq-go/broker/security"
 )
@@ -42,6 +43,12 @@ func (c *Conn) Subject() *security.Subject { return c.subject }
 // access is how the connection appears to broker/access's decisions.
 func (c *Conn) who() access.Who {
 	return access.Who{Subject: c.subject, Conn: c.ID, Remote: c.RemoteAddr, Owner: c, Last: &c.lastAuth}
+}
+
+// creator is who the destinations the connection's SENDs and SUBSCRIBEs create count
+// against (package broker/registry's quota.go).
+func (c *Conn) creator() registry.Creator {
+	return registry.Creator{Conn: c.ID, User: c.subject.User, Max: c.subject.MaxDestinations}
 }
 
 // authorizeUse checks that the connection may use dests with right r (and create them

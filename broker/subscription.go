@@ -110,7 +110,7 @@ func (c *Conn) subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	if err != nil {
 		return nil, err
 	}
-	if err := c.dests.Admit(c.ID, []destinations.Name{dest}); err != nil {
+	if err := c.dests.Admit(c.creator(), []destinations.Name{dest}); err != nil {
 		return nil, err
 	}
 	policyKind := r.Dest.Kind // a temporary destination has its own kind's policy
@@ -139,6 +139,9 @@ func (c *Conn) subscribe(ctx context.Context, r SubscribeRequest) (*Subscription
 	s := &Subscription{conn: c, advID: c.consumers}
 	s.Consumer = destinations.Consumer{Sink: c, Owner: s, ID: r.ID, Dest: r.Dest, Mode: r.Mode, Prefetch: int32(prefetch),
 		Selector: sel, Exclusive: r.Exclusive, Priority: r.Priority, NoLocal: r.NoLocal}
+	if c.share != nil {
+		s.Quota = &c.share.quota
+	}
 	s.Credit.Store(int32(prefetch))
 	if s.pull = r.Pull; s.pull {
 		s.Credit.Store(0)
@@ -389,6 +392,7 @@ func (c *Conn) unsubscribe(s *Subscription) {
 		}
 	}
 	s.dispatched = nil
+	c.releaseBytes(sizeOf(back))
 	sortByTag(back)
 	requeueEach(back)
 	// Shared queues give up the message groups the consumer owned, after its messages.
@@ -410,6 +414,7 @@ func sortByTag(ds []*Delivery) {
 // moves the rest to a new array once the old one is used up), and those elsewhere are
 // swept out once they are half the list.
 func (s *Subscription) settle(ds []*Delivery) {
+	s.conn.releaseBytes(sizeOf(ds))
 	for _, d := range ds {
 		d.Settled = true
 		delete(s.conn.byTag, d.Tag)
@@ -443,6 +448,7 @@ func (s *Subscription) settle(ds []*Delivery) {
 // unsettle puts deliveries back to awaiting acknowledgement (an aborted transaction's
 // acks, which ActiveMQ leaves dispatched to the same client).
 func (s *Subscription) unsettle(ds []*Delivery) {
+	s.conn.holdAgain(ds)
 	for _, d := range ds {
 		d.Settled = false
 		s.conn.byTag[d.Tag] = d

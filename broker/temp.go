@@ -37,6 +37,9 @@ func (c *Conn) resolve(d destinations.Name, consume bool) (destinations.Name, er
 		}
 		return d, nil
 	}
+	if len(c.temps) >= c.quotas.temps && !c.dests.OwnsTemp(c, d) {
+		return d, c.quotas.temp(d, len(c.temps))
+	}
 	real, created, err := c.dests.Temp(c, d)
 	if created {
 		c.temps = append(c.temps, real)
@@ -84,6 +87,9 @@ func (c *Conn) CreateTemp(d Destination) error {
 		if err := c.authorizeTemp(d, security.Admin); err != nil {
 			return err
 		}
+	}
+	if len(c.temps) >= c.quotas.temps && c.dests.TempOwner(d.Kind.IsTopic(), d.Name) == nil {
+		return c.quotas.temp(d, len(c.temps))
 	}
 	real, created, err := c.dests.TempNamed(c, d)
 	if err != nil {

@@ -236,6 +236,10 @@ type SystemUsage struct {
 	// one past it gets an ERROR. Those recovered from the store are never refused,
 	// but count.
 	MaxDurableSubscriptions int
+	// MaxTemporaryDestinationsPerConnection caps the temporary queues and topics one
+	// connection may have at once (default 1000; at least 1); a frame that would make
+	// one more gets an ERROR.
+	MaxTemporaryDestinationsPerConnection int
 	// SchedulerMemoryLimit caps the bytes of persistent scheduled messages held in
 	// memory, the soonest due; the others wait in the store (default 32mb; at least
 	// 64kb). Non-persistent scheduled messages count against MemoryUsage.

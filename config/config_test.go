@@ -64,6 +64,7 @@ func TestDefault(t *testing.T) {
 		SystemUsage: SystemUsage{
 			MemoryUsage: 1 << 30, StoreUsage: 100 << 30, SendFailIfNoSpace: false, SendFailIfNoSpaceAfterTimeout: 0,
 			MaxTransactionSize: 64 << 20, MaxTransactionsPerConnection: 64, MaxDestinations: 1_000_000, MaxSubscriptionsPerConnection: 10000, MaxDurableSubscriptions: 10000, SchedulerMemoryLimit: 32 << 20,
+			MaxTemporaryDestinationsPerConnection: 1000,
 		},
 		DestinationPolicy: nil,
 		Streams: Streams{
@@ -74,7 +75,9 @@ func TestDefault(t *testing.T) {
 		VirtualTopics: VirtualTopics{Enabled: true, Name: "VirtualTopic.>", Prefix: "Consumer.*."},
 		Plugins: Plugins{
 			AnonymousUser: "anonymous", AnonymousGroup: "anonymous", AdminGroups: []string{"admins"},
-			LoginFailureDelay: 100 * time.Millisecond, MaxLoginFailureDelay: 5 * time.Second,
+			MaxConnectionsPerUser: 100, MaxDestinationsPerUser: 10000, MaxDurableSubscriptionsPerUser: 1000,
+			MaxUnackedBytesPerUser: 256 << 20,
+			LoginFailureDelay:      100 * time.Millisecond, MaxLoginFailureDelay: 5 * time.Second,
 			ClientIDOwnership: true,
 		},
 		Metrics: Metrics{PerDestination: true, MaxDestinationSeries: 1000},

@@ -55,6 +55,8 @@
 //	  maxDurableSubscriptions: 10000   # durable topic subscriptions clients may create,
 //	                             # broker-wide; a SUBSCRIBE creating one past it gets an
 //	                             # ERROR (recovered ones count, are never refused); >= 1
+//	  maxTemporaryDestinationsPerConnection: 1000   # temporary queues and topics one
+//	                             # connection may have; one more gets an ERROR; >= 1
 //	  schedulerMemoryLimit: 32mb # persistent scheduled messages held in memory, the
 //	                             # soonest; the others wait in the store; >= 64kb
 //	  memoryUsage: 1gb           # bytes of messages held in memory, broker-wide; >= 1mb
@@ -230,7 +232,14 @@
 //	      - {topic: "ActiveMQ.Advisory.>", read: "*", write: "*", admin: "*"}
 //	    tempDestination: {read: users, write: users, admin: users}
 //	  adminGroups: [admins]            # older place of broker.adminGroups, which wins
-//	  maxConnectionsPerUser: 0         # live connections of each user; 0: no limit
+//	  maxConnectionsPerUser: 100       # live connections of each user; 0: no limit
+//	  maxDestinationsPerUser: 10000    # queues and topics each user's SENDs and SUBSCRIBEs
+//	                                   # created (while they exist); 0: no limit
+//	  maxDurableSubscriptionsPerUser: 1000   # durable subscriptions each user created
+//	                                   # (while they exist); 0: no limit
+//	  maxUnackedBytesPerUser: 256mb    # queue messages dispatched to each user's consumers
+//	                                   # and not acknowledged; past it they get no more
+//	                                   # until it acknowledges some; 0: no limit
 //	  loginFailureDelay: 100ms         # the ERROR of a first failed login waits this long,
 //	  maxLoginFailureDelay: 5s         # doubling per further failure up to this; > 0
 //	  clientIdOwnership: true          # a client-id with durable subscriptions is its user's

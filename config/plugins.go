@@ -50,9 +50,19 @@ type Plugins struct {
 	// AdminGroups may use the admin HTTP listener (adminGroups; default
 	// ["admins"]; at least one).
 	AdminGroups []string
-	// MaxConnectionsPerUser caps each user's live connections (default 0: no
+	// MaxConnectionsPerUser caps each user's live connections (default 100; 0: no
 	// limit); a user's own MaxConnections overrides it.
 	MaxConnectionsPerUser int
+	// MaxDestinationsPerUser caps the queues and topics each user's SENDs and
+	// SUBSCRIBEs create (default 10000), MaxDurableSubscriptionsPerUser the durable
+	// subscriptions each user creates (default 1000); 0: no limit. Without
+	// authentication no user is counted.
+	MaxDestinationsPerUser         int
+	MaxDurableSubscriptionsPerUser int
+	// MaxUnackedBytesPerUser caps the bytes of queue messages dispatched to each
+	// user's consumers and not yet acknowledged (default 256mb; 0: no limit): past it
+	// they get no more until they acknowledge some.
+	MaxUnackedBytesPerUser int64
 	// LoginFailureDelay is how long the ERROR of a first failed login is held
 	// back; it doubles with each further failure from the same address, up to
 	// MaxLoginFailureDelay (defaults 100ms and 5s; more than 0, the maximum no
@@ -169,15 +179,18 @@ func names(v any) nameList {
 
 // pluginsSection is plugins as written.
 type pluginsSection struct {
-	SimpleAuthentication  simpleAuthSection    `mapstructure:"simpleAuthentication"`
-	JAASProperties        jaasSection          `mapstructure:"jaasProperties"`
-	CertificateUsers      certUsersSection     `mapstructure:"certificateUsers"`
-	Authorization         authorizationSection `mapstructure:"authorization"`
-	AdminGroups           nameList             `mapstructure:"adminGroups"`
-	MaxConnectionsPerUser int64                `mapstructure:"maxConnectionsPerUser"`
-	LoginFailureDelay     time.Duration        `mapstructure:"loginFailureDelay"`
-	MaxLoginFailureDelay  time.Duration        `mapstructure:"maxLoginFailureDelay"`
-	ClientIDOwnership     bool                 `mapstructure:"clientIdOwnership"`
+	SimpleAuthentication           simpleAuthSection    `mapstructure:"simpleAuthentication"`
+	JAASProperties                 jaasSection          `mapstructure:"jaasProperties"`
+	CertificateUsers               certUsersSection     `mapstructure:"certificateUsers"`
+	Authorization                  authorizationSection `mapstructure:"authorization"`
+	AdminGroups                    nameList             `mapstructure:"adminGroups"`
+	MaxConnectionsPerUser          int64                `mapstructure:"maxConnectionsPerUser"`
+	MaxDestinationsPerUser         int64                `mapstructure:"maxDestinationsPerUser"`
+	MaxDurableSubscriptionsPerUser int64                `mapstructure:"maxDurableSubscriptionsPerUser"`
+	MaxUnackedBytesPerUser         byteSize             `mapstructure:"maxUnackedBytesPerUser"`
+	LoginFailureDelay              time.Duration        `mapstructure:"loginFailureDelay"`
+	MaxLoginFailureDelay           time.Duration        `mapstructure:"maxLoginFailureDelay"`
+	ClientIDOwnership              bool                 `mapstructure:"clientIdOwnership"`
 }
 
 type simpleAuthSection struct {
@@ -249,14 +262,17 @@ var passwordHashPrefixes = []string{"$2a$", "$2b$", "$2y$", "$argon2id$"}
 func (c *checker) buildPlugins(s pluginsSection) (Plugins, *Error) {
 	sa := s.SimpleAuthentication
 	p := Plugins{
-		AnonymousAccessAllowed: sa.AnonymousAccessAllowed,
-		AnonymousUser:          sa.AnonymousUser,
-		AnonymousGroup:         sa.AnonymousGroup,
-		AdminGroups:            s.AdminGroups,
-		MaxConnectionsPerUser:  int(s.MaxConnectionsPerUser),
-		LoginFailureDelay:      s.LoginFailureDelay,
-		MaxLoginFailureDelay:   s.MaxLoginFailureDelay,
-		ClientIDOwnership:      s.ClientIDOwnership,
+		AnonymousAccessAllowed:         sa.AnonymousAccessAllowed,
+		AnonymousUser:                  sa.AnonymousUser,
+		AnonymousGroup:                 sa.AnonymousGroup,
+		AdminGroups:                    s.AdminGroups,
+		MaxConnectionsPerUser:          int(s.MaxConnectionsPerUser),
+		MaxDestinationsPerUser:         int(s.MaxDestinationsPerUser),
+		MaxDurableSubscriptionsPerUser: int(s.MaxDurableSubscriptionsPerUser),
+		MaxUnackedBytesPerUser:         int64(s.MaxUnackedBytesPerUser),
+		LoginFailureDelay:              s.LoginFailureDelay,
+		MaxLoginFailureDelay:           s.MaxLoginFailureDelay,
+		ClientIDOwnership:              s.ClientIDOwnership,
 	}
 	for _, k := range []struct{ key, v string }{{"anonymousUser", sa.AnonymousUser}, {"anonymousGroup", sa.AnonymousGroup}} {
 		if strings.TrimSpace(k.v) == "" {
@@ -286,8 +302,14 @@ func (c *checker) buildPlugins(s pluginsSection) (Plugins, *Error) {
 	if len(p.AdminGroups) == 0 {
 		return Plugins{}, c.invalid(joinKey(pluginsPath, "adminGroups"), "must name at least one group", namesAllowed)
 	}
-	if err := c.intRange(joinKey(pluginsPath, "maxConnectionsPerUser"), s.MaxConnectionsPerUser, 0, math.MaxInt32, "0 for no limit"); err != nil {
-		return Plugins{}, err
+	for _, q := range []struct {
+		key string
+		n   int64
+	}{{"maxConnectionsPerUser", s.MaxConnectionsPerUser}, {"maxDestinationsPerUser", s.MaxDestinationsPerUser},
+		{"maxDurableSubscriptionsPerUser", s.MaxDurableSubscriptionsPerUser}, {"maxUnackedBytesPerUser", int64(s.MaxUnackedBytesPerUser)}} {
+		if err := c.intRange(joinKey(pluginsPath, q.key), q.n, 0, math.MaxInt32, "0 for no limit"); err != nil {
+			return Plugins{}, err
+		}
 	}
 	if err := c.positive(joinKey(pluginsPath, "loginFailureDelay"), s.LoginFailureDelay); err != nil {
 		return Plugins{}, err

@@ -84,11 +84,12 @@ func TestPluginsExample(t *testing.T) {
 			},
 			TempDestination: &AuthorizationRights{Read: []string{"users"}, Write: []string{"users"}, Admin: []string{"users"}},
 		},
-		AdminGroups:           []string{"admins"},
-		MaxConnectionsPerUser: 0,
-		LoginFailureDelay:     100 * time.Millisecond,
-		MaxLoginFailureDelay:  5 * time.Second,
-		ClientIDOwnership:     true,
+		AdminGroups:            []string{"admins"},
+		MaxConnectionsPerUser:  0,
+		MaxDestinationsPerUser: 10000, MaxDurableSubscriptionsPerUser: 1000, MaxUnackedBytesPerUser: 256 << 20,
+		LoginFailureDelay:    100 * time.Millisecond,
+		MaxLoginFailureDelay: 5 * time.Second,
+		ClientIDOwnership:    true,
 	}, c.Plugins)
 	assert.True(t, c.Plugins.Authentication())
 }
@@ -306,7 +307,7 @@ func TestPluginsUnsetPasswordVariable(t *testing.T) {
 func TestPluginsErrors(t *testing.T) {
 	const (
 		pluginKeys = "simpleAuthentication, jaasProperties, certificateUsers, authorization, adminGroups, " +
-			"maxConnectionsPerUser, loginFailureDelay, maxLoginFailureDelay"
+			"maxConnectionsPerUser, maxDestinationsPerUser, maxDurableSubscriptionsPerUser, maxUnackedBytesPerUser, loginFailureDelay, maxLoginFailureDelay"
 		userKeys  = "username, password, passwordHash, groups, maxConnections"
 		entryKeys = "queue, topic, read, write, admin"
 		users     = "plugins.simpleAuthentication.users"
@@ -323,6 +324,9 @@ func TestPluginsErrors(t *testing.T) {
 		{"admin groups a mapping", "plugins: {adminGroups: {a: b}}\n", "plugins.adminGroups", "not a mapping", "comma-separated", ""},
 		{"admin group a list", "plugins: {adminGroups: [[a]]}\n", "plugins.adminGroups[0]", "single value", "", ""},
 		{"negative maxConnectionsPerUser", "plugins: {maxConnectionsPerUser: -1}\n", "plugins.maxConnectionsPerUser", "-1 is out of range", "0 for no limit", "-1"},
+		{"negative maxDestinationsPerUser", "plugins: {maxDestinationsPerUser: -1}\n", "plugins.maxDestinationsPerUser", "-1 is out of range", "0 for no limit", "-1"},
+		{"negative maxUnackedBytesPerUser", "plugins: {maxUnackedBytesPerUser: -1}\n", "plugins.maxUnackedBytesPerUser", "", "", ""},
+		{"negative maxDurableSubscriptionsPerUser", "plugins: {maxDurableSubscriptionsPerUser: -1}\n", "plugins.maxDurableSubscriptionsPerUser", "-1 is out of range", "0 for no limit", "-1"},
 		{"zero loginFailureDelay", "plugins: {loginFailureDelay: 0}\n", "plugins.loginFailureDelay", "more than 0", "milliseconds", "0"},
 		{"bad loginFailureDelay", "plugins: {loginFailureDelay: soon}\n", "plugins.loginFailureDelay", "not a duration", "", ""},
 		{"max below first delay", "plugins: {loginFailureDelay: 1s, maxLoginFailureDelay: 50ms}\n", "plugins.maxLoginFailureDelay",

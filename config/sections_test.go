@@ -23,7 +23,7 @@ func TestSectionsExample(t *testing.T) {
 	}, c.Broker)
 	assert.Equal(t, SystemUsage{
 		MemoryUsage: 512 << 20, StoreUsage: 20 << 30, SendFailIfNoSpace: false, SendFailIfNoSpaceAfterTimeout: 3 * time.Second,
-		MaxTransactionSize: 64 << 20, MaxTransactionsPerConnection: 16, MaxDestinations: 500, MaxSubscriptionsPerConnection: 100, MaxDurableSubscriptions: 50, SchedulerMemoryLimit: 8 << 20,
+		MaxTransactionSize: 64 << 20, MaxTransactionsPerConnection: 16, MaxDestinations: 500, MaxSubscriptionsPerConnection: 100, MaxDurableSubscriptions: 50, SchedulerMemoryLimit: 8 << 20, MaxTemporaryDestinationsPerConnection: 1000,
 	}, c.SystemUsage)
 	assert.Equal(t, Streams{
 		Directory: "/srv/streams", Flush: "interval", FlushInterval: 250 * time.Millisecond,
@@ -41,7 +41,7 @@ broker: {allowLinkStealing: "true"}
 `), nil)
 	require.NoError(t, err)
 	assert.Equal(t, SystemUsage{MemoryUsage: 64 << 20, StoreUsage: 100 << 30, MaxTransactionSize: 64 << 20,
-		MaxTransactionsPerConnection: 64, MaxDestinations: 1_000_000, MaxSubscriptionsPerConnection: 10000, MaxDurableSubscriptions: 10000, SchedulerMemoryLimit: 32 << 20}, c.SystemUsage)
+		MaxTransactionsPerConnection: 64, MaxDestinations: 1_000_000, MaxSubscriptionsPerConnection: 10000, MaxDurableSubscriptions: 10000, SchedulerMemoryLimit: 32 << 20, MaxTemporaryDestinationsPerConnection: 1000}, c.SystemUsage)
 	assert.Equal(t, "os", c.Streams.Flush, "read case-insensitively")
 	assert.Equal(t, int64(1<<20), c.Streams.SegmentBytes)
 	assert.Equal(t, 168*time.Hour, c.Streams.SegmentMs)
@@ -107,6 +107,7 @@ func TestSectionErrors(t *testing.T) {
 		{"maxTransactionsPerConnection 0", "systemUsage: {maxTransactionsPerConnection: 0}\n", "systemUsage.maxTransactionsPerConnection", "out of range", "from 1 to", "0"},
 		{"maxSubscriptionsPerConnection 0", "systemUsage: {maxSubscriptionsPerConnection: 0}\n", "systemUsage.maxSubscriptionsPerConnection", "out of range", "from 1 to", "0"},
 		{"maxDurableSubscriptions 0", "systemUsage: {maxDurableSubscriptions: 0}\n", "systemUsage.maxDurableSubscriptions", "out of range", "from 1 to", "0"},
+		{"maxTemporaryDestinationsPerConnection 0", "systemUsage: {maxTemporaryDestinationsPerConnection: 0}\n", "systemUsage.maxTemporaryDestinationsPerConnection", "out of range", "from 1 to", "0"},
 		{"maxDestinations negative", "systemUsage: {maxDestinations: -1}\n", "systemUsage.maxDestinations", "out of range", "from 1 to", "-1"},
 		{"maxDestinations not a number", "systemUsage: {maxDestinations: many}\n", "systemUsage.maxDestinations", "", "", "many"},
 		{"schedulerMemoryLimit below 64kb", "systemUsage: {schedulerMemoryLimit: 1kb}\n", "systemUsage.schedulerMemoryLimit", "too small", "at least 65536", "1kb"},

@@ -50,7 +50,10 @@ type Consumer struct {
 	Prefetch int32
 	// Credit is what remains of the prefetch window: a destination takes one per
 	// delivery, the connection gives it back as deliveries are consumed.
-	Credit    atomic.Int32
+	Credit atomic.Int32
+	// Quota, when not nil, bounds the bytes dispatched to the consumer (and the
+	// others sharing it) and not yet acknowledged (quota.go).
+	Quota     *Quota
 	Selector  *selector.Selector
 	Exclusive bool // asks to be the queue's only consumer while it lives
 	Priority  int  // higher-priority consumers are dispatched to first
@@ -68,6 +71,12 @@ type Consumer struct {
 	ended         bool
 	// advisedSlow: the SlowConsumer advisory went out for this time behind.
 	advisedSlow bool
+}
+
+// ready reports whether a queue may dispatch to the consumer now: it has credit and
+// is not held.
+func (s *Consumer) ready() bool {
+	return s.Credit.Load() > 0 && !s.Quota.full()
 }
 
 // Delivery is one message handed to one consumer.

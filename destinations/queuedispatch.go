@@ -70,6 +70,9 @@ func (q *QueueDest) dispatchPass() {
 			return skipped < maxScan && q.anyCredit()
 		}
 		s.Credit.Add(-1)
+		if s.Quota != nil {
+			s.Quota.Take(e.Size)
+		}
 		takes = append(takes, take{e, s})
 		return true
 	})
@@ -121,14 +124,14 @@ func (q *QueueDest) pickFor(e *Entry) *Consumer {
 	m := e.Msg
 	if gid, ok := m.Headers.Get("JMSXGroupID"); ok {
 		if s := q.groups[gid]; s != nil {
-			if s.Credit.Load() > 0 && s.Selector.MatchesMessage(m, e.Deliveries+1) {
+			if s.ready() && s.Selector.MatchesMessage(m, e.Deliveries+1) {
 				return s
 			}
 			return nil
 		}
 	}
 	if x := q.exclusiveLocked(); x != nil {
-		if x.Credit.Load() > 0 && x.Selector.MatchesMessage(m, e.Deliveries+1) {
+		if x.ready() && x.Selector.MatchesMessage(m, e.Deliveries+1) {
 			return x
 		}
 		return nil
@@ -139,7 +142,7 @@ func (q *QueueDest) pickFor(e *Entry) *Consumer {
 	for i := 0; i < n; i++ {
 		idx := (q.rr + i) % n
 		s := q.consumers[idx]
-		if s.Credit.Load() <= 0 || (best != nil && s.Priority <= best.Priority) {
+		if !s.ready() || (best != nil && s.Priority <= best.Priority) {
 			continue
 		}
 		if s.Selector != nil && !s.Selector.MatchesMessage(m, e.Deliveries+1) {
@@ -168,7 +171,7 @@ func (q *QueueDest) exclusiveLocked() *Consumer {
 
 func (q *QueueDest) anyCredit() bool {
 	for _, s := range q.consumers {
-		if s.Credit.Load() > 0 {
+		if s.ready() {
 			return true
 		}
 	}

@@ -49,15 +49,26 @@ var (
 	ErrNotFound = errors.New("durable: no such subscription")
 	// ErrTooMany: creating the subscription would pass the registry's maximum.
 	ErrTooMany = errors.New("durable: too many subscriptions")
+	// ErrOwnerQuota: creating the subscription would pass its owner's quota.
+	ErrOwnerQuota = errors.New("durable: the user's quota of subscriptions is reached")
 )
+
+// Quota is the user a subscription counts against while it exists, and that user's
+// quota of them (0: none; User "": counted against no one). Those recovered from the
+// store count against no one.
+type Quota struct {
+	User string
+	Max  int
+}
 
 // Sub is one durable subscription.
 type Sub struct {
-	info  persistence.SubInfo
-	sel   *selector.Selector
-	topic *destinations.TopicDest
-	view  *destinations.QueueDest
-	clock func() time.Time // the registry's environment's
+	countedTo string // the user it counts against (Quota), "" none
+	info      persistence.SubInfo
+	sel       *selector.Selector
+	topic     *destinations.TopicDest
+	view      *destinations.QueueDest
+	clock     func() time.Time // the registry's environment's
 
 	mu           sync.Mutex
 	active       *destinations.Consumer // guarded by mu; nil while offline
@@ -127,6 +138,7 @@ type Registry struct {
 	subs      map[persistence.SubKey]*Sub
 	perClient map[string]int    // subscriptions per client-id
 	owners    map[string]string // client-id -> the user owning it (owner.go)
+	counted   map[string]int    // subscriptions counted against each Quota.User
 
 	// OnRemove, if set, adds to the batch that deletes a subscription what else goes
 	// with it (the broker's duplicate-detection ids of what was imported into it).
@@ -136,7 +148,8 @@ type Registry struct {
 // NewRegistry returns an empty registry working in env, in which Subscribe creates
 // subscriptions while fewer than max exist (0: no limit); Recover never refuses one.
 func NewRegistry(env *destinations.Env, max int) *Registry {
-	return &Registry{env: env, max: max, subs: map[persistence.SubKey]*Sub{}, perClient: map[string]int{}, owners: map[string]string{}}
+	return &Registry{env: env, max: max, subs: map[persistence.SubKey]*Sub{}, perClient: map[string]int{}, owners: map[string]string{},
+		counted: map[string]int{}}
 }
 
 // Get returns the subscription of key, or nil.
@@ -164,10 +177,18 @@ func (r *Registry) All() []*Sub {
 	return out
 }
 
+// Counted is the number of subscriptions counted against user's quota.
+func (r *Registry) Counted(user string) int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.counted[user]
+}
+
 // Subscribe attaches consumer c of by to the durable subscription key on topic t with
 // sel, creating it, or replacing it when its topic or selector changed (as ActiveMQ
 // does) if by.MayReplace lets it. It fails with ErrOwned when by may not use key's
 // client-id (owner.go), with ErrInUse while another consumer is attached, with
+// ErrOwnerQuota (before replacing anything) when creating it would pass by.Quota, with
 // ErrTooMany when creating it would pass the registry's maximum, and with the store's
 // error when the subscription cannot be stored.
 func (r *Registry) Subscribe(ctx context.Context, key persistence.SubKey, t *destinations.TopicDest, sel *selector.Selector, c *destinations.Consumer, by Subscriber) (*Sub, error) {
@@ -184,12 +205,22 @@ func (r *Registry) Subscribe(ctx context.Context, key persistence.SubKey, t *des
 	if active, _ := d.attached(); active != nil {
 		return nil, ErrInUse
 	}
-	if d != nil && (d.topic != t || d.info.Selector != selText) {
-		if by.MayReplace != nil {
-			if err := by.MayReplace(d.Topic()); err != nil {
-				return nil, err
-			}
+	replace := d != nil && (d.topic != t || d.info.Selector != selText)
+	if replace && by.MayReplace != nil {
+		if err := by.MayReplace(d.Topic()); err != nil {
+			return nil, err
 		}
+	}
+	if q := by.Quota; (d == nil || replace) && q.User != "" && q.Max > 0 {
+		n := r.Counted(q.User)
+		if replace && d.countedTo == q.User {
+			n-- // the one it replaces
+		}
+		if n >= q.Max {
+			return nil, ErrOwnerQuota
+		}
+	}
+	if replace {
 		if err := r.remove(ctx, d); err != nil {
 			return nil, err
 		}
@@ -213,9 +244,15 @@ func (r *Registry) Subscribe(ctx context.Context, key persistence.SubKey, t *des
 		// Attached before it is published: a listing never shows a new subscription
 		// offline while its creator's SUBSCRIBE is still being answered.
 		d = &Sub{info: info, sel: sel, topic: t, view: destinations.NewView(r.env, key, t), clock: r.env.Time, active: c}
+		if by.Quota.Max > 0 {
+			d.countedTo = by.Quota.User
+		}
 		r.mu.Lock()
 		r.subs[key] = d
 		r.perClient[key.ClientID]++
+		if d.countedTo != "" {
+			r.counted[d.countedTo]++
+		}
 		r.mu.Unlock()
 		addTo(t, d)
 		r.env.Log.Info("durable subscription created", slog.String("clientID", key.ClientID),
@@ -286,6 +323,11 @@ func (r *Registry) remove(ctx context.Context, d *Sub) error {
 	r.mu.Lock()
 	delete(r.subs, d.info.Key)
 	r.uncountLocked(d.info.Key.ClientID)
+	if d.countedTo != "" {
+		if r.counted[d.countedTo]--; r.counted[d.countedTo] <= 0 {
+			delete(r.counted, d.countedTo)
+		}
+	}
 	r.mu.Unlock()
 	d.view.Drop()
 	r.env.Log.Info("durable subscription removed", slog.String("clientID", d.info.Key.ClientID), slog.String("name", d.info.Key.Name))

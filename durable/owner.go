@@ -47,6 +47,9 @@ type Subscriber struct {
 	// replaced by one on another topic or with another selector, which deletes it and
 	// its backlog: an error refuses it, and Subscribe returns that error.
 	MayReplace func(topic string) error
+	// Quota is the user a subscription it creates counts against, with that user's
+	// quota (plugins.maxDurableSubscriptionsPerUser).
+	Quota Quota
 }
 
 // ownerDest is the store destination of clientID's owner.

@@ -45,13 +45,15 @@ func (s *Service) Authenticate(ctx context.Context, c Credentials) (*Subject, er
 				slog.String("subject", sanitize(c.PeerCertificates[0].Subject.String())))
 		}
 		s.stats.ok.Add(1)
-		return &Subject{User: user, Groups: d.groupsOf(user), MaxConnections: s.maxConns(d, user), ByCertificate: true}, nil
+		return &Subject{User: user, Groups: d.groupsOf(user), Quotas: s.quotas(d, user), ByCertificate: true}, nil
 	}
 
 	if !c.HasLogin || c.Login == "" {
 		if s.cfg.AnonymousAccessAllowed {
 			s.stats.ok.Add(1)
-			return &Subject{User: s.cfg.AnonymousUser, Groups: []string{s.cfg.AnonymousGroup}, Anonymous: true}, nil
+			// The clients without a login share the anonymous user's quotas.
+			return &Subject{User: s.cfg.AnonymousUser, Groups: []string{s.cfg.AnonymousGroup}, Anonymous: true,
+				Quotas: s.quotas(d, s.cfg.AnonymousUser)}, nil
 		}
 		return nil, s.fail(ctx, c, "no login given and anonymous access is not allowed")
 	}
@@ -67,7 +69,7 @@ func (s *Service) Authenticate(ctx context.Context, c Credentials) (*Subject, er
 		return nil, s.fail(ctx, c, reason)
 	}
 	s.stats.ok.Add(1)
-	return &Subject{User: a.name, Groups: d.groupsOf(a.name), MaxConnections: s.maxConns(d, a.name)}, nil
+	return &Subject{User: a.name, Groups: d.groupsOf(a.name), Quotas: s.quotas(d, a.name)}, nil
 }
 
 // SubjectOf is the subject user would be if it logged in now without a certificate,
@@ -85,7 +87,7 @@ func (s *Service) SubjectOf(user string) *Subject {
 	if user == s.cfg.AnonymousUser && s.cfg.AnonymousAccessAllowed && d.accounts[user] == nil {
 		return &Subject{User: user, Groups: []string{s.cfg.AnonymousGroup}, Anonymous: true}
 	}
-	return &Subject{User: user, Groups: d.groupsOf(user), MaxConnections: s.maxConns(d, user)}
+	return &Subject{User: user, Groups: d.groupsOf(user), Quotas: s.quotas(d, user)}
 }
 
 // verify checks the passcode of account a (nil: an unknown user, never right).
@@ -143,12 +145,15 @@ func (s *Service) credentialSum(passcode string) [sha256.Size]byte {
 	return sum
 }
 
-// maxConns is the user's connection limit.
-func (s *Service) maxConns(d *directory, user string) int {
+// quotas are the user's quotas: its own connection limit, if it has one, and the
+// configuration's per-user ones.
+func (s *Service) quotas(d *directory, user string) Quotas {
+	q := Quotas{MaxConnections: s.cfg.MaxConnectionsPerUser, MaxDestinations: s.cfg.MaxDestinationsPerUser,
+		MaxDurableSubscriptions: s.cfg.MaxDurableSubscriptionsPerUser, MaxUnackedBytes: s.cfg.MaxUnackedBytesPerUser}
 	if n := d.maxConns[user]; n > 0 {
-		return n
+		q.MaxConnections = n
 	}
-	return s.cfg.MaxConnectionsPerUser
+	return q
 }
 
 // fail counts and logs a failed login and waits out the host's failure delay.

@@ -84,6 +84,14 @@ type Config struct {
 	// MaxConnectionsPerUser bounds each user's live connections; 0 no limit. A
 	// User's MaxConnections overrides it for that user.
 	MaxConnectionsPerUser int
+	// MaxDestinationsPerUser bounds the queues and topics each user's SENDs and
+	// SUBSCRIBEs create, MaxDurableSubscriptionsPerUser the durable subscriptions it
+	// creates (counted while they exist); 0 no limit.
+	MaxDestinationsPerUser         int
+	MaxDurableSubscriptionsPerUser int
+	// MaxUnackedBytesPerUser bounds the bytes of queue messages dispatched to each
+	// user's consumers and not yet acknowledged; 0 no limit.
+	MaxUnackedBytesPerUser int64
 
 	FailureDelay         time.Duration // default DefaultFailureDelay; negative: no delays
 	MaxFailureDelay      time.Duration // default DefaultMaxFailureDelay
@@ -145,10 +153,22 @@ type Subject struct {
 	User      string
 	Groups    []string // sorted, without duplicates
 	Anonymous bool
-	// MaxConnections bounds this user's live connections; 0 none.
-	MaxConnections int
+	// Quotas are this user's share of the broker, shared by its connections: none
+	// without authentication, where every login is unverified.
+	Quotas
 	// ByCertificate is set when the TLS client certificate named the user.
 	ByCertificate bool
+}
+
+// Quotas are what one user may make the broker hold at once, across its connections;
+// 0 is no limit.
+type Quotas struct {
+	MaxConnections          int // live connections
+	MaxDestinations         int // queues and topics its SENDs and SUBSCRIBEs created
+	MaxDurableSubscriptions int // durable subscriptions it created
+	// MaxUnackedBytes bounds the queue messages dispatched to its consumers and not
+	// yet acknowledged (auto-acknowledged ones until written): past it, they get no more.
+	MaxUnackedBytes int64
 }
 
 // Stats are counters for the admin listener and the log.

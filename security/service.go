@@ -134,6 +134,8 @@ func applyDefaults(cfg *Config) error {
 	switch {
 	case cfg.MaxConnectionsPerUser < 0:
 		return errors.New("security: plugins.maxConnectionsPerUser is negative; use 0 for no limit")
+	case cfg.MaxDestinationsPerUser < 0 || cfg.MaxDurableSubscriptionsPerUser < 0 || cfg.MaxUnackedBytesPerUser < 0:
+		return errors.New("security: plugins.maxDestinationsPerUser, maxDurableSubscriptionsPerUser and maxUnackedBytesPerUser may not be negative; use 0 for no limit")
 	case cfg.FailureDelay > 0 && cfg.MaxFailureDelay < cfg.FailureDelay:
 		return fmt.Errorf("security: plugins.maxLoginFailureDelay (%v) is below plugins.loginFailureDelay (%v); raise it", cfg.MaxFailureDelay, cfg.FailureDelay)
 	case cfg.MaxDelayedPerAddress < 0:

@@ -128,7 +128,7 @@ func (r *Registry[C]) admitUserLocked(d Client) error {
 		return nil
 	}
 	if n := r.userConns[d.User]; n >= d.MaxConnections {
-		return &destinations.Error{Message: fmt.Sprintf("User %s has reached its connection limit (maxConnections %d): close one of its connections first",
+		return &destinations.Error{Message: fmt.Sprintf("user %s reached its quota of %d connections (plugins.maxConnectionsPerUser or its own maxConnections): close one of its connections first",
 			d.User, d.MaxConnections), Fatal: true, Err: ErrTooManyUserConnections}
 	}
 	r.userConns[d.User]++

@@ -28,4 +28,23 @@ const (
 	// stop it far below this; an empty destination here costs about 2.5 KB, so this
 	// bounds a runaway client to a few GB.
 	DefaultMaxDestinations = 1_000_000
+
+	// The quotas of one user (plugins) and of one connection (systemUsage), which let
+	// no tenant take all of a broker-wide limit; one ordinary application never meets
+	// them. A user's count spans its connections.
+
+	// DefaultMaxConnectionsPerUser bounds each authenticated user's live connections.
+	DefaultMaxConnectionsPerUser = 100
+	// DefaultMaxDestinationsPerUser bounds the queues and topics each authenticated
+	// user's SENDs and SUBSCRIBEs create (while they exist).
+	DefaultMaxDestinationsPerUser = 10000
+	// DefaultMaxDurableSubscriptionsPerUser bounds the durable subscriptions each
+	// authenticated user creates (while they exist).
+	DefaultMaxDurableSubscriptionsPerUser = 1000
+	// DefaultMaxUnackedBytesPerUser bounds the bytes of queue messages dispatched to
+	// each authenticated user's consumers and not yet acknowledged: 256 MiB.
+	DefaultMaxUnackedBytesPerUser = 256 << 20
+	// DefaultMaxTemporaryDestinationsPerConnection bounds the temporary queues and
+	// topics one connection has at once.
+	DefaultMaxTemporaryDestinationsPerConnection = 1000
 )

@@ -50,51 +50,67 @@ const DefaultDestinationGCPeriod = 10 * time.Second
 var ErrTooManyDestinations = errors.New("broker: too many destinations")
 
 // Admit makes the queues and topics of dests (resolved, as a client's SEND or
-// SUBSCRIBE names them) that do not exist yet, for the connection by ("": the broker),
-// unless that would take the broker past MaxDestinations or one is a temporary
-// destination's name (Reserved): then nothing is made and the client gets an ERROR.
-func (r *Destinations) Admit(by string, dests []destinations.Name) error {
-	missing := func() (int, error) {
-		n := 0
+// SUBSCRIBE names them) that do not exist yet, for by (a connection and its user; the
+// zero Creator: the broker), unless that would take the broker past MaxDestinations or
+// by's user past its quota (quota.go), or one is a temporary destination's name
+// (Reserved): then nothing is made and the client gets an ERROR.
+func (r *Destinations) Admit(by Creator, dests []destinations.Name) error {
+	absent := func(d destinations.Name) bool {
+		switch {
+		case d.IsWildcard(), advisory.IsAdvisory(d): // made on use, never refused
+			return false
+		case d.Kind == destinations.Queue:
+			return r.queues[d.Name] == nil
+		case d.Kind == destinations.Topic:
+			return r.topics[d.Name] == nil
+		}
+		return false
+	}
+	missing := func() (int, destinations.Name, error) {
+		n, first := 0, destinations.Name{}
 		temps := r.ntemps.Load() > 0
 		for _, d := range dests {
 			if temps {
 				if err := r.reservedLocked(d); err != nil {
-					return 0, err
+					return 0, first, err
 				}
 			}
-			switch {
-			case d.IsWildcard(), advisory.IsAdvisory(d): // made on use, never refused
-			case d.Kind == destinations.Queue && r.queues[d.Name] == nil:
-				n++
-			case d.Kind == destinations.Topic && r.topics[d.Name] == nil:
-				n++
+			if absent(d) {
+				if n++; n == 1 {
+					first = d
+				}
 			}
 		}
-		return n, nil
+		return n, first, nil
 	}
 	r.mu.RLock()
-	n, err := missing()
+	n, _, err := missing()
 	r.mu.RUnlock()
 	if n == 0 || err != nil {
 		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if n, err = missing(); n == 0 || err != nil {
+	n, first, err := missing()
+	if n == 0 || err != nil {
+		return err
+	}
+	if err := r.userRoomLocked(by, n, first); err != nil {
 		return err
 	}
 	if err := r.roomLocked(n, dests); err != nil {
 		return err
 	}
 	for _, d := range dests {
-		switch {
-		case d.IsWildcard(), advisory.IsAdvisory(d):
-		case d.Kind == destinations.Queue:
-			r.queueLocked(d.Name, by)
-		case d.Kind == destinations.Topic:
-			r.topicLocked(d.Name, by)
+		if !absent(d) {
+			continue
 		}
+		if d.Kind == destinations.Queue {
+			r.queueLocked(d.Name, by.Conn)
+		} else {
+			r.topicLocked(d.Name, by.Conn)
+		}
+		r.createdLocked(by, d)
 	}
 	return nil
 }
@@ -144,6 +160,7 @@ func (r *Destinations) Collect(ctx context.Context, now time.Time) {
 		}
 		if q.Collectable(now) {
 			delete(r.queues, name)
+			r.forgetLocked(false, name)
 			r.unregisterVirtual(q)
 			removedQueues = append(removedQueues, q)
 		}
@@ -154,6 +171,7 @@ func (r *Destinations) Collect(ctx context.Context, now time.Time) {
 		}
 		if t.Collectable(now) {
 			r.dropTopicLocked(name)
+			r.forgetLocked(true, name)
 			removedTopics = append(removedTopics, t)
 		}
 	}

@@ -77,6 +77,11 @@ type Destinations struct {
 	vtQueues    map[string][]destinations.Name // virtual topic -> its consumer queues
 	advTopics   int                            // the topics under ActiveMQ.Advisory. (not counted against maxDests)
 	destsLogged time.Time                      // the last "destination limit reached" line
+	// creators are the users whose quota each queue and topic they created counts
+	// against, userDests how many count against each (quota.go).
+	creators    map[tempKey]string
+	userDests   map[string]int
+	quotaLogged time.Time // the last "destination quota reached" line
 
 	// seqFloor is where the sequence numbers of a destination made again start: above
 	// every removed destination's.
@@ -102,6 +107,7 @@ func New(c Config) *Destinations {
 		temps:    map[tempKey]*tempDest{},
 		virtual:  c.Virtual,
 		vtQueues: map[string][]destinations.Name{},
+		creators: map[tempKey]string{}, userDests: map[string]int{},
 	}
 }
 
@@ -291,6 +297,7 @@ func (r *Destinations) Detach(d destinations.Name) (*destinations.QueueDest, *de
 	if err != nil {
 		return nil, nil, err
 	}
+	r.forgetLocked(d.Kind == destinations.Topic, d.Name)
 	if q != nil {
 		delete(r.queues, d.Name)
 		r.unregisterVirtual(q)

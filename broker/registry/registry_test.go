@@ -80,15 +80,15 @@ func topic(name string) destinations.Name {
 // nothing of its destinations.
 func TestAdmitCountsAgainstMaxDestinations(t *testing.T) {
 	r, h := newRegistry(t, 2, same)
-	require.NoError(t, r.Admit("c1", []destinations.Name{queue("a"), topic("ActiveMQ.Advisory.Queue"), topic("x.>")}))
-	require.NoError(t, r.Admit("c1", []destinations.Name{topic("b")}))
-	err := r.Admit("c1", []destinations.Name{queue("a"), queue("c")})
+	require.NoError(t, r.Admit(Creator{Conn: "c1"}, []destinations.Name{queue("a"), topic("ActiveMQ.Advisory.Queue"), topic("x.>")}))
+	require.NoError(t, r.Admit(Creator{Conn: "c1"}, []destinations.Name{topic("b")}))
+	err := r.Admit(Creator{Conn: "c1"}, []destinations.Name{queue("a"), queue("c")})
 	require.ErrorIs(t, err, ErrTooManyDestinations)
 	assert.Equal(t, "maximum number of destinations reached (systemUsage maxDestinations 2): /queue/a not created", err.Error())
 	assert.Nil(t, r.FindQueue("c"))
 	assert.Equal(t, []string{"/queue/a", "/topic/b"}, h.added, "the advisory topic is made on use, not by Admit")
 	r.Topic("ActiveMQ.Advisory.Topic") // the broker's own: never refused, never counted
-	require.NoError(t, r.Admit("c1", []destinations.Name{queue("a"), topic("b")}))
+	require.NoError(t, r.Admit(Creator{Conn: "c1"}, []destinations.Name{queue("a"), topic("b")}))
 }
 
 // TestVirtualTopicConsumerQueues: a queue named after a virtual topic's consumer
@@ -137,11 +137,11 @@ func TestTempDestinations(t *testing.T) {
 	}
 	q, _ := r.Find(queue("c1:replies"))
 	assert.Nil(t, q, "management does not see temporary destinations")
-	err = r.Admit("c2", []destinations.Name{queue("other"), queue("c1:replies")})
+	err = r.Admit(Creator{Conn: "c2"}, []destinations.Name{queue("other"), queue("c1:replies")})
 	require.ErrorIs(t, err, destinations.ErrInvalidDestination)
 	assert.Equal(t, "/queue/c1:replies names a temporary queue, which no queue name reaches: send to it as /remote-temp-queue/c1:replies; only the connection that created it reads it", err.Error())
 	assert.Nil(t, r.FindQueue("other"), "a refused Admit makes nothing")
-	require.NoError(t, r.Admit("c2", []destinations.Name{topic("c1:replies")}), "a topic is another kind")
+	require.NoError(t, r.Admit(Creator{Conn: "c2"}, []destinations.Name{topic("c1:replies")}), "a topic is another kind")
 	wMine := r.AddWildcardQueue(owner.consumer(queue(">")))
 	wTheirs := r.AddWildcardQueue(other.consumer(queue(">")))
 	assert.Empty(t, r.WildcardQueues(wMine), "no wildcard reaches a temporary queue, its owner's neither")
@@ -154,7 +154,7 @@ func TestTempDestinations(t *testing.T) {
 	assert.Nil(t, r.QueueOf(real))
 	assert.Nil(t, r.TempOwner(false, "c1:replies"))
 	assert.Equal(t, []string{"/remote-temp-queue/c1:replies"}, h.removed)
-	require.NoError(t, r.Admit("c2", []destinations.Name{queue("c1:replies")}), "the name is free once the temporary queue is gone")
+	require.NoError(t, r.Admit(Creator{Conn: "c2"}, []destinations.Name{queue("c1:replies")}), "the name is free once the temporary queue is gone")
 	r.RemoveWildcardQueue(wMine)
 	assert.Empty(t, r.WildcardQueues(wMine))
 }
@@ -183,4 +183,41 @@ func TestCollectRemovesInactive(t *testing.T) {
 	assert.Equal(t, before+1, r.Removals())
 	assert.Contains(t, h.removed, "/queue/idle")
 	assert.GreaterOrEqual(t, r.Queue("idle").NextSeq(), q.NextSeq())
+}
+
+// TestAdmitCountsAgainstUserQuota: the destinations a user creates count against its
+// quota, across its connections, not against another user's nor against no user's
+// (the broker's, or a creator without a quota); a refused Admit creates nothing; a
+// destination removed (by an administrator, or the collector) stops counting.
+func TestAdmitCountsAgainstUserQuota(t *testing.T) {
+	r, _ := newRegistry(t, 0, func(p policy.Policy) policy.Policy {
+		p.GCInactiveDestinations, p.InactiveTimeoutBeforeGC = true, time.Millisecond
+		return p
+	})
+	a1, a2 := Creator{Conn: "c1", User: "a", Max: 2}, Creator{Conn: "c2", User: "a", Max: 2}
+	require.NoError(t, r.Admit(a1, []destinations.Name{queue("q1")}))
+	require.NoError(t, r.Admit(a2, []destinations.Name{topic("t1"), queue("q1")}))
+	err := r.Admit(a1, []destinations.Name{queue("q1"), queue("q2"), queue("q3")})
+	require.ErrorIs(t, err, ErrTooManyDestinations)
+	assert.Equal(t, "user a reached its quota of 2 destinations created (plugins.maxDestinationsPerUser): /queue/q2 not created", err.Error())
+	assert.Nil(t, r.FindQueue("q2"))
+	require.NoError(t, r.Admit(Creator{Conn: "c3", User: "b", Max: 2}, []destinations.Name{queue("b1"), queue("b2")}))
+	require.NoError(t, r.Admit(Creator{}, []destinations.Name{queue("mgmt")}))
+	require.NoError(t, r.Admit(Creator{Conn: "c4", User: "a"}, []destinations.Name{queue("free")}), "no quota")
+	assert.Equal(t, 2, r.UserDestinations("a"))
+
+	_, _, err = r.Detach(queue("q1"))
+	require.NoError(t, err)
+	assert.Equal(t, 1, r.UserDestinations("a"))
+	require.NoError(t, r.Admit(a1, []destinations.Name{queue("q2")}))
+	require.Error(t, r.Admit(a1, []destinations.Name{queue("q3")}))
+
+	now := time.Now()
+	r.Collect(context.Background(), now) // found idle from now on
+	r.Collect(context.Background(), now.Add(time.Hour))
+	assert.Nil(t, r.FindTopic("t1"), "collected")
+	assert.Nil(t, r.FindQueue("q2"), "collected")
+	assert.Equal(t, 0, r.UserDestinations("a"))
+	assert.Equal(t, 0, r.UserDestinations("b"))
+	require.NoError(t, r.Admit(a1, []destinations.Name{queue("q3")}))
 }

@@ -14,13 +14,16 @@ import (
 func newSecurity(cfg *config.Config, log *slog.Logger) (*security.Service, error) {
 	p := cfg.Plugins
 	sc := security.Config{
-		AnonymousAccessAllowed: p.AnonymousAccessAllowed,
-		AnonymousUser:          p.AnonymousUser,
-		AnonymousGroup:         p.AnonymousGroup,
-		AdminGroups:            p.AdminGroups,
-		MaxConnectionsPerUser:  p.MaxConnectionsPerUser,
-		FailureDelay:           p.LoginFailureDelay,
-		MaxFailureDelay:        p.MaxLoginFailureDelay,
+		AnonymousAccessAllowed:         p.AnonymousAccessAllowed,
+		AnonymousUser:                  p.AnonymousUser,
+		AnonymousGroup:                 p.AnonymousGroup,
+		AdminGroups:                    p.AdminGroups,
+		MaxConnectionsPerUser:          p.MaxConnectionsPerUser,
+		MaxDestinationsPerUser:         p.MaxDestinationsPerUser,
+		MaxDurableSubscriptionsPerUser: p.MaxDurableSubscriptionsPerUser,
+		MaxUnackedBytesPerUser:         p.MaxUnackedBytesPerUser,
+		FailureDelay:                   p.LoginFailureDelay,
+		MaxFailureDelay:                p.MaxLoginFailureDelay,
 	}
 	for _, u := range p.Users {
 		sc.Users = append(sc.Users, security.User{Name: u.Username, Password: u.Password, PasswordHash: u.PasswordHash,
