@@ -10,17 +10,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// readmeAdvisoryMap is the plugins: section README's security section gives operators
+// readmeAdvisoryMap is the plugins: section docs/security.md (README's security section
+// in full) gives operators
 // to keep advisories to administrators (its YAML block that names
 // ActiveMQ.Advisory.TempQueue), with users admin (group admins) and app (group
 // users) whose passwords $ADMIN_PASSWORD and $APP_PASSWORD give.
 func readmeAdvisoryMap(t *testing.T) string {
 	t.Helper()
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/security.md")
 	require.NoError(t, err)
 	for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(readme), -1) {
 		if strings.Contains(m[1], "ActiveMQ.Advisory.TempQueue") {
-			require.True(t, strings.HasPrefix(m[1], "plugins:\n"), "README's advisory example is not a plugins: section:\n%s", m[1])
+			require.True(t, strings.HasPrefix(m[1], "plugins:\n"), "docs/security.md's advisory example is not a plugins: section:\n%s", m[1])
 			return strings.Replace(m[1], "plugins:\n", `plugins:
   simpleAuthentication:
     users:
@@ -29,7 +30,7 @@ func readmeAdvisoryMap(t *testing.T) string {
 `, 1)
 		}
 	}
-	t.Fatal("README has no authorization example for the advisory topics (a yaml block naming ActiveMQ.Advisory.TempQueue)")
+	t.Fatal("docs/security.md has no authorization example for the advisory topics (a yaml block naming ActiveMQ.Advisory.TempQueue)")
 	return ""
 }
 
