@@ -1,0 +1,188 @@
+package tests
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-stomp/stomp/v3/frame"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// amqSchedulerXML is an ActiveMQ with the scheduler on and a STOMP connector.
+const amqSchedulerXML = `<?xml version="1.0" encoding="UTF-8"?>
+<beans xmlns="http://www.springframework.org/schema/beans"
+       xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+       xsi:schemaLocation="http://www.springframework.org/schema/beans http://www.springframework.org/schema/beans/spring-beans.xsd
+                           http://activemq.apache.org/schema/core http://activemq.apache.org/schema/core/activemq-core.xsd">
+  <broker xmlns="http://activemq.apache.org/schema/core" brokerName="sched" persistent="false" useJmx="false" schedulerSupport="true">
+    <transportConnectors>
+      <transportConnector name="stomp" uri="stomp://127.0.0.1:` + amqStompPort + `"/>
+    </transportConnectors>
+  </broker>
+</beans>
+`
+
+// schedulerManagement is ActiveMQ's management destination as its clients name it.
+const schedulerManagement = "/topic/ActiveMQ.Scheduler.Management"
+
+// TestSchedulerManagementMatchesActiveMQ runs ActiveMQ's scheduler management over
+// STOMP (a SEND to ActiveMQ.Scheduler.Management with AMQ_SCHEDULER_ACTION BROWSE,
+// REMOVE, REMOVEALL, with and without ACTION_START_TIME/ACTION_END_TIME) on ActiveMQ
+// 5.17 and on ours, and requires the same answers: the jobs browsed to the reply-to
+// queue (their body, scheduling headers, type, original-destination, persistence and
+// a scheduledJobId; no persistent header: non-persistent), the ones left after each removal, and a removed job never
+// delivered while a kept one is.
+func TestSchedulerManagementMatchesActiveMQ(t *testing.T) {
+	amq := startActiveMQ(t, amqSchedulerXML)
+	ours := startBroker(t, brokerConfig{})
+	want := schedulerManagementScenario(t, amq)
+	got := schedulerManagementScenario(t, ours.Addr)
+	assert.Equal(t, want, got, "ActiveMQ's first")
+	// What the scenario requires of both, checked on ours (and so on ActiveMQ's).
+	assert.Equal(t, []string{
+		"all: A|delay=3600000|period=|repeat=|type=Advisory|from=/queue/sched.work|persistent=|job",
+		"all: B|delay=7200000|period=|repeat=|type=Advisory|from=/queue/sched.work|persistent=|job",
+		"all: C|delay=10800000|period=60000|repeat=2|type=Advisory|from=/queue/sched.work|persistent=|job",
+		"range: B|delay=7200000|period=|repeat=|type=Advisory|from=/queue/sched.work|persistent=|job",
+		"after REMOVE A: B,C",
+		"after REMOVEALL in C's range: B",
+		"after REMOVEALL: (none)",
+		"delivered: kept",
+		"browsed with no reply-to: nothing",
+	}, got)
+}
+
+// schedulerManagementScenario runs the scenario on the broker at addr and returns what
+// it saw, one line per step.
+func schedulerManagementScenario(t *testing.T, addr string) []string {
+	c := jmsDial(t, addr)
+	const work, reply = "/queue/sched.work", "/queue/sched.reply"
+	replies := c.subscribe(reply)
+	for _, j := range []struct{ body, delay, period, repeat string }{
+		{"A", "3600000", "", ""}, {"B", "7200000", "", ""}, {"C", "10800000", "60000", "2"},
+	} {
+		hs := []string{"persistent", "true", "AMQ_SCHEDULED_DELAY", j.delay}
+		if j.period != "" {
+			hs = append(hs, "AMQ_SCHEDULED_PERIOD", j.period, "AMQ_SCHEDULED_REPEAT", j.repeat)
+		}
+		c.send(work, j.body, hs...)
+	}
+	var lines []string
+	all := browseScheduled(c, replies, reply)
+	require.Len(t, all, 3, "BROWSE of the three jobs")
+	for _, m := range all {
+		lines = append(lines, "all: "+scheduledLine(m))
+	}
+	// A range around B's next run only (jobs are an hour apart).
+	now := time.Now().UnixMilli()
+	from, to := strconv.FormatInt(now+90*60_000, 10), strconv.FormatInt(now+150*60_000, 10)
+	for _, m := range browseScheduled(c, replies, reply, "ACTION_START_TIME", from, "ACTION_END_TIME", to) {
+		lines = append(lines, "range: "+scheduledLine(m))
+	}
+	c.send(schedulerManagement, "", "AMQ_SCHEDULER_ACTION", "REMOVE", "scheduledJobId", all[0].Header.Get("scheduledJobId"))
+	lines = append(lines, "after REMOVE A: "+scheduledBodies(browseScheduled(c, replies, reply)))
+	from, to = strconv.FormatInt(now+150*60_000, 10), strconv.FormatInt(now+240*60_000, 10)
+	c.send(schedulerManagement, "", "AMQ_SCHEDULER_ACTION", "REMOVEALL", "ACTION_START_TIME", from, "ACTION_END_TIME", to)
+	lines = append(lines, "after REMOVEALL in C's range: "+scheduledBodies(browseScheduled(c, replies, reply)))
+	c.send(schedulerManagement, "", "AMQ_SCHEDULER_ACTION", "REMOVEALL")
+	lines = append(lines, "after REMOVEALL: "+scheduledBodies(browseScheduled(c, replies, reply)))
+
+	// A job removed before it is due is never delivered; one kept, due after it, is.
+	const due = "/queue/sched.due"
+	c.send(due, "removed", "AMQ_SCHEDULED_DELAY", "1500")
+	c.send(due, "kept", "AMQ_SCHEDULED_DELAY", "2500")
+	jobs := browseScheduled(c, replies, reply)
+	require.Len(t, jobs, 2)
+	require.Equal(t, "removed", string(jobs[0].Body))
+	c.send(schedulerManagement, "", "AMQ_SCHEDULER_ACTION", "REMOVE", "scheduledJobId", jobs[0].Header.Get("scheduledJobId"))
+	sub := c.subscribe(due)
+	lines = append(lines, "delivered: "+string(c.next(sub).Body))
+
+	// A BROWSE without a reply-to sends nothing anywhere.
+	c.send(work, "D", "AMQ_SCHEDULED_DELAY", "3600000")
+	c.send(schedulerManagement, "", "AMQ_SCHEDULER_ACTION", "BROWSE")
+	c.send(reply, "marker")
+	if m := c.next(replies); string(m.Body) == "marker" {
+		lines = append(lines, "browsed with no reply-to: nothing")
+	} else {
+		lines = append(lines, "browsed with no reply-to: "+string(m.Body))
+	}
+	c.send(schedulerManagement, "", "AMQ_SCHEDULER_ACTION", "REMOVEALL")
+	return lines
+}
+
+// browseScheduled sends a BROWSE (with headers) whose reply-to is reply, which sub
+// reads, and returns the jobs it got: those before a marker sent to reply after it.
+func browseScheduled(c *jmsClient, sub, reply string, headers ...string) []*frame.Frame {
+	c.t.Helper()
+	c.send(schedulerManagement, "", append([]string{"AMQ_SCHEDULER_ACTION", "BROWSE", "reply-to", reply}, headers...)...)
+	c.send(reply, "marker")
+	var out []*frame.Frame
+	for {
+		m := c.next(sub)
+		if string(m.Body) == "marker" {
+			return out
+		}
+		out = append(out, m)
+	}
+}
+
+// scheduledLine is what the scenario compares of a browsed job.
+func scheduledLine(m *frame.Frame) string {
+	id := "no job id"
+	if m.Header.Get("scheduledJobId") != "" {
+		id = "job"
+	}
+	return fmt.Sprintf("%s|delay=%s|period=%s|repeat=%s|type=%s|from=%s|persistent=%s|%s", m.Body,
+		m.Header.Get("AMQ_SCHEDULED_DELAY"), m.Header.Get("AMQ_SCHEDULED_PERIOD"), m.Header.Get("AMQ_SCHEDULED_REPEAT"),
+		m.Header.Get("type"), m.Header.Get("original-destination"), m.Header.Get("persistent"), id)
+}
+
+func scheduledBodies(ms []*frame.Frame) string {
+	if len(ms) == 0 {
+		return "(none)"
+	}
+	var bs []string
+	for _, m := range ms {
+		bs = append(bs, string(m.Body))
+	}
+	return strings.Join(bs, ",")
+}
+
+// TestSchedulerManagementAuthorization: as in ActiveMQ, the management destination
+// takes the orders of a user who may write to it (no admin right needed) and refuses
+// the others with ActiveMQ's "not authorized to write"; the browse is written to the
+// reply-to destination only for a user who may write there.
+func TestSchedulerManagementAuthorization(t *testing.T) {
+	b := startSecBroker(t, secBroker{Plugins: `plugins:
+  simpleAuthentication:
+    users:
+      - {username: ops, password: ops-pw, groups: ops}
+      - {username: app, password: app-pw, groups: app}
+  authorization:
+    entries:
+      - {queue: "sched.work", read: "ops,app", write: "ops,app", admin: "ops,app"}
+      - {queue: "sched.reply.ops", read: ops, write: ops, admin: ops}
+      - {queue: "sched.reply.app", read: app, write: app, admin: app}
+      - {topic: "ActiveMQ.Scheduler.>", write: ops}
+      - {topic: "jms.sync", write: "ops,app", admin: "ops,app"}
+`})
+	ops := jmsDial(t, b.Addr, "login", "ops", "passcode", "ops-pw")
+	app := jmsDial(t, b.Addr, "login", "app", "passcode", "app-pw")
+	app.send("/queue/sched.work", "job", "AMQ_SCHEDULED_DELAY", "3600000")
+
+	refused := app.refused("SEND", "destination", schedulerManagement, "AMQ_SCHEDULER_ACTION", "REMOVEALL")
+	assert.Contains(t, refused.Header.Get("message"), "User app is not authorized to write to: topic://ActiveMQ.Scheduler.Management")
+	refused = ops.refused("SEND", "destination", schedulerManagement, "AMQ_SCHEDULER_ACTION", "BROWSE", "reply-to", "/queue/sched.reply.app")
+	assert.Contains(t, refused.Header.Get("message"), "not authorized")
+
+	sub := ops.subscribe("/queue/sched.reply.ops")
+	jobs := browseScheduled(ops, sub, "/queue/sched.reply.ops")
+	require.Len(t, jobs, 1, "the job is still there: app's REMOVEALL was refused")
+	ops.send(schedulerManagement, "", "AMQ_SCHEDULER_ACTION", "REMOVEALL")
+	assert.Empty(t, browseScheduled(ops, sub, "/queue/sched.reply.ops"))
+}
