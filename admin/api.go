@@ -93,6 +93,9 @@ func (s *Server) apiRoutes() []apiRoute {
 		{"DELETE /api/durable-subscriptions/{clientId}/{name}", s.removeDurable},
 		{"POST /api/durable-subscriptions/{clientId}/{name}/messages", s.importDurable},
 		{"GET /api/streams/{name}", s.getStream},
+		{"GET /api/scheduled-jobs", s.getScheduled},
+		{"DELETE /api/scheduled-jobs/{id}", s.removeScheduled},
+		{"DELETE /api/scheduled-jobs", s.removeAllScheduled},
 	}
 }
 

@@ -442,7 +442,7 @@ func TestBrokerBackendServesEveryRoute(t *testing.T) {
 	for _, r := range s.apiRoutes() {
 		all = append(all, r.pattern)
 	}
-	assert.Len(t, all, 17)
+	assert.Len(t, all, 20)
 	assert.Equal(t, all, s.served)
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)

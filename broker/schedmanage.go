@@ -178,3 +178,49 @@ func longProperty(m *persistence.Message, name string) (int64, bool, error) {
 	}
 	return n, true, nil
 }
+
+// errSchedulerOff is the answer of the admin operations on scheduled messages when the
+// broker runs without a scheduler.
+func errSchedulerOff() error {
+	return errorf(ErrNotFound, "scheduled delivery is off (broker.schedulerSupport: false): there are no scheduled messages")
+}
+
+// ScheduledJobs returns up to limit scheduled messages (all when limit is 0), soonest
+// first, for the admin API and console.
+func (b *Broker) ScheduledJobs(ctx context.Context, limit int) ([]scheduler.JobInfo, error) {
+	if b.sched == nil {
+		return nil, errSchedulerOff()
+	}
+	return b.sched.Jobs(ctx, 0, scheduler.AllTimes, limit)
+}
+
+// RemoveScheduledJob removes the scheduled message whose scheduledJobId is id, on
+// behalf of operator who; ErrNotFound when there is none.
+func (b *Broker) RemoveScheduledJob(ctx context.Context, who, id string) error {
+	if b.sched == nil {
+		return errSchedulerOff()
+	}
+	ok, err := b.sched.Remove(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errorf(ErrNotFound, "no scheduled message %s", id)
+	}
+	b.mgmt.Done(who, "remove scheduled", id, 1)
+	return nil
+}
+
+// RemoveScheduledJobs removes every scheduled message on behalf of operator who and
+// returns how many.
+func (b *Broker) RemoveScheduledJobs(ctx context.Context, who string) (int, error) {
+	if b.sched == nil {
+		return 0, errSchedulerOff()
+	}
+	n, err := b.sched.RemoveAll(ctx)
+	if err != nil {
+		return 0, err
+	}
+	b.mgmt.Done(who, "remove all scheduled", "", n)
+	return n, nil
+}

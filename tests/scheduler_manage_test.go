@@ -2,6 +2,8 @@ package tests
 
 import (
 	"fmt"
+	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -185,4 +187,84 @@ func TestSchedulerManagementAuthorization(t *testing.T) {
 	require.Len(t, jobs, 1, "the job is still there: app's REMOVEALL was refused")
 	ops.send(schedulerManagement, "", "AMQ_SCHEDULER_ACTION", "REMOVEALL")
 	assert.Empty(t, browseScheduled(ops, sub, "/queue/sched.reply.ops"))
+}
+
+// apiScheduledJob is a job as GET /api/scheduled-jobs lists it.
+type apiScheduledJob struct {
+	ID          string    `json:"id"`
+	Destination string    `json:"destination"`
+	NextRun     time.Time `json:"next_run"`
+	RepeatsLeft int       `json:"repeats_left"`
+	PeriodMS    int64     `json:"period_ms"`
+	Size        int64     `json:"size"`
+	Persistent  bool      `json:"persistent"`
+}
+
+// TestScheduledJobsAPI: the REST API lists scheduled messages soonest first with their
+// next run, repeats left, period, destination and size (persistent ones after a
+// restart too), removes one by its scheduledJobId (404 for one that is not there) and
+// removes them all; with schedulerSupport off it says so with a 404.
+func TestScheduledJobsAPI(t *testing.T) {
+	bc := brokerConfig{Adapter: "kahaDB: {}", DataDir: t.TempDir(), Env: []string{adminEnv}}
+	b := startBroker(t, bc)
+	c := jmsDial(t, b.Addr)
+	before := time.Now()
+	c.send("/queue/sched.api", "once", "persistent", "true", "AMQ_SCHEDULED_DELAY", "3600000")
+	c.send("/queue/sched.api", "repeating", "persistent", "true", "AMQ_SCHEDULED_DELAY", "7200000",
+		"AMQ_SCHEDULED_PERIOD", "60000", "AMQ_SCHEDULED_REPEAT", "3")
+	after := time.Now()
+	b.Stop()
+	b = startBroker(t, bc)
+	c = jmsDial(t, b.Addr)
+	c.send("/topic/sched.api", "volatile", "AMQ_SCHEDULED_DELAY", "10800000")
+	a := newAPI(t, "http://"+statsAddr(t, b))
+
+	var jobs []apiScheduledJob
+	a.get("/api/scheduled-jobs", &jobs)
+	require.Len(t, jobs, 3)
+	for i, want := range []struct {
+		dest              string
+		delay             time.Duration
+		repeats           int
+		period            int64
+		persistent, fresh bool
+	}{
+		{"/queue/sched.api", time.Hour, 0, 0, true, false},
+		{"/queue/sched.api", 2 * time.Hour, 3, 60000, true, false},
+		{"/topic/sched.api", 3 * time.Hour, 0, 0, false, true},
+	} {
+		j := jobs[i]
+		assert.Equal(t, want.dest, j.Destination, "job %d", i)
+		assert.Equal(t, want.repeats, j.RepeatsLeft, "job %d", i)
+		assert.Equal(t, want.period, j.PeriodMS, "job %d", i)
+		assert.Equal(t, want.persistent, j.Persistent, "job %d", i)
+		assert.Positive(t, j.Size, "job %d", i)
+		assert.NotEmpty(t, j.ID, "job %d", i)
+		if !want.fresh { // sent before the restart: due from when they were sent
+			assert.False(t, j.NextRun.Before(before.Add(want.delay).Truncate(time.Millisecond)), "job %d next run %v", i, j.NextRun)
+			assert.False(t, j.NextRun.After(after.Add(want.delay)), "job %d next run %v", i, j.NextRun)
+		}
+	}
+	a.get("/api/scheduled-jobs?limit=1", &jobs)
+	assert.Len(t, jobs, 1)
+	a.expect(http.StatusBadRequest, "GET", "/api/scheduled-jobs?limit=0", "", nil)
+
+	a.expect(http.StatusNoContent, "DELETE", "/api/scheduled-jobs/"+url.PathEscape(jobs[0].ID), "", nil)
+	var e struct{ Error string }
+	a.expect(http.StatusNotFound, "DELETE", "/api/scheduled-jobs/"+url.PathEscape(jobs[0].ID), "", &e)
+	assert.Equal(t, "no scheduled message "+jobs[0].ID, e.Error)
+	a.get("/api/scheduled-jobs", &jobs)
+	require.Len(t, jobs, 2)
+	assert.Equal(t, 3, jobs[0].RepeatsLeft)
+
+	var removed struct{ Removed int }
+	a.expect(http.StatusOK, "DELETE", "/api/scheduled-jobs", "", &removed)
+	assert.Equal(t, 2, removed.Removed)
+	status, body, _ := a.call("GET", "/api/scheduled-jobs", "")
+	assert.Equal(t, http.StatusOK, status)
+	assert.JSONEq(t, "[]", string(body))
+
+	off := startBroker(t, brokerConfig{Env: []string{adminEnv, "BROKER_BROKER_SCHEDULERSUPPORT=false"}})
+	newAPI(t, "http://"+statsAddr(t, off)).expect(http.StatusNotFound, "GET", "/api/scheduled-jobs", "", &e)
+	assert.Contains(t, e.Error, "schedulerSupport: false")
 }
