@@ -12,6 +12,8 @@ import (
 	"github.com/go-stomp/stomp/v3/frame"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/activemq-go/broker/internal/browsertest"
 )
 
 // amqSchedulerXML is an ActiveMQ with the scheduler on and a STOMP connector.
@@ -267,4 +269,51 @@ func TestScheduledJobsAPI(t *testing.T) {
 	off := startBroker(t, brokerConfig{Env: []string{adminEnv, "BROKER_BROKER_SCHEDULERSUPPORT=false"}})
 	newAPI(t, "http://"+statsAddr(t, off)).expect(http.StatusNotFound, "GET", "/api/scheduled-jobs", "", &e)
 	assert.Contains(t, e.Error, "schedulerSupport: false")
+}
+
+// TestConsoleScheduledPage drives the console's Scheduled page in Chromium: reached
+// from the navigation, it lists the scheduled messages soonest first with their
+// destination, repeats left and period; Remove (confirmed) takes one out, and the
+// STOMP BROWSE no longer finds it; Remove all empties the list.
+func TestConsoleScheduledPage(t *testing.T) {
+	b, base := adminBroker(t, brokerConfig{})
+	c := jmsDial(t, b.Addr)
+	c.send("/queue/sched.console", "first", "persistent", "true", "AMQ_SCHEDULED_DELAY", "3600000")
+	c.send("/queue/sched.console", "second", "persistent", "true", "AMQ_SCHEDULED_DELAY", "7200000",
+		"AMQ_SCHEDULED_PERIOD", "60000", "AMQ_SCHEDULED_REPEAT", "2")
+	c.send("/topic/sched.console", "third", "AMQ_SCHEDULED_DELAY", "10800000")
+	replies := c.subscribe("/queue/sched.console.reply")
+	jobs := browseScheduled(c, replies, "/queue/sched.console.reply")
+	require.Len(t, jobs, 3)
+	ids := make([]string, len(jobs))
+	for i, m := range jobs {
+		ids[i] = m.Header.Get("scheduledJobId")
+	}
+
+	tb := consoleTab(t)
+	tb.Open(base + "/")
+	tb.Submit(`nav a[href="/scheduled"]`)
+	rowIDs := `[...document.querySelectorAll("table.scheduled tr[data-job]")].map(r => r.dataset.job)`
+	require.Equal(t, ids, browsertest.Eval[[]string](tb, rowIDs), "soonest first, as BROWSE gives them")
+	second := `table.scheduled tr[data-job="` + ids[1] + `"]`
+	row := browsertest.Eval[[]string](tb, `[...document.querySelectorAll('`+second+` td')].map(td => td.textContent.trim())`)
+	require.GreaterOrEqual(t, len(row), 8)
+	assert.Equal(t, []string{ids[1], "/queue/sched.console"}, row[:2])
+	assert.Equal(t, "2", row[4], "repeats left")
+	assert.Equal(t, "1m 00s", row[5], "period")
+	assert.Equal(t, "yes", row[7], "persistent")
+	assert.Equal(t, "no", tb.Text(`table.scheduled tr[data-job="`+ids[2]+`"] td:nth-child(8)`))
+
+	tb.Submit(second + " form button")
+	assert.Contains(t, tb.WaitDialog(), "Remove scheduled message "+ids[1])
+	assert.Equal(t, "Removed scheduled message "+ids[1]+".", tb.Text("#flash"))
+	assert.Equal(t, []string{ids[0], ids[2]}, browsertest.Eval[[]string](tb, rowIDs))
+	assert.Equal(t, "first,third", scheduledBodies(browseScheduled(c, replies, "/queue/sched.console.reply")))
+	assert.Contains(t, b.Log(), "removed a scheduled message")
+
+	tb.Submit("#remove-all button")
+	assert.Contains(t, tb.WaitDialog(), "Remove every scheduled message (2)?")
+	assert.Equal(t, "Removed 2 scheduled messages.", tb.Text("#flash"))
+	assert.Equal(t, "No scheduled messages.", tb.Text("p.empty"))
+	assert.Empty(t, browseScheduled(c, replies, "/queue/sched.console.reply"))
 }
