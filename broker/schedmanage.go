@@ -73,17 +73,33 @@ func (c *Conn) manageScheduler(ctx context.Context, dests []destinations.Name, m
 		}
 	case actionRemove:
 		if id, ok := stringProperty(m, scheduler.HeaderJobID); ok {
-			if _, err := c.b.sched.Remove(ctx, id); err != nil {
+			removed, err := c.b.sched.Remove(ctx, id)
+			if err != nil {
 				return err
+			}
+			if removed {
+				c.b.mgmt.Done(c.operator(), "remove scheduled", id, 1)
 			}
 		}
 	case actionRemoveAll:
-		if _, err := c.b.sched.RemoveRange(ctx, start, end); err != nil {
+		n, err := c.b.sched.RemoveRange(ctx, start, end)
+		if err != nil {
 			return err
 		}
+		c.b.mgmt.Done(c.operator(), "remove all scheduled", "", n)
 	}
 	done(nil)
 	return nil
+}
+
+// operator names the connection's user for the management log: a removal ordered
+// over the management destination is logged as one from the admin API is.
+func (c *Conn) operator() string {
+	user := c.subject.User
+	if user == "" {
+		user = "anonymous"
+	}
+	return user + " (" + c.ID + " " + c.RemoteAddr + ", " + schedulerManagement + ")"
 }
 
 // browseScheduled sends the jobs due within [start, end] to m's reply-to destination.

@@ -160,7 +160,8 @@ func scheduledBodies(ms []*frame.Frame) string {
 // TestSchedulerManagementAuthorization: as in ActiveMQ, the management destination
 // takes the orders of a user who may write to it (no admin right needed) and refuses
 // the others with ActiveMQ's "not authorized to write"; the browse is written to the
-// reply-to destination only for a user who may write there.
+// reply-to destination only for a user who may write there; a removal is logged with
+// the user who ordered it.
 func TestSchedulerManagementAuthorization(t *testing.T) {
 	b := startSecBroker(t, secBroker{Plugins: `plugins:
   simpleAuthentication:
@@ -189,6 +190,7 @@ func TestSchedulerManagementAuthorization(t *testing.T) {
 	require.Len(t, jobs, 1, "the job is still there: app's REMOVEALL was refused")
 	ops.send(schedulerManagement, "", "AMQ_SCHEDULER_ACTION", "REMOVEALL")
 	assert.Empty(t, browseScheduled(ops, sub, "/queue/sched.reply.ops"))
+	assert.Contains(t, b.Log(), `op="remove all scheduled" by="ops (`, "the removal is logged with who ordered it")
 }
 
 // apiScheduledJob is a job as GET /api/scheduled-jobs lists it.
