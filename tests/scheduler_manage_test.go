@@ -37,9 +37,9 @@ const schedulerManagement = "/topic/ActiveMQ.Scheduler.Management"
 // STOMP (a SEND to ActiveMQ.Scheduler.Management with AMQ_SCHEDULER_ACTION BROWSE,
 // REMOVE, REMOVEALL, with and without ACTION_START_TIME/ACTION_END_TIME) on ActiveMQ
 // 5.17 and on ours, and requires the same answers: the jobs browsed to the reply-to
-// queue (their body, scheduling headers, type, original-destination, persistence and
-// a scheduledJobId; no persistent header: non-persistent), the ones left after each removal, and a removed job never
-// delivered while a kept one is.
+// queue (their body, scheduling headers, type, original-destination, persistence (no
+// persistent header: non-persistent) and a scheduledJobId), the ones left after each
+// removal, and a removed job never delivered while a kept one is.
 func TestSchedulerManagementMatchesActiveMQ(t *testing.T) {
 	amq := startActiveMQ(t, amqSchedulerXML)
 	ours := startBroker(t, brokerConfig{})
@@ -47,17 +47,29 @@ func TestSchedulerManagementMatchesActiveMQ(t *testing.T) {
 	got := schedulerManagementScenario(t, ours.Addr)
 	assert.Equal(t, want, got, "ActiveMQ's first")
 	// What the scenario requires of both, checked on ours (and so on ActiveMQ's).
-	assert.Equal(t, []string{
-		"all: A|delay=3600000|period=|repeat=|type=Advisory|from=/queue/sched.work|persistent=|job",
-		"all: B|delay=7200000|period=|repeat=|type=Advisory|from=/queue/sched.work|persistent=|job",
-		"all: C|delay=10800000|period=60000|repeat=2|type=Advisory|from=/queue/sched.work|persistent=|job",
-		"range: B|delay=7200000|period=|repeat=|type=Advisory|from=/queue/sched.work|persistent=|job",
-		"after REMOVE A: B,C",
-		"after REMOVEALL in C's range: B",
-		"after REMOVEALL: (none)",
-		"delivered: kept",
-		"browsed with no reply-to: nothing",
-	}, got)
+	assert.Equal(t, schedulerManagementWant, got)
+}
+
+// schedulerManagementWant is what schedulerManagementScenario sees on ActiveMQ.
+var schedulerManagementWant = []string{
+	"all: A|delay=3600000|period=|repeat=|type=Advisory|from=/queue/sched.work|persistent=|job",
+	"all: B|delay=7200000|period=|repeat=|type=Advisory|from=/queue/sched.work|persistent=|job",
+	"all: C|delay=10800000|period=60000|repeat=2|type=Advisory|from=/queue/sched.work|persistent=|job",
+	"range: B|delay=7200000|period=|repeat=|type=Advisory|from=/queue/sched.work|persistent=|job",
+	"after REMOVE A: B,C",
+	"after REMOVEALL in C's range: B",
+	"after REMOVEALL: (none)",
+	"delivered: kept",
+	"browsed with no reply-to: nothing",
+}
+
+// TestSchedulerManagementOnEachAdapter runs the scenario of
+// TestSchedulerManagementMatchesActiveMQ on every durable adapter: persistent jobs are
+// browsed and removed from each store.
+func TestSchedulerManagementOnEachAdapter(t *testing.T) {
+	eachDurableAdapter(t, func(t *testing.T, bc brokerConfig) {
+		assert.Equal(t, schedulerManagementWant, schedulerManagementScenario(t, startBroker(t, bc).Addr))
+	})
 }
 
 // schedulerManagementScenario runs the scenario on the broker at addr and returns what
