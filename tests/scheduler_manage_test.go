@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -330,4 +331,30 @@ func TestConsoleScheduledPage(t *testing.T) {
 	assert.Equal(t, "Removed 2 scheduled messages.", tb.Text("#flash"))
 	assert.Equal(t, "No scheduled messages.", tb.Text("p.empty"))
 	assert.Empty(t, browseScheduled(c, replies, "/queue/sched.console.reply"))
+}
+
+// TestCLIScheduled: broker scheduled lists the scheduled messages as a table and as
+// JSON, removes one by its id and removes them all.
+func TestCLIScheduled(t *testing.T) {
+	b := startBroker(t, brokerConfig{Env: []string{cliAdminEnv}})
+	url := "--url=stomp://" + b.Addr
+	adm := "--admin=" + cliAdminURL(t, b, "", "")
+	cliOK(t, "", "send", url, "--persistent", "--header", "AMQ_SCHEDULED_DELAY=3600000", "/queue/cli.sched", "one")
+	cliOK(t, "", "send", url, "--header", "AMQ_SCHEDULED_DELAY=7200000", "--header", "AMQ_SCHEDULED_PERIOD=60000",
+		"--header", "AMQ_SCHEDULED_REPEAT=2", "/queue/cli.sched", "two")
+
+	out := cliOK(t, "", "scheduled", adm)
+	assert.Regexp(t, `^ID +DESTINATION +NEXT RUN \(UTC\) +REPEATS +PERIOD +SIZE\n`, out)
+	assert.Regexp(t, `(?m)^ID:\S+ +/queue/cli\.sched +\d{4}-\d\d-\d\d [\d:.]+ +0 +- +\d+ B$`, out)
+	assert.Regexp(t, `(?m)^ID:\S+ +/queue/cli\.sched +\d{4}-\d\d-\d\d [\d:.]+ +2 +1m0s +\d+ B$`, out)
+	var jobs []apiScheduledJob
+	require.NoError(t, json.Unmarshal([]byte(cliOK(t, "", "scheduled", adm, "--json")), &jobs))
+	require.Len(t, jobs, 2)
+
+	assert.Equal(t, "removed scheduled message "+jobs[0].ID+"\n", cliOK(t, "", "scheduled", adm, "--remove", jobs[0].ID))
+	r := runCLI(t, "", nil, "scheduled", adm, "--remove", jobs[0].ID)
+	assert.NotEqual(t, 0, r.Code)
+	assert.Contains(t, r.Stderr, "no scheduled message "+jobs[0].ID)
+	assert.Equal(t, "removed 1 scheduled message\n", cliOK(t, "", "scheduled", adm, "--remove-all"))
+	assert.Regexp(t, `^ID +DESTINATION +NEXT RUN \(UTC\) +REPEATS +PERIOD +SIZE\n$`, cliOK(t, "", "scheduled", adm))
 }
