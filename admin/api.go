@@ -101,6 +101,9 @@ func (s *Server) apiRoutes() []apiRoute {
 		{"GET /api/client-ids", s.getClientIDs},
 		{"DELETE /api/client-ids/{clientId}", s.freeClientID},
 		{"GET /api/streams/{name}", s.getStream},
+		{"GET /api/scheduled-jobs", s.getScheduled},
+		{"DELETE /api/scheduled-jobs/{id}", s.removeScheduled},
+		{"DELETE /api/scheduled-jobs", s.removeAllScheduled},
 	}
 }
 

@@ -447,7 +447,7 @@ func TestBrokerBackendServesEveryRoute(t *testing.T) {
 	for _, r := range s.apiRoutes() {
 		all = append(all, r.pattern)
 	}
-	assert.Len(t, all, 19)
+	assert.Len(t, all, 22)
 	assert.Equal(t, all, s.served)
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)

@@ -41,7 +41,9 @@ func (bb *BrokerBackend) StatsReport() any {
 	m := bb.m
 	var r StatsReport
 	r.Destinations = m.DestinationStats()
-	for _, d := range m.DurableSubscriptions() {
+	ds := m.DurableSubscriptions()
+	r.Durables = make([]DurableReport, 0, len(ds)) // [] in the JSON when there are none
+	for _, d := range ds {
 		r.Durables = append(r.Durables, DurableReport{d, d.OfflineFor.Seconds()})
 	}
 	r.Memory.Used, r.Memory.Limit = m.MemoryUsage()

@@ -422,6 +422,9 @@ func (c *Conn) Send(ctx context.Context, dests []destinations.Name, m *persisten
 	if c.closed {
 		return &Error{Message: "connection closed", Fatal: true, Err: ErrClosed}
 	}
+	if c.b.schedulerManagementSend(dests) {
+		return c.manageScheduler(ctx, dests, m, done)
+	}
 	if err := c.authorizeUse(dests, security.Write, true); err != nil {
 		return err
 	}

@@ -45,19 +45,10 @@ func readBacklog(t testing.TB, base, clientID, name, topic string) backlogView {
 	require.True(t, ok, "the topic is listed")
 	v.apiTopicMessages = d.Messages
 
-	var st struct {
-		Destinations []struct {
-			Name   string
-			Stored int64
-		} `json:"destinations"`
-		Durables []struct {
-			Backlog        int
-			OfflineSeconds float64 `json:"offlineSeconds"`
-		} `json:"durableSubscriptions"`
-	}
+	var st statsView
 	a.get("/stats", &st)
 	require.Len(t, st.Durables, 1)
-	v.statsBacklog, v.statsOffline = st.Durables[0].Backlog, st.Durables[0].OfflineSeconds
+	v.statsBacklog, v.statsOffline = int(st.Durables[0].Backlog), st.Durables[0].OfflineSeconds
 	for _, d := range st.Destinations {
 		if d.Name == "/topic/"+topic {
 			v.statsTopicStored = d.Stored

@@ -87,7 +87,7 @@ func TestOneLogger(t *testing.T) {
 // TestLogFormatJSON runs the broker with --log-format json over the journal and checks
 // that every line it writes, from start to exit (the store's own included), is one JSON
 // object at the level asked for: no line in the standard log package's format, none
-// from a component that ignores --log-level.
+// from a component that ignores --log-level; a duration is a string with its unit.
 func TestLogFormatJSON(t *testing.T) {
 	run := func(t *testing.T, level string) []map[string]any {
 		// A fixed port: below info the broker does not log where it listens.
@@ -171,6 +171,20 @@ func TestLogFormatJSON(t *testing.T) {
 		assert.Contains(t, msgs, "journal: opened", "the store logs through the broker's logger")
 		assert.Contains(t, msgs, "journal: new segment", "the store's debug lines at --log-level debug")
 		assert.Contains(t, msgs, "broker stopped")
+		// Durations are strings with their unit ("1.5ms"), as in the text format, not
+		// bare nanoseconds (issue 25).
+		var durations int
+		for _, l := range lines {
+			for _, k := range []string{"took", "waited", "in", "timeout", "offlineFor", "keepAlive"} {
+				if v, ok := l[k]; ok {
+					s, isString := v.(string)
+					_, err := time.ParseDuration(s)
+					assert.True(t, isString && err == nil, "%s of %q is %v, not a duration with its unit", k, l["msg"], v)
+					durations++
+				}
+			}
+		}
+		assert.Positive(t, durations, "journal: opened logs how long it took")
 	})
 	for level, allowed := range map[string][]string{"warn": {"WARN", "ERROR"}, "error": {"ERROR"}} {
 		t.Run(level, func(t *testing.T) {

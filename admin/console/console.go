@@ -14,6 +14,7 @@
 //	GET  /durable                           durable subscriptions; remove
 //	GET  /connections                       connections; close with a reason
 //	GET  /streams, /streams/{name}          streams; partitions and consumer-group lag
+//	GET  /scheduled                         scheduled messages; remove one, remove all
 //	GET  /console/static/...                the embedded CSS and JS
 //
 // {name} is the destination's name without /queue/ or /topic/, path-escaped.
@@ -31,6 +32,7 @@
 //	POST /topics/send, /topics/{name}/delete
 //	POST /durable/{clientId}/{name}/delete
 //	POST /connections/{id}/close
+//	POST /scheduled/{id}/delete, /scheduled/delete
 //
 // A dead-letter queue (a name starting with DLQ. or ActiveMQ.DLQ, or a destination the
 // broker flags as one) gets "retry" buttons: a move to "original", each message back to
@@ -129,7 +131,7 @@ func New(b Backend, s Session) *Console {
 
 // Register mounts the console's pages, actions and assets on mux. It uses the
 // patterns listed in the package comment: GET /{$} (the root exactly) and paths under
-// /queues, /topics, /durable, /connections, /streams and /console/static/.
+// /queues, /topics, /durable, /connections, /streams, /scheduled and /console/static/.
 func (c *Console) Register(mux *http.ServeMux) { c.Mount(mux.Handle, mux.Handle) }
 
 // Mount mounts the console through the admin listener's own registration: the pages
@@ -155,6 +157,7 @@ func (c *Console) Mount(page, public func(pattern string, h http.Handler)) {
 	get("/connections", c.connections)
 	get("/streams", c.streams)
 	get("/streams/{name}", c.stream)
+	get("/scheduled", c.scheduled)
 
 	post := func(pattern string, h func(http.ResponseWriter, *http.Request)) {
 		page("POST "+pattern, c.headers(c.csrf(http.HandlerFunc(h))))
@@ -169,6 +172,8 @@ func (c *Console) Mount(page, public func(pattern string, h http.Handler)) {
 	post("/topics/{name}/delete", c.deleteTopic)
 	post("/durable/{clientId}/{name}/delete", c.deleteDurable)
 	post("/connections/{id}/close", c.closeConnection)
+	post("/scheduled/{id}/delete", c.deleteScheduled)
+	post("/scheduled/delete", c.deleteAllScheduled)
 }
 
 // staticHandler serves the embedded assets, with a cache lifetime of an hour.

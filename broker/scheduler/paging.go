@@ -135,6 +135,10 @@ func (s *Scheduler) admitLocked(j *Job) {
 		return
 	}
 	if j.msg.Persistent {
+		if _, gone := s.removed[j.key]; gone {
+			delete(s.removed, j.key) // removed while its store write was under way
+			return
+		}
 		if s.paged && j.key > s.cutoff {
 			if s.loading {
 				s.arrived = append(s.arrived, j)

@@ -157,6 +157,7 @@ type Scheduler struct {
 	byKey    map[uint64]*Job     // the persistent jobs in memory
 	reserved map[uint64]struct{} // keys of persistent jobs whose store write is in flight
 	deleting map[uint64]struct{} // keys whose store delete is in flight: never loaded
+	removed  map[uint64]struct{} // keys of jobs removed (manage.go): never admitted
 	memBytes int64               // of the persistent jobs in memory
 	paged    bool                // stored jobs with a key above cutoff are in the store only
 	cutoff   uint64
@@ -183,7 +184,8 @@ func New(c Config) *Scheduler {
 	}
 	return &Scheduler{store: c.Store, host: c.Host, log: c.Log, mem: c.Memory, space: c.Space,
 		memLimit: c.MemoryLimit, byKey: map[uint64]*Job{},
-		reserved: map[uint64]struct{}{}, deleting: map[uint64]struct{}{}, starting: true}
+		reserved: map[uint64]struct{}{}, deleting: map[uint64]struct{}{}, removed: map[uint64]struct{}{},
+		starting: true}
 }
 
 // Wants reports whether m asks for scheduled delivery: a scheduling header (STOMP's,

@@ -49,7 +49,7 @@ func newRootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(serve, newBenchCommand(), newPasswdCommand(),
 		newSendCommand(), newConsumeCommand(), newBrowseCommand(),
-		newListCommand(), newStatCommand(), newPurgeCommand(), newMoveCommand(),
+		newListCommand(), newStatCommand(), newPurgeCommand(), newMoveCommand(), newScheduledCommand(),
 		newConfigCommand(), newMigrateCommand(), newVersionCommand())
 	return root
 }
