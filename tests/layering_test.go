@@ -355,10 +355,11 @@ func TestStoresLinkNoConfigLibraries(t *testing.T) {
 
 // surfaceImports lists, for each wire protocol's transport, the project packages its
 // code (tests aside) may import directly: the broker's session surface, its codec, and
-// security's identity types. Nothing of destinations, durable, persistence or the
+// security's identity types (the listeners' package, transport, also the Host check of
+// its WebSocket handshakes, internal/allowedhosts, a leaf). Nothing of destinations, durable, persistence or the
 // stream engines: a transport reaches them through the surface only (issue 22 §1).
 var surfaceImports = map[string][]string{
-	"transport":          {"broker", "transport/stomp", "transport/openwire", "internal/stompcodec", "internal/loglimit", "security"},
+	"transport":          {"broker", "transport/stomp", "transport/openwire", "internal/stompcodec", "internal/loglimit", "internal/allowedhosts", "security"},
 	"transport/stomp":    {"broker", "internal/stompcodec", "security"},
 	"transport/openwire": {"broker", "internal/openwire", "security"},
 }
