@@ -227,6 +227,7 @@
 //	journalMaxFileLength     32mb   (64kb .. 2gb)
 //	journalDiskSyncStrategy  always | periodic | never (see SyncStrategy for loss windows)
 //	journalDiskSyncInterval  1s     (periodic)
+//	journalAsyncSyncDelay    5ms    (always: the longest an Async commit waits for an fsync)
 //	checkpointInterval       5s
 //	cleanupInterval          30s
 //
