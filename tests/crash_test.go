@@ -89,50 +89,28 @@ func kill9Run(t *testing.T, adapter string, killAfter int) {
 			}
 		}(p)
 	}
-	// A consumer acknowledging every message with a receipt while traffic flows; what it
-	// holds unacknowledged when the broker dies must be redelivered. Its prefetch stays
-	// under go-stomp's subscription buffer: a larger one can deadlock that client, whose
-	// reader blocks handing MESSAGEs over while a RECEIPT waits behind them.
-	wg.Add(1)
+	// A consumer acknowledging every message with a receipt while traffic flows, and one
+	// acknowledging without; what they hold unacknowledged when the broker dies must be
+	// redelivered.
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		c, err := stomp.Dial("tcp", b.Addr, opts...)
-		if err != nil {
-			return
-		}
-		defer c.MustDisconnect()
-		sub, err := c.Subscribe("/queue/crash", stomp.AckClientIndividual, stomp.SubscribeOpt.Header("activemq.prefetchSize", "8"))
-		if err != nil {
-			return
-		}
-		for {
-			var m *stomp.Message
-			select {
-			case m = <-sub.C:
-			case <-stop:
-				return
-			}
-			if m == nil || m.Err != nil {
-				return
-			}
+		consumeCrash(b.Addr, opts, stop, func(c *stomp.Conn, m *stomp.Message) bool {
 			// An ACK with a receipt: go-stomp puts receipts on COMMIT, so ack in a
 			// transaction and commit it.
 			mu.Lock()
 			ackSent[string(m.Body)] = true
 			mu.Unlock()
 			tx := c.Begin()
-			if err := tx.Ack(m); err != nil {
-				return
-			}
-			if err := tx.CommitWithReceipt(); err != nil {
-				return
+			if tx.Ack(m) != nil || tx.CommitWithReceipt() != nil {
+				return false
 			}
 			mu.Lock()
 			acked[string(m.Body)] = true
 			mu.Unlock()
-		}
+			return true
+		})
 	}()
-	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		unreceiptedAcks(b.Addr, opts, stop, &mu, ackSent, unconfirmed, confirmed)
@@ -225,6 +203,38 @@ loop:
 func unreceiptedAcks(addr string, opts []func(*stomp.Conn) error, stop <-chan struct{}, mu *sync.Mutex,
 	ackSent, unconfirmed, confirmed map[string]bool) {
 	const ackEvery = 16
+	var sent []string // ACKs since the last confirmation
+	consumeCrash(addr, opts, stop, func(c *stomp.Conn, m *stomp.Message) bool {
+		id := string(m.Body)
+		mu.Lock()
+		ackSent[id], unconfirmed[id] = true, true
+		mu.Unlock()
+		if c.Ack(m) != nil {
+			return false
+		}
+		if sent = append(sent, id); len(sent) < ackEvery {
+			return true
+		}
+		if c.Send("/queue/crash-confirm", "text/plain", nil, stomp.SendOpt.Receipt,
+			stomp.SendOpt.Header("persistent", "true")) != nil {
+			return false
+		}
+		mu.Lock()
+		for _, id := range sent {
+			delete(unconfirmed, id)
+			confirmed[id] = true
+		}
+		mu.Unlock()
+		sent = sent[:0]
+		return true
+	})
+}
+
+// consumeCrash subscribes to /queue/crash (client-individual) and hands each message to
+// fn until fn returns false, stop is closed or the broker dies. The prefetch stays under
+// go-stomp's subscription buffer: a larger one can deadlock that client, whose reader
+// blocks handing MESSAGEs over while a RECEIPT waits behind them.
+func consumeCrash(addr string, opts []func(*stomp.Conn) error, stop <-chan struct{}, fn func(*stomp.Conn, *stomp.Message) bool) {
 	c, err := stomp.Dial("tcp", addr, opts...)
 	if err != nil {
 		return
@@ -234,7 +244,6 @@ func unreceiptedAcks(addr string, opts []func(*stomp.Conn) error, stop <-chan st
 	if err != nil {
 		return
 	}
-	var sent []string // ACKs since the last confirmation
 	for {
 		var m *stomp.Message
 		select {
@@ -242,29 +251,8 @@ func unreceiptedAcks(addr string, opts []func(*stomp.Conn) error, stop <-chan st
 		case <-stop:
 			return
 		}
-		if m == nil || m.Err != nil {
+		if m == nil || m.Err != nil || !fn(c, m) {
 			return
 		}
-		id := string(m.Body)
-		mu.Lock()
-		ackSent[id], unconfirmed[id] = true, true
-		mu.Unlock()
-		if err := c.Ack(m); err != nil {
-			return
-		}
-		if sent = append(sent, id); len(sent) < ackEvery {
-			continue
-		}
-		if err := c.Send("/queue/crash-confirm", "text/plain", nil, stomp.SendOpt.Receipt,
-			stomp.SendOpt.Header("persistent", "true")); err != nil {
-			return
-		}
-		mu.Lock()
-		for _, id := range sent {
-			delete(unconfirmed, id)
-			confirmed[id] = true
-		}
-		mu.Unlock()
-		sent = sent[:0]
 	}
 }
