@@ -50,6 +50,10 @@ const (
 	DefaultFileName = "broker.db"
 	// DefaultLockTimeout is how long Open waits for another process to release the file.
 	DefaultLockTimeout = 10 * time.Second
+	// DefaultAsyncCommitDelay is how long a group of Async commits only (an
+	// acknowledgement nobody waits for, a dispatch mark) waits for a Commit(Sync) to
+	// share its transaction, and so its sync, before it is committed on its own.
+	DefaultAsyncCommitDelay = 5 * time.Millisecond
 	// MaxInitialMmapSize bounds the initialMmapSize option.
 	MaxInitialMmapSize = 64 << 30
 )
@@ -87,6 +91,11 @@ type Options struct {
 	// LockTimeout is how long Open waits for another process holding the file; 0 means
 	// DefaultLockTimeout.
 	LockTimeout time.Duration
+	// AsyncCommitDelay: while only Async commits are queued, the writer waits up to this
+	// long (from the first) for a Commit(Sync) and takes them all into its transaction:
+	// Async commits ride the next synced one instead of costing a commit and its syncs
+	// of their own. 0 means DefaultAsyncCommitDelay; negative commits them at once.
+	AsyncCommitDelay time.Duration
 	// StoreBeforeDispatch turns off concurrent store and dispatch
 	// (concurrentStoreAndDispatchQueues: false): a queued batch cannot be withdrawn, so
 	// the broker dispatches a persistent queue message only after its commit.
@@ -122,6 +131,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.LockTimeout < 0 {
 		return o, fmt.Errorf("%w: negative LockTimeout %v", ErrOption, o.LockTimeout)
 	}
+	if o.AsyncCommitDelay == 0 {
+		o.AsyncCommitDelay = DefaultAsyncCommitDelay
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -142,9 +154,8 @@ func (o Options) boltOptions() *bolt.Options {
 }
 
 const (
-	sizeAllowed     = `a size from 0 to 64gb, e.g. "1gb" (a number is bytes; 0 means none)`
-	durationAllowed = `a positive duration such as "10s" (a number is milliseconds), at most 24h`
-	boolAllowed     = "true or false"
+	sizeAllowed = `a size from 0 to 64gb, e.g. "1gb" (a number is bytes; 0 means none)`
+	boolAllowed = "true or false"
 )
 
 // optionKeys are the keys of the bbolt block.
@@ -208,14 +219,8 @@ var optionKeys = []optparse.Key[Options]{
 			o.StoreBeforeDispatch = !b
 			return ""
 		}},
-	{Name: "lockTimeout", Allowed: durationAllowed,
-		Set: func(o *Options, raw any) string {
-			d, problem := optparse.Duration(raw)
-			if problem == "" {
-				o.LockTimeout = d
-			}
-			return problem
-		}},
+	optparse.DurationKey("lockTimeout", func(o *Options) *time.Duration { return &o.LockTimeout }, ""),
+	optparse.DurationKey("asyncCommitDelay", func(o *Options) *time.Duration { return &o.AsyncCommitDelay }, ""),
 }
 
 // ParseOptions turns the broker's persistence options into Options. Keys are matched
