@@ -97,3 +97,25 @@ func oneSyncPerMessage(t *testing.T, adapter string) {
 	require.LessOrEqual(t, perMessage, 1.25, "an ACK nobody waits for must not force a sync")
 	require.GreaterOrEqual(t, perMessage, 0.75, "each receipted SEND is synced (a few share one)")
 }
+
+// TestOpenWireOneSyncPerPersistentMessage: the same through OpenWire with ActiveMQ's JMS
+// client: a producer's persistent sends are synchronous (each waits for its sync), the
+// auto-acknowledging consumer's MessageAcks ask for no response and force no sync of
+// their own.
+func TestOpenWireOneSyncPerPersistentMessage(t *testing.T) {
+	const n = 300
+	b, base := adminBroker(t, brokerConfig{
+		Adapter: "kahaDB: {journalAsyncSyncDelay: 2s, concurrentStoreAndDispatchQueues: false}",
+		Extra:   "  - name: openwire\n    uri: tcp://127.0.0.1:0\n",
+	})
+	a := newAPI(t, base)
+	before := storeSyncs(t, a)
+	r := runOW(t, "tcp://"+b.OpenWireAddr(), "load", "dest="+owName(t, "q"), "kind=queue", "persistent=true",
+		"producers=1", "consumers=1", "messages="+strconv.Itoa(n), "size=256")
+	assertOW(t, r, map[string]string{"lost": "0", "duplicates": "0"})
+	syncs := storeSyncs(t, a) - before
+	perMessage := syncs / n
+	t.Logf("%d messages: %.0f syncs, %.2f per message (%s msgs/s)", n, syncs, perMessage, r.get("msgs_per_s"))
+	require.LessOrEqual(t, perMessage, 1.25, "an acknowledgement nobody waits on must not force a sync")
+	require.GreaterOrEqual(t, perMessage, 0.75, "each synchronous persistent send is synced (a few share one)")
+}
