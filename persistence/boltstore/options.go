@@ -50,10 +50,6 @@ const (
 	DefaultFileName = "broker.db"
 	// DefaultLockTimeout is how long Open waits for another process to release the file.
 	DefaultLockTimeout = 10 * time.Second
-	// DefaultAsyncCommitDelay is how long a group of Async commits only (an
-	// acknowledgement nobody waits for, a dispatch mark) waits for a Commit(Sync) to
-	// share its transaction, and so its sync, before it is committed on its own.
-	DefaultAsyncCommitDelay = 5 * time.Millisecond
 	// MaxInitialMmapSize bounds the initialMmapSize option.
 	MaxInitialMmapSize = 64 << 30
 )
@@ -91,10 +87,14 @@ type Options struct {
 	// LockTimeout is how long Open waits for another process holding the file; 0 means
 	// DefaultLockTimeout.
 	LockTimeout time.Duration
-	// AsyncCommitDelay: while only Async commits are queued, the writer waits up to this
-	// long (from the first) for a Commit(Sync) and takes them all into its transaction:
-	// Async commits ride the next synced one instead of costing a commit and its syncs
-	// of their own. 0 means DefaultAsyncCommitDelay; negative commits them at once.
+	// AsyncCommitDelay: while only Async commits are queued (acknowledgements nobody
+	// waits for, dispatch marks), the writer waits up to this long (from the first) for
+	// a Commit(Sync) and takes them all into its transaction: they ride the next synced
+	// one instead of costing a commit and its syncs of their own. Zero or negative (the
+	// default) commits them at once. It pays with concurrentStoreAndDispatchQueues
+	// false; with concurrent dispatch it can cost more than it saves: a writer kept
+	// busy by the acknowledgements' own commits leaves consumers time to withdraw the
+	// writes of messages they got (see docs/benchmarks.md, issue 26).
 	AsyncCommitDelay time.Duration
 	// StoreBeforeDispatch turns off concurrent store and dispatch
 	// (concurrentStoreAndDispatchQueues: false): a queued batch cannot be withdrawn, so
@@ -130,9 +130,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.LockTimeout < 0 {
 		return o, fmt.Errorf("%w: negative LockTimeout %v", ErrOption, o.LockTimeout)
-	}
-	if o.AsyncCommitDelay == 0 {
-		o.AsyncCommitDelay = DefaultAsyncCommitDelay
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -71,7 +71,7 @@ func TestGroupCommitSharesUpdates(t *testing.T) {
 	}
 }
 
-// Async commits (acknowledgements nobody waits for) ride the next Commit(Sync): they
+// With AsyncCommitDelay set, Async commits (acknowledgements nobody waits for) ride the next Commit(Sync): they
 // share its bbolt Update, and so its syncs, instead of costing one of their own; with
 // no Sync commit coming they are committed once AsyncCommitDelay has passed.
 func TestAsyncCommitsRideTheNextSync(t *testing.T) {
@@ -129,10 +129,12 @@ func TestAsyncCommitsRideTheNextSync(t *testing.T) {
 		require.EqualValues(t, 2, n)
 		require.Equal(t, uint64(1), s.w.updates.Load(), "both in one Update")
 	})
-	t.Run("default", func(t *testing.T) {
-		o, err := Options{Path: "x"}.withDefaults()
-		require.NoError(t, err)
-		require.Equal(t, DefaultAsyncCommitDelay, o.AsyncCommitDelay)
+	t.Run("off", func(t *testing.T) {
+		s := open(0) // the default: an Async commit does not wait
+		done := make(chan error, 1)
+		add(s, 1).(persistence.AsyncBatch).CommitAsync(persistence.Async, func(err error) { done <- err })
+		require.NoError(t, <-done)
+		require.Equal(t, uint64(1), s.w.updates.Load())
 	})
 }
 
