@@ -71,9 +71,9 @@ func TestGroupCommitSharesUpdates(t *testing.T) {
 	}
 }
 
-// With AsyncCommitDelay set, Async commits (acknowledgements nobody waits for) ride the next Commit(Sync): they
-// share its bbolt Update, and so its syncs, instead of costing one of their own; with
-// no Sync commit coming they are committed once AsyncCommitDelay has passed.
+// With AsyncCommitDelay set, Async commits (acknowledgements nobody waits for) ride the
+// next Commit(Sync): they share its bbolt Update, and so its syncs, instead of costing
+// one of their own; with no Sync commit coming they are committed once the delay passed.
 func TestAsyncCommitsRideTheNextSync(t *testing.T) {
 	open := func(delay time.Duration) *Store {
 		s, err := Open(t.Context(), Options{Path: filepath.Join(t.TempDir(), "broker.db"), Logger: quietLog,
