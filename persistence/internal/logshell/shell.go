@@ -140,6 +140,7 @@ func (s *Shell[O]) Init(cfg Config[O], callbacks *completion.Runner) {
 	if cfg.Queue.MaxLinger == 0 {
 		cfg.Queue.MaxLinger = MaxLinger
 	}
+	cfg.Queue.HoldCancelable = cfg.SyncCommits
 	s.q = groupcommit.New[O](cfg.Queue)
 }
 

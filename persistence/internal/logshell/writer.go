@@ -78,6 +78,7 @@ func (w *writer[O]) run() {
 	}
 	for {
 		s.q.Gather()
+		s.q.Hold()
 		group, closing := s.q.Take()
 		if len(group) > 0 {
 			w.process(group)
