@@ -59,6 +59,20 @@ type SettleRequest struct {
 	Kind  SettleKind
 	Tx    string
 	Cause string // SettlePoison: why the client rejected it ("" for ActiveMQ's default)
+	// Unanswered says that nobody waits for the outcome (a STOMP ACK or NACK without a
+	// receipt, an OpenWire MessageAck without ResponseRequired): the store write rides
+	// the store's next sync instead of forcing one of its own, as ActiveMQ's
+	// acknowledgements do, so a crash may undo it and redeliver the message (flagged
+	// redelivered). The zero value, an answered settle, is durable before done.
+	Unanswered bool
+}
+
+// durability is how far the store write of r must go before done.
+func (r SettleRequest) durability() persistence.Durability {
+	if r.Unanswered {
+		return persistence.Async
+	}
+	return persistence.Sync
 }
 
 // outcome is what the request does to the messages it settles.
@@ -125,8 +139,9 @@ func (c *Conn) Nack(ctx context.Context, r AckRef, tx string, done func(error)) 
 }
 
 // Settle settles the deliveries r names in the form r.Kind. Outside a transaction done
-// is called once that is durable: a client that waited for it never sees an
-// acknowledged message again.
+// is called once that is durable (r.Unanswered: once it is committed, to be synced with
+// the store's next sync): a client that waited for it never sees an acknowledged
+// message again.
 func (c *Conn) Settle(ctx context.Context, r SettleRequest, done func(error)) error {
 	var t *txState
 	if r.Tx != "" {
@@ -166,18 +181,18 @@ func (c *Conn) Settle(ctx context.Context, r SettleRequest, done func(error)) er
 		c.b.settleShared(ds, !o.Rejected, done)
 		return nil
 	}
-	c.b.settle(s, ds, o, done)
+	c.b.settle(s, ds, o, r.durability(), done)
 	return nil
 }
 
 // settle acknowledges (or rejects) ds, deliveries of s, in one store batch (see
-// applySettle), resumes dispatch to s, and calls done once the batch is durable and the
-// dispatch marks cover what s was given (afterMarked).
-func (b *Broker) settle(s *Subscription, ds []*Delivery, o destinations.Outcome, done func(error)) {
+// applySettle) committed with d, resumes dispatch to s, and calls done once the batch
+// is committed and the dispatch marks cover what s was given (afterMarked).
+func (b *Broker) settle(s *Subscription, ds []*Delivery, o destinations.Outcome, d persistence.Durability, done func(error)) {
 	batch := b.store.Begin()
 	onDone := b.applySettle(batch, s, ds, o)
 	s.kick()
-	b.finish(batch, persistence.Sync, onDone, afterMarked(ds, done))
+	b.finish(batch, d, onDone, afterMarked(ds, done))
 }
 
 // afterMarked returns done delayed, once called, until the dispatch marks of the queues

@@ -142,7 +142,7 @@ func (c *Conn) browseScheduled(ctx context.Context, m *persistence.Message, star
 			"original-destination", strings.Join(names, ",")}, msg.Headers...)
 		batch, entries, err := host.Route(to, msg)
 		if batch != nil {
-			host.Commit(batch, func(err error) { destinations.SettleAll(entries, err) })
+			host.Commit(batch, persistence.Async, func(err error) { destinations.SettleAll(entries, err) })
 		}
 		if err != nil {
 			return err

@@ -16,6 +16,6 @@ func (h schedHost) Route(dests []destinations.Name, m *persistence.Message) (per
 	return h.b.route(dests, m, nil)
 }
 
-func (h schedHost) Commit(batch persistence.Batch, done func(error)) {
-	h.b.commit(batch, persistence.Sync, done)
+func (h schedHost) Commit(batch persistence.Batch, d persistence.Durability, done func(error)) {
+	h.b.commit(batch, d, done)
 }

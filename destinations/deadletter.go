@@ -81,7 +81,9 @@ func (q *QueueDest) retire(es []*Entry, reason string, toDLQ bool, why DeadLette
 			batch.Rollback()
 			return
 		}
-		env.Commit(batch, persistence.Sync, func(err error) {
+		// Nobody waits for it: should a crash undo it, the originals are still stored (and
+		// retired again), so it rides the store's next sync rather than forcing one.
+		env.Commit(batch, persistence.Async, func(err error) {
 			SettleAll(entries, err)
 			if err != nil {
 				env.Log.Error("dead-lettering failed", slog.String("dest", q.client), slog.Any("err", err))

@@ -54,7 +54,7 @@ type descs struct {
 	deadLettered, expired, discarded, duplicates          *prometheus.Desc
 	resUsed, resLimit, resAlarm                           *prometheus.Desc
 	producersBlocked, sendsBlocked                        *prometheus.Desc
-	storeSync, sendLatency, seriesDropped                 *prometheus.Desc
+	storeSync, storeSyncs, sendLatency, seriesDropped     *prometheus.Desc
 	messages, unacked, qConsumers, qEnqueued, qDispatched *prometheus.Desc
 	qAcked, qExpired, qOldest, qMemory, qMemoryLimit      *prometheus.Desc
 	subPending, streamEnd, groupCommitted, groupLag       *prometheus.Desc
@@ -96,6 +96,7 @@ func newDescs() descs {
 		producersBlocked:  n("producers_blocked", "Connections with a SEND held now by producer flow control."),
 		sendsBlocked:      n("sends_blocked_total", "SENDs held by producer flow control since start."),
 		storeSync:         n("store_sync_duration_seconds", "Time of each sync of the store's write path (one per group commit).", "store"),
+		storeSyncs:        n("store_syncs_total", "Syncs of the store's write path since start (one per group commit; the count of store_sync_duration_seconds).", "store"),
 		sendLatency:       n("send_latency_seconds", "Time from a SEND to its acceptance (its RECEIPT; for a persistent message once stored).", "persistent"),
 		seriesDropped:     n("metrics_series_dropped_total", "Per-destination series folded into _other by the cardinality guard (metrics.maxDestinationSeries), summed over scrapes."),
 	}
@@ -126,7 +127,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.d.authAttempts, c.d.authzDenied, c.d.hashVerifications, c.d.destinations, c.d.consumers, c.d.subscriptions,
 		c.d.received, c.d.delivered, c.d.acked, c.d.redelivered, c.d.deadLettered, c.d.expired, c.d.discarded, c.d.duplicates,
 		c.d.resUsed, c.d.resLimit, c.d.resAlarm, c.d.producersBlocked, c.d.sendsBlocked,
-		c.d.storeSync, c.d.sendLatency, c.d.seriesDropped,
+		c.d.storeSync, c.d.storeSyncs, c.d.sendLatency, c.d.seriesDropped,
 	}
 	for _, d := range append(v, c.d.perDestinationFamilies...) {
 		ch <- d
@@ -181,6 +182,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- constHistogram(c.d.sendLatency, cs.SendLatency[1], "true")
 	if cs.StoreSyncs {
 		ch <- constHistogram(c.d.storeSync, cs.StoreSync, c.o.Store)
+		counter(c.d.storeSyncs, float64(cs.StoreSync.Count), c.o.Store)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), c.o.ResourceTimeout)

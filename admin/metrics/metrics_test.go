@@ -194,7 +194,7 @@ func TestExpositionHasEveryImplementedName(t *testing.T) {
 		"broker_stream_end_offset", "broker_stream_size_bytes", "broker_stream_group_committed_offset", "broker_stream_group_lag",
 		"broker_resource_used_bytes", "broker_resource_limit_bytes", "broker_resource_alarm",
 		"broker_producers_blocked", "broker_sends_blocked_total",
-		"broker_store_sync_duration_seconds", "broker_send_latency_seconds",
+		"broker_store_sync_duration_seconds", "broker_store_syncs_total", "broker_send_latency_seconds",
 		"broker_metrics_series_dropped_total",
 		"go_goroutines", "go_memstats_alloc_bytes", "process_cpu_seconds_total", "process_open_fds", "process_start_time_seconds",
 	}
@@ -266,6 +266,7 @@ func TestBrokerWideSeries(t *testing.T) {
 
 	h := find(fams, "broker_store_sync_duration_seconds", "store", "kahadb").Histogram
 	assert.EqualValues(t, 2, h.GetSampleCount())
+	assert.Equal(t, 2.0, v("broker_store_syncs_total", "store", "kahadb"), "the histogram's count")
 	assert.InDelta(t, 0.021, h.GetSampleSum(), 1e-9)
 	for _, b := range h.Bucket {
 		switch b.GetUpperBound() {
@@ -288,6 +289,7 @@ func TestAbsentSeries(t *testing.T) {
 	fams := scrape(t, Handler(src, Options{Security: none, PerDestination: true}))
 	assert.Nil(t, fams["broker_auth_attempts_total"])
 	assert.Nil(t, fams["broker_store_sync_duration_seconds"])
+	assert.Nil(t, fams["broker_store_syncs_total"])
 	assert.Nil(t, find(fams, "broker_queue_memory_limit_bytes", "destination", "prices", "type", "topic"))
 	assert.NotNil(t, find(fams, "broker_queue_memory_limit_bytes", "destination", "orders", "type", "queue"))
 }

@@ -133,7 +133,7 @@ func (s *Scheduler) remove(ctx context.Context, start, end int64, match func(*pe
 		batch.Ack(StoreDest, k)
 	}
 	done := make(chan error, 1)
-	s.host.Commit(batch, func(err error) {
+	s.host.Commit(batch, persistence.Sync, func(err error) { // an operator waits for it
 		s.mu.Lock()
 		for _, k := range keys {
 			if s.loading {

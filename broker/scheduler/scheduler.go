@@ -119,9 +119,11 @@ type Host interface {
 	// batch's outcome, and the error of a destination that refused m (the others took
 	// it).
 	Route(dests []destinations.Name, m *persistence.Message) (persistence.Batch, []destinations.Accepted, error)
-	// Commit writes batch synchronously (as the host groups its writes) and calls done
-	// with the outcome.
-	Commit(batch persistence.Batch, done func(error))
+	// Commit writes batch with durability d (as the host groups its writes) and calls
+	// done with the outcome. A new job is committed Sync (its producer waits for it); a
+	// delivery of a due job Async (nobody waits: should a crash undo it, the job is still
+	// stored and delivered again), riding the store's next sync.
+	Commit(batch persistence.Batch, d persistence.Durability, done func(error))
 }
 
 // Config is what a Scheduler runs with.
@@ -346,7 +348,7 @@ func (s *Scheduler) Schedule(ctx context.Context, dests []destinations.Name, m *
 	}
 	batch := s.store.Begin()
 	batch.Add(s.stored(j))
-	s.host.Commit(batch, func(err error) {
+	s.host.Commit(batch, persistence.Sync, func(err error) {
 		s.Written(j, err)
 		if err != nil {
 			err = destinations.StoreError(err)
@@ -434,7 +436,7 @@ func (s *Scheduler) deliver(j *Job) {
 			s.mu.Unlock()
 		}
 		if batch != nil {
-			s.host.Commit(batch, func(err error) { destinations.SettleAll(entries, err) })
+			s.host.Commit(batch, persistence.Async, func(err error) { destinations.SettleAll(entries, err) })
 		}
 		return
 	}
@@ -455,7 +457,7 @@ func (s *Scheduler) deliver(j *Job) {
 			batch.Add(s.stored(j))
 		}
 	}
-	s.host.Commit(batch, func(err error) {
+	s.host.Commit(batch, persistence.Async, func(err error) {
 		destinations.SettleAll(entries, err)
 		s.mu.Lock()
 		defer s.mu.Unlock()

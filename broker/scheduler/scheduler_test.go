@@ -17,11 +17,12 @@ import (
 )
 
 // host is a Host that records what the scheduler routes (a due job's destinations
-// and body) and commits batches at once.
+// and body) and the durability of each commit, and commits batches at once.
 type host struct {
-	mu     sync.Mutex
-	n      int
-	routed chan string // "<dest> <body>"
+	mu      sync.Mutex
+	n       int
+	routed  chan string // "<dest> <body>"
+	commits []persistence.Durability
 }
 
 func newHost() *host { return &host{routed: make(chan string, 100)} }
@@ -52,8 +53,38 @@ func (h *host) next(t *testing.T) string {
 	}
 }
 
-func (h *host) Commit(batch persistence.Batch, done func(error)) {
-	done(batch.Commit(context.Background(), persistence.Sync))
+func (h *host) Commit(batch persistence.Batch, d persistence.Durability, done func(error)) {
+	h.mu.Lock()
+	h.commits = append(h.commits, d)
+	h.mu.Unlock()
+	done(batch.Commit(context.Background(), d))
+}
+
+func (h *host) durabilities() []persistence.Durability {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]persistence.Durability(nil), h.commits...)
+}
+
+// A new job is committed Sync, its producer waiting for it; each delivery of a due job
+// Async: nobody waits for it, and a crash that undoes it leaves the job stored to be
+// delivered again, so it rides the store's next sync instead of forcing one.
+func TestDeliveriesRideTheNextSync(t *testing.T) {
+	store := memstore.New()
+	h := newHost()
+	s := newScheduler(t, store, h, nil)
+	m := &persistence.Message{ID: "ID:orig", Body: []byte("r"), Persistent: true, Priority: 4,
+		Headers: persistence.Headers{HeaderDelay, "1", HeaderPeriod, "1", HeaderRepeat, "1"}}
+	dests, err := destinations.Parse("/queue/soon")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	require.NoError(t, s.Schedule(context.Background(), dests, m, func(err error) { done <- err }))
+	require.NoError(t, <-done)
+	for range 2 {
+		assert.Equal(t, "/queue/soon r", h.next(t))
+	}
+	require.Eventually(t, func() bool { return stored(store) == 0 }, 10*time.Second, 5*time.Millisecond)
+	assert.Equal(t, []persistence.Durability{persistence.Sync, persistence.Async, persistence.Async}, h.durabilities())
 }
 
 // recorder is a slog.Handler keeping the messages of the lines logged.

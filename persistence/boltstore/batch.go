@@ -78,7 +78,7 @@ func (b *batch) AddSub(info persistence.SubInfo) {
 // see the package comment. A ctx that is done before the writer took the batch makes
 // Commit fail with ctx.Err() and apply nothing; once the writer took it, Commit waits
 // for the outcome. After Commit, whatever it returned, the batch is done.
-func (b *batch) Commit(ctx context.Context, _ persistence.Durability) error {
+func (b *batch) Commit(ctx context.Context, d persistence.Durability) error {
 	ops, bytes, err := b.Take()
 	if err != nil {
 		return err
@@ -89,7 +89,7 @@ func (b *batch) Commit(ctx context.Context, _ persistence.Durability) error {
 	if len(ops) == 0 {
 		return b.s.w.check() // nothing to write, but a closed or failed store still says so
 	}
-	r := &request{ops: ops, bytes: bytes, wait: make(chan struct{})}
+	r := &request{ops: ops, bytes: bytes, async: d == persistence.Async, wait: make(chan struct{})}
 	if err := b.s.w.submit(r); err != nil {
 		return err
 	}
@@ -112,9 +112,9 @@ func (b *batch) Commit(ctx context.Context, _ persistence.Durability) error {
 // fails at once (already done, invalid) still takes its turn in that order. Only when
 // the store is closed (or failed) is done called on the caller's goroutine, before
 // CommitAsync returns.
-func (b *batch) CommitAsync(_ persistence.Durability, done func(error)) {
+func (b *batch) CommitAsync(d persistence.Durability, done func(error)) {
 	ops, bytes, err := b.Take()
-	r := &request{ops: ops, bytes: bytes, done: done, err: err}
+	r := &request{ops: ops, bytes: bytes, async: d == persistence.Async, done: done, err: err}
 	if serr := b.s.w.submit(r); serr != nil {
 		done(cmp.Or(err, serr))
 	}
@@ -129,7 +129,7 @@ func (b *batch) CommitCancelable(d persistence.Durability, done func(error)) fun
 		return nil
 	}
 	ops, bytes, err := b.Take()
-	r := &request{ops: ops, bytes: bytes, done: done, err: err}
+	r := &request{ops: ops, bytes: bytes, async: d == persistence.Async, done: done, err: err}
 	if serr := b.s.w.submit(r); serr != nil {
 		done(cmp.Or(err, serr))
 		return nil

@@ -292,12 +292,13 @@ func TestParseOptions(t *testing.T) {
 		"freelistsync":                     "true", // from the environment: a string
 		"locktimeout":                      1500,
 		"concurrentstoreanddispatchqueues": false,
+		"asyncCommitDelay":                 "2ms",
 	}})
 	require.NoError(t, err)
 	assert.Equal(t, boltstore.Options{
 		Path: "data/x.db", SyncStrategy: boltstore.SyncNever, InitialMmapSize: 256 << 20,
 		FreelistType: bolt.FreelistArrayType, FreelistSync: true, LockTimeout: 1500 * time.Millisecond,
-		StoreBeforeDispatch: true,
+		StoreBeforeDispatch: true, AsyncCommitDelay: 2 * time.Millisecond,
 	}, o)
 
 	o, err = boltstore.ParseOptions(persistence.Options{Raw: map[string]any{
@@ -314,7 +315,7 @@ func TestParseOptions(t *testing.T) {
 		allowed string
 	}{
 		{map[string]any{"nosync": true}, "persistenceAdapter.bbolt.nosync", "",
-			"path, syncStrategy, initialMmapSize, freelistType, freelistSync, concurrentStoreAndDispatchQueues, lockTimeout"},
+			"path, syncStrategy, initialMmapSize, freelistType, freelistSync, concurrentStoreAndDispatchQueues, lockTimeout, asyncCommitDelay"},
 		{map[string]any{"concurrentStoreAndDispatchQueues": "often"}, "persistenceAdapter.bbolt.concurrentStoreAndDispatchQueues", "often", "true or false"},
 		{map[string]any{"syncstrategy": "periodic"}, "persistenceAdapter.bbolt.syncStrategy", "periodic", "always or never"},
 		{map[string]any{"syncstrategy": true}, "persistenceAdapter.bbolt.syncStrategy", "true", "always or never"},
@@ -328,6 +329,7 @@ func TestParseOptions(t *testing.T) {
 		{map[string]any{"locktimeout": "0s"}, "persistenceAdapter.bbolt.lockTimeout", "0s", "a positive duration"},
 		{map[string]any{"locktimeout": "soon"}, "persistenceAdapter.bbolt.lockTimeout", "soon", "a positive duration"},
 		{map[string]any{"locktimeout": 1.5}, "persistenceAdapter.bbolt.lockTimeout", "1.5", "a positive duration"},
+		{map[string]any{"asyncCommitDelay": "-1ms"}, "persistenceAdapter.bbolt.asyncCommitDelay", "-1ms", "a positive duration"},
 		{map[string]any{"path": map[string]any{"a": 1}}, "persistenceAdapter.bbolt.path", "map[a:1]", "a file path"},
 	}
 	for _, c := range bad {

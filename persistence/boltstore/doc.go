@@ -9,6 +9,7 @@
 //	    freelistType: map          # map | array
 //	    freelistSync: false
 //	    lockTimeout: 10s
+//	    asyncCommitDelay: 5ms      # Async commits wait this long for a Sync one to share its transaction (default: none)
 //
 // A relative path is relative to the working directory, as dataDirectory is. Unknown
 // keys and bad values are an *OptionError naming the key, the value and what is allowed.
@@ -71,11 +72,16 @@
 // writer is inside an Update the next group accumulates, so batching adds no latency
 // when the store is idle and grows with the load.
 //
-// Async means the same as Sync. A committed batch must be visible to Scan and Stats,
-// and a bbolt transaction becomes visible only by committing, which is also what syncs
-// it: there is no cheaper point to return at that is still safe. Producers that should
-// not wait use CommitAsync and pipeline instead. (syncStrategy never makes every commit
-// cheap, and unsafe; see below.)
+// Async returns at the same point as Sync. A committed batch must be visible to Scan
+// and Stats, and a bbolt transaction becomes visible only by committing, which is also
+// what syncs it: there is no cheaper point to return at that is still safe. Producers
+// that should not wait use CommitAsync and pipeline instead. (syncStrategy never makes
+// every commit cheap, and unsafe; see below.) What Async can buy is company: with
+// asyncCommitDelay set, while only Async batches are queued (acknowledgements nobody
+// waits for, dispatch marks) the writer waits up to that long from the first for a Sync
+// batch and takes them all into that one's transaction, so they ride its syncs instead
+// of costing a commit of their own; with none coming they are committed when the delay
+// is up. Off by default: see Options.AsyncCommitDelay for when it pays.
 //
 // A Commit whose ctx ends while its batch is still queued withdraws it and returns
 // ctx.Err(); once the writer has taken the batch Commit waits for the outcome.

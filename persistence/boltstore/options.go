@@ -87,6 +87,15 @@ type Options struct {
 	// LockTimeout is how long Open waits for another process holding the file; 0 means
 	// DefaultLockTimeout.
 	LockTimeout time.Duration
+	// AsyncCommitDelay: while only Async commits are queued (acknowledgements nobody
+	// waits for, dispatch marks), the writer waits up to this long (from the first) for
+	// a Commit(Sync) and takes them all into its transaction: they ride the next synced
+	// one instead of costing a commit and its syncs of their own. Zero or negative (the
+	// default) commits them at once. It pays with concurrentStoreAndDispatchQueues
+	// false; with concurrent dispatch it can cost more than it saves: a writer kept
+	// busy by the acknowledgements' own commits leaves consumers time to withdraw the
+	// writes of messages they got (see docs/benchmarks.md, issue 26).
+	AsyncCommitDelay time.Duration
 	// StoreBeforeDispatch turns off concurrent store and dispatch
 	// (concurrentStoreAndDispatchQueues: false): a queued batch cannot be withdrawn, so
 	// the broker dispatches a persistent queue message only after its commit.
@@ -142,9 +151,8 @@ func (o Options) boltOptions() *bolt.Options {
 }
 
 const (
-	sizeAllowed     = `a size from 0 to 64gb, e.g. "1gb" (a number is bytes; 0 means none)`
-	durationAllowed = `a positive duration such as "10s" (a number is milliseconds), at most 24h`
-	boolAllowed     = "true or false"
+	sizeAllowed = `a size from 0 to 64gb, e.g. "1gb" (a number is bytes; 0 means none)`
+	boolAllowed = "true or false"
 )
 
 // optionKeys are the keys of the bbolt block.
@@ -208,14 +216,8 @@ var optionKeys = []optparse.Key[Options]{
 			o.StoreBeforeDispatch = !b
 			return ""
 		}},
-	{Name: "lockTimeout", Allowed: durationAllowed,
-		Set: func(o *Options, raw any) string {
-			d, problem := optparse.Duration(raw)
-			if problem == "" {
-				o.LockTimeout = d
-			}
-			return problem
-		}},
+	optparse.DurationKey("lockTimeout", func(o *Options) *time.Duration { return &o.LockTimeout }, ""),
+	optparse.DurationKey("asyncCommitDelay", func(o *Options) *time.Duration { return &o.AsyncCommitDelay }, ""),
 }
 
 // ParseOptions turns the broker's persistence options into Options. Keys are matched

@@ -27,6 +27,7 @@ const (
 type request struct {
 	ops   []op
 	bytes int
+	async bool // committed with persistence.Async: may wait for company (AsyncCommitDelay)
 
 	// state moves from queued to taken (by the writer) or cancelled (by Commit, whose
 	// ctx ended first); whoever moves it first decides.
@@ -61,6 +62,11 @@ type writer struct {
 
 	wake   chan struct{} // capacity 1: something was queued, or closing
 	exited chan struct{} // closed when run returns
+
+	// Owned by the run goroutine: since when only Async requests have waited (zero:
+	// not waiting), and the timer that ends the wait (Options.AsyncCommitDelay).
+	asyncSince time.Time
+	linger     *time.Timer
 
 	// Counters for tests and diagnostics.
 	updates atomic.Uint64 // bbolt Update calls (each one commit)
@@ -137,7 +143,13 @@ func (w *writer) close() {
 func (w *writer) run() {
 	defer close(w.exited)
 	var group []*request
+	w.linger = time.NewTimer(time.Hour)
+	w.linger.Stop()
+	defer w.linger.Stop()
 	for {
+		if w.waitForSync() {
+			continue
+		}
 		var closing bool
 		group, closing = w.take(group[:0])
 		if len(group) == 0 {
@@ -150,6 +162,46 @@ func (w *writer) run() {
 		w.commitGroup(group)
 		w.complete(group)
 	}
+}
+
+// waitForSync holds back a queue of Async requests only, up to AsyncCommitDelay from
+// when the first was found waiting, so that they share the transaction (and its syncs)
+// of the next Commit(Sync) rather than cost one of their own. It reports whether it
+// waited (the caller looks at the queue again); it does not wait once a Sync request is
+// queued, the delay has passed, or the store closes.
+func (w *writer) waitForSync() bool {
+	delay := w.s.opts.AsyncCommitDelay
+	if delay <= 0 {
+		return false
+	}
+	w.mu.Lock()
+	asyncOnly := len(w.queue) > 0 && !w.closing
+	for _, r := range w.queue {
+		if !r.async {
+			asyncOnly = false
+			break
+		}
+	}
+	w.mu.Unlock()
+	if !asyncOnly {
+		w.asyncSince = time.Time{}
+		return false
+	}
+	if w.asyncSince.IsZero() {
+		w.asyncSince = time.Now()
+	}
+	left := delay - time.Since(w.asyncSince)
+	if left <= 0 {
+		w.asyncSince = time.Time{}
+		return false
+	}
+	w.linger.Reset(left)
+	select {
+	case <-w.wake:
+	case <-w.linger.C:
+	}
+	w.linger.Stop()
+	return true
 }
 
 // complete wakes the Commits of group at once and hands its CommitAsync callbacks to

@@ -71,6 +71,73 @@ func TestGroupCommitSharesUpdates(t *testing.T) {
 	}
 }
 
+// With AsyncCommitDelay set, Async commits (acknowledgements nobody waits for) ride the
+// next Commit(Sync): they share its bbolt Update, and so its syncs, instead of costing
+// one of their own; with no Sync commit coming they are committed once the delay passed.
+func TestAsyncCommitsRideTheNextSync(t *testing.T) {
+	open := func(delay time.Duration) *Store {
+		s, err := Open(t.Context(), Options{Path: filepath.Join(t.TempDir(), "broker.db"), Logger: quietLog,
+			AsyncCommitDelay: delay})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, s.Close()) })
+		return s
+	}
+	add := func(s *Store, seq uint64) persistence.Batch {
+		b := s.Begin()
+		b.Add(&persistence.Message{Dest: "queue://ride", Seq: seq, Body: []byte("x")})
+		return b
+	}
+	t.Run("carried", func(t *testing.T) {
+		s := open(time.Hour) // never reached: the Sync commit carries the Async one
+		// The writer is held inside the Update of a first Sync commit while the Async
+		// one is queued, so that it finds the Async one alone once it goes on.
+		entered, hold := make(chan struct{}), make(chan struct{})
+		s.testHookApply = func(ops []op) error {
+			if ops[0].Seq == 1 {
+				close(entered)
+				<-hold
+			}
+			return nil
+		}
+		first := make(chan error, 1)
+		go func() { first <- add(s, 1).Commit(t.Context(), persistence.Sync) }()
+		<-entered
+		async := make(chan error, 1)
+		add(s, 2).(persistence.AsyncBatch).CommitAsync(persistence.Async, func(err error) { async <- err })
+		close(hold)
+		require.NoError(t, <-first)
+		require.NoError(t, add(s, 3).Commit(t.Context(), persistence.Sync))
+		require.NoError(t, <-async)
+		require.Equal(t, uint64(2), s.w.updates.Load(), "the Async commit shares the second Sync commit's Update")
+		require.Equal(t, uint64(3), s.w.batches.Load())
+	})
+	t.Run("bounded", func(t *testing.T) {
+		s := open(100 * time.Millisecond) // far above the gap between the two commits
+		done := make(chan error, 2)
+		for seq := uint64(1); seq <= 2; seq++ {
+			add(s, seq).(persistence.AsyncBatch).CommitAsync(persistence.Async, func(err error) { done <- err })
+		}
+		for range 2 {
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("Async commits with no Sync commit after them were not committed")
+			}
+		}
+		n, _ := s.Stats("queue://ride")
+		require.EqualValues(t, 2, n)
+		require.Equal(t, uint64(1), s.w.updates.Load(), "both in one Update")
+	})
+	t.Run("off", func(t *testing.T) {
+		s := open(0) // the default: an Async commit does not wait
+		done := make(chan error, 1)
+		add(s, 1).(persistence.AsyncBatch).CommitAsync(persistence.Async, func(err error) { done <- err })
+		require.NoError(t, <-done)
+		require.Equal(t, uint64(1), s.w.updates.Load())
+	})
+}
+
 // A batch that fails while being applied fails alone: the others of its group are
 // committed in a retried Update, and the order of completions is the commit order.
 func TestApplyErrorFailsOnlyItsBatch(t *testing.T) {

@@ -10,7 +10,11 @@
 //     the index in order under one lock, and then wakes every committer (group commit;
 //     see writer). Never one fsync per message. After a synced group it waits a moment
 //     (half an fsync, at most 500µs) for the committers it woke to come back, so groups
-//     do not alternate between large and small.
+//     do not alternate between large and small. A group made only of withdrawable
+//     writes (messages dispatched while storing) waits up to one fsync (500µs at most)
+//     for their consumers to withdraw them, while such waits see withdrawals
+//     (groupcommit.Queue.Hold); Async commits (acknowledgements nobody waits for) ride
+//     the next synced group, or journalAsyncSyncDelay when none comes.
 //   - Index: per destination, extents: for each run of its messages appended to a
 //     segment in seq order (queues and topics are written so), the seq range, a bitmap
 //     of the seqs still stored, their lengths run-length coded, and a sparse table (an
@@ -227,6 +231,7 @@
 //	journalMaxFileLength     32mb   (64kb .. 2gb)
 //	journalDiskSyncStrategy  always | periodic | never (see SyncStrategy for loss windows)
 //	journalDiskSyncInterval  1s     (periodic)
+//	journalAsyncSyncDelay    5ms    (always: the longest an Async commit waits for an fsync)
 //	checkpointInterval       5s
 //	cleanupInterval          30s
 //

@@ -19,11 +19,12 @@ var quietLog = shelltest.Quiet
 const testDir = "/data/kahadb"
 
 // memOptions are the options of a store on fs with tiny segments and no background work
-// (tests run checkpoints and compaction themselves).
+// (tests run checkpoints and compaction themselves, and count syncs without the
+// AsyncSyncDelay timer's).
 func memOptions(fs vfs.FS) Options {
 	return Options{
 		Dir: testDir, FS: fs, MaxFileLength: MinFileLength,
-		CheckpointInterval: -1, CleanupInterval: -1, Logger: quietLog,
+		CheckpointInterval: -1, CleanupInterval: -1, AsyncSyncDelay: -1, Logger: quietLog,
 		spillMin: 1, // every checkpoint moves what logs hold in sealed segments to run files
 	}
 }

@@ -48,6 +48,10 @@ const (
 	// DefaultCompactLiveRatio: a sealed segment with less than this fraction of its bytes
 	// still live is rewritten by the compactor.
 	DefaultCompactLiveRatio = 0.25
+	// DefaultAsyncSyncDelay bounds how long an Async commit (an acknowledgement nobody
+	// waits for, a dispatch mark) stays unsynced under SyncAlways when no Commit(Sync)
+	// comes to carry it.
+	DefaultAsyncSyncDelay = 5 * time.Millisecond
 	// MinFileLength is the smallest MaxFileLength Open accepts (tests use tiny segments;
 	// the configuration file allows from 64kb).
 	MinFileLength = 4 << 10
@@ -66,6 +70,12 @@ type Options struct {
 	// SyncStrategy and SyncInterval: see SyncStrategy.
 	SyncStrategy SyncStrategy
 	SyncInterval time.Duration
+	// AsyncSyncDelay (SyncAlways): Async commits ride the next group that holds a
+	// Commit(Sync); when none comes within AsyncSyncDelay of the first one, the journal
+	// is fsynced on its own. Zero means DefaultAsyncSyncDelay; negative leaves them to
+	// the next Commit(Sync), checkpoint, roll-over or Close. A crash of the process
+	// loses nothing written either way; a power cut may lose this much of them.
+	AsyncSyncDelay time.Duration
 	// CheckpointInterval is how often the index is checkpointed if anything changed;
 	// negative disables periodic checkpoints (Close still writes one).
 	CheckpointInterval time.Duration
@@ -103,6 +113,9 @@ func (o *Options) check() error {
 	if o.FS == nil {
 		o.FS = vfs.OS
 	}
+	if o.AsyncSyncDelay == 0 {
+		o.AsyncSyncDelay = DefaultAsyncSyncDelay
+	}
 	if o.CleanupInterval == 0 {
 		o.CleanupInterval = DefaultCleanupInterval
 	}
@@ -123,6 +136,7 @@ var optionKeys = []optparse.Key[Options]{
 	logshell.PolicyKey("journalDiskSyncStrategy", &syncNames, func(o *Options, p logshell.Policy) { o.SyncStrategy = SyncStrategy(p) }),
 	optparse.StoreBeforeDispatchKey(func(o *Options) *bool { return &o.StoreBeforeDispatch }),
 	durationKey("journalDiskSyncInterval", func(o *Options) *time.Duration { return &o.SyncInterval }),
+	durationKey("journalAsyncSyncDelay", func(o *Options) *time.Duration { return &o.AsyncSyncDelay }),
 	durationKey("checkpointInterval", func(o *Options) *time.Duration { return &o.CheckpointInterval }),
 	durationKey("cleanupInterval", func(o *Options) *time.Duration { return &o.CleanupInterval }),
 }

@@ -20,6 +20,7 @@ func TestParseOptions(t *testing.T) {
 		"journalmaxfilelength":             "64mb",
 		"journaldisksyncstrategy":          "Periodic",
 		"journaldisksyncinterval":          "250ms",
+		"journalAsyncSyncDelay":            "2ms",
 		"checkpointinterval":               10000, // a number is milliseconds
 		"CleanupInterval":                  "1m",  // keys are matched case-insensitively
 		"concurrentstoreanddispatchqueues": false,
@@ -27,7 +28,7 @@ func TestParseOptions(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, journal.Options{
 		Dir: "data/kahadb", MaxFileLength: 64 << 20, SyncStrategy: journal.SyncPeriodic,
-		SyncInterval: 250 * time.Millisecond, CheckpointInterval: 10 * time.Second, CleanupInterval: time.Minute,
+		SyncInterval: 250 * time.Millisecond, AsyncSyncDelay: 2 * time.Millisecond, CheckpointInterval: 10 * time.Second, CleanupInterval: time.Minute,
 		StoreBeforeDispatch: true,
 	}, o)
 
@@ -53,6 +54,7 @@ func TestParseOptionsErrors(t *testing.T) {
 		{Key: "cleanupInterval", Value: "0s", Want: []string{"cleanupInterval", `"0s"`}},
 		{Key: "cleanupInterval", Value: 0, Want: []string{"cleanupInterval"}},
 		{Key: "journalDiskSyncInterval", Value: "-1s", Want: []string{"journalDiskSyncInterval"}},
+		{Key: "journalAsyncSyncDelay", Value: "-1ms", Want: []string{"journalAsyncSyncDelay"}},
 		{Key: "journalDiskSyncInterval", Value: true, Want: []string{"journalDiskSyncInterval", "positive duration"}},
 		{Key: "journalDiskSyncInterval", Value: []int{1}, Want: []string{"journalDiskSyncInterval", "a string, a number or a boolean"}},
 		{Key: "concurrentStoreAndDispatchQueues", Value: "sometimes", Want: []string{"persistenceAdapter.kahaDB.concurrentStoreAndDispatchQueues", `"sometimes"`, "true or false"}},

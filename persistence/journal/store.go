@@ -122,6 +122,7 @@ func (s *Store) shellConfig() logshell.Config[op] {
 			StoreBeforeDispatch: o.StoreBeforeDispatch,
 		},
 		SyncCommits: o.SyncStrategy == SyncAlways,
+		AsyncWithin: o.AsyncSyncDelay,
 		Jobs: []logshell.Job{
 			{What: "checkpoint", Every: o.CheckpointInterval, Run: func() error { return s.checkpoint(true) }},
 			{What: "cleanup", Every: o.CleanupInterval, Run: s.cleanup},

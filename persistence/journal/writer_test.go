@@ -215,6 +215,57 @@ func TestSyncStrategies(t *testing.T) {
 	})
 }
 
+// TestAsyncRidesTheNextSync: under SyncAlways an Async commit (an acknowledgement nobody
+// waits for) costs no fsync of its own: the next Commit(Sync) carries it, and when none
+// comes, the AsyncSyncDelay bound does, so a power cut loses at most that much of them.
+func TestAsyncRidesTheNextSync(t *testing.T) {
+	commit := func(s *Store, seq uint64, d persistence.Durability) {
+		b := s.Begin()
+		b.Add(addMsg("queue://q", seq))
+		require.NoError(t, b.Commit(t.Context(), d))
+	}
+	t.Run("carried", func(t *testing.T) {
+		fs := vfs.NewMem()
+		o := memOptions(fs)
+		o.AsyncSyncDelay = time.Hour // never reached: every Async commit rides a Sync one
+		s := mustOpen(t, o)
+		syncs := countSyncs(fs, 0)
+		for seq := uint64(1); seq <= 20; seq += 2 {
+			commit(s, seq, persistence.Async)
+			commit(s, seq+1, persistence.Sync)
+		}
+		require.EqualValues(t, 10, syncs.Load(), "one fsync per Sync commit, none for the Async ones")
+		crashed := fs.CrashClone()
+		require.NoError(t, s.Close())
+		s = mustOpen(t, memOptions(crashed))
+		require.Equal(t, shelltest.SeqRange(1, 20), shelltest.Seqs(t, s, "queue://q"))
+		require.NoError(t, s.Close())
+	})
+	t.Run("bounded", func(t *testing.T) {
+		fs := vfs.NewMem()
+		o := memOptions(fs)
+		o.AsyncSyncDelay = 10 * time.Millisecond
+		s := mustOpen(t, o)
+		syncs := countSyncs(fs, 0)
+		commit(s, 1, persistence.Async)
+		commit(s, 2, persistence.Async)
+		waitFor(t, "the bound's fsync", func() bool { return syncs.Load() == 1 })
+		crashed := fs.CrashClone()
+		require.NoError(t, s.Close())
+		s = mustOpen(t, memOptions(crashed))
+		require.Equal(t, shelltest.SeqRange(1, 2), shelltest.Seqs(t, s, "queue://q"),
+			"Async commits are on disk once the bound passed, with nothing else to carry them")
+		require.NoError(t, s.Close())
+	})
+	t.Run("default", func(t *testing.T) {
+		o := memOptions(vfs.NewMem())
+		o.AsyncSyncDelay = 0
+		s := mustOpen(t, o)
+		require.Equal(t, DefaultAsyncSyncDelay, s.opts.AsyncSyncDelay)
+		require.NoError(t, s.Close())
+	})
+}
+
 // TestBackgroundCheckpointAndCleanup runs the timers: checkpoints appear on their own,
 // and a stuck message is compacted away from the first segment without help.
 func TestBackgroundCheckpointAndCleanup(t *testing.T) {

@@ -145,7 +145,9 @@ func (c *conn) onAck(ctx context.Context, a *ow.MessageAck) {
 	case ow.AckExpired:
 		kind = broker.SettleExpired
 	}
-	req := broker.SettleRequest{Kind: kind, Tx: tx}
+	// An ack the client does not wait for (the JMS client's are asynchronous) rides
+	// the store's next sync.
+	req := broker.SettleRequest{Kind: kind, Tx: tx, Unanswered: !a.ResponseRequired}
 	if a.AckType == ow.AckPoison && a.PoisonCause != nil {
 		req.Cause = a.PoisonCause.Error()
 	}

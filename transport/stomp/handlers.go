@@ -446,18 +446,17 @@ func (s *session) onAck(ctx context.Context, f *frame.Frame, receipt string, ack
 			return requestError(what + " received without a subscription header")
 		}
 	}
-	tx := f.Header.Get("transaction")
+	req := broker.SettleRequest{Ref: ref, Kind: broker.SettleStandard, Tx: f.Header.Get("transaction"),
+		Unanswered: receipt == ""} // without a receipt it rides the store's next sync
+	if !ack {
+		req.Kind = broker.SettlePoison
+	}
 	c, done := s.track(receipt, false)
-	var err error
-	if ack {
-		err = s.conn.Ack(ctx, ref, tx, done)
-	} else {
-		err = s.conn.Nack(ctx, ref, tx, done)
-	}
-	if err != nil {
+	if err := s.conn.Settle(ctx, req, done); err != nil {
 		s.untrack(c)
+		return err
 	}
-	return err
+	return nil
 }
 
 func (s *session) onCommit(ctx context.Context, f *frame.Frame, receipt string) error {

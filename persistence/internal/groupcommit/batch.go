@@ -136,6 +136,7 @@ func (b *Batch[O]) CommitCancelable(d persistence.Durability, done func(error)) 
 		if !st.CompareAndSwap(reqQueued, reqCanceled) {
 			return false
 		}
+		b.q.signal() // a writer holding for withdrawals (Queue.Hold) goes on at once
 		done(persistence.ErrCanceled)
 		return true
 	}

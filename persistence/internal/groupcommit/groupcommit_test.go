@@ -3,7 +3,9 @@ package groupcommit
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +29,7 @@ type fakeWriter struct {
 	hold    chan struct{} // if set, each round waits for it until release
 	held    sync.Once
 	exited  chan struct{}
+	synced  atomic.Int64 // if set, each round reports a sync that took this long
 }
 
 // release lets the writer go on (once; the cleanup calls it too, so that a failed test
@@ -66,6 +69,7 @@ func (w *fakeWriter) run() {
 	defer close(w.exited)
 	for {
 		w.q.Gather()
+		w.q.Hold()
 		group, closing := w.q.Take()
 		if len(group) == 0 {
 			if closing {
@@ -92,6 +96,9 @@ func (w *fakeWriter) run() {
 			}
 		}
 		w.mu.Unlock()
+		if took := time.Duration(w.synced.Load()); took > 0 {
+			w.q.Synced(0, took)
+		}
 		w.q.Complete(group, nil)
 	}
 }
@@ -266,4 +273,63 @@ func TestTakeRespectsMaxGroupBytes(t *testing.T) {
 		q.group = group[:0]
 	}
 	require.Equal(t, [][]int{{6, 4}, {1}, {12}}, sizes, "a record larger than a group comes alone")
+}
+
+// Hold waits for the withdrawal of cancelable writes (messages with a consumer) for up
+// to the last sync's time, as long as holds see withdrawals; otherwise only one write in
+// holdProbe is held, to find out whether withdrawals come again.
+func TestHoldWaitsForWithdrawals(t *testing.T) {
+	w := start(t, Config{HoldCancelable: true, MaxLinger: time.Hour})
+	w.synced.Store(int64(time.Hour)) // a hold lasts until its write is withdrawn
+	require.NoError(t, newBatch(w, "synced").Commit(t.Context(), persistence.Sync))
+	kept := func(op string) {
+		t.Helper()
+		done := make(chan error, 1)
+		newBatch(w, op).CommitCancelable(persistence.Sync, func(err error) { done <- err })
+		require.NoError(t, <-done)
+	}
+	withdrawn := func(op string) {
+		t.Helper()
+		done := make(chan error, 1)
+		h := w.q.holds.Load()
+		cancel := newBatch(w, op).CommitCancelable(persistence.Sync, func(err error) { done <- err })
+		require.Eventually(t, func() bool { return w.q.holds.Load() > h }, 10*time.Second, time.Millisecond, "held")
+		require.True(t, cancel(), "held until withdrawn")
+		require.ErrorIs(t, <-done, persistence.ErrCanceled)
+		require.Eventually(t, func() bool { w.q.mu.Lock(); defer w.q.mu.Unlock(); return len(w.q.queue) == 0 },
+			10*time.Second, time.Millisecond, "the writer went on at the withdrawal")
+	}
+	for i := range holdProbe - 1 { // no withdrawal seen yet: not held
+		kept(strconv.Itoa(i))
+	}
+	require.Zero(t, w.q.holds.Load())
+	withdrawn("probe")
+	require.EqualValues(t, 1, w.q.holds.Load())
+	withdrawn("credited") // the probe saw a withdrawal: the next one is held too
+	require.EqualValues(t, 2, w.q.holds.Load())
+	require.NotContains(t, w.got(), "probe")
+	require.NotContains(t, w.got(), "credited")
+
+	// No more withdrawals: the holds end at the last sync's time, and once the credit
+	// is spent only one write in holdProbe is held.
+	w.synced.Store(int64(time.Millisecond))
+	require.NoError(t, newBatch(w, "synced again").Commit(t.Context(), persistence.Sync))
+	start := w.q.holds.Load()
+	for i := range holdCredit + 3*holdProbe {
+		kept("late" + strconv.Itoa(i))
+	}
+	require.EqualValues(t, holdCredit+3, w.q.holds.Load()-start)
+}
+
+// Without a sync yet, or without HoldCancelable, nothing is held.
+func TestHoldOff(t *testing.T) {
+	w := start(t, Config{MaxLinger: time.Hour})
+	w.synced.Store(int64(time.Hour))
+	require.NoError(t, newBatch(w, "synced").Commit(t.Context(), persistence.Sync))
+	for i := range 2 * holdProbe {
+		done := make(chan error, 1)
+		newBatch(w, strconv.Itoa(i)).CommitCancelable(persistence.Sync, func(err error) { done <- err })
+		require.NoError(t, <-done)
+	}
+	require.Zero(t, w.q.holds.Load())
 }

@@ -70,6 +70,9 @@ type Config struct {
 	// StoreBeforeDispatch makes CommitCancelable a plain CommitAsync that returns nil
 	// (no concurrent store and dispatch).
 	StoreBeforeDispatch bool
+	// HoldCancelable lets Hold wait for withdrawals: for a writer that syncs the groups
+	// holding a Commit(Sync).
+	HoldCancelable bool
 	// Callbacks runs the Done callbacks, in completion order.
 	Callbacks *completion.Runner
 }
@@ -94,7 +97,20 @@ type Queue[O any] struct {
 	lastSync time.Duration // how long its fsync took
 	linger   *time.Timer
 	group    []*Request[O]
+	// Hold's state: holds still worth making after the last one that saw a withdrawal,
+	// and the holds it skipped since (one in holdProbe is made anyway).
+	holdCredit, holdSkipped int
+	// holds counts the holds made (for tests and diagnostics).
+	holds atomic.Uint64
 }
+
+// Hold's tuning: after a hold that saw a withdrawal, the next holdCredit holds are made
+// whatever they see; with no credit left, one hold in holdProbe is made to find out
+// whether withdrawals come again.
+const (
+	holdCredit = 16
+	holdProbe  = 64
+)
 
 // New returns an empty queue.
 func New[O any](cfg Config) *Queue[O] {
@@ -240,6 +256,81 @@ func (q *Queue[O]) Gather() {
 		case <-q.linger.C:
 		}
 	}
+}
+
+// Hold waits, when the queue holds nothing but Async commits and cancelable ones
+// (CommitCancelable: messages dispatched while their writes wait), for the cancelable
+// ones to be withdrawn: a consumer that acknowledges such a message before its write
+// began withdraws it, and it then costs neither a write nor a sync. It waits at most as
+// long as the last sync took (MaxLinger at most), so a producer waits no longer than
+// behind a writer busy with a sync, and it returns as soon as none is left to withdraw.
+// Holds are made while they see withdrawals (consumers keep up); once holdCredit holds
+// in a row saw none, only one in holdProbe is made, so traffic nobody consumes at once
+// is hardly delayed. Without HoldCancelable, or before the first sync, it returns at
+// once. It belongs to the writer goroutine, before Take.
+func (q *Queue[O]) Hold() {
+	if !q.cfg.HoldCancelable || q.lastSync <= 0 {
+		return
+	}
+	open, withdrawn := q.holdable()
+	if open == 0 {
+		return
+	}
+	if q.holdCredit <= 0 {
+		if q.holdSkipped++; q.holdSkipped < holdProbe {
+			return
+		}
+		q.holdSkipped = 0
+	}
+	q.holds.Add(1)
+	if q.linger == nil {
+		q.linger = time.NewTimer(time.Hour)
+		q.linger.Stop()
+	}
+	deadline := time.Now().Add(min(q.lastSync, q.cfg.MaxLinger))
+	for {
+		left := time.Until(deadline)
+		if left > 0 {
+			q.linger.Reset(left)
+			select {
+			case <-q.wake:
+			case <-q.linger.C:
+			}
+			q.linger.Stop()
+		}
+		n, w := q.holdable()
+		if w > withdrawn {
+			q.holdCredit = holdCredit
+		}
+		if n == 0 || left <= 0 || time.Until(deadline) <= 0 {
+			if w <= withdrawn && q.holdCredit > 0 {
+				q.holdCredit--
+			}
+			return
+		}
+	}
+}
+
+// holdable counts the cancelable requests queued and not withdrawn (open) and those
+// withdrawn; open is 0 when anything else than Async and cancelable commits is queued,
+// or the queue closes.
+func (q *Queue[O]) holdable() (open, withdrawn int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closing {
+		return 0, 0
+	}
+	for _, r := range q.queue {
+		switch {
+		case r.state != nil && r.state.Load() == reqCanceled:
+			withdrawn++
+		case r.state != nil:
+			open++
+		case r.Dur != persistence.Async || r.Force:
+			return 0, withdrawn
+		}
+	}
+	return open, withdrawn
 }
 
 // Complete reports err (nil: success) to every request of group, in order: a request's

@@ -70,6 +70,12 @@ type Config[O any] struct {
 	// SyncEvery, if positive, syncs what is unsynced every SyncEvery while the writer
 	// is idle (SyncPeriodic; under a steady load Log.Due asks for it).
 	SyncEvery time.Duration
+	// AsyncWithin, if positive, bounds how long Async commits stay unsynced under
+	// SyncCommits: they ride the next group that holds a Commit(Sync), and when none
+	// comes within AsyncWithin of the first unsynced write, the writer syncs on its own
+	// (at once when idle then, else with the next group). Zero or negative leaves them
+	// to the next Commit(Sync), checkpoint, roll-over or Close.
+	AsyncWithin time.Duration
 	// Jobs run in the background until Close.
 	Jobs []Job
 }
@@ -134,6 +140,7 @@ func (s *Shell[O]) Init(cfg Config[O], callbacks *completion.Runner) {
 	if cfg.Queue.MaxLinger == 0 {
 		cfg.Queue.MaxLinger = MaxLinger
 	}
+	cfg.Queue.HoldCancelable = cfg.SyncCommits
 	s.q = groupcommit.New[O](cfg.Queue)
 }
 

@@ -53,6 +53,11 @@ type writer[O any] struct {
 
 	exited  chan struct{}
 	exitErr error // an error of Final, for Close
+
+	// unsynced is when the first group written since the last sync went out unsynced
+	// (Config.AsyncWithin; zero: none), and bound fires AsyncWithin after it.
+	unsynced time.Time
+	bound    *time.Timer
 }
 
 func (w *writer[O]) run() {
@@ -64,8 +69,16 @@ func (w *writer[O]) run() {
 		defer t.Stop()
 		tick = t.C
 	}
+	var bound <-chan time.Time
+	if s.cfg.SyncCommits && s.cfg.AsyncWithin > 0 {
+		w.bound = time.NewTimer(s.cfg.AsyncWithin)
+		w.bound.Stop()
+		defer w.bound.Stop()
+		bound = w.bound.C
+	}
 	for {
 		s.q.Gather()
+		s.q.Hold()
 		group, closing := s.q.Take()
 		if len(group) > 0 {
 			w.process(group)
@@ -82,11 +95,21 @@ func (w *writer[O]) run() {
 		select {
 		case <-s.q.Wake():
 		case <-tick:
-			if s.Failure() == nil {
-				if err := w.log.Sync(); err != nil {
-					s.Fail(err)
-				}
+			w.syncIdle()
+		case <-bound:
+			if !w.unsynced.IsZero() {
+				w.unsynced = time.Time{}
+				w.syncIdle()
 			}
+		}
+	}
+}
+
+// syncIdle syncs what is unsynced while the writer has nothing to write.
+func (w *writer[O]) syncIdle() {
+	if w.s.Failure() == nil {
+		if err := w.log.Sync(); err != nil {
+			w.s.Fail(err)
 		}
 	}
 }
@@ -98,7 +121,8 @@ func (w *writer[O]) process(group []*Request[O]) {
 		s.q.Complete(group, err)
 		return
 	}
-	needSync := w.log.Due()
+	needSync := w.log.Due() || w.asyncDue()
+	wrote := false
 	for _, r := range group {
 		if !r.Take() {
 			r.Err = persistence.ErrCanceled // withdrawn: neither written nor applied
@@ -114,6 +138,7 @@ func (w *writer[O]) process(group []*Request[O]) {
 			s.q.Complete(group, s.Fail(err))
 			return
 		}
+		wrote = true
 	}
 	if err := w.log.Write(); err != nil {
 		s.q.Complete(group, s.Fail(err))
@@ -134,11 +159,21 @@ func (w *writer[O]) process(group []*Request[O]) {
 			}
 		}
 		s.q.Synced(waiters, time.Since(start))
+		w.unsynced = time.Time{}
+	} else if wrote && w.bound != nil && w.unsynced.IsZero() {
+		w.unsynced = time.Now()
+		w.bound.Reset(s.cfg.AsyncWithin)
 	}
 	s.Mu.Lock()
 	w.log.Apply(group)
 	s.Mu.Unlock()
 	s.q.Complete(group, nil)
+}
+
+// asyncDue reports that Async commits have waited AsyncWithin for a sync: under a
+// steady load of them the writer never idles at its timer, so the group syncs.
+func (w *writer[O]) asyncDue() bool {
+	return !w.unsynced.IsZero() && time.Since(w.unsynced) >= w.s.cfg.AsyncWithin
 }
 
 // Fail records the first I/O error of the write path (logging it once) and returns the
