@@ -34,8 +34,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -234,14 +232,7 @@ func isScheduling(name string) bool {
 }
 
 func headerInt(m *persistence.Message, name string) (int64, error) {
-	p, v, ok := m.Property(name)
-	if !ok {
-		return 0, nil
-	}
-	if p.Kind.IsInteger() {
-		v = strconv.FormatInt(p.Int(), 10)
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	n, v, _, err := intProperty(m, name)
 	if err != nil || n < 0 || n > maxDue {
 		return 0, invalid("invalid %s %q: a non-negative integer of at most %d", name, v, int64(maxDue))
 	}
